@@ -1,0 +1,236 @@
+//! The crate's one error type.
+
+use crate::json::JsonError;
+
+/// Everything that can go wrong in `sessdb`.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An event was refused by the acceptance function; the session is unchanged.
+    #[error("session {session:?}: event seq {seq} rejected by rule {}: {violation}", violation.rule())]
+    Rejected {
+        /// The session the event was for.
+        session: String,
+        /// The seq of the refused event.
+        seq: u64,
+        /// The rule broken and how.
+        violation: Violation,
+    },
+    /// An event envelope (a JSONL line or a dynamic append) is malformed.
+    #[error("invalid event envelope{}: {problem}", seq.map(|s| format!(" (seq {s})")).unwrap_or_default())]
+    InvalidEnvelope {
+        /// The seq, when it could be read.
+        seq: Option<u64>,
+        /// What is wrong.
+        problem: String,
+    },
+    /// A session header is malformed.
+    #[error("invalid session header: {problem}")]
+    InvalidHeader {
+        /// What is wrong.
+        problem: String,
+    },
+    /// A header or file declares a format version sessdb does not read.
+    #[error("unsupported session format version {found} (sessdb reads version {expected})")]
+    UnsupportedFormat {
+        /// The version found, as written.
+        found: String,
+        /// The version sessdb reads.
+        expected: u64,
+    },
+    /// A log-only type was needed but a surface type (or an empty string) was given.
+    #[error("invalid event type {type_name:?}: {problem}")]
+    InvalidType {
+        /// The type string given.
+        type_name: String,
+        /// Why it cannot be used here.
+        problem: &'static str,
+    },
+    /// A session with this id exists already.
+    #[error("a session {id:?} exists already")]
+    SessionExists {
+        /// The id.
+        id: String,
+    },
+    /// No session has this id.
+    #[error("no session {id:?}")]
+    SessionNotFound {
+        /// The id.
+        id: String,
+    },
+    /// A fork was refused (DSH `SessionForkError`).
+    #[error("fork refused ({code}): {detail}")]
+    Fork {
+        /// The DSH error code.
+        code: ForkErrorCode,
+        /// What happened.
+        detail: String,
+    },
+}
+
+/// The codes of DSH v0 `SessionForkError` that sessdb can produce.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ForkErrorCode {
+    /// The source session does not exist.
+    SessionNotFound,
+    /// The child id is taken.
+    SessionAlreadyExists,
+    /// The boundary is not a seq of the source.
+    InvalidBoundary,
+    /// The boundary lies inside an open turn.
+    OpenTurn,
+}
+
+impl std::fmt::Display for ForkErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::SessionNotFound => "SESSION_NOT_FOUND",
+            Self::SessionAlreadyExists => "SESSION_ALREADY_EXISTS",
+            Self::InvalidBoundary => "INVALID_BOUNDARY",
+            Self::OpenTurn => "OPEN_TURN",
+        })
+    }
+}
+
+/// One variant per acceptance rule (DESIGN §2, reference §3.2–§3.3).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Violation {
+    /// The seq is not the session's next seq.
+    #[error("expected seq {expected}")]
+    SeqNotContiguous {
+        /// The session's next seq.
+        expected: u64,
+    },
+    /// The event type is the empty string.
+    #[error("the event type is empty")]
+    EmptyType,
+    /// A retired DSH type or reason (`request/header-delta`, `request/header` with reason
+    /// `fallback`).
+    #[error("legacy vocabulary is refused: {what}")]
+    LegacyVocabulary {
+        /// What was legacy.
+        what: &'static str,
+    },
+    /// `data` is not lossless JSON within the limits.
+    #[error("data is not lossless JSON: {0}")]
+    InvalidData(JsonError),
+    /// A log-only type carries `surfaceOp`.
+    #[error("type {type_name:?} is log-only and may not carry surfaceOp")]
+    SurfaceOpOnLogType {
+        /// The event type.
+        type_name: String,
+    },
+    /// A log-only type carries `sourceEventSeqs`.
+    #[error("type {type_name:?} is log-only and may not carry sourceEventSeqs")]
+    SourcesOnLogType {
+        /// The event type.
+        type_name: String,
+    },
+    /// A surface type without `surfaceOp`.
+    #[error("type {type_name:?} requires a surfaceOp")]
+    SurfaceOpMissing {
+        /// The event type.
+        type_name: String,
+    },
+    /// `sourceEventSeqs: []` on a type other than `assistant/message`.
+    #[error("empty sourceEventSeqs is allowed only on assistant/message")]
+    EmptySources,
+    /// A source seq appears twice.
+    #[error("sourceEventSeqs lists {source_seq} twice")]
+    DuplicateSource {
+        /// The repeated seq.
+        source_seq: u64,
+    },
+    /// A source seq is not before the event's own seq.
+    #[error("sourceEventSeqs member {source_seq} is not before the event's own seq")]
+    SourceNotEarlier {
+        /// The offending seq.
+        source_seq: u64,
+    },
+    /// A replace endpoint is not on the current surface.
+    #[error("replace {which} {endpoint} is not on the current surface")]
+    ReplaceEndpointNotOnSurface {
+        /// `"start"` or `"end"`.
+        which: &'static str,
+        /// The endpoint seq.
+        endpoint: u64,
+    },
+    /// The replace start comes after its end in surface order.
+    #[error("replace start {start} comes after end {end} in surface order")]
+    ReplaceOutOfOrder {
+        /// The start seq.
+        start: u64,
+        /// The end seq.
+        end: u64,
+    },
+    /// The replacement does not cite a shadowed seq.
+    #[error("replacement must cite every shadowed seq in sourceEventSeqs; {missing} is missing")]
+    ReplaceSourcesIncomplete {
+        /// The first shadowed seq not cited.
+        missing: u64,
+    },
+    /// A `tool/result` replacement shadows other than exactly one node.
+    #[error("a tool/result replacement must shadow exactly one node, not {shadowed}")]
+    ToolResultReplaceWidth {
+        /// How many nodes the range covers.
+        shadowed: usize,
+    },
+    /// A `tool/result` replacement shadows a node that is not a `tool/result`.
+    #[error("a tool/result replacement must shadow a tool/result, but seq {target} is {target_type:?}")]
+    ToolResultReplaceTarget {
+        /// The shadowed seq.
+        target: u64,
+        /// Its type.
+        target_type: String,
+    },
+    /// A `tool/result` replacement changes more than the tool-result block's content.
+    #[error("a tool/result replacement may change only the tool-result block's content (seq {target} differs elsewhere)")]
+    ToolResultReplaceChanged {
+        /// The shadowed seq.
+        target: u64,
+    },
+    /// A surface event's message does not have the DSH v0 shape.
+    #[error("message shape: {problem}")]
+    MessageShape {
+        /// The first failed check.
+        problem: &'static str,
+    },
+    /// A `request/header` event does not have the DSH v0 shape.
+    #[error("request/header shape: {problem}")]
+    RequestHeaderShape {
+        /// The first failed check.
+        problem: &'static str,
+    },
+}
+
+impl Violation {
+    /// A short stable name of the rule, for messages and tooling.
+    pub fn rule(&self) -> &'static str {
+        match self {
+            Self::SeqNotContiguous { .. } => "seq-contiguity",
+            Self::EmptyType => "type-non-empty",
+            Self::LegacyVocabulary { .. } => "legacy-vocabulary",
+            Self::InvalidData(_) => "lossless-json",
+            Self::SurfaceOpOnLogType { .. } | Self::SourcesOnLogType { .. } => {
+                "surface-metadata-only-on-surface-types"
+            }
+            Self::SurfaceOpMissing { .. } => "surface-op-required",
+            Self::EmptySources => "empty-sources-only-on-assistant",
+            Self::DuplicateSource { .. } => "sources-unique",
+            Self::SourceNotEarlier { .. } => "sources-earlier",
+            Self::ReplaceEndpointNotOnSurface { .. } => "replace-endpoints-on-surface",
+            Self::ReplaceOutOfOrder { .. } => "replace-endpoints-ordered",
+            Self::ReplaceSourcesIncomplete { .. } => "replace-cites-shadowed",
+            Self::ToolResultReplaceWidth { .. }
+            | Self::ToolResultReplaceTarget { .. }
+            | Self::ToolResultReplaceChanged { .. } => "tool-result-replacement",
+            Self::MessageShape { .. } => "message-shape",
+            Self::RequestHeaderShape { .. } => "request-header-shape",
+        }
+    }
+}
+
+/// The crate's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

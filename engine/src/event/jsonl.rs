@@ -1,0 +1,216 @@
+//! One event as one DSH v0 JSONL line (reference §2.1, §4.2).
+//!
+//! sessdb writes the envelope keys in the order `type, seq, time, data, sourceEventSeqs,
+//! surfaceOp, ignorable` with no whitespace, and `data` as its exact stored bytes; parsing
+//! such a line and printing it again gives the same bytes. Lines written by DSH in another
+//! key order (its repair closers put `surfaceOp` first) read as the same event and print in
+//! the canonical order.
+
+use super::{Event, SurfaceOp};
+use crate::json::{JsonKind, JsonRef, validate};
+use crate::{Error, Limits, MAX_SAFE_INTEGER, Result};
+
+impl Event {
+    /// Parses one JSONL line (without its newline) into an event.
+    ///
+    /// Only the envelope is checked here (exact key set, types, safe integers); the session's
+    /// acceptance function checks the rest when the event is appended.
+    ///
+    /// # Errors
+    /// [`Error::InvalidEnvelope`] naming the problem.
+    pub fn from_jsonl(line: &[u8], limits: &Limits) -> Result<Event> {
+        let bad = |seq: Option<u64>, problem: String| Error::InvalidEnvelope { seq, problem };
+        // The envelope adds one level of nesting and a bounded amount of text around `data`;
+        // `data` itself is held to `limits` by the acceptance function.
+        let line_limits = Limits {
+            max_depth: limits.max_depth.saturating_add(1),
+            max_data_bytes: limits.max_data_bytes.saturating_mul(2),
+        };
+        validate(line, &line_limits).map_err(|e| bad(None, format!("line is not lossless JSON: {e}")))?;
+        let root = JsonRef::new(line);
+        if root.kind() != JsonKind::Object {
+            return Err(bad(None, "a line must be a JSON object".into()));
+        }
+        let mut fields: [Option<JsonRef<'_>>; 7] = [None; 7];
+        for (key, value) in root.members() {
+            let slot = ENVELOPE_KEYS
+                .iter()
+                .position(|k| key.str_eq(k))
+                .ok_or_else(|| {
+                    let name = key.as_str().unwrap_or_default().into_owned();
+                    bad(None, format!("unknown envelope key {name:?}"))
+                })?;
+            if fields[slot].replace(value).is_some() {
+                return Err(bad(None, format!("duplicate envelope key {:?}", ENVELOPE_KEYS[slot])));
+            }
+        }
+        let [event_type, seq, time, data, sources, surface_op, ignorable] = fields;
+
+        let seq = seq
+            .ok_or_else(|| bad(None, "missing \"seq\"".into()))?
+            .as_i64()
+            .filter(|s| (0..=MAX_SAFE_INTEGER).contains(s))
+            .and_then(|s| u64::try_from(s).ok())
+            .ok_or_else(|| bad(None, "\"seq\" must be a non-negative safe integer".into()))?;
+        let bad = |problem: &str| bad(Some(seq), problem.to_owned());
+        let event_type = event_type
+            .ok_or_else(|| bad("missing \"type\""))?
+            .as_str()
+            .ok_or_else(|| bad("\"type\" must be a string"))?;
+        let time = time
+            .ok_or_else(|| bad("missing \"time\""))?
+            .as_i64()
+            .filter(|t| (-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(t))
+            .ok_or_else(|| bad("\"time\" must be a safe integer"))?;
+        let data = data.ok_or_else(|| bad("missing \"data\""))?;
+        let mut event = Event::new(event_type, seq, time, data.bytes());
+        if let Some(list) = sources {
+            if list.kind() != JsonKind::Array {
+                return Err(bad("\"sourceEventSeqs\" must be an array"));
+            }
+            let seqs = list
+                .elements()
+                .map(|e| safe_u64(&e).ok_or_else(|| bad("\"sourceEventSeqs\" members must be non-negative safe integers")))
+                .collect::<Result<Vec<u64>>>()?;
+            event = event.with_sources(seqs);
+        }
+        if let Some(op) = surface_op {
+            event = event.with_surface_op(parse_surface_op(&op).ok_or_else(|| {
+                bad("\"surfaceOp\" must be \"append\" or {\"op\":\"replace\",\"start\":S,\"end\":E}")
+            })?);
+        }
+        if let Some(flag) = ignorable {
+            if flag.bytes() != b"true" {
+                return Err(bad("\"ignorable\" may only be true"));
+            }
+            event = event.with_ignorable(true);
+        }
+        Ok(event)
+    }
+
+    /// Appends this event as one JSONL line, without the newline.
+    pub fn write_jsonl(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"{\"type\":");
+        crate::json::write_str(out, self.event_type());
+        out.extend_from_slice(b",\"seq\":");
+        out.extend_from_slice(self.seq.to_string().as_bytes());
+        out.extend_from_slice(b",\"time\":");
+        out.extend_from_slice(self.time.to_string().as_bytes());
+        out.extend_from_slice(b",\"data\":");
+        out.extend_from_slice(self.data());
+        if let Some(sources) = self.sources() {
+            out.extend_from_slice(b",\"sourceEventSeqs\":[");
+            for (i, s) in sources.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(s.to_string().as_bytes());
+            }
+            out.push(b']');
+        }
+        match self.surface_op {
+            None => {}
+            Some(SurfaceOp::Append) => out.extend_from_slice(b",\"surfaceOp\":\"append\""),
+            Some(SurfaceOp::Replace { start, end }) => {
+                out.extend_from_slice(
+                    format!(",\"surfaceOp\":{{\"op\":\"replace\",\"start\":{start},\"end\":{end}}}").as_bytes(),
+                );
+            }
+        }
+        if self.ignorable {
+            out.extend_from_slice(b",\"ignorable\":true");
+        }
+        out.push(b'}');
+    }
+
+    /// This event as one JSONL line, without the newline.
+    pub fn to_jsonl(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.data.len() + 96);
+        self.write_jsonl(&mut out);
+        out
+    }
+}
+
+const ENVELOPE_KEYS: [&str; 7] =
+    ["type", "seq", "time", "data", "sourceEventSeqs", "surfaceOp", "ignorable"];
+
+fn safe_u64(v: &JsonRef<'_>) -> Option<u64> {
+    v.as_i64()
+        .filter(|s| (0..=MAX_SAFE_INTEGER).contains(s))
+        .and_then(|s| u64::try_from(s).ok())
+}
+
+/// `"append"` or an object with exactly `op: "replace"`, `start`, `end`.
+fn parse_surface_op(v: &JsonRef<'_>) -> Option<SurfaceOp> {
+    if v.str_eq("append") {
+        return Some(SurfaceOp::Append);
+    }
+    if v.kind() != JsonKind::Object || v.members().count() != 3 {
+        return None;
+    }
+    if !v.get("op")?.str_eq("replace") {
+        return None;
+    }
+    Some(SurfaceOp::Replace {
+        start: safe_u64(&v.get("start")?)?,
+        end: safe_u64(&v.get("end")?)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Result<Event> {
+        Event::from_jsonl(s.as_bytes(), &Limits::default())
+    }
+
+    #[test]
+    fn canonical_lines_round_trip_byte_for_byte() {
+        for line in [
+            r#"{"type":"turn/start","seq":0,"time":1767225600000,"data":{"turn":1}}"#,
+            r#"{"type":"tool/result","seq":12,"time":-5,"data":{"a": [1, 2]},"sourceEventSeqs":[11,3],"surfaceOp":"append"}"#,
+            r#"{"type":"user/message","seq":7,"time":0,"data":{},"sourceEventSeqs":[],"surfaceOp":{"op":"replace","start":4,"end":6}}"#,
+            r#"{"type":"plugin/\"x\"","seq":1,"time":1,"data":null,"ignorable":true}"#,
+        ] {
+            let event = parse(line).unwrap();
+            assert_eq!(String::from_utf8(event.to_jsonl()).unwrap(), line);
+        }
+    }
+
+    #[test]
+    fn other_key_orders_read_the_same_event() {
+        let a = parse(r#"{"type":"tool/result","seq":5,"time":9,"data":{},"surfaceOp":"append","sourceEventSeqs":[4]}"#).unwrap();
+        let b = parse(r#"{"seq":5,"sourceEventSeqs":[4],"type":"tool/result","time":9,"surfaceOp":"append","data":{}}"#).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(a.sources(), Some(&[4][..]));
+    }
+
+    #[test]
+    fn malformed_envelopes_are_refused_with_the_problem() {
+        let cases = [
+            (r#"[1]"#, "must be a JSON object"),
+            (r#"{"type":"a","seq":0,"time":0}"#, "missing \"data\""),
+            (r#"{"type":"a","time":0,"data":1}"#, "missing \"seq\""),
+            (r#"{"type":"a","seq":-1,"time":0,"data":1}"#, "non-negative safe integer"),
+            (r#"{"type":"a","seq":1.0,"time":0,"data":1}"#, "non-negative safe integer"),
+            (r#"{"type":"a","seq":9007199254740992,"time":0,"data":1}"#, "non-negative safe integer"),
+            (r#"{"type":1,"seq":0,"time":0,"data":1}"#, "\"type\" must be a string"),
+            (r#"{"type":"a","seq":0,"time":"x","data":1}"#, "safe integer"),
+            (r#"{"type":"a","seq":0,"time":0,"data":1,"extra":1}"#, "unknown envelope key \"extra\""),
+            (r#"{"type":"a","seq":0,"seq":0,"time":0,"data":1}"#, "duplicate envelope key \"seq\""),
+            (r#"{"type":"a","seq":0,"time":0,"data":1,"ignorable":false}"#, "may only be true"),
+            (r#"{"type":"a","seq":0,"time":0,"data":1,"surfaceOp":"replace"}"#, "surfaceOp"),
+            (r#"{"type":"a","seq":0,"time":0,"data":1,"surfaceOp":{"op":"replace","start":1,"end":2,"x":1}}"#, "surfaceOp"),
+            (r#"{"type":"a","seq":0,"time":0,"data":1,"surfaceOp":{"op":"append","start":1,"end":2}}"#, "surfaceOp"),
+            (r#"{"type":"a","seq":0,"time":0,"data":1,"sourceEventSeqs":[-1]}"#, "sourceEventSeqs"),
+            (r#"{"type":"a","seq":0,"time":0,"data":1,"sourceEventSeqs":{}}"#, "sourceEventSeqs"),
+            (r#"{"type":"a","seq":0,"time":0,"data":-0}"#, "lossless"),
+        ];
+        for (line, needle) in cases {
+            let err = parse(line).unwrap_err();
+            assert!(matches!(err, Error::InvalidEnvelope { .. }), "{line}: {err}");
+            assert!(err.to_string().contains(needle), "{line}: {err}");
+        }
+    }
+}

@@ -1,0 +1,141 @@
+//! The DSH v0 event envelope: `type`, `seq`, `time`, `data`, `sourceEventSeqs?`,
+//! `surfaceOp?`, `ignorable?` (reference §2.1).
+//!
+//! `data` is kept as the exact JSON bytes received; the acceptance function validates them
+//! once, and nothing re-serializes them afterwards.
+
+mod jsonl;
+pub(crate) mod types;
+
+pub use types::{LogType, SurfaceType, is_known_type};
+
+use crate::json::JsonRef;
+
+/// How a surface event changes the surface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SurfaceOp {
+    /// Push the event's seq at the end of the surface.
+    Append,
+    /// Replace the surface nodes from `start` through `end` (in surface order) by the event.
+    Replace {
+        /// First shadowed seq.
+        start: u64,
+        /// Last shadowed seq.
+        end: u64,
+    },
+}
+
+/// One session event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    event_type: Box<str>,
+    seq: u64,
+    time: i64,
+    data: Box<[u8]>,
+    sources: Option<Box<[u64]>>,
+    surface_op: Option<SurfaceOp>,
+    ignorable: bool,
+}
+
+impl Event {
+    /// An event with no surface metadata. Nothing is validated here: the acceptance function
+    /// validates every event before a session takes it.
+    pub fn new(event_type: impl Into<Box<str>>, seq: u64, time: i64, data: impl Into<Box<[u8]>>) -> Self {
+        Self {
+            event_type: event_type.into(),
+            seq,
+            time,
+            data: data.into(),
+            sources: None,
+            surface_op: None,
+            ignorable: false,
+        }
+    }
+
+    /// Sets `sourceEventSeqs`.
+    #[must_use]
+    pub fn with_sources(mut self, sources: impl Into<Box<[u64]>>) -> Self {
+        self.sources = Some(sources.into());
+        self
+    }
+
+    /// Sets or clears `sourceEventSeqs`.
+    #[must_use]
+    pub fn with_sources_opt(mut self, sources: Option<Box<[u64]>>) -> Self {
+        self.sources = sources;
+        self
+    }
+
+    /// Sets `surfaceOp`.
+    #[must_use]
+    pub fn with_surface_op(mut self, op: SurfaceOp) -> Self {
+        self.surface_op = Some(op);
+        self
+    }
+
+    /// Sets or clears `surfaceOp`.
+    #[must_use]
+    pub fn with_surface_op_opt(mut self, op: Option<SurfaceOp>) -> Self {
+        self.surface_op = op;
+        self
+    }
+
+    /// Sets `ignorable: true` (or removes it).
+    #[must_use]
+    pub fn with_ignorable(mut self, ignorable: bool) -> Self {
+        self.ignorable = ignorable;
+        self
+    }
+
+    /// Replaces the seq (used when an event is re-based, for example by repair or import).
+    #[must_use]
+    pub fn with_seq(mut self, seq: u64) -> Self {
+        self.seq = seq;
+        self
+    }
+
+    /// The event type.
+    pub fn event_type(&self) -> &str {
+        &self.event_type
+    }
+
+    /// The seq: the event's index in its session.
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// Unix epoch milliseconds.
+    pub fn time(&self) -> i64 {
+        self.time
+    }
+
+    /// The exact `data` bytes.
+    pub fn data(&self) -> &[u8] {
+        &self.data
+    }
+
+    /// A navigable view of `data` (meaningful once the event has been accepted).
+    pub fn data_json(&self) -> JsonRef<'_> {
+        JsonRef::new(&self.data)
+    }
+
+    /// `sourceEventSeqs`, when present.
+    pub fn sources(&self) -> Option<&[u64]> {
+        self.sources.as_deref()
+    }
+
+    /// `surfaceOp`, when present.
+    pub fn surface_op(&self) -> Option<SurfaceOp> {
+        self.surface_op
+    }
+
+    /// Whether `ignorable: true` is set.
+    pub fn ignorable(&self) -> bool {
+        self.ignorable
+    }
+
+    /// The surface type of this event, if its type is one.
+    pub fn surface_type(&self) -> Option<SurfaceType> {
+        SurfaceType::from_name(&self.event_type)
+    }
+}

@@ -1,0 +1,201 @@
+//! Event type names: the surface types, the typed log-only names, and the DSH v0 vocabulary.
+
+use std::borrow::Cow;
+
+use crate::{Error, Result};
+
+/// The types whose events become LLM messages (DESIGN §2: DSH's three plus the two legacy
+/// types of the design notes, whose `data` has the user-message shape).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SurfaceType {
+    /// `user/message`
+    UserMessage,
+    /// `assistant/message`
+    AssistantMessage,
+    /// `tool/result`
+    ToolResult,
+    /// `context/message` (legacy)
+    ContextMessage,
+    /// `steering/message` (legacy)
+    SteeringMessage,
+}
+
+impl SurfaceType {
+    /// All surface types.
+    pub const ALL: [SurfaceType; 5] = [
+        Self::UserMessage,
+        Self::AssistantMessage,
+        Self::ToolResult,
+        Self::ContextMessage,
+        Self::SteeringMessage,
+    ];
+
+    /// The type string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::UserMessage => "user/message",
+            Self::AssistantMessage => "assistant/message",
+            Self::ToolResult => "tool/result",
+            Self::ContextMessage => "context/message",
+            Self::SteeringMessage => "steering/message",
+        }
+    }
+
+    /// The surface type named `name`, if any.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|t| t.as_str() == name)
+    }
+
+    /// Whether the message is `data.message` (assistant, tool) rather than `data` itself.
+    pub(crate) fn message_is_nested(self) -> bool {
+        matches!(self, Self::AssistantMessage | Self::ToolResult)
+    }
+}
+
+/// A log-only event type: any non-empty type string that is not a surface type. Holding one
+/// proves at compile time that an append through it needs no surface intent.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct LogType(Cow<'static, str>);
+
+impl LogType {
+    /// `turn/start`
+    pub const TURN_START: LogType = LogType(Cow::Borrowed("turn/start"));
+    /// `turn/end`
+    pub const TURN_END: LogType = LogType(Cow::Borrowed("turn/end"));
+    /// `step/start`
+    pub const STEP_START: LogType = LogType(Cow::Borrowed("step/start"));
+    /// `step/end`
+    pub const STEP_END: LogType = LogType(Cow::Borrowed("step/end"));
+    /// `assistant/chunk`
+    pub const ASSISTANT_CHUNK: LogType = LogType(Cow::Borrowed("assistant/chunk"));
+    /// `tool/call`
+    pub const TOOL_CALL: LogType = LogType(Cow::Borrowed("tool/call"));
+    /// `todo/write`
+    pub const TODO_WRITE: LogType = LogType(Cow::Borrowed("todo/write"));
+    /// `request/header`
+    pub const REQUEST_HEADER: LogType = LogType(Cow::Borrowed("request/header"));
+    /// `request/context`
+    pub const REQUEST_CONTEXT: LogType = LogType(Cow::Borrowed("request/context"));
+    /// `session/end-seed`
+    pub const END_SEED: LogType = LogType(Cow::Borrowed("session/end-seed"));
+
+    /// A log-only type from any string.
+    ///
+    /// # Errors
+    /// [`Error::InvalidType`] for the empty string or a surface type name.
+    pub fn new(name: impl Into<Cow<'static, str>>) -> Result<Self> {
+        let name = name.into();
+        if name.is_empty() {
+            return Err(Error::InvalidType {
+                type_name: String::new(),
+                problem: "an event type may not be empty",
+            });
+        }
+        if SurfaceType::from_name(&name).is_some() {
+            return Err(Error::InvalidType {
+                type_name: name.into_owned(),
+                problem: "a surface type needs a surface intent: use Draft::surface",
+            });
+        }
+        Ok(Self(name))
+    }
+
+    /// The type string.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Type names used inside the engine.
+pub(crate) mod names {
+    pub const TURN_START: &str = "turn/start";
+    pub const TURN_END: &str = "turn/end";
+    pub const STEP_START: &str = "step/start";
+    pub const STEP_END: &str = "step/end";
+    pub const TOOL_CALL: &str = "tool/call";
+    pub const END_SEED: &str = "session/end-seed";
+    pub const REQUEST_HEADER: &str = "request/header";
+    pub const REQUEST_HEADER_DELTA: &str = "request/header-delta";
+}
+
+/// DSH v0's `KNOWN_SESSION_EVENT_TYPES` (48 names, reference §1.1–§1.2).
+const DSH_V0_TYPES: [&str; 48] = [
+    "turn/start",
+    "turn/end",
+    "step/start",
+    "step/end",
+    "user/message",
+    "assistant/chunk",
+    "assistant/message",
+    "tool/call",
+    "tool/result",
+    "todo/write",
+    "request/header",
+    "request/context",
+    "session/end-seed",
+    "agent/inbox/spliced",
+    "agent-preset/selected",
+    "approval/asked",
+    "approval/decided",
+    "approval/policy",
+    "command/run",
+    "command/done",
+    "compaction/start",
+    "compaction/summary",
+    "compaction/prune",
+    "compaction/end",
+    "feedback/record",
+    "goal/change",
+    "hook/invoked",
+    "hook/result",
+    "llm/retry",
+    "llm/retry-started",
+    "permission/preset",
+    "plan/mode",
+    "sandbox/mode",
+    "schedule/change",
+    "session/title",
+    "session/title-llm-request",
+    "subagent/descriptor",
+    "team/member",
+    "team/message/queued",
+    "team/message/delivered",
+    "team/task",
+    "tool/code-dispatch-start",
+    "tool/code-dispatch",
+    "tool-workflow/run-start",
+    "tool-workflow/run-end",
+    "tool-workflow/agent-start",
+    "tool-workflow/agent-end",
+    "web/deepseek-search-llm-request",
+];
+
+/// Whether `name` is in the DSH v0 vocabulary or is one of the two legacy surface types.
+/// Readers of DSH files require `ignorable: true` on any other type (DESIGN §4).
+pub fn is_known_type(name: &str) -> bool {
+    DSH_V0_TYPES.contains(&name) || SurfaceType::from_name(name).is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_type_refuses_surface_and_empty_names() {
+        for t in SurfaceType::ALL {
+            assert!(matches!(LogType::new(t.as_str()), Err(Error::InvalidType { .. })));
+        }
+        assert!(matches!(LogType::new(""), Err(Error::InvalidType { .. })));
+        assert_eq!(LogType::new("plugin/x").unwrap().as_str(), "plugin/x");
+    }
+
+    #[test]
+    fn vocabulary_has_no_duplicates() {
+        let mut v = DSH_V0_TYPES.to_vec();
+        v.sort_unstable();
+        v.dedup();
+        assert_eq!(v.len(), 48);
+        assert!(is_known_type("context/message"));
+        assert!(!is_known_type("plugin/x"));
+    }
+}

@@ -1,0 +1,17 @@
+//! JSON as sessdb handles it: validated once, then kept and handed out as the exact bytes
+//! received.
+//!
+//! The engine never re-serializes event `data`. [`validate`] checks the bytes against the
+//! DSH lossless-JSON rules (well-formed, finite numbers, no `-0`, bounded depth and size);
+//! [`JsonRef`] then navigates the validated bytes without allocating, which is what the
+//! shape checks and `deriveMessages` need; [`write_str`] escapes strings the way
+//! `JSON.stringify` does, for the few values sessdb writes itself.
+
+mod nav;
+mod validate;
+mod write;
+
+pub use nav::{JsonKind, JsonRef};
+pub(crate) use nav::object_eq_with;
+pub use validate::{JsonError, JsonErrorKind, validate};
+pub use write::write_str;

@@ -1,0 +1,466 @@
+//! The lossless-JSON validator: one forward pass, no allocation beyond a container stack
+//! bounded by the depth limit.
+//!
+//! Rules (DSH `json.ts`, DESIGN §2): RFC 8259 syntax over UTF-8; every number finite as an
+//! IEEE double (so `1e400` is refused) and not negative zero (so `-0`, `-0.0` and `-1e-400`,
+//! which parses to `-0`, are refused); nesting depth and total size bounded by [`Limits`].
+//! Beyond DSH, sessdb refuses what cannot be stored as one JSONL line or as Unicode text:
+//! raw line breaks (`\n`, `\r`) outside strings, whitespace around the value, and `\u`
+//! escapes of lone surrogates.
+
+use crate::Limits;
+
+/// Why a byte string is not acceptable JSON, and where.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid JSON at byte {offset}: {kind}")]
+pub struct JsonError {
+    /// Byte offset of the problem within the validated bytes.
+    pub offset: usize,
+    /// What is wrong.
+    pub kind: JsonErrorKind,
+}
+
+/// The kinds of [`JsonError`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum JsonErrorKind {
+    /// The bytes are not UTF-8.
+    #[error("not valid UTF-8")]
+    InvalidUtf8,
+    /// No value at all.
+    #[error("empty input")]
+    Empty,
+    /// The grammar is violated; the text says what was expected.
+    #[error("syntax error: {0}")]
+    Syntax(&'static str),
+    /// A raw `\n` or `\r` between tokens: the value would not fit on one JSONL line.
+    #[error("raw line break between tokens (data must fit on one line)")]
+    LineBreak,
+    /// Whitespace before or after the value.
+    #[error("whitespace around the value")]
+    SurroundingWhitespace,
+    /// A number that is not finite as a double (for example `1e400`).
+    #[error("number is not finite as a double")]
+    NonFinite,
+    /// A number that is negative zero as a double (`-0`, `-0.0`, `-1e-400`).
+    #[error("negative zero is not lossless JSON")]
+    NegativeZero,
+    /// A `\u` escape of a lone UTF-16 surrogate.
+    #[error("escape of a lone UTF-16 surrogate")]
+    LoneSurrogate,
+    /// Containers nested deeper than the limit.
+    #[error("nesting deeper than {limit}")]
+    TooDeep {
+        /// The configured depth limit.
+        limit: u32,
+    },
+    /// More bytes than the limit.
+    #[error("{size} bytes, over the limit of {limit}")]
+    TooLarge {
+        /// Size of the input.
+        size: usize,
+        /// The configured size limit.
+        limit: usize,
+    },
+}
+
+/// Validates `bytes` as exactly one lossless JSON value under `limits`.
+///
+/// # Errors
+/// A [`JsonError`] naming the first problem and its byte offset.
+pub fn validate(bytes: &[u8], limits: &Limits) -> Result<(), JsonError> {
+    let err = |offset, kind| Err(JsonError { offset, kind });
+    if bytes.len() > limits.max_data_bytes {
+        return err(
+            0,
+            JsonErrorKind::TooLarge {
+                size: bytes.len(),
+                limit: limits.max_data_bytes,
+            },
+        );
+    }
+    if let Err(e) = std::str::from_utf8(bytes) {
+        return err(e.valid_up_to(), JsonErrorKind::InvalidUtf8);
+    }
+    match (bytes.first(), bytes.last()) {
+        (None, _) | (_, None) => return err(0, JsonErrorKind::Empty),
+        (Some(&f), Some(&l)) if is_ws(f) || is_ws(l) => {
+            let at = if is_ws(f) { 0 } else { bytes.len() - 1 };
+            return err(at, JsonErrorKind::SurroundingWhitespace);
+        }
+        _ => {}
+    }
+    Validator {
+        b: bytes,
+        pos: 0,
+        max_depth: limits.max_depth,
+        stack: Vec::new(),
+    }
+    .run()
+}
+
+fn is_ws(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+struct Validator<'a> {
+    b: &'a [u8],
+    pos: usize,
+    max_depth: u32,
+    /// Open containers, innermost last: `true` for an object.
+    stack: Vec<bool>,
+}
+
+impl Validator<'_> {
+    fn fail<T>(&self, kind: JsonErrorKind) -> Result<T, JsonError> {
+        Err(JsonError {
+            offset: self.pos,
+            kind,
+        })
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.pos).copied()
+    }
+
+    fn skip_ws(&mut self) -> Result<(), JsonError> {
+        while let Some(c) = self.peek() {
+            match c {
+                b' ' | b'\t' => self.pos += 1,
+                b'\n' | b'\r' => return self.fail(JsonErrorKind::LineBreak),
+                _ => break,
+            }
+        }
+        Ok(())
+    }
+
+    fn expect(&mut self, c: u8, what: &'static str) -> Result<(), JsonError> {
+        self.skip_ws()?;
+        if self.peek() == Some(c) {
+            self.pos += 1;
+            Ok(())
+        } else {
+            self.fail(JsonErrorKind::Syntax(what))
+        }
+    }
+
+    fn run(mut self) -> Result<(), JsonError> {
+        // Iterative so that hostile nesting cannot exhaust the call stack.
+        'value: loop {
+            self.skip_ws()?;
+            match self.peek() {
+                Some(b'{') => {
+                    self.open(true)?;
+                    self.skip_ws()?;
+                    if self.peek() == Some(b'}') {
+                        self.pos += 1;
+                        self.stack.pop();
+                    } else {
+                        self.key()?;
+                        continue 'value;
+                    }
+                }
+                Some(b'[') => {
+                    self.open(false)?;
+                    self.skip_ws()?;
+                    if self.peek() == Some(b']') {
+                        self.pos += 1;
+                        self.stack.pop();
+                    } else {
+                        continue 'value;
+                    }
+                }
+                Some(b'"') => self.string()?,
+                Some(b'-' | b'0'..=b'9') => self.number()?,
+                Some(b't') => self.literal(b"true")?,
+                Some(b'f') => self.literal(b"false")?,
+                Some(b'n') => self.literal(b"null")?,
+                _ => return self.fail(JsonErrorKind::Syntax("expected a value")),
+            }
+            // After a complete value: close containers until one wants another member.
+            loop {
+                self.skip_ws()?;
+                let Some(&in_object) = self.stack.last() else {
+                    if self.pos != self.b.len() {
+                        return self.fail(JsonErrorKind::Syntax("trailing characters"));
+                    }
+                    return Ok(());
+                };
+                match (self.peek(), in_object) {
+                    (Some(b','), true) => {
+                        self.pos += 1;
+                        self.key()?;
+                        continue 'value;
+                    }
+                    (Some(b','), false) => {
+                        self.pos += 1;
+                        continue 'value;
+                    }
+                    (Some(b'}'), true) | (Some(b']'), false) => {
+                        self.pos += 1;
+                        self.stack.pop();
+                    }
+                    (_, true) => return self.fail(JsonErrorKind::Syntax("expected ',' or '}'")),
+                    (_, false) => return self.fail(JsonErrorKind::Syntax("expected ',' or ']'")),
+                }
+            }
+        }
+    }
+
+    fn open(&mut self, object: bool) -> Result<(), JsonError> {
+        if self.stack.len() >= self.max_depth as usize {
+            return self.fail(JsonErrorKind::TooDeep {
+                limit: self.max_depth,
+            });
+        }
+        self.stack.push(object);
+        self.pos += 1;
+        Ok(())
+    }
+
+    /// An object key and its colon.
+    fn key(&mut self) -> Result<(), JsonError> {
+        self.skip_ws()?;
+        if self.peek() != Some(b'"') {
+            return self.fail(JsonErrorKind::Syntax("expected a string key"));
+        }
+        self.string()?;
+        self.expect(b':', "expected ':'")
+    }
+
+    fn literal(&mut self, word: &'static [u8]) -> Result<(), JsonError> {
+        if self.b.get(self.pos..self.pos + word.len()) == Some(word) {
+            self.pos += word.len();
+            Ok(())
+        } else {
+            self.fail(JsonErrorKind::Syntax("invalid literal"))
+        }
+    }
+
+    fn string(&mut self) -> Result<(), JsonError> {
+        self.pos += 1; // opening quote
+        loop {
+            let Some(c) = self.peek() else {
+                return self.fail(JsonErrorKind::Syntax("unterminated string"));
+            };
+            match c {
+                b'"' => {
+                    self.pos += 1;
+                    return Ok(());
+                }
+                b'\\' => self.escape()?,
+                0x00..=0x1f => return self.fail(JsonErrorKind::Syntax("control character in string")),
+                _ => self.pos += 1,
+            }
+        }
+    }
+
+    fn escape(&mut self) -> Result<(), JsonError> {
+        let start = self.pos;
+        self.pos += 1;
+        match self.peek() {
+            Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => {
+                self.pos += 1;
+                Ok(())
+            }
+            Some(b'u') => {
+                self.pos += 1;
+                let unit = self.hex4()?;
+                match unit {
+                    0xD800..=0xDBFF => {
+                        // A high surrogate must be followed by an escaped low surrogate.
+                        if self.b.get(self.pos..self.pos + 2) == Some(b"\\u") {
+                            self.pos += 2;
+                            if (0xDC00..=0xDFFF).contains(&self.hex4()?) {
+                                return Ok(());
+                            }
+                        }
+                        self.pos = start;
+                        self.fail(JsonErrorKind::LoneSurrogate)
+                    }
+                    0xDC00..=0xDFFF => {
+                        self.pos = start;
+                        self.fail(JsonErrorKind::LoneSurrogate)
+                    }
+                    _ => Ok(()),
+                }
+            }
+            _ => self.fail(JsonErrorKind::Syntax("invalid escape")),
+        }
+    }
+
+    fn hex4(&mut self) -> Result<u32, JsonError> {
+        let mut v = 0u32;
+        for _ in 0..4 {
+            let d = match self.peek() {
+                Some(c @ b'0'..=b'9') => c - b'0',
+                Some(c @ b'a'..=b'f') => c - b'a' + 10,
+                Some(c @ b'A'..=b'F') => c - b'A' + 10,
+                _ => return self.fail(JsonErrorKind::Syntax("invalid \\u escape")),
+            };
+            v = v * 16 + u32::from(d);
+            self.pos += 1;
+        }
+        Ok(v)
+    }
+
+    fn digits(&mut self) -> usize {
+        let start = self.pos;
+        while matches!(self.peek(), Some(b'0'..=b'9')) {
+            self.pos += 1;
+        }
+        self.pos - start
+    }
+
+    fn number(&mut self) -> Result<(), JsonError> {
+        let start = self.pos;
+        let negative = self.peek() == Some(b'-');
+        if negative {
+            self.pos += 1;
+        }
+        let mut all_zero = true;
+        let int_start = self.pos;
+        match self.peek() {
+            Some(b'0') => self.pos += 1,
+            Some(b'1'..=b'9') => {
+                self.digits();
+            }
+            _ => return self.fail(JsonErrorKind::Syntax("invalid number")),
+        }
+        all_zero &= self.b[int_start..self.pos].iter().all(|&d| d == b'0');
+        if self.peek() == Some(b'.') {
+            self.pos += 1;
+            let frac_start = self.pos;
+            if self.digits() == 0 {
+                return self.fail(JsonErrorKind::Syntax("digit expected after '.'"));
+            }
+            all_zero &= self.b[frac_start..self.pos].iter().all(|&d| d == b'0');
+        }
+        let mut exponent = false;
+        if matches!(self.peek(), Some(b'e' | b'E')) {
+            exponent = true;
+            self.pos += 1;
+            if matches!(self.peek(), Some(b'+' | b'-')) {
+                self.pos += 1;
+            }
+            if self.digits() == 0 {
+                return self.fail(JsonErrorKind::Syntax("digit expected in exponent"));
+            }
+        }
+        let token = &self.b[start..self.pos];
+        if negative && all_zero {
+            self.pos = start;
+            return self.fail(JsonErrorKind::NegativeZero);
+        }
+        // Without an exponent and with at most 300 digits a number is finite and, if
+        // non-zero, far above the smallest double: only the rest needs a real parse.
+        if exponent || token.len() > 300 {
+            let parsed = std::str::from_utf8(token)
+                .ok()
+                .and_then(|s| s.parse::<f64>().ok());
+            match parsed {
+                Some(v) if !v.is_finite() => {
+                    self.pos = start;
+                    return self.fail(JsonErrorKind::NonFinite);
+                }
+                Some(v) if v == 0.0 && v.is_sign_negative() => {
+                    self.pos = start;
+                    return self.fail(JsonErrorKind::NegativeZero);
+                }
+                Some(_) => {}
+                None => return self.fail(JsonErrorKind::Syntax("invalid number")),
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(s: &str) -> Result<(), JsonErrorKind> {
+        validate(s.as_bytes(), &Limits::default()).map_err(|e| e.kind)
+    }
+
+    #[test]
+    fn accepts_ordinary_json() {
+        for ok in [
+            "0",
+            "-1",
+            "1.5e3",
+            "\"a\\u00e9\\ud83d\\ude00\"",
+            "[]",
+            "{}",
+            "{\"a\":[1,2,{\"b\":null}],\"c\":true,\"d\":false}",
+            "{ \"a\" : 1 , \"b\":\t2 }",
+            "0.0",
+            "1e-400",
+            "\"\u{7f}\u{e9}\"",
+        ] {
+            assert_eq!(check(ok), Ok(()), "{ok}");
+        }
+    }
+
+    #[test]
+    fn refuses_what_is_not_lossless() {
+        use JsonErrorKind::*;
+        let cases: &[(&str, JsonErrorKind)] = &[
+            ("", Empty),
+            ("-0", NegativeZero),
+            ("-0.0", NegativeZero),
+            ("-0e7", NegativeZero),
+            ("-1e-400", NegativeZero),
+            ("1e400", NonFinite),
+            ("[1,-1E+999]", NonFinite),
+            ("\"\\ud800\"", LoneSurrogate),
+            ("\"\\udc00\"", LoneSurrogate),
+            ("\"\\ud800\\u0041\"", LoneSurrogate),
+            ("{\"a\":\n1}", LineBreak),
+            (" 1", SurroundingWhitespace),
+            ("1 ", SurroundingWhitespace),
+            ("01", Syntax("trailing characters")),
+            ("1.", Syntax("digit expected after '.'")),
+            ("[1,]", Syntax("expected a value")),
+            ("{\"a\" 1}", Syntax("expected ':'")),
+            ("{1:1}", Syntax("expected a string key")),
+            ("\"a\u{1}\"", Syntax("control character in string")),
+            ("\"\\x\"", Syntax("invalid escape")),
+            ("tru", Syntax("invalid literal")),
+            ("[1 2]", Syntax("expected ',' or ']'")),
+            ("{\"a\":1", Syntax("expected ',' or '}'")),
+            ("\"abc", Syntax("unterminated string")),
+            ("+1", Syntax("expected a value")),
+        ];
+        for (input, kind) in cases {
+            assert_eq!(check(input).err().as_ref(), Some(kind), "{input:?}");
+        }
+        assert_eq!(
+            validate(b"\"\xff\"", &Limits::default()).map_err(|e| e.kind),
+            Err(InvalidUtf8)
+        );
+    }
+
+    #[test]
+    fn enforces_depth_and_size_limits() {
+        let limits = Limits {
+            max_depth: 3,
+            max_data_bytes: 16,
+            ..Limits::default()
+        };
+        assert_eq!(validate(b"[[[1]]]", &limits), Ok(()));
+        let deep = validate(b"[[[[1]]]]", &limits).map(|_| ()).unwrap_err();
+        assert_eq!(deep.kind, JsonErrorKind::TooDeep { limit: 3 });
+        assert_eq!(deep.offset, 3);
+        let big = validate(&[b'1'; 17], &limits).unwrap_err();
+        assert_eq!(big.kind, JsonErrorKind::TooLarge { size: 17, limit: 16 });
+    }
+
+    #[test]
+    fn hostile_nesting_is_refused_without_recursion() {
+        let deep = "[".repeat(100_000);
+        assert_eq!(check(&deep), Err(JsonErrorKind::TooDeep { limit: 128 }));
+        let ok = format!("{}{}", "[".repeat(128), "]".repeat(128));
+        assert_eq!(check(&ok), Ok(()));
+    }
+}

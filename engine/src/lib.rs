@@ -1,0 +1,49 @@
+//! sessdb: an embedded, event-sourced storage engine for LLM-agent sessions.
+//!
+//! An agent harness appends session events (DSH format v0: user messages, streamed assistant
+//! chunks, tool calls and results, turn markers, plugin events). sessdb validates each event
+//! with one acceptance function, keeps `data` as the exact JSON bytes received, and maintains
+//! the session's *surface* — the ordered seqs that become LLM messages — one event at a time.
+//!
+//! ```
+//! use sessdb::{Config, Draft, LogType, Session, SessionHeader, SurfaceIntent, SurfaceType};
+//!
+//! # fn main() -> sessdb::Result<()> {
+//! let mut s = Session::create(SessionHeader::new("s1", 0), [], Config::default())?;
+//! s.append(Draft::log(&LogType::TURN_START, br#"{"turn":1}"#.as_slice()))?;
+//! let user = br#"{"id":"m1","role":"user","source":{"kind":"user"},"content":[{"type":"text","text":"hi"}]}"#;
+//! let seq = s.append(Draft::surface(SurfaceType::UserMessage, user.as_slice(), SurfaceIntent::append()))?;
+//! assert_eq!(s.surface(), &[seq]);
+//! assert_eq!(s.messages()[0].json, user);
+//!
+//! // A surface type cannot be appended as a log-only type:
+//! assert!(LogType::new("user/message").is_err());
+//! // and a dynamic append without a surfaceOp is refused by rule, leaving the session as it was.
+//! let err = s.append(Draft::dynamic("user/message", user.as_slice())).unwrap_err();
+//! assert!(err.to_string().contains("surface-op-required"));
+//! assert_eq!(s.len(), 3);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Module map: [`json`] (validation and zero-copy navigation of stored JSON), [`event`] (the
+//! envelope and its JSONL line), [`model`] (acceptance, surface, messages, seeds, fork,
+//! repair), [`workload`] (the deterministic DSH workload generator shared by the demo, tests
+//! and benchmarks).
+
+#![forbid(unsafe_code)]
+
+mod error;
+pub mod event;
+pub mod json;
+mod limits;
+pub mod model;
+pub mod workload;
+
+pub use error::{Error, ForkErrorCode, Result, Violation};
+pub use event::{Event, LogType, SurfaceOp, SurfaceType};
+pub use limits::{Clock, Config, Limits, MAX_SAFE_INTEGER};
+pub use model::{
+    Draft, ForkSpec, Message, Origin, ResumeReport, Session, SessionHeader, SessionSet,
+    SessionState, SurfaceIntent,
+};

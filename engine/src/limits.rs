@@ -1,0 +1,82 @@
+//! Bounds on what the engine accepts, and the clock it stamps events with.
+
+use std::sync::Arc;
+
+/// Bounds applied to every event (DESIGN §2; "put a limit on everything").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest accepted `data` value, in bytes. Default 64 MiB.
+    pub max_data_bytes: usize,
+    /// Deepest accepted nesting of arrays and objects in `data`. Default 128.
+    pub max_depth: u32,
+}
+
+impl Limits {
+    /// The default data size limit: 64 MiB.
+    pub const DEFAULT_MAX_DATA_BYTES: usize = 64 << 20;
+    /// The default depth limit: 128 nested containers.
+    pub const DEFAULT_MAX_DEPTH: u32 = 128;
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_data_bytes: Self::DEFAULT_MAX_DATA_BYTES,
+            max_depth: Self::DEFAULT_MAX_DEPTH,
+        }
+    }
+}
+
+/// Where event times come from when the caller does not give one: Unix epoch milliseconds.
+#[derive(Clone)]
+pub struct Clock(Arc<dyn Fn() -> i64 + Send + Sync>);
+
+impl Clock {
+    /// The system clock.
+    pub fn system() -> Self {
+        Self(Arc::new(|| {
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+            now.map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        }))
+    }
+
+    /// A clock that always answers `ms`: deterministic tests and generators.
+    pub fn fixed(ms: i64) -> Self {
+        Self(Arc::new(move || ms))
+    }
+
+    /// A clock backed by any function.
+    pub fn from_fn(f: impl Fn() -> i64 + Send + Sync + 'static) -> Self {
+        Self(Arc::new(f))
+    }
+
+    /// The current time in Unix epoch milliseconds.
+    pub fn now_ms(&self) -> i64 {
+        (self.0)()
+    }
+}
+
+impl Default for Clock {
+    fn default() -> Self {
+        Self::system()
+    }
+}
+
+impl std::fmt::Debug for Clock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Clock")
+    }
+}
+
+/// Settings of an in-memory session: limits and clock.
+#[derive(Debug, Clone, Default)]
+pub struct Config {
+    /// Bounds on accepted events.
+    pub limits: Limits,
+    /// Source of event times.
+    pub clock: Clock,
+}
+
+/// The largest integer a JavaScript number represents exactly (`Number.MAX_SAFE_INTEGER`):
+/// DSH requires seqs, times and header integers to be safe integers.
+pub const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;

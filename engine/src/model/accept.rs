@@ -1,0 +1,186 @@
+//! The acceptance function: one check of a candidate event against a session's state, used
+//! identically by live appends, seeds, restores, imports and forks (DESIGN §2, reference
+//! §3.2–§3.3).
+//!
+//! It plans before it commits: [`plan`] reads the state and returns the surface change, or
+//! the first rule the event breaks; only [`SessionState::apply`] mutates, so a refused event
+//! leaves the session exactly as it was.
+
+use std::borrow::Cow;
+
+use super::shape;
+use super::state::SessionState;
+use super::surface::SurfaceChange;
+use crate::event::{Event, SurfaceOp, SurfaceType, types::names};
+use crate::json::{JsonKind, JsonRef, validate};
+use crate::{Error, Limits, Result, Violation};
+
+/// Read access to a session's accepted events, for the rules that look back at one (the
+/// `tool/result` replacement rule). The in-memory session and the durable store both
+/// implement it.
+pub(crate) trait EventSource {
+    /// The accepted event with `seq`, if there is one.
+    ///
+    /// # Errors
+    /// Whatever reading the event can fail with (I/O, corruption).
+    fn event(&self, seq: u64) -> Result<Option<Cow<'_, Event>>>;
+}
+
+/// Checks `event` against `state`; returns what it does to the surface.
+///
+/// # Errors
+/// [`Error::Rejected`] with the first rule broken, or an error of `source`.
+pub(crate) fn plan(
+    session: &str,
+    state: &SessionState,
+    source: &dyn EventSource,
+    event: &Event,
+    limits: &Limits,
+) -> Result<SurfaceChange> {
+    check(state, source, event, limits)?.map_err(|violation| Error::Rejected {
+        session: session.to_owned(),
+        seq: event.seq(),
+        violation,
+    })
+}
+
+/// The rules in order; the outer `Result` carries errors of `source`.
+fn check(
+    state: &SessionState,
+    source: &dyn EventSource,
+    event: &Event,
+    limits: &Limits,
+) -> Result<Result<SurfaceChange, Violation>> {
+    macro_rules! reject {
+        ($v:expr) => {
+            return Ok(Err($v))
+        };
+    }
+    let seq = event.seq();
+    if seq != state.next_seq {
+        reject!(Violation::SeqNotContiguous { expected: state.next_seq });
+    }
+    let ty = event.event_type();
+    if ty.is_empty() {
+        reject!(Violation::EmptyType);
+    }
+    if let Err(e) = validate(event.data(), limits) {
+        reject!(Violation::InvalidData(e));
+    }
+    let data = event.data_json();
+    if let Err(v) = shape::check_legacy(ty, data) {
+        reject!(v);
+    }
+    let Some(surface_type) = event.surface_type() else {
+        if event.surface_op().is_some() {
+            reject!(Violation::SurfaceOpOnLogType { type_name: ty.to_owned() });
+        }
+        if event.sources().is_some() {
+            reject!(Violation::SourcesOnLogType { type_name: ty.to_owned() });
+        }
+        if ty == names::REQUEST_HEADER {
+            if let Err(v) = shape::check_request_header(data) {
+                reject!(v);
+            }
+        }
+        return Ok(Ok(SurfaceChange::None));
+    };
+    let Some(op) = event.surface_op() else {
+        reject!(Violation::SurfaceOpMissing { type_name: ty.to_owned() });
+    };
+    if let Some(sources) = event.sources() {
+        if let Err(v) = check_sources(surface_type, seq, sources) {
+            reject!(v);
+        }
+    }
+    if let Err(v) = shape::check_message(surface_type, data) {
+        reject!(v);
+    }
+    let SurfaceOp::Replace { start, end } = op else {
+        return Ok(Ok(SurfaceChange::Append));
+    };
+    let surface = &state.surface;
+    let Some(start_pos) = surface.position(start) else {
+        reject!(Violation::ReplaceEndpointNotOnSurface { which: "start", endpoint: start });
+    };
+    let Some(end_pos) = surface.position(end) else {
+        reject!(Violation::ReplaceEndpointNotOnSurface { which: "end", endpoint: end });
+    };
+    if start_pos > end_pos {
+        reject!(Violation::ReplaceOutOfOrder { start, end });
+    }
+    let shadowed = surface.seqs().get(start_pos..=end_pos).unwrap_or_default();
+    let cited = event.sources().unwrap_or_default();
+    if let Some(&missing) = shadowed.iter().find(|s| !cited.contains(s)) {
+        reject!(Violation::ReplaceSourcesIncomplete { missing });
+    }
+    if surface_type == SurfaceType::ToolResult {
+        if shadowed.len() != 1 {
+            reject!(Violation::ToolResultReplaceWidth { shadowed: shadowed.len() });
+        }
+        let Some(target) = source.event(start)? else {
+            reject!(Violation::ReplaceEndpointNotOnSurface { which: "start", endpoint: start });
+        };
+        if target.surface_type() != Some(SurfaceType::ToolResult) {
+            reject!(Violation::ToolResultReplaceTarget {
+                target: start,
+                target_type: target.event_type().to_owned(),
+            });
+        }
+        if !equal_but_result_content(target.data_json(), data) {
+            reject!(Violation::ToolResultReplaceChanged { target: start });
+        }
+    }
+    Ok(Ok(SurfaceChange::Replace(start_pos..=end_pos)))
+}
+
+/// Provenance rules: `[]` only on `assistant/message`, members before the own seq, unique.
+fn check_sources(ty: SurfaceType, seq: u64, sources: &[u64]) -> Result<(), Violation> {
+    if sources.is_empty() && ty != SurfaceType::AssistantMessage {
+        return Err(Violation::EmptySources);
+    }
+    if let Some(&late) = sources.iter().find(|&&s| s >= seq) {
+        return Err(Violation::SourceNotEarlier { source_seq: late });
+    }
+    // Citations are almost always ascending; sort a copy only when they are not.
+    if !sources.is_sorted_by(|a, b| a < b) {
+        let mut sorted = sources.to_vec();
+        sorted.sort_unstable();
+        if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
+            return Err(Violation::DuplicateSource { source_seq: w[0] });
+        }
+    }
+    Ok(())
+}
+
+/// DSH: a `tool/result` replacement's `data` must deep-equal the original's except
+/// `message.content[0].content` (the tool-result block's content).
+fn equal_but_result_content(old: JsonRef<'_>, new: JsonRef<'_>) -> bool {
+    enum Step {
+        Key(&'static str),
+        Index(usize),
+    }
+    const PATH: [Step; 4] =
+        [Step::Key("message"), Step::Key("content"), Step::Index(0), Step::Key("content")];
+    fn walk(a: JsonRef<'_>, b: JsonRef<'_>, path: &[Step]) -> bool {
+        let Some((head, rest)) = path.split_first() else { return true };
+        match head {
+            Step::Key(key) => {
+                a.kind() == JsonKind::Object
+                    && b.kind() == JsonKind::Object
+                    && crate::json::object_eq_with(&a, &b, |k, va, vb| {
+                        if k == *key { walk(va, vb, rest) } else { va.deep_eq(&vb) }
+                    })
+            }
+            Step::Index(index) => {
+                a.kind() == JsonKind::Array
+                    && b.kind() == JsonKind::Array
+                    && a.elements().count() == b.elements().count()
+                    && a.elements().zip(b.elements()).enumerate().all(|(i, (x, y))| {
+                        if i == *index { walk(x, y, rest) } else { x.deep_eq(&y) }
+                    })
+            }
+        }
+    }
+    walk(old, new, &PATH)
+}

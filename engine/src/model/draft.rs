@@ -1,0 +1,120 @@
+//! Events before they have a seq: what callers append.
+//!
+//! The typed constructors make the DSH rule "a surface type needs a surface intent" a
+//! compile-time fact: [`Draft::surface`] takes a [`SurfaceIntent`], and [`Draft::log`] takes a
+//! [`LogType`], which cannot name a surface type. [`Draft::dynamic`] accepts any type string
+//! and leaves the rule to the acceptance function at run time.
+
+use crate::event::{Event, LogType, SurfaceOp, SurfaceType};
+
+/// How a surface event enters the surface, and what it cites.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SurfaceIntent {
+    op: SurfaceOp,
+    sources: Option<Box<[u64]>>,
+}
+
+impl SurfaceIntent {
+    /// Push at the end of the surface.
+    pub fn append() -> Self {
+        Self { op: SurfaceOp::Append, sources: None }
+    }
+
+    /// Replace the surface nodes `start..=end` (surface order). The sources must cite every
+    /// shadowed seq.
+    pub fn replace(start: u64, end: u64) -> Self {
+        Self { op: SurfaceOp::Replace { start, end }, sources: None }
+    }
+
+    /// Sets `sourceEventSeqs`.
+    #[must_use]
+    pub fn with_sources(mut self, sources: impl Into<Box<[u64]>>) -> Self {
+        self.sources = Some(sources.into());
+        self
+    }
+
+    /// The surface op.
+    pub fn op(&self) -> SurfaceOp {
+        self.op
+    }
+}
+
+/// An event to append; the session assigns its seq and, unless given, its time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Draft {
+    event_type: Box<str>,
+    data: Box<[u8]>,
+    surface_op: Option<SurfaceOp>,
+    sources: Option<Box<[u64]>>,
+    ignorable: bool,
+    time: Option<i64>,
+}
+
+impl Draft {
+    /// A log-only event.
+    pub fn log(event_type: &LogType, data: impl Into<Box<[u8]>>) -> Self {
+        Self::dynamic(event_type.as_str(), data)
+    }
+
+    /// A surface event with its intent.
+    pub fn surface(event_type: SurfaceType, data: impl Into<Box<[u8]>>, intent: SurfaceIntent) -> Self {
+        Self {
+            surface_op: Some(intent.op),
+            sources: intent.sources,
+            ..Self::dynamic(event_type.as_str(), data)
+        }
+    }
+
+    /// Any type string; surface rules are checked when appended.
+    pub fn dynamic(event_type: impl Into<Box<str>>, data: impl Into<Box<[u8]>>) -> Self {
+        Self {
+            event_type: event_type.into(),
+            data: data.into(),
+            surface_op: None,
+            sources: None,
+            ignorable: false,
+            time: None,
+        }
+    }
+
+    /// Sets `surfaceOp` (for dynamic drafts).
+    #[must_use]
+    pub fn with_surface_op(mut self, op: SurfaceOp) -> Self {
+        self.surface_op = Some(op);
+        self
+    }
+
+    /// Sets `sourceEventSeqs` (for dynamic drafts).
+    #[must_use]
+    pub fn with_sources(mut self, sources: impl Into<Box<[u64]>>) -> Self {
+        self.sources = Some(sources.into());
+        self
+    }
+
+    /// Marks the event `ignorable: true`.
+    #[must_use]
+    pub fn ignorable(mut self) -> Self {
+        self.ignorable = true;
+        self
+    }
+
+    /// Sets the event time instead of the session clock's.
+    #[must_use]
+    pub fn at(mut self, time_ms: i64) -> Self {
+        self.time = Some(time_ms);
+        self
+    }
+
+    /// The type string.
+    pub fn event_type(&self) -> &str {
+        &self.event_type
+    }
+
+    /// The event this draft becomes at `seq`, stamped `now` unless it has a time.
+    pub fn into_event(self, seq: u64, now: i64) -> Event {
+        Event::new(self.event_type, seq, self.time.unwrap_or(now), self.data)
+            .with_sources_opt(self.sources)
+            .with_surface_op_opt(self.surface_op)
+            .with_ignorable(self.ignorable)
+    }
+}

@@ -1,0 +1,223 @@
+//! The session header (reference §2.2), kept beside the log, and its JSON form (the first
+//! line of a DSH JSONL file).
+
+use crate::json::{JsonKind, JsonRef, validate, write_str};
+use crate::{Error, Limits, MAX_SAFE_INTEGER, Result};
+
+/// The only session format version sessdb reads and writes (DSH `SESSION_FORMAT_VERSION`).
+pub const SESSION_FORMAT_VERSION: u64 = 0;
+
+/// A session's header. The format `version` is implied: always 0.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionHeader {
+    /// The session id (non-empty).
+    pub id: String,
+    /// Creation time, Unix epoch milliseconds (non-negative safe integer).
+    pub created_at: i64,
+    /// The working directory: an absolute path.
+    pub cwd: Option<String>,
+    /// The session this one was forked from.
+    pub parent_session: Option<String>,
+    /// How many events were inherited through a fork seed.
+    pub seed_length: Option<u64>,
+    /// `"subagent"` when the session was started by a parent agent.
+    pub origin: Option<Origin>,
+    /// Nesting depth of delegation (0 for a top-level session).
+    pub delegation_depth: u64,
+    /// The agent preset name.
+    pub agent_preset: Option<String>,
+}
+
+/// The values of the header's `origin` field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Origin {
+    /// `"subagent"`
+    Subagent,
+}
+
+impl SessionHeader {
+    /// A header with just an id and a creation time.
+    pub fn new(id: impl Into<String>, created_at: i64) -> Self {
+        Self {
+            id: id.into(),
+            created_at,
+            cwd: None,
+            parent_session: None,
+            seed_length: None,
+            origin: None,
+            delegation_depth: 0,
+            agent_preset: None,
+        }
+    }
+
+    /// Checks the rules of reference §2.2.
+    ///
+    /// # Errors
+    /// [`Error::InvalidHeader`] naming the field.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |problem: &str| Err(Error::InvalidHeader { problem: problem.to_owned() });
+        if self.id.is_empty() {
+            return bad("id must be a non-empty string");
+        }
+        if !(0..=MAX_SAFE_INTEGER).contains(&self.created_at) {
+            return bad("createdAt must be a non-negative safe integer");
+        }
+        if self.cwd.as_deref().is_some_and(|c| !is_absolute(c)) {
+            return bad("cwd must be an absolute path");
+        }
+        let safe = |v: u64| v <= MAX_SAFE_INTEGER as u64;
+        if !self.seed_length.is_none_or(safe) {
+            return bad("seedLength must be a non-negative safe integer");
+        }
+        if !safe(self.delegation_depth) {
+            return bad("delegationDepth must be a non-negative safe integer");
+        }
+        Ok(())
+    }
+
+    /// Parses a header object, with or without `"type":"session"`.
+    ///
+    /// # Errors
+    /// [`Error::UnsupportedFormat`] for a `version` other than 0 (checked first), else
+    /// [`Error::InvalidHeader`].
+    pub fn from_json(bytes: &[u8]) -> Result<Self> {
+        let bad = |problem: String| Error::InvalidHeader { problem };
+        validate(bytes, &Limits::default()).map_err(|e| bad(format!("not lossless JSON: {e}")))?;
+        let root = JsonRef::new(bytes);
+        if root.kind() != JsonKind::Object {
+            return Err(bad("a header must be a JSON object".into()));
+        }
+        let version = root.get("version").ok_or_else(|| bad("missing \"version\"".into()))?;
+        if version.bytes() != b"0" {
+            return Err(Error::UnsupportedFormat {
+                found: String::from_utf8_lossy(version.bytes()).into_owned(),
+                expected: SESSION_FORMAT_VERSION,
+            });
+        }
+        let mut header = SessionHeader::new(String::new(), 0);
+        let mut seen: Vec<String> = Vec::new();
+        for (key, value) in root.members() {
+            let key = key.as_str().unwrap_or_default().into_owned();
+            if seen.contains(&key) {
+                return Err(bad(format!("duplicate key {key:?}")));
+            }
+            let string = || {
+                value.as_str().map(|s| s.into_owned()).ok_or_else(|| bad(format!("{key} must be a string")))
+            };
+            let uint = || {
+                value
+                    .as_i64()
+                    .filter(|v| (0..=MAX_SAFE_INTEGER).contains(v))
+                    .ok_or_else(|| bad(format!("{key} must be a non-negative safe integer")))
+            };
+            match key.as_str() {
+                "type" if value.str_eq("session") => {}
+                "type" => return Err(bad("type must be \"session\"".into())),
+                "version" => {}
+                "id" => header.id = string()?,
+                "createdAt" => header.created_at = uint()?,
+                "cwd" => header.cwd = Some(string()?),
+                "parentSession" => header.parent_session = Some(string()?),
+                "seedLength" => header.seed_length = Some(uint()?.unsigned_abs()),
+                "origin" if value.str_eq("subagent") => header.origin = Some(Origin::Subagent),
+                "origin" => return Err(bad("origin may only be \"subagent\"".into())),
+                "delegationDepth" => header.delegation_depth = uint()?.unsigned_abs(),
+                "agentPreset" => header.agent_preset = Some(string()?),
+                "sandboxMode" | "approvalPolicy" => {
+                    return Err(bad(format!("retired header field {key:?}")));
+                }
+                _ => return Err(bad(format!("unknown header field {key:?}"))),
+            }
+            seen.push(key);
+        }
+        for required in ["id", "createdAt"] {
+            if !seen.iter().any(|k| k == required) {
+                return Err(bad(format!("missing \"{required}\"")));
+            }
+        }
+        header.validate()?;
+        Ok(header)
+    }
+
+    /// The DSH JSONL header line (without newline): keys `type, version, id, createdAt, cwd,
+    /// parentSession, seedLength, origin, delegationDepth, agentPreset`, with
+    /// `delegationDepth` always present.
+    pub fn to_json(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(128);
+        out.extend_from_slice(b"{\"type\":\"session\",\"version\":0,\"id\":");
+        write_str(&mut out, &self.id);
+        out.extend_from_slice(format!(",\"createdAt\":{}", self.created_at).as_bytes());
+        if let Some(cwd) = &self.cwd {
+            out.extend_from_slice(b",\"cwd\":");
+            write_str(&mut out, cwd);
+        }
+        if let Some(parent) = &self.parent_session {
+            out.extend_from_slice(b",\"parentSession\":");
+            write_str(&mut out, parent);
+        }
+        if let Some(n) = self.seed_length {
+            out.extend_from_slice(format!(",\"seedLength\":{n}").as_bytes());
+        }
+        if let Some(Origin::Subagent) = self.origin {
+            out.extend_from_slice(b",\"origin\":\"subagent\"");
+        }
+        out.extend_from_slice(format!(",\"delegationDepth\":{}", self.delegation_depth).as_bytes());
+        if let Some(preset) = &self.agent_preset {
+            out.extend_from_slice(b",\"agentPreset\":");
+            write_str(&mut out, preset);
+        }
+        out.push(b'}');
+        out
+    }
+}
+
+/// `path.isAbsolute` on either platform: `/x`, `\x`, `C:\x`, `C:/x`.
+fn is_absolute(path: &str) -> bool {
+    let b = path.as_bytes();
+    matches!(b.first(), Some(b'/' | b'\\'))
+        || (b.len() >= 3 && b[0].is_ascii_alphabetic() && b[1] == b':' && matches!(b[2], b'/' | b'\\'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_round_trips_in_dsh_key_order() {
+        let line = r#"{"type":"session","version":0,"id":"c","createdAt":17,"cwd":"/w","parentSession":"p","seedLength":42,"origin":"subagent","delegationDepth":1,"agentPreset":"x"}"#;
+        let h = SessionHeader::from_json(line.as_bytes()).unwrap();
+        assert_eq!(h.seed_length, Some(42));
+        assert_eq!(String::from_utf8(h.to_json()).unwrap(), line);
+        let minimal = SessionHeader::new("s", 0);
+        assert_eq!(minimal.to_json(), br#"{"type":"session","version":0,"id":"s","createdAt":0,"delegationDepth":0}"#);
+    }
+
+    #[test]
+    fn foreign_version_is_refused_before_shape_checks() {
+        let err = SessionHeader::from_json(br#"{"version":3,"bogus":1}"#).unwrap_err();
+        assert!(matches!(err, Error::UnsupportedFormat { ref found, expected: 0 } if found == "3"), "{err}");
+    }
+
+    #[test]
+    fn invalid_headers_name_the_field() {
+        for (line, needle) in [
+            (r#"{"version":0,"createdAt":1}"#, "missing \"id\""),
+            (r#"{"version":0,"id":"a"}"#, "missing \"createdAt\""),
+            (r#"{"version":0,"id":"","createdAt":1}"#, "id must be"),
+            (r#"{"version":0,"id":"a","createdAt":-1}"#, "createdAt"),
+            (r#"{"version":0,"id":"a","createdAt":1,"cwd":"rel/dir"}"#, "absolute"),
+            (r#"{"version":0,"id":"a","createdAt":1,"origin":"x"}"#, "origin"),
+            (r#"{"version":0,"id":"a","createdAt":1,"sandboxMode":"x"}"#, "retired"),
+            (r#"{"version":0,"id":"a","createdAt":1,"zz":1}"#, "unknown header field"),
+            (r#"{"version":0,"id":"a","id":"b","createdAt":1}"#, "duplicate"),
+            (r#"{"type":"x","version":0,"id":"a","createdAt":1}"#, "type must be"),
+            (r#"{"version":0,"id":"a","createdAt":1,"delegationDepth":1.5}"#, "delegationDepth"),
+        ] {
+            let err = SessionHeader::from_json(line.as_bytes()).unwrap_err();
+            assert!(matches!(err, Error::InvalidHeader { .. }), "{line}");
+            assert!(err.to_string().contains(needle), "{line}: {err}");
+        }
+        assert!(is_absolute("C:\\x") && is_absolute("/") && !is_absolute("x"));
+    }
+}

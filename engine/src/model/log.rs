@@ -1,0 +1,112 @@
+//! The in-memory event list of a session, shareable between a parent and its forks.
+//!
+//! A fork must not copy its parent's events (DESIGN §2). The log is a list of frozen,
+//! reference-counted chunks plus a private tail: forking freezes the parent's tail into a
+//! chunk (a move, not a copy) and hands the child clones of the chunk pointers.
+
+use std::sync::Arc;
+
+use crate::event::Event;
+
+#[derive(Debug, Clone, Default)]
+pub(crate) struct EventLog {
+    /// Frozen chunks and how many of each chunk's events belong to this log.
+    chunks: Vec<(Arc<Vec<Event>>, usize)>,
+    /// Number of events in `chunks`.
+    chunked: u64,
+    tail: Vec<Event>,
+}
+
+impl EventLog {
+    pub(crate) fn len(&self) -> u64 {
+        self.chunked + self.tail.len() as u64
+    }
+
+    pub(crate) fn get(&self, seq: u64) -> Option<&Event> {
+        if seq >= self.chunked {
+            return self.tail.get(usize::try_from(seq - self.chunked).ok()?);
+        }
+        let mut rest = usize::try_from(seq).ok()?;
+        for (chunk, used) in &self.chunks {
+            if rest < *used {
+                return chunk.get(rest);
+            }
+            rest -= used;
+        }
+        None
+    }
+
+    pub(crate) fn last(&self) -> Option<&Event> {
+        self.len().checked_sub(1).and_then(|s| self.get(s))
+    }
+
+    pub(crate) fn push(&mut self, event: Event) {
+        self.tail.push(event);
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Event> {
+        self.chunks
+            .iter()
+            .flat_map(|(c, used)| c.iter().take(*used))
+            .chain(self.tail.iter())
+    }
+
+    /// A log that shares this log's first `len` events without copying them.
+    pub(crate) fn share_prefix(&mut self, len: u64) -> EventLog {
+        if !self.tail.is_empty() {
+            let tail = std::mem::take(&mut self.tail);
+            self.chunked += tail.len() as u64;
+            let used = tail.len();
+            self.chunks.push((Arc::new(tail), used));
+        }
+        let mut out = EventLog::default();
+        let mut rest = len;
+        for (chunk, used) in &self.chunks {
+            if rest == 0 {
+                break;
+            }
+            let take = (*used).min(usize::try_from(rest).unwrap_or(usize::MAX));
+            out.chunks.push((Arc::clone(chunk), take));
+            out.chunked += take as u64;
+            rest -= take as u64;
+        }
+        out
+    }
+
+    /// Whether `other` holds the very same event objects for its whole length (test aid for
+    /// "no copy").
+    #[cfg(test)]
+    pub(crate) fn shares_storage_with(&self, other: &EventLog) -> bool {
+        other.iter().zip(self.iter()).all(|(a, b)| std::ptr::eq(a, b))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(seq: u64) -> Event {
+        Event::new("x", seq, 0, &b"{}"[..])
+    }
+
+    #[test]
+    fn shared_prefix_reads_the_same_events_without_copying() {
+        let mut log = EventLog::default();
+        for s in 0..5 {
+            log.push(ev(s));
+        }
+        let mut child = log.share_prefix(3);
+        assert_eq!(child.len(), 3);
+        assert!(log.shares_storage_with(&child));
+        log.push(ev(5));
+        child.push(ev(3));
+        assert_eq!(log.len(), 6);
+        assert_eq!(log.get(5).map(Event::seq), Some(5));
+        assert_eq!(child.iter().map(Event::seq).collect::<Vec<_>>(), [0, 1, 2, 3]);
+        let grandchild = child.share_prefix(4);
+        assert_eq!(grandchild.iter().map(Event::seq).collect::<Vec<_>>(), [0, 1, 2, 3]);
+        assert!(child.shares_storage_with(&grandchild));
+        assert_eq!(grandchild.get(4), None);
+        assert_eq!(grandchild.last().map(Event::seq), Some(3));
+    }
+}

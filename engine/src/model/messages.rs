@@ -1,0 +1,27 @@
+//! `deriveMessages` (reference §7): the LLM messages of a session are its surface, each node
+//! projected to a slice of the stored `data` bytes, without parsing into a tree or copying.
+
+use super::shape::{content_is_empty, message_of};
+use crate::event::{Event, SurfaceType};
+
+/// One derived message: a slice of the event's stored `data`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Message<'a> {
+    /// The seq of the surface event it comes from.
+    pub seq: u64,
+    /// The type of that event.
+    pub surface_type: SurfaceType,
+    /// The message JSON, exactly as stored.
+    pub json: &'a [u8],
+}
+
+/// The message an accepted surface event contributes, if any: `data` for user-shaped types,
+/// `data.message` for `assistant/message` (none when its content is empty) and `tool/result`.
+pub fn derive_message(event: &Event) -> Option<Message<'_>> {
+    let surface_type = event.surface_type()?;
+    let msg = message_of(surface_type, event.data_json())?;
+    if surface_type == SurfaceType::AssistantMessage && content_is_empty(msg) {
+        return None;
+    }
+    Some(Message { seq: event.seq(), surface_type, json: msg.bytes() })
+}

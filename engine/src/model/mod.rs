@@ -1,0 +1,30 @@
+//! The session model (DESIGN §2): acceptance, surface, messages, seeds, fork and repair, in
+//! memory and independent of storage. The durable store keeps a [`SessionState`] per session
+//! and runs the same [`plan`] before it writes anything.
+
+mod accept;
+mod draft;
+mod fork;
+mod header;
+mod log;
+mod messages;
+mod repair;
+mod session;
+mod set;
+mod shape;
+mod state;
+mod surface;
+mod turns;
+
+#[allow(unused_imports, reason = "used by the durable store")]
+pub(crate) use accept::{EventSource, plan};
+pub use draft::{Draft, SurfaceIntent};
+pub use fork::{ForkSpec, child_header, inherited_len};
+pub use header::{Origin, SESSION_FORMAT_VERSION, SessionHeader};
+pub use messages::{Message, derive_message};
+pub use repair::{NOT_STARTED_TEXT, OUTCOME_UNKNOWN_TEXT, OpenStep, PendingCall, RepairState};
+pub use session::{ResumeReport, Session};
+pub use set::SessionSet;
+pub use state::SessionState;
+pub use surface::SurfaceManager;
+pub use turns::TurnMarks;

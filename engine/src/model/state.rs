@@ -1,0 +1,64 @@
+//! Everything the engine keeps about one session besides its events: the next seq, the
+//! surface, the repair state and the turn markers. The durable store keeps exactly this per
+//! session (and checkpoints it); the acceptance function reads it.
+
+use super::repair::RepairState;
+use super::surface::{SurfaceChange, SurfaceManager};
+use super::turns::TurnMarks;
+use crate::event::{Event, types::names};
+
+/// The derived state of one session after its first [`next_seq`](Self::next_seq) events.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionState {
+    pub(crate) next_seq: u64,
+    pub(crate) last_time: Option<i64>,
+    pub(crate) surface: SurfaceManager,
+    pub(crate) repair: RepairState,
+    pub(crate) turns: TurnMarks,
+}
+
+impl SessionState {
+    /// The state of an empty session.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The seq the next event must have (= the number of events).
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+
+    /// The time of the last event, if any.
+    pub fn last_time(&self) -> Option<i64> {
+        self.last_time
+    }
+
+    /// The surface.
+    pub fn surface(&self) -> &SurfaceManager {
+        &self.surface
+    }
+
+    /// The repair state.
+    pub fn repair(&self) -> &RepairState {
+        &self.repair
+    }
+
+    /// The turn markers.
+    pub fn turns(&self) -> &TurnMarks {
+        &self.turns
+    }
+
+    /// Commits one event that the acceptance function planned as `change`.
+    pub(crate) fn apply(&mut self, event: &Event, change: &SurfaceChange) {
+        debug_assert_eq!(event.seq(), self.next_seq);
+        self.surface.apply(event.seq(), change);
+        self.repair.observe(event);
+        match event.event_type() {
+            names::TURN_START => self.turns.push(event.seq(), true),
+            names::TURN_END => self.turns.push(event.seq(), false),
+            _ => {}
+        }
+        self.next_seq += 1;
+        self.last_time = Some(event.time());
+    }
+}

@@ -1,0 +1,5 @@
+//! The `sessdb` command-line tool.
+
+#![forbid(unsafe_code)]
+
+fn main() {}
