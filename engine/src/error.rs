@@ -178,7 +178,9 @@ pub enum Violation {
         shadowed: usize,
     },
     /// A `tool/result` replacement shadows a node that is not a `tool/result`.
-    #[error("a tool/result replacement must shadow a tool/result, but seq {target} is {target_type:?}")]
+    #[error(
+        "a tool/result replacement must shadow a tool/result, but seq {target} is {target_type:?}"
+    )]
     ToolResultReplaceTarget {
         /// The shadowed seq.
         target: u64,
@@ -186,7 +188,9 @@ pub enum Violation {
         target_type: String,
     },
     /// A `tool/result` replacement changes more than the tool-result block's content.
-    #[error("a tool/result replacement may change only the tool-result block's content (seq {target} differs elsewhere)")]
+    #[error(
+        "a tool/result replacement may change only the tool-result block's content (seq {target} differs elsewhere)"
+    )]
     ToolResultReplaceChanged {
         /// The shadowed seq.
         target: u64,

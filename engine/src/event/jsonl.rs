@@ -26,7 +26,8 @@ impl Event {
             max_depth: limits.max_depth.saturating_add(1),
             max_data_bytes: limits.max_data_bytes.saturating_mul(2),
         };
-        validate(line, &line_limits).map_err(|e| bad(None, format!("line is not lossless JSON: {e}")))?;
+        validate(line, &line_limits)
+            .map_err(|e| bad(None, format!("line is not lossless JSON: {e}")))?;
         let root = JsonRef::new(line);
         if root.kind() != JsonKind::Object {
             return Err(bad(None, "a line must be a JSON object".into()));
@@ -41,7 +42,10 @@ impl Event {
                     bad(None, format!("unknown envelope key {name:?}"))
                 })?;
             if fields[slot].replace(value).is_some() {
-                return Err(bad(None, format!("duplicate envelope key {:?}", ENVELOPE_KEYS[slot])));
+                return Err(bad(
+                    None,
+                    format!("duplicate envelope key {:?}", ENVELOPE_KEYS[slot]),
+                ));
             }
         }
         let [event_type, seq, time, data, sources, surface_op, ignorable] = fields;
@@ -70,7 +74,11 @@ impl Event {
             }
             let seqs = list
                 .elements()
-                .map(|e| safe_u64(&e).ok_or_else(|| bad("\"sourceEventSeqs\" members must be non-negative safe integers")))
+                .map(|e| {
+                    safe_u64(&e).ok_or_else(|| {
+                        bad("\"sourceEventSeqs\" members must be non-negative safe integers")
+                    })
+                })
                 .collect::<Result<Vec<u64>>>()?;
             event = event.with_sources(seqs);
         }
@@ -113,7 +121,10 @@ impl Event {
             Some(SurfaceOp::Append) => out.extend_from_slice(b",\"surfaceOp\":\"append\""),
             Some(SurfaceOp::Replace { start, end }) => {
                 out.extend_from_slice(
-                    format!(",\"surfaceOp\":{{\"op\":\"replace\",\"start\":{start},\"end\":{end}}}").as_bytes(),
+                    format!(
+                        ",\"surfaceOp\":{{\"op\":\"replace\",\"start\":{start},\"end\":{end}}}"
+                    )
+                    .as_bytes(),
                 );
             }
         }
@@ -131,8 +142,15 @@ impl Event {
     }
 }
 
-const ENVELOPE_KEYS: [&str; 7] =
-    ["type", "seq", "time", "data", "sourceEventSeqs", "surfaceOp", "ignorable"];
+const ENVELOPE_KEYS: [&str; 7] = [
+    "type",
+    "seq",
+    "time",
+    "data",
+    "sourceEventSeqs",
+    "surfaceOp",
+    "ignorable",
+];
 
 fn safe_u64(v: &JsonRef<'_>) -> Option<u64> {
     v.as_i64()
@@ -192,24 +210,66 @@ mod tests {
             (r#"[1]"#, "must be a JSON object"),
             (r#"{"type":"a","seq":0,"time":0}"#, "missing \"data\""),
             (r#"{"type":"a","time":0,"data":1}"#, "missing \"seq\""),
-            (r#"{"type":"a","seq":-1,"time":0,"data":1}"#, "non-negative safe integer"),
-            (r#"{"type":"a","seq":1.0,"time":0,"data":1}"#, "non-negative safe integer"),
-            (r#"{"type":"a","seq":9007199254740992,"time":0,"data":1}"#, "non-negative safe integer"),
-            (r#"{"type":1,"seq":0,"time":0,"data":1}"#, "\"type\" must be a string"),
-            (r#"{"type":"a","seq":0,"time":"x","data":1}"#, "safe integer"),
-            (r#"{"type":"a","seq":0,"time":0,"data":1,"extra":1}"#, "unknown envelope key \"extra\""),
-            (r#"{"type":"a","seq":0,"seq":0,"time":0,"data":1}"#, "duplicate envelope key \"seq\""),
-            (r#"{"type":"a","seq":0,"time":0,"data":1,"ignorable":false}"#, "may only be true"),
-            (r#"{"type":"a","seq":0,"time":0,"data":1,"surfaceOp":"replace"}"#, "surfaceOp"),
-            (r#"{"type":"a","seq":0,"time":0,"data":1,"surfaceOp":{"op":"replace","start":1,"end":2,"x":1}}"#, "surfaceOp"),
-            (r#"{"type":"a","seq":0,"time":0,"data":1,"surfaceOp":{"op":"append","start":1,"end":2}}"#, "surfaceOp"),
-            (r#"{"type":"a","seq":0,"time":0,"data":1,"sourceEventSeqs":[-1]}"#, "sourceEventSeqs"),
-            (r#"{"type":"a","seq":0,"time":0,"data":1,"sourceEventSeqs":{}}"#, "sourceEventSeqs"),
+            (
+                r#"{"type":"a","seq":-1,"time":0,"data":1}"#,
+                "non-negative safe integer",
+            ),
+            (
+                r#"{"type":"a","seq":1.0,"time":0,"data":1}"#,
+                "non-negative safe integer",
+            ),
+            (
+                r#"{"type":"a","seq":9007199254740992,"time":0,"data":1}"#,
+                "non-negative safe integer",
+            ),
+            (
+                r#"{"type":1,"seq":0,"time":0,"data":1}"#,
+                "\"type\" must be a string",
+            ),
+            (
+                r#"{"type":"a","seq":0,"time":"x","data":1}"#,
+                "safe integer",
+            ),
+            (
+                r#"{"type":"a","seq":0,"time":0,"data":1,"extra":1}"#,
+                "unknown envelope key \"extra\"",
+            ),
+            (
+                r#"{"type":"a","seq":0,"seq":0,"time":0,"data":1}"#,
+                "duplicate envelope key \"seq\"",
+            ),
+            (
+                r#"{"type":"a","seq":0,"time":0,"data":1,"ignorable":false}"#,
+                "may only be true",
+            ),
+            (
+                r#"{"type":"a","seq":0,"time":0,"data":1,"surfaceOp":"replace"}"#,
+                "surfaceOp",
+            ),
+            (
+                r#"{"type":"a","seq":0,"time":0,"data":1,"surfaceOp":{"op":"replace","start":1,"end":2,"x":1}}"#,
+                "surfaceOp",
+            ),
+            (
+                r#"{"type":"a","seq":0,"time":0,"data":1,"surfaceOp":{"op":"append","start":1,"end":2}}"#,
+                "surfaceOp",
+            ),
+            (
+                r#"{"type":"a","seq":0,"time":0,"data":1,"sourceEventSeqs":[-1]}"#,
+                "sourceEventSeqs",
+            ),
+            (
+                r#"{"type":"a","seq":0,"time":0,"data":1,"sourceEventSeqs":{}}"#,
+                "sourceEventSeqs",
+            ),
             (r#"{"type":"a","seq":0,"time":0,"data":-0}"#, "lossless"),
         ];
         for (line, needle) in cases {
             let err = parse(line).unwrap_err();
-            assert!(matches!(err, Error::InvalidEnvelope { .. }), "{line}: {err}");
+            assert!(
+                matches!(err, Error::InvalidEnvelope { .. }),
+                "{line}: {err}"
+            );
             assert!(err.to_string().contains(needle), "{line}: {err}");
         }
     }

@@ -40,7 +40,12 @@ pub struct Event {
 impl Event {
     /// An event with no surface metadata. Nothing is validated here: the acceptance function
     /// validates every event before a session takes it.
-    pub fn new(event_type: impl Into<Box<str>>, seq: u64, time: i64, data: impl Into<Box<[u8]>>) -> Self {
+    pub fn new(
+        event_type: impl Into<Box<str>>,
+        seq: u64,
+        time: i64,
+        data: impl Into<Box<[u8]>>,
+    ) -> Self {
         Self {
             event_type: event_type.into(),
             seq,

@@ -183,7 +183,10 @@ mod tests {
     #[test]
     fn log_type_refuses_surface_and_empty_names() {
         for t in SurfaceType::ALL {
-            assert!(matches!(LogType::new(t.as_str()), Err(Error::InvalidType { .. })));
+            assert!(matches!(
+                LogType::new(t.as_str()),
+                Err(Error::InvalidType { .. })
+            ));
         }
         assert!(matches!(LogType::new(""), Err(Error::InvalidType { .. })));
         assert_eq!(LogType::new("plugin/x").unwrap().as_str(), "plugin/x");

@@ -11,7 +11,7 @@ mod nav;
 mod validate;
 mod write;
 
-pub use nav::{JsonKind, JsonRef};
 pub(crate) use nav::object_eq_with;
+pub use nav::{JsonKind, JsonRef};
 pub use validate::{JsonError, JsonErrorKind, validate};
 pub use write::write_str;

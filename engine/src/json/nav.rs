@@ -56,19 +56,30 @@ impl<'a> JsonRef<'a> {
 
     /// The members of an object in document order (empty for any other kind).
     pub fn members(&self) -> Members<'a> {
-        let pos = if self.kind() == JsonKind::Object { 1 } else { self.bytes.len() };
+        let pos = if self.kind() == JsonKind::Object {
+            1
+        } else {
+            self.bytes.len()
+        };
         Members { b: self.bytes, pos }
     }
 
     /// The elements of an array in order (empty for any other kind).
     pub fn elements(&self) -> Elements<'a> {
-        let pos = if self.kind() == JsonKind::Array { 1 } else { self.bytes.len() };
+        let pos = if self.kind() == JsonKind::Array {
+            1
+        } else {
+            self.bytes.len()
+        };
         Elements { b: self.bytes, pos }
     }
 
     /// The value of member `key` of an object (the last one if the key repeats).
     pub fn get(&self, key: &str) -> Option<JsonRef<'a>> {
-        self.members().filter(|(k, _)| k.str_eq(key)).last().map(|(_, v)| v)
+        self.members()
+            .filter(|(k, _)| k.str_eq(key))
+            .last()
+            .map(|(_, v)| v)
     }
 
     /// The decoded text of a string.
@@ -82,7 +93,11 @@ impl<'a> JsonRef<'a> {
 
     /// Whether this is a string equal to `s`, without allocating when no escapes are used.
     pub fn str_eq(&self, s: &str) -> bool {
-        match self.bytes.strip_prefix(b"\"").and_then(|b| b.strip_suffix(b"\"")) {
+        match self
+            .bytes
+            .strip_prefix(b"\"")
+            .and_then(|b| b.strip_suffix(b"\""))
+        {
             Some(inner) if !inner.contains(&b'\\') => inner == s.as_bytes(),
             Some(_) => self.as_str().is_some_and(|d| d == s),
             None => false,
@@ -154,7 +169,10 @@ pub(crate) fn object_eq_with<'a, 'b>(
 ) -> bool {
     let unique = |v: &JsonRef<'_>| {
         let all: Vec<_> = v.members().map(|(k, _)| k.as_str()).collect();
-        all.iter().enumerate().filter(|(i, k)| !all[i + 1..].contains(k)).count()
+        all.iter()
+            .enumerate()
+            .filter(|(i, k)| !all[i + 1..].contains(k))
+            .count()
     };
     if unique(a) != unique(b) {
         return false;
@@ -196,7 +214,11 @@ impl<'a> Iterator for Members<'a> {
         let value_end = skip_value(b, pos);
         let value = JsonRef::new(b.get(pos..value_end)?);
         pos = skip_ws(b, value_end);
-        self.pos = if b.get(pos) == Some(&b',') { pos + 1 } else { b.len() };
+        self.pos = if b.get(pos) == Some(&b',') {
+            pos + 1
+        } else {
+            b.len()
+        };
         Some((key, value))
     }
 }
@@ -221,7 +243,11 @@ impl<'a> Iterator for Elements<'a> {
         let end = skip_value(b, pos);
         let value = JsonRef::new(b.get(pos..end)?);
         let next = skip_ws(b, end);
-        self.pos = if b.get(next) == Some(&b',') { next + 1 } else { b.len() };
+        self.pos = if b.get(next) == Some(&b',') {
+            next + 1
+        } else {
+            b.len()
+        };
         Some(value)
     }
 }
@@ -261,7 +287,10 @@ pub(crate) fn skip_value(b: &[u8], pos: usize) -> usize {
         }
         _ => {
             let mut i = pos;
-            while !matches!(b.get(i), None | Some(b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r')) {
+            while !matches!(
+                b.get(i),
+                None | Some(b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r')
+            ) {
                 i += 1;
             }
             i
@@ -352,7 +381,10 @@ mod tests {
 
     #[test]
     fn strings_decode_escapes() {
-        assert_eq!(j(r#""a\"\\\/\b\f\n\r\t""#).as_str().unwrap(), "a\"\\/\u{8}\u{c}\n\r\t");
+        assert_eq!(
+            j(r#""a\"\\\/\b\f\n\r\t""#).as_str().unwrap(),
+            "a\"\\/\u{8}\u{c}\n\r\t"
+        );
         assert_eq!(j(r#""\u00e9\ud83d\ude00""#).as_str().unwrap(), "é😀");
         assert!(j(r#""\u0041""#).str_eq("A"));
         assert!(!j("1").str_eq("1"));
@@ -372,7 +404,9 @@ mod tests {
 
     #[test]
     fn garbage_does_not_panic() {
-        for s in ["", "{", "{\"a\"", "{\"a\":", "[1,", "\"\\", "}", "]", "{\"a\"1}", "\"\\u12"] {
+        for s in [
+            "", "{", "{\"a\"", "{\"a\":", "[1,", "\"\\", "}", "]", "{\"a\"1}", "\"\\u12",
+        ] {
             let v = j(s);
             let _ = v.get("a");
             let _ = v.elements().count();

@@ -249,7 +249,9 @@ impl Validator<'_> {
                     return Ok(());
                 }
                 b'\\' => self.escape()?,
-                0x00..=0x1f => return self.fail(JsonErrorKind::Syntax("control character in string")),
+                0x00..=0x1f => {
+                    return self.fail(JsonErrorKind::Syntax("control character in string"));
+                }
                 _ => self.pos += 1,
             }
         }
@@ -446,14 +448,19 @@ mod tests {
         let limits = Limits {
             max_depth: 3,
             max_data_bytes: 16,
-            ..Limits::default()
         };
         assert_eq!(validate(b"[[[1]]]", &limits), Ok(()));
         let deep = validate(b"[[[[1]]]]", &limits).map(|_| ()).unwrap_err();
         assert_eq!(deep.kind, JsonErrorKind::TooDeep { limit: 3 });
         assert_eq!(deep.offset, 3);
         let big = validate(&[b'1'; 17], &limits).unwrap_err();
-        assert_eq!(big.kind, JsonErrorKind::TooLarge { size: 17, limit: 16 });
+        assert_eq!(
+            big.kind,
+            JsonErrorKind::TooLarge {
+                size: 17,
+                limit: 16
+            }
+        );
     }
 
     #[test]

@@ -58,7 +58,9 @@ fn check(
     }
     let seq = event.seq();
     if seq != state.next_seq {
-        reject!(Violation::SeqNotContiguous { expected: state.next_seq });
+        reject!(Violation::SeqNotContiguous {
+            expected: state.next_seq
+        });
     }
     let ty = event.event_type();
     if ty.is_empty() {
@@ -73,25 +75,31 @@ fn check(
     }
     let Some(surface_type) = event.surface_type() else {
         if event.surface_op().is_some() {
-            reject!(Violation::SurfaceOpOnLogType { type_name: ty.to_owned() });
+            reject!(Violation::SurfaceOpOnLogType {
+                type_name: ty.to_owned()
+            });
         }
         if event.sources().is_some() {
-            reject!(Violation::SourcesOnLogType { type_name: ty.to_owned() });
+            reject!(Violation::SourcesOnLogType {
+                type_name: ty.to_owned()
+            });
         }
-        if ty == names::REQUEST_HEADER {
-            if let Err(v) = shape::check_request_header(data) {
-                reject!(v);
-            }
+        if ty == names::REQUEST_HEADER
+            && let Err(v) = shape::check_request_header(data)
+        {
+            reject!(v);
         }
         return Ok(Ok(SurfaceChange::None));
     };
     let Some(op) = event.surface_op() else {
-        reject!(Violation::SurfaceOpMissing { type_name: ty.to_owned() });
+        reject!(Violation::SurfaceOpMissing {
+            type_name: ty.to_owned()
+        });
     };
-    if let Some(sources) = event.sources() {
-        if let Err(v) = check_sources(surface_type, seq, sources) {
-            reject!(v);
-        }
+    if let Some(sources) = event.sources()
+        && let Err(v) = check_sources(surface_type, seq, sources)
+    {
+        reject!(v);
     }
     if let Err(v) = shape::check_message(surface_type, data) {
         reject!(v);
@@ -101,10 +109,16 @@ fn check(
     };
     let surface = &state.surface;
     let Some(start_pos) = surface.position(start) else {
-        reject!(Violation::ReplaceEndpointNotOnSurface { which: "start", endpoint: start });
+        reject!(Violation::ReplaceEndpointNotOnSurface {
+            which: "start",
+            endpoint: start
+        });
     };
     let Some(end_pos) = surface.position(end) else {
-        reject!(Violation::ReplaceEndpointNotOnSurface { which: "end", endpoint: end });
+        reject!(Violation::ReplaceEndpointNotOnSurface {
+            which: "end",
+            endpoint: end
+        });
     };
     if start_pos > end_pos {
         reject!(Violation::ReplaceOutOfOrder { start, end });
@@ -116,10 +130,15 @@ fn check(
     }
     if surface_type == SurfaceType::ToolResult {
         if shadowed.len() != 1 {
-            reject!(Violation::ToolResultReplaceWidth { shadowed: shadowed.len() });
+            reject!(Violation::ToolResultReplaceWidth {
+                shadowed: shadowed.len()
+            });
         }
         let Some(target) = source.event(start)? else {
-            reject!(Violation::ReplaceEndpointNotOnSurface { which: "start", endpoint: start });
+            reject!(Violation::ReplaceEndpointNotOnSurface {
+                which: "start",
+                endpoint: start
+            });
         };
         if target.surface_type() != Some(SurfaceType::ToolResult) {
             reject!(Violation::ToolResultReplaceTarget {
@@ -160,25 +179,42 @@ fn equal_but_result_content(old: JsonRef<'_>, new: JsonRef<'_>) -> bool {
         Key(&'static str),
         Index(usize),
     }
-    const PATH: [Step; 4] =
-        [Step::Key("message"), Step::Key("content"), Step::Index(0), Step::Key("content")];
+    const PATH: [Step; 4] = [
+        Step::Key("message"),
+        Step::Key("content"),
+        Step::Index(0),
+        Step::Key("content"),
+    ];
     fn walk(a: JsonRef<'_>, b: JsonRef<'_>, path: &[Step]) -> bool {
-        let Some((head, rest)) = path.split_first() else { return true };
+        let Some((head, rest)) = path.split_first() else {
+            return true;
+        };
         match head {
             Step::Key(key) => {
                 a.kind() == JsonKind::Object
                     && b.kind() == JsonKind::Object
                     && crate::json::object_eq_with(&a, &b, |k, va, vb| {
-                        if k == *key { walk(va, vb, rest) } else { va.deep_eq(&vb) }
+                        if k == *key {
+                            walk(va, vb, rest)
+                        } else {
+                            va.deep_eq(&vb)
+                        }
                     })
             }
             Step::Index(index) => {
                 a.kind() == JsonKind::Array
                     && b.kind() == JsonKind::Array
                     && a.elements().count() == b.elements().count()
-                    && a.elements().zip(b.elements()).enumerate().all(|(i, (x, y))| {
-                        if i == *index { walk(x, y, rest) } else { x.deep_eq(&y) }
-                    })
+                    && a.elements()
+                        .zip(b.elements())
+                        .enumerate()
+                        .all(|(i, (x, y))| {
+                            if i == *index {
+                                walk(x, y, rest)
+                            } else {
+                                x.deep_eq(&y)
+                            }
+                        })
             }
         }
     }

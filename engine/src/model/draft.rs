@@ -17,13 +17,19 @@ pub struct SurfaceIntent {
 impl SurfaceIntent {
     /// Push at the end of the surface.
     pub fn append() -> Self {
-        Self { op: SurfaceOp::Append, sources: None }
+        Self {
+            op: SurfaceOp::Append,
+            sources: None,
+        }
     }
 
     /// Replace the surface nodes `start..=end` (surface order). The sources must cite every
     /// shadowed seq.
     pub fn replace(start: u64, end: u64) -> Self {
-        Self { op: SurfaceOp::Replace { start, end }, sources: None }
+        Self {
+            op: SurfaceOp::Replace { start, end },
+            sources: None,
+        }
     }
 
     /// Sets `sourceEventSeqs`.
@@ -57,7 +63,11 @@ impl Draft {
     }
 
     /// A surface event with its intent.
-    pub fn surface(event_type: SurfaceType, data: impl Into<Box<[u8]>>, intent: SurfaceIntent) -> Self {
+    pub fn surface(
+        event_type: SurfaceType,
+        data: impl Into<Box<[u8]>>,
+        intent: SurfaceIntent,
+    ) -> Self {
         Self {
             surface_op: Some(intent.op),
             sources: intent.sources,

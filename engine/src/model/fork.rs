@@ -52,7 +52,13 @@ pub fn inherited_len(source_id: &str, state: &SessionState, boundary: Option<u64
 
 /// The child's header: the source's `cwd`, `parentSession`, `seedLength` (DSH), plus what the
 /// spec sets.
-pub fn child_header(source: &SessionHeader, child_id: String, created_at: i64, inherited: u64, spec: &ForkSpec) -> SessionHeader {
+pub fn child_header(
+    source: &SessionHeader,
+    child_id: String,
+    created_at: i64,
+    inherited: u64,
+    spec: &ForkSpec,
+) -> SessionHeader {
     SessionHeader {
         cwd: source.cwd.clone(),
         parent_session: Some(source.id.clone()),

@@ -56,7 +56,11 @@ impl SessionHeader {
     /// # Errors
     /// [`Error::InvalidHeader`] naming the field.
     pub fn validate(&self) -> Result<()> {
-        let bad = |problem: &str| Err(Error::InvalidHeader { problem: problem.to_owned() });
+        let bad = |problem: &str| {
+            Err(Error::InvalidHeader {
+                problem: problem.to_owned(),
+            })
+        };
         if self.id.is_empty() {
             return bad("id must be a non-empty string");
         }
@@ -88,7 +92,9 @@ impl SessionHeader {
         if root.kind() != JsonKind::Object {
             return Err(bad("a header must be a JSON object".into()));
         }
-        let version = root.get("version").ok_or_else(|| bad("missing \"version\"".into()))?;
+        let version = root
+            .get("version")
+            .ok_or_else(|| bad("missing \"version\"".into()))?;
         if version.bytes() != b"0" {
             return Err(Error::UnsupportedFormat {
                 found: String::from_utf8_lossy(version.bytes()).into_owned(),
@@ -103,7 +109,10 @@ impl SessionHeader {
                 return Err(bad(format!("duplicate key {key:?}")));
             }
             let string = || {
-                value.as_str().map(|s| s.into_owned()).ok_or_else(|| bad(format!("{key} must be a string")))
+                value
+                    .as_str()
+                    .map(|s| s.into_owned())
+                    .ok_or_else(|| bad(format!("{key} must be a string")))
             };
             let uint = || {
                 value
@@ -176,7 +185,10 @@ impl SessionHeader {
 fn is_absolute(path: &str) -> bool {
     let b = path.as_bytes();
     matches!(b.first(), Some(b'/' | b'\\'))
-        || (b.len() >= 3 && b[0].is_ascii_alphabetic() && b[1] == b':' && matches!(b[2], b'/' | b'\\'))
+        || (b.len() >= 3
+            && b[0].is_ascii_alphabetic()
+            && b[1] == b':'
+            && matches!(b[2], b'/' | b'\\'))
 }
 
 #[cfg(test)]
@@ -190,13 +202,19 @@ mod tests {
         assert_eq!(h.seed_length, Some(42));
         assert_eq!(String::from_utf8(h.to_json()).unwrap(), line);
         let minimal = SessionHeader::new("s", 0);
-        assert_eq!(minimal.to_json(), br#"{"type":"session","version":0,"id":"s","createdAt":0,"delegationDepth":0}"#);
+        assert_eq!(
+            minimal.to_json(),
+            br#"{"type":"session","version":0,"id":"s","createdAt":0,"delegationDepth":0}"#
+        );
     }
 
     #[test]
     fn foreign_version_is_refused_before_shape_checks() {
         let err = SessionHeader::from_json(br#"{"version":3,"bogus":1}"#).unwrap_err();
-        assert!(matches!(err, Error::UnsupportedFormat { ref found, expected: 0 } if found == "3"), "{err}");
+        assert!(
+            matches!(err, Error::UnsupportedFormat { ref found, expected: 0 } if found == "3"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -206,13 +224,34 @@ mod tests {
             (r#"{"version":0,"id":"a"}"#, "missing \"createdAt\""),
             (r#"{"version":0,"id":"","createdAt":1}"#, "id must be"),
             (r#"{"version":0,"id":"a","createdAt":-1}"#, "createdAt"),
-            (r#"{"version":0,"id":"a","createdAt":1,"cwd":"rel/dir"}"#, "absolute"),
-            (r#"{"version":0,"id":"a","createdAt":1,"origin":"x"}"#, "origin"),
-            (r#"{"version":0,"id":"a","createdAt":1,"sandboxMode":"x"}"#, "retired"),
-            (r#"{"version":0,"id":"a","createdAt":1,"zz":1}"#, "unknown header field"),
-            (r#"{"version":0,"id":"a","id":"b","createdAt":1}"#, "duplicate"),
-            (r#"{"type":"x","version":0,"id":"a","createdAt":1}"#, "type must be"),
-            (r#"{"version":0,"id":"a","createdAt":1,"delegationDepth":1.5}"#, "delegationDepth"),
+            (
+                r#"{"version":0,"id":"a","createdAt":1,"cwd":"rel/dir"}"#,
+                "absolute",
+            ),
+            (
+                r#"{"version":0,"id":"a","createdAt":1,"origin":"x"}"#,
+                "origin",
+            ),
+            (
+                r#"{"version":0,"id":"a","createdAt":1,"sandboxMode":"x"}"#,
+                "retired",
+            ),
+            (
+                r#"{"version":0,"id":"a","createdAt":1,"zz":1}"#,
+                "unknown header field",
+            ),
+            (
+                r#"{"version":0,"id":"a","id":"b","createdAt":1}"#,
+                "duplicate",
+            ),
+            (
+                r#"{"type":"x","version":0,"id":"a","createdAt":1}"#,
+                "type must be",
+            ),
+            (
+                r#"{"version":0,"id":"a","createdAt":1,"delegationDepth":1.5}"#,
+                "delegationDepth",
+            ),
         ] {
             let err = SessionHeader::from_json(line.as_bytes()).unwrap_err();
             assert!(matches!(err, Error::InvalidHeader { .. }), "{line}");

@@ -73,11 +73,17 @@ impl EventLog {
         out
     }
 
-    /// Whether `other` holds the very same event objects for its whole length (test aid for
+    /// Whether the first `len` events of both logs are the very same objects (test aid for
     /// "no copy").
     #[cfg(test)]
-    pub(crate) fn shares_storage_with(&self, other: &EventLog) -> bool {
-        other.iter().zip(self.iter()).all(|(a, b)| std::ptr::eq(a, b))
+    pub(crate) fn shares_prefix_with(&self, other: &EventLog, len: usize) -> bool {
+        self.iter().count() >= len
+            && other.iter().count() >= len
+            && other
+                .iter()
+                .zip(self.iter())
+                .take(len)
+                .all(|(a, b)| std::ptr::eq(a, b))
     }
 }
 
@@ -97,15 +103,26 @@ mod tests {
         }
         let mut child = log.share_prefix(3);
         assert_eq!(child.len(), 3);
-        assert!(log.shares_storage_with(&child));
+        assert!(log.shares_prefix_with(&child, 3));
         log.push(ev(5));
         child.push(ev(3));
         assert_eq!(log.len(), 6);
         assert_eq!(log.get(5).map(Event::seq), Some(5));
-        assert_eq!(child.iter().map(Event::seq).collect::<Vec<_>>(), [0, 1, 2, 3]);
+        assert_eq!(
+            child.iter().map(Event::seq).collect::<Vec<_>>(),
+            [0, 1, 2, 3]
+        );
         let grandchild = child.share_prefix(4);
-        assert_eq!(grandchild.iter().map(Event::seq).collect::<Vec<_>>(), [0, 1, 2, 3]);
-        assert!(child.shares_storage_with(&grandchild));
+        assert_eq!(
+            grandchild.iter().map(Event::seq).collect::<Vec<_>>(),
+            [0, 1, 2, 3]
+        );
+        assert!(child.shares_prefix_with(&grandchild, 3));
+        assert!(child.shares_prefix_with(&grandchild, 4));
+        assert!(
+            !log.shares_prefix_with(&child, 4),
+            "seq 3 is the child's own"
+        );
         assert_eq!(grandchild.get(4), None);
         assert_eq!(grandchild.last().map(Event::seq), Some(3));
     }

@@ -23,5 +23,9 @@ pub fn derive_message(event: &Event) -> Option<Message<'_>> {
     if surface_type == SurfaceType::AssistantMessage && content_is_empty(msg) {
         return None;
     }
-    Some(Message { seq: event.seq(), surface_type, json: msg.bytes() })
+    Some(Message {
+        seq: event.seq(),
+        surface_type,
+        json: msg.bytes(),
+    })
 }

@@ -3,6 +3,8 @@
 //! and runs the same [`plan`] before it writes anything.
 
 mod accept;
+#[cfg(test)]
+mod accept_tests;
 mod draft;
 mod fork;
 mod header;
@@ -10,6 +12,8 @@ mod log;
 mod messages;
 mod repair;
 mod session;
+#[cfg(test)]
+mod session_tests;
 mod set;
 mod shape;
 mod state;

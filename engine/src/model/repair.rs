@@ -49,7 +49,8 @@ pub struct RepairState {
 }
 
 fn raw(v: Option<JsonRef<'_>>) -> Option<Box<str>> {
-    v.and_then(|v| std::str::from_utf8(v.bytes()).ok()).map(Box::from)
+    v.and_then(|v| std::str::from_utf8(v.bytes()).ok())
+        .map(Box::from)
 }
 
 impl RepairState {
@@ -63,11 +64,17 @@ impl RepairState {
         let data = event.data_json();
         match event.event_type() {
             names::TURN_START => {
-                *self = Self { open_turn: Some(raw(data.get("turn"))), ..Self::default() };
+                *self = Self {
+                    open_turn: Some(raw(data.get("turn"))),
+                    ..Self::default()
+                };
             }
             names::TURN_END => *self = Self::default(),
             names::STEP_START => {
-                self.open_step = Some(OpenStep { turn: raw(data.get("turn")), step: raw(data.get("step")) });
+                self.open_step = Some(OpenStep {
+                    turn: raw(data.get("turn")),
+                    step: raw(data.get("step")),
+                });
             }
             names::STEP_END => {
                 self.open_step = None;
@@ -75,7 +82,11 @@ impl RepairState {
             }
             names::TOOL_CALL => {
                 let id = data.get("callId").and_then(|c| c.as_str());
-                if let Some(p) = self.pending.iter_mut().find(|p| id.as_deref() == Some(&p.call_id)) {
+                if let Some(p) = self
+                    .pending
+                    .iter_mut()
+                    .find(|p| id.as_deref() == Some(&p.call_id))
+                {
                     p.tool_call_seq = Some(event.seq());
                 }
             }
@@ -87,8 +98,14 @@ impl RepairState {
                         if !block.get("type").is_some_and(|t| t.str_eq("tool-call")) {
                             continue;
                         }
-                        let Some(id) = block.get("id").and_then(|i| i.as_str()) else { continue };
-                        let call = PendingCall { call_id: id.into_owned(), step: step.clone(), tool_call_seq: None };
+                        let Some(id) = block.get("id").and_then(|i| i.as_str()) else {
+                            continue;
+                        };
+                        let call = PendingCall {
+                            call_id: id.into_owned(),
+                            step: step.clone(),
+                            tool_call_seq: None,
+                        };
                         // A JavaScript Map keyed by call id: a repeated id keeps its place.
                         match self.pending.iter_mut().find(|p| p.call_id == call.call_id) {
                             Some(p) => *p = call,
@@ -97,7 +114,10 @@ impl RepairState {
                     }
                 }
                 Some(SurfaceType::ToolResult) => {
-                    let id = data.get("message").and_then(|m| m.get("source")).and_then(|s| s.get("callId"));
+                    let id = data
+                        .get("message")
+                        .and_then(|m| m.get("source"))
+                        .and_then(|s| s.get("callId"));
                     if let Some(id) = id.and_then(|i| i.as_str()) {
                         self.pending.retain(|p| p.call_id != *id);
                     }
@@ -110,7 +130,9 @@ impl RepairState {
     /// The closers for an open turn, with seqs from `next_seq` and every time `time` (the last
     /// real event's time). Empty when no turn is open.
     pub fn closers(&self, next_seq: u64, time: i64) -> Vec<Event> {
-        let Some(turn) = &self.open_turn else { return Vec::new() };
+        let Some(turn) = &self.open_turn else {
+            return Vec::new();
+        };
         let mut out = Vec::new();
         let mut seq = next_seq;
         for call in &self.pending {
@@ -130,11 +152,18 @@ impl RepairState {
             write_str(&mut d, &call.call_id);
             d.extend_from_slice(b",\"isError\":true,\"content\":[{\"type\":\"text\",\"text\":");
             let (text, name, code) = match call.tool_call_seq {
-                Some(_) => (OUTCOME_UNKNOWN_TEXT, "ToolOutcomeUnknownError", "TOOL_OUTCOME_UNKNOWN"),
+                Some(_) => (
+                    OUTCOME_UNKNOWN_TEXT,
+                    "ToolOutcomeUnknownError",
+                    "TOOL_OUTCOME_UNKNOWN",
+                ),
                 None => (NOT_STARTED_TEXT, "ToolNotStartedError", "TOOL_NOT_STARTED"),
             };
             write_str(&mut d, text);
-            d.extend_from_slice(format!("}}]}}]}},\"error\":{{\"name\":\"{name}\",\"code\":\"{code}\"}}}}").as_bytes());
+            d.extend_from_slice(
+                format!("}}]}}]}},\"error\":{{\"name\":\"{name}\",\"code\":\"{code}\"}}}}")
+                    .as_bytes(),
+            );
             let mut event = Event::new(SurfaceType::ToolResult.as_str(), seq, time, d)
                 .with_surface_op(SurfaceOp::Append);
             if let Some(call_seq) = call.tool_call_seq {
@@ -185,7 +214,9 @@ mod tests {
     fn assistant_with_calls(seq: u64, step: u64, ids: &[&str]) -> Event {
         let blocks: Vec<String> = ids
             .iter()
-            .map(|id| format!(r#"{{"type":"tool-call","id":"{id}","name":"x","arguments":"{{}}"}}"#))
+            .map(|id| {
+                format!(r#"{{"type":"tool-call","id":"{id}","name":"x","arguments":"{{}}"}}"#)
+            })
             .collect();
         ev(
             "assistant/message",
@@ -203,7 +234,11 @@ mod tests {
         let mut s = RepairState::default();
         assert!(s.closers(0, 0).is_empty());
         s.observe(&ev("turn/start", 0, r#"{"turn":1}"#));
-        s.observe(&ev("turn/end", 1, r#"{"turn":1,"reason":{"kind":"completed"}}"#));
+        s.observe(&ev(
+            "turn/end",
+            1,
+            r#"{"turn":1,"reason":{"kind":"completed"}}"#,
+        ));
         assert!(s.closers(2, 0).is_empty());
     }
 
@@ -213,7 +248,11 @@ mod tests {
         s.observe(&ev("turn/start", 0, r#"{"turn":3}"#));
         s.observe(&ev("step/start", 1, r#"{"turn":3,"step":2}"#));
         s.observe(&assistant_with_calls(2, 2, &["a", "b", "c"]));
-        s.observe(&ev("tool/call", 3, r#"{"turn":3,"step":2,"callId":"b","name":"x","arguments":"{}"}"#));
+        s.observe(&ev(
+            "tool/call",
+            3,
+            r#"{"turn":3,"step":2,"callId":"b","name":"x","arguments":"{}"}"#,
+        ));
         s.observe(&ev(
             "tool/result",
             4,
@@ -221,21 +260,51 @@ mod tests {
         ));
         let closers = s.closers(5, 77);
         let types: Vec<_> = closers.iter().map(|e| e.event_type().to_owned()).collect();
-        assert_eq!(types, ["tool/result", "tool/result", "step/end", "turn/end"]);
+        assert_eq!(
+            types,
+            ["tool/result", "tool/result", "step/end", "turn/end"]
+        );
         assert!(closers.iter().all(|e| e.time() == 77));
-        assert_eq!(closers.iter().map(Event::seq).collect::<Vec<_>>(), [5, 6, 7, 8]);
+        assert_eq!(
+            closers.iter().map(Event::seq).collect::<Vec<_>>(),
+            [5, 6, 7, 8]
+        );
         let b = closers[0].data_json();
-        assert_eq!(b.get("error").unwrap().get("code").unwrap().as_str().unwrap(), "TOOL_OUTCOME_UNKNOWN");
+        assert_eq!(
+            b.get("error")
+                .unwrap()
+                .get("code")
+                .unwrap()
+                .as_str()
+                .unwrap(),
+            "TOOL_OUTCOME_UNKNOWN"
+        );
         assert_eq!(closers[0].sources(), Some(&[3][..]));
         assert_eq!(
-            b.get("message").unwrap().get("id").unwrap().as_str().unwrap(),
+            b.get("message")
+                .unwrap()
+                .get("id")
+                .unwrap()
+                .as_str()
+                .unwrap(),
             "interrupted-tool-result-b-5"
         );
         let c = closers[1].data_json();
-        assert_eq!(c.get("error").unwrap().get("code").unwrap().as_str().unwrap(), "TOOL_NOT_STARTED");
+        assert_eq!(
+            c.get("error")
+                .unwrap()
+                .get("code")
+                .unwrap()
+                .as_str()
+                .unwrap(),
+            "TOOL_NOT_STARTED"
+        );
         assert_eq!(closers[1].sources(), None);
         assert_eq!(closers[2].data(), br#"{"turn":3,"step":2}"#);
-        assert_eq!(closers[3].data(), br#"{"turn":3,"reason":{"kind":"interrupted"}}"#);
+        assert_eq!(
+            closers[3].data(),
+            br#"{"turn":3,"reason":{"kind":"interrupted"}}"#
+        );
         for e in &closers {
             assert_eq!(e.data_json().kind(), crate::json::JsonKind::Object);
             assert_eq!(validate(e.data(), &Limits::default()), Ok(()));

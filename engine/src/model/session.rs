@@ -45,7 +45,11 @@ impl Session {
     /// # Errors
     /// [`Error::InvalidHeader`](crate::Error::InvalidHeader) or the first seed event's
     /// [`Error::Rejected`](crate::Error::Rejected).
-    pub fn create(header: SessionHeader, seed: impl IntoIterator<Item = Event>, config: Config) -> Result<Self> {
+    pub fn create(
+        header: SessionHeader,
+        seed: impl IntoIterator<Item = Event>,
+        config: Config,
+    ) -> Result<Self> {
         let mut session = Self::restore(header, seed, config)?;
         session.mark_end_seed()?;
         Ok(session)
@@ -56,9 +60,18 @@ impl Session {
     ///
     /// # Errors
     /// As [`Session::create`].
-    pub fn restore(header: SessionHeader, events: impl IntoIterator<Item = Event>, config: Config) -> Result<Self> {
+    pub fn restore(
+        header: SessionHeader,
+        events: impl IntoIterator<Item = Event>,
+        config: Config,
+    ) -> Result<Self> {
         header.validate()?;
-        let mut session = Self { header, state: SessionState::new(), log: EventLog::default(), config };
+        let mut session = Self {
+            header,
+            state: SessionState::new(),
+            log: EventLog::default(),
+            config,
+        };
         for event in events {
             session.accept(event)?;
         }
@@ -67,14 +80,23 @@ impl Session {
 
     /// A session over an already shared log (fork): replays the inherited events through the
     /// acceptance function to build its state.
-    pub(crate) fn from_shared(header: SessionHeader, log: EventLog, config: Config) -> Result<Self> {
+    pub(crate) fn from_shared(
+        header: SessionHeader,
+        log: EventLog,
+        config: Config,
+    ) -> Result<Self> {
         header.validate()?;
         let mut state = SessionState::new();
         for event in log.iter() {
             let change = plan(&header.id, &state, &log, event, &config.limits)?;
             state.apply(event, &change);
         }
-        Ok(Self { header, state, log, config })
+        Ok(Self {
+            header,
+            state,
+            log,
+            config,
+        })
     }
 
     pub(crate) fn log_mut(&mut self) -> &mut EventLog {
@@ -82,7 +104,13 @@ impl Session {
     }
 
     fn accept(&mut self, event: Event) -> Result<u64> {
-        let change = plan(&self.header.id, &self.state, &self.log, &event, &self.config.limits)?;
+        let change = plan(
+            &self.header.id,
+            &self.state,
+            &self.log,
+            &event,
+            &self.config.limits,
+        )?;
         self.state.apply(&event, &change);
         let seq = event.seq();
         self.log.push(event);
@@ -112,7 +140,10 @@ impl Session {
     /// # Errors
     /// Only if a closer were refused, which would be a bug.
     pub fn repair(&mut self) -> Result<Vec<u64>> {
-        let time = self.state.last_time().unwrap_or_else(|| self.config.clock.now_ms());
+        let time = self
+            .state
+            .last_time()
+            .unwrap_or_else(|| self.config.clock.now_ms());
         let closers = self.state.repair().closers(self.state.next_seq(), time);
         closers.into_iter().map(|c| self.accept(c)).collect()
     }
@@ -130,10 +161,15 @@ impl Session {
     }
 
     pub(crate) fn mark_end_seed(&mut self) -> Result<Option<u64>> {
-        if self.log.last().is_some_and(|e| e.event_type() == names::END_SEED) {
+        if self
+            .log
+            .last()
+            .is_some_and(|e| e.event_type() == names::END_SEED)
+        {
             return Ok(None);
         }
-        self.append(Draft::log(&LogType::END_SEED, &b"{}"[..])).map(Some)
+        self.append(Draft::log(&LogType::END_SEED, &b"{}"[..]))
+            .map(Some)
     }
 
     /// The header.
@@ -196,7 +232,7 @@ impl Session {
     }
 
     #[cfg(test)]
-    pub(crate) fn shares_events_with(&self, other: &Session) -> bool {
-        self.log.shares_storage_with(&other.log)
+    pub(crate) fn shares_events_with(&self, other: &Session, len: usize) -> bool {
+        self.log.shares_prefix_with(&other.log, len)
     }
 }

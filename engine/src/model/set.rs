@@ -19,19 +19,30 @@ pub struct SessionSet {
 impl SessionSet {
     /// An empty set whose sessions use `config`.
     pub fn new(config: Config) -> Self {
-        Self { sessions: BTreeMap::new(), config, minted: 0 }
+        Self {
+            sessions: BTreeMap::new(),
+            config,
+            minted: 0,
+        }
     }
 
     /// Creates a session from a header and seed (see [`Session::create`]).
     ///
     /// # Errors
     /// [`Error::SessionExists`] if the id is taken, else as [`Session::create`].
-    pub fn create(&mut self, header: SessionHeader, seed: impl IntoIterator<Item = Event>) -> Result<&mut Session> {
+    pub fn create(
+        &mut self,
+        header: SessionHeader,
+        seed: impl IntoIterator<Item = Event>,
+    ) -> Result<&mut Session> {
         if self.sessions.contains_key(&header.id) {
             return Err(Error::SessionExists { id: header.id });
         }
         let session = Session::create(header, seed, self.config.clone())?;
-        Ok(self.sessions.entry(session.id().to_owned()).or_insert(session))
+        Ok(self
+            .sessions
+            .entry(session.id().to_owned())
+            .or_insert(session))
     }
 
     /// Adds an already built session.
@@ -40,9 +51,14 @@ impl SessionSet {
     /// [`Error::SessionExists`] if the id is taken.
     pub fn insert(&mut self, session: Session) -> Result<&mut Session> {
         if self.sessions.contains_key(session.id()) {
-            return Err(Error::SessionExists { id: session.id().to_owned() });
+            return Err(Error::SessionExists {
+                id: session.id().to_owned(),
+            });
         }
-        Ok(self.sessions.entry(session.id().to_owned()).or_insert(session))
+        Ok(self
+            .sessions
+            .entry(session.id().to_owned())
+            .or_insert(session))
     }
 
     /// Forks `source` (DSH v0 `SessionStore.fork`): the child inherits seqs `0..=boundary` by
@@ -71,7 +87,13 @@ impl SessionSet {
         };
         let inherited = inherited_len(source, parent.state(), spec.boundary)?;
         let created_at = self.config.clock.now_ms();
-        let header = child_header(parent.header(), child_id.clone(), created_at, inherited, &spec);
+        let header = child_header(
+            parent.header(),
+            child_id.clone(),
+            created_at,
+            inherited,
+            &spec,
+        );
         let log = parent.log_mut().share_prefix(inherited);
         let mut child = Session::from_shared(header, log, self.config.clone())?;
         child.mark_end_seed()?;

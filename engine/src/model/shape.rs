@@ -8,7 +8,11 @@ use crate::{Violation, event::types::names};
 /// The message of a surface event: `data` for the user-shaped types, `data.message` for
 /// `assistant/message` and `tool/result`.
 pub(crate) fn message_of(ty: SurfaceType, data: JsonRef<'_>) -> Option<JsonRef<'_>> {
-    if ty.message_is_nested() { data.get("message") } else { Some(data) }
+    if ty.message_is_nested() {
+        data.get("message")
+    } else {
+        Some(data)
+    }
 }
 
 fn shape(problem: &'static str) -> Violation {
@@ -56,10 +60,14 @@ pub(crate) fn check_message(ty: SurfaceType, data: JsonRef<'_>) -> Result<(), Vi
                 return Err(shape("assistant message.source.kind must be \"model\""));
             }
             if !nonempty(source.get("provider")) {
-                return Err(shape("assistant message.source.provider must be a non-empty string"));
+                return Err(shape(
+                    "assistant message.source.provider must be a non-empty string",
+                ));
             }
             if !nonempty(source.get("model")) {
-                return Err(shape("assistant message.source.model must be a non-empty string"));
+                return Err(shape(
+                    "assistant message.source.model must be a non-empty string",
+                ));
             }
         }
         SurfaceType::ToolResult => {
@@ -69,11 +77,17 @@ pub(crate) fn check_message(ty: SurfaceType, data: JsonRef<'_>) -> Result<(), Vi
             let call_id = source
                 .get("callId")
                 .and_then(|c| c.as_nonempty_str())
-                .ok_or(shape("tool/result message.source.callId must be a non-empty string"))?;
+                .ok_or(shape(
+                    "tool/result message.source.callId must be a non-empty string",
+                ))?;
             let mut blocks = content.elements();
             let block = match (blocks.next(), blocks.next()) {
                 (Some(b), None) if b.kind() == JsonKind::Object => b,
-                _ => return Err(shape("tool/result message.content must be exactly one block")),
+                _ => {
+                    return Err(shape(
+                        "tool/result message.content must be exactly one block",
+                    ));
+                }
             };
             if !block.get("type").is_some_and(|t| t.str_eq("tool-result")) {
                 return Err(shape("tool/result block must have type \"tool-result\""));
@@ -82,7 +96,9 @@ pub(crate) fn check_message(ty: SurfaceType, data: JsonRef<'_>) -> Result<(), Vi
                 return Err(shape("tool-result block content must be an array"));
             }
             if !block.get("toolCallId").is_some_and(|t| t.str_eq(&call_id)) {
-                return Err(shape("tool-result block toolCallId must equal message.source.callId"));
+                return Err(shape(
+                    "tool-result block toolCallId must equal message.source.callId",
+                ));
             }
         }
         _ => {}
@@ -93,12 +109,16 @@ pub(crate) fn check_message(ty: SurfaceType, data: JsonRef<'_>) -> Result<(), Vi
 /// Reference §3.2 item 3: retired vocabulary.
 pub(crate) fn check_legacy(event_type: &str, data: JsonRef<'_>) -> Result<(), Violation> {
     if event_type == names::REQUEST_HEADER_DELTA {
-        return Err(Violation::LegacyVocabulary { what: "type request/header-delta" });
+        return Err(Violation::LegacyVocabulary {
+            what: "type request/header-delta",
+        });
     }
     if event_type == names::REQUEST_HEADER
         && data.get("reason").is_some_and(|r| r.str_eq("fallback"))
     {
-        return Err(Violation::LegacyVocabulary { what: "request/header with reason \"fallback\"" });
+        return Err(Violation::LegacyVocabulary {
+            what: "request/header with reason \"fallback\"",
+        });
     }
     Ok(())
 }
@@ -109,7 +129,10 @@ pub(crate) fn check_request_header(data: JsonRef<'_>) -> Result<(), Violation> {
     let Some(header) = data.get("header").filter(|h| h.kind() == JsonKind::Object) else {
         return bad("data.header must be an object");
     };
-    let Some(config) = header.get("config").filter(|c| c.kind() == JsonKind::Object) else {
+    let Some(config) = header
+        .get("config")
+        .filter(|c| c.kind() == JsonKind::Object)
+    else {
         return bad("header.config must be an object");
     };
     if !nonempty(config.get("provider")) {
@@ -118,7 +141,10 @@ pub(crate) fn check_request_header(data: JsonRef<'_>) -> Result<(), Violation> {
     if !nonempty(config.get("model")) {
         return bad("header.config.model must be a non-empty string");
     }
-    if config.get("reasoningEffort").is_some_and(|r| r.as_nonempty_str().is_none()) {
+    if config
+        .get("reasoningEffort")
+        .is_some_and(|r| r.as_nonempty_str().is_none())
+    {
         return bad("header.config.reasoningEffort must be a non-empty string");
     }
     if let Some(defaults) = header.get("adapterDefaults") {
@@ -147,7 +173,8 @@ pub(crate) fn check_request_header(data: JsonRef<'_>) -> Result<(), Violation> {
 /// Whether the derived message of an `assistant/message` is dropped: its content is empty
 /// (a max-tokens step that only hosts usage; reference §7).
 pub(crate) fn content_is_empty(msg: JsonRef<'_>) -> bool {
-    msg.get("content").is_some_and(|c| c.elements().next().is_none())
+    msg.get("content")
+        .is_some_and(|c| c.elements().next().is_none())
 }
 
 #[cfg(test)]
@@ -174,23 +201,97 @@ mod tests {
     #[test]
     fn each_shape_check_names_its_problem() {
         let cases: &[(SurfaceType, String, &str)] = &[
-            (SurfaceType::UserMessage, "[]".into(), "data must be an object"),
-            (SurfaceType::AssistantMessage, r#"{"message":1}"#.into(), "data.message must be an object"),
-            (SurfaceType::UserMessage, USER.replace(r#""id":"u""#, r#""id":"""#), "message.id"),
-            (SurfaceType::UserMessage, USER.replace(r#""role":"user""#, r#""role":"assistant""#), "message.role must be \"user\""),
-            (SurfaceType::AssistantMessage, ASSISTANT.replace(r#""role":"assistant""#, r#""role":"user""#), "message.role must be \"assistant\""),
-            (SurfaceType::UserMessage, USER.replace(r#""source":{"kind":"user"}"#, r#""source":"x""#), "message.source must be an object"),
-            (SurfaceType::UserMessage, USER.replace(r#""kind":"user""#, r#""kind":"""#), "message.source.kind"),
-            (SurfaceType::UserMessage, USER.replace(r#""content":[]"#, r#""content":{}"#), "message.content must be an array"),
-            (SurfaceType::AssistantMessage, ASSISTANT.replace(r#""kind":"model""#, r#""kind":"user""#), "must be \"model\""),
-            (SurfaceType::AssistantMessage, ASSISTANT.replace(r#""provider":"p""#, r#""provider":1"#), "provider"),
-            (SurfaceType::AssistantMessage, ASSISTANT.replace(r#","model":"m""#, ""), "source.model"),
-            (SurfaceType::ToolResult, TOOL.replace(r#""kind":"tool""#, r#""kind":"user""#), "must be \"tool\""),
-            (SurfaceType::ToolResult, TOOL.replace(r#""callId":"c""#, r#""callId":"""#), "callId"),
-            (SurfaceType::ToolResult, TOOL.replace(r#"[{"type":"tool-result","toolCallId":"c","content":[]}]"#, "[]"), "exactly one block"),
-            (SurfaceType::ToolResult, TOOL.replace(r#""type":"tool-result""#, r#""type":"text""#), "type \"tool-result\""),
-            (SurfaceType::ToolResult, TOOL.replace(r#""toolCallId":"c","content":[]"#, r#""toolCallId":"c","content":"x""#), "block content must be an array"),
-            (SurfaceType::ToolResult, TOOL.replace(r#""toolCallId":"c""#, r#""toolCallId":"d""#), "toolCallId must equal"),
+            (
+                SurfaceType::UserMessage,
+                "[]".into(),
+                "data must be an object",
+            ),
+            (
+                SurfaceType::AssistantMessage,
+                r#"{"message":1}"#.into(),
+                "data.message must be an object",
+            ),
+            (
+                SurfaceType::UserMessage,
+                USER.replace(r#""id":"u""#, r#""id":"""#),
+                "message.id",
+            ),
+            (
+                SurfaceType::UserMessage,
+                USER.replace(r#""role":"user""#, r#""role":"assistant""#),
+                "message.role must be \"user\"",
+            ),
+            (
+                SurfaceType::AssistantMessage,
+                ASSISTANT.replace(r#""role":"assistant""#, r#""role":"user""#),
+                "message.role must be \"assistant\"",
+            ),
+            (
+                SurfaceType::UserMessage,
+                USER.replace(r#""source":{"kind":"user"}"#, r#""source":"x""#),
+                "message.source must be an object",
+            ),
+            (
+                SurfaceType::UserMessage,
+                USER.replace(r#""kind":"user""#, r#""kind":"""#),
+                "message.source.kind",
+            ),
+            (
+                SurfaceType::UserMessage,
+                USER.replace(r#""content":[]"#, r#""content":{}"#),
+                "message.content must be an array",
+            ),
+            (
+                SurfaceType::AssistantMessage,
+                ASSISTANT.replace(r#""kind":"model""#, r#""kind":"user""#),
+                "must be \"model\"",
+            ),
+            (
+                SurfaceType::AssistantMessage,
+                ASSISTANT.replace(r#""provider":"p""#, r#""provider":1"#),
+                "provider",
+            ),
+            (
+                SurfaceType::AssistantMessage,
+                ASSISTANT.replace(r#","model":"m""#, ""),
+                "source.model",
+            ),
+            (
+                SurfaceType::ToolResult,
+                TOOL.replace(r#""kind":"tool""#, r#""kind":"user""#),
+                "must be \"tool\"",
+            ),
+            (
+                SurfaceType::ToolResult,
+                TOOL.replace(r#""callId":"c""#, r#""callId":"""#),
+                "callId",
+            ),
+            (
+                SurfaceType::ToolResult,
+                TOOL.replace(
+                    r#"[{"type":"tool-result","toolCallId":"c","content":[]}]"#,
+                    "[]",
+                ),
+                "exactly one block",
+            ),
+            (
+                SurfaceType::ToolResult,
+                TOOL.replace(r#""type":"tool-result""#, r#""type":"text""#),
+                "type \"tool-result\"",
+            ),
+            (
+                SurfaceType::ToolResult,
+                TOOL.replace(
+                    r#""toolCallId":"c","content":[]"#,
+                    r#""toolCallId":"c","content":"x""#,
+                ),
+                "block content must be an array",
+            ),
+            (
+                SurfaceType::ToolResult,
+                TOOL.replace(r#""toolCallId":"c""#, r#""toolCallId":"d""#),
+                "toolCallId must equal",
+            ),
         ];
         for (ty, data, needle) in cases {
             let err = msg(*ty, data).unwrap_err();
@@ -207,17 +308,35 @@ mod tests {
             (r#"{"header":{}}"#, "config must be"),
             (r#"{"header":{"config":{"model":"m"}}}"#, "provider"),
             (r#"{"header":{"config":{"provider":"p"}}}"#, "model"),
-            (r#"{"header":{"config":{"provider":"p","model":"m","reasoningEffort":""}}}"#, "reasoningEffort"),
-            (r#"{"header":{"config":{"provider":"p","model":"m"},"adapterDefaults":{"x":true}}}"#, "only reasoningEffort"),
-            (r#"{"header":{"config":{"provider":"p","model":"m","maxTokens":1},"adapterDefaults":{"maxTokens":1}}}"#, "must be true"),
-            (r#"{"header":{"config":{"provider":"p","model":"m"},"adapterDefaults":{"maxTokens":true}}}"#, "does not set"),
+            (
+                r#"{"header":{"config":{"provider":"p","model":"m","reasoningEffort":""}}}"#,
+                "reasoningEffort",
+            ),
+            (
+                r#"{"header":{"config":{"provider":"p","model":"m"},"adapterDefaults":{"x":true}}}"#,
+                "only reasoningEffort",
+            ),
+            (
+                r#"{"header":{"config":{"provider":"p","model":"m","maxTokens":1},"adapterDefaults":{"maxTokens":1}}}"#,
+                "must be true",
+            ),
+            (
+                r#"{"header":{"config":{"provider":"p","model":"m"},"adapterDefaults":{"maxTokens":true}}}"#,
+                "does not set",
+            ),
         ] {
             let err = check_request_header(JsonRef::new(data.as_bytes())).unwrap_err();
             assert!(err.to_string().contains(needle), "{data}: {err}");
         }
         let fallback = JsonRef::new(br#"{"reason":"fallback"}"#);
-        assert!(matches!(check_legacy("request/header", fallback), Err(Violation::LegacyVocabulary { .. })));
-        assert!(matches!(check_legacy("request/header-delta", fallback), Err(Violation::LegacyVocabulary { .. })));
+        assert!(matches!(
+            check_legacy("request/header", fallback),
+            Err(Violation::LegacyVocabulary { .. })
+        ));
+        assert!(matches!(
+            check_legacy("request/header-delta", fallback),
+            Err(Violation::LegacyVocabulary { .. })
+        ));
         assert_eq!(check_legacy("turn/start", fallback), Ok(()));
     }
 }

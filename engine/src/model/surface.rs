@@ -27,7 +27,10 @@ pub(crate) enum SurfaceChange {
 impl SurfaceManager {
     /// A surface rebuilt from its parts (checkpoint load).
     pub fn from_parts(seqs: Vec<u64>, replace_generation: u64) -> Self {
-        Self { seqs, replace_generation }
+        Self {
+            seqs,
+            replace_generation,
+        }
     }
 
     /// The surface, in order.

@@ -1,0 +1,364 @@
+//! One test per acceptance rule: the exact violation, and the session unchanged afterwards.
+
+use crate::workload::payload as p;
+use crate::{
+    Clock, Config, Draft, Error, Event, LogType, Session, SessionHeader, SurfaceIntent, SurfaceOp,
+    SurfaceType, Violation,
+};
+
+/// seqs: 0 turn/start, 1 user, 2 step/start, 3 assistant (calls c1), 4 tool/call,
+/// 5 tool/result, 6 user. Surface: [1, 3, 5, 6].
+fn base() -> Session {
+    let mut s = Session::restore(
+        SessionHeader::new("s", 0),
+        [],
+        Config {
+            clock: Clock::fixed(9),
+            ..Config::default()
+        },
+    )
+    .unwrap();
+    let surface = |ty, data: String, intent| Draft::surface(ty, data.into_bytes(), intent);
+    s.append(Draft::log(
+        &LogType::TURN_START,
+        p::turn_start(1).into_bytes(),
+    ))
+    .unwrap();
+    s.append(surface(
+        SurfaceType::UserMessage,
+        p::user_message("u1", "user", "hi"),
+        SurfaceIntent::append(),
+    ))
+    .unwrap();
+    s.append(Draft::log(&LogType::STEP_START, p::step(1, 1).into_bytes()))
+        .unwrap();
+    let a = p::assistant_message(1, 1, "a1", Some("ok"), &[("c1", "bash", "{}")]);
+    s.append(surface(
+        SurfaceType::AssistantMessage,
+        a,
+        SurfaceIntent::append().with_sources(Vec::new()),
+    ))
+    .unwrap();
+    s.append(Draft::log(
+        &LogType::TOOL_CALL,
+        p::tool_call(1, 1, "c1", "bash", "{}").into_bytes(),
+    ))
+    .unwrap();
+    let r = p::tool_result(1, 1, "r1", "c1", "out");
+    s.append(surface(
+        SurfaceType::ToolResult,
+        r,
+        SurfaceIntent::append().with_sources(vec![4]),
+    ))
+    .unwrap();
+    s.append(surface(
+        SurfaceType::UserMessage,
+        p::user_message("u2", "user", "more"),
+        SurfaceIntent::append(),
+    ))
+    .unwrap();
+    assert_eq!(s.surface(), &[1, 3, 5, 6]);
+    s
+}
+
+fn snapshot(s: &Session) -> (crate::SessionState, Vec<Vec<u8>>) {
+    (s.state().clone(), s.events().map(Event::to_jsonl).collect())
+}
+
+/// Appends `draft` to a fresh base session and returns the violation (asserting seq 7 and
+/// that nothing changed).
+fn refused(draft: Draft) -> Violation {
+    let mut s = base();
+    let before = snapshot(&s);
+    let err = s.append(draft).unwrap_err();
+    assert_eq!(
+        snapshot(&s),
+        before,
+        "a refused event must leave the session unchanged"
+    );
+    match err {
+        Error::Rejected {
+            session,
+            seq,
+            violation,
+        } => {
+            assert_eq!((session.as_str(), seq), ("s", 7));
+            violation
+        }
+        other => panic!("expected Rejected, got {other}"),
+    }
+}
+
+fn user(id: &str) -> Vec<u8> {
+    p::user_message(id, "user", "x").into_bytes()
+}
+
+fn replace_user(start: u64, end: u64, sources: Vec<u64>) -> Draft {
+    Draft::surface(
+        SurfaceType::UserMessage,
+        user("sum"),
+        SurfaceIntent::replace(start, end).with_sources(sources),
+    )
+}
+
+fn replace_tool(start: u64, end: u64, data: String) -> Draft {
+    Draft::surface(
+        SurfaceType::ToolResult,
+        data.into_bytes(),
+        SurfaceIntent::replace(start, end).with_sources(vec![3, 4, 5, 6]),
+    )
+}
+
+#[test]
+fn seq_must_be_contiguous() {
+    let mut s = base();
+    let before = snapshot(&s);
+    let err = s
+        .append_event(Event::new("x/y", 9, 0, &b"{}"[..]))
+        .unwrap_err();
+    assert!(matches!(
+        err,
+        Error::Rejected {
+            seq: 9,
+            violation: Violation::SeqNotContiguous { expected: 7 },
+            ..
+        }
+    ));
+    let err = s
+        .append_event(Event::new("x/y", 6, 0, &b"{}"[..]))
+        .unwrap_err();
+    assert!(matches!(
+        err,
+        Error::Rejected {
+            seq: 6,
+            violation: Violation::SeqNotContiguous { expected: 7 },
+            ..
+        }
+    ));
+    assert_eq!(snapshot(&s), before);
+}
+
+#[test]
+fn type_must_not_be_empty() {
+    assert_eq!(
+        refused(Draft::dynamic("", &b"{}"[..])),
+        Violation::EmptyType
+    );
+}
+
+#[test]
+fn legacy_vocabulary_is_refused() {
+    assert!(matches!(
+        refused(Draft::dynamic("request/header-delta", &b"{}"[..])),
+        Violation::LegacyVocabulary { .. }
+    ));
+    let fallback = p::request_header().replace("initial", "fallback");
+    assert!(matches!(
+        refused(Draft::log(&LogType::REQUEST_HEADER, fallback.into_bytes())),
+        Violation::LegacyVocabulary { .. }
+    ));
+}
+
+#[test]
+fn data_must_be_lossless_json() {
+    for (data, kind) in [
+        (&b"{\"a\":-0}"[..], crate::json::JsonErrorKind::NegativeZero),
+        (b"{\"a\":1e999}", crate::json::JsonErrorKind::NonFinite),
+        (
+            b"{\"a\":",
+            crate::json::JsonErrorKind::Syntax("expected a value"),
+        ),
+    ] {
+        match refused(Draft::dynamic("x/y", data)) {
+            Violation::InvalidData(e) => assert_eq!(e.kind, kind),
+            other => panic!("{other}"),
+        }
+    }
+    let deep = format!("{}{}", "[".repeat(129), "]".repeat(129));
+    assert!(matches!(
+        refused(Draft::dynamic("x/y", deep.into_bytes())),
+        Violation::InvalidData(crate::json::JsonError {
+            kind: crate::json::JsonErrorKind::TooDeep { limit: 128 },
+            ..
+        })
+    ));
+}
+
+#[test]
+fn surface_metadata_only_on_surface_types() {
+    assert_eq!(
+        refused(Draft::dynamic("turn/start", &b"{}"[..]).with_surface_op(SurfaceOp::Append)),
+        Violation::SurfaceOpOnLogType {
+            type_name: "turn/start".into()
+        }
+    );
+    assert_eq!(
+        refused(Draft::dynamic("turn/start", &b"{}"[..]).with_sources(vec![1])),
+        Violation::SourcesOnLogType {
+            type_name: "turn/start".into()
+        }
+    );
+}
+
+#[test]
+fn surface_types_require_a_surface_op() {
+    for ty in SurfaceType::ALL {
+        assert_eq!(
+            refused(Draft::dynamic(ty.as_str(), user("m"))),
+            Violation::SurfaceOpMissing {
+                type_name: ty.as_str().into()
+            }
+        );
+    }
+}
+
+#[test]
+fn empty_sources_only_on_assistant_message() {
+    let d = Draft::surface(
+        SurfaceType::UserMessage,
+        user("m"),
+        SurfaceIntent::append().with_sources(Vec::new()),
+    );
+    assert_eq!(refused(d), Violation::EmptySources);
+}
+
+#[test]
+fn sources_must_be_unique_and_earlier() {
+    let dup = Draft::surface(
+        SurfaceType::UserMessage,
+        user("m"),
+        SurfaceIntent::append().with_sources(vec![3, 1, 3]),
+    );
+    assert_eq!(refused(dup), Violation::DuplicateSource { source_seq: 3 });
+    let late = Draft::surface(
+        SurfaceType::UserMessage,
+        user("m"),
+        SurfaceIntent::append().with_sources(vec![1, 7]),
+    );
+    assert_eq!(refused(late), Violation::SourceNotEarlier { source_seq: 7 });
+}
+
+#[test]
+fn replace_endpoints_must_be_on_the_surface() {
+    assert_eq!(
+        refused(replace_user(2, 6, vec![2, 3, 5, 6])),
+        Violation::ReplaceEndpointNotOnSurface {
+            which: "start",
+            endpoint: 2
+        }
+    );
+    assert_eq!(
+        refused(replace_user(1, 4, vec![1, 3])),
+        Violation::ReplaceEndpointNotOnSurface {
+            which: "end",
+            endpoint: 4
+        }
+    );
+}
+
+#[test]
+fn replace_endpoints_must_be_in_surface_order() {
+    assert_eq!(
+        refused(replace_user(5, 3, vec![3, 5])),
+        Violation::ReplaceOutOfOrder { start: 5, end: 3 }
+    );
+}
+
+#[test]
+fn replace_must_cite_every_shadowed_seq() {
+    assert_eq!(
+        refused(replace_user(3, 6, vec![3, 6])),
+        Violation::ReplaceSourcesIncomplete { missing: 5 }
+    );
+}
+
+#[test]
+fn tool_result_replacement_shadows_exactly_one_tool_result() {
+    let data = p::tool_result(1, 1, "r1", "c1", "pruned");
+    assert_eq!(
+        refused(replace_tool(3, 5, data.clone())),
+        Violation::ToolResultReplaceWidth { shadowed: 2 }
+    );
+    assert_eq!(
+        refused(replace_tool(6, 6, data)),
+        Violation::ToolResultReplaceTarget {
+            target: 6,
+            target_type: "user/message".into()
+        }
+    );
+}
+
+#[test]
+fn tool_result_replacement_changes_only_the_block_content() {
+    for changed in [
+        p::tool_result(1, 1, "r2", "c1", "pruned"),
+        p::tool_result(1, 2, "r1", "c1", "pruned"),
+        p::tool_result(1, 1, "r1", "c1", "pruned").replace("\"isError\":false", "\"isError\":true"),
+        p::tool_result(1, 1, "r1", "c1", "pruned")
+            .replace("\"step\":1,", "\"step\":1,\"meta\":{},"),
+    ] {
+        assert_eq!(
+            refused(replace_tool(5, 5, changed)),
+            Violation::ToolResultReplaceChanged { target: 5 }
+        );
+    }
+    let mut s = base();
+    let seq = s
+        .append(replace_tool(
+            5,
+            5,
+            p::tool_result(1, 1, "r1", "c1", "[pruned]"),
+        ))
+        .unwrap();
+    assert_eq!(s.surface(), &[1, 3, seq, 6]);
+    assert_eq!(s.state().surface().replace_generation(), 1);
+}
+
+#[test]
+fn surface_events_must_have_the_message_shape() {
+    let d = Draft::surface(
+        SurfaceType::UserMessage,
+        &b"{}"[..],
+        SurfaceIntent::append(),
+    );
+    assert_eq!(
+        refused(d),
+        Violation::MessageShape {
+            problem: "message.id must be a non-empty string"
+        }
+    );
+}
+
+#[test]
+fn request_header_must_have_its_shape() {
+    let d = Draft::log(
+        &LogType::REQUEST_HEADER,
+        &br#"{"header":{"config":{}}}"#[..],
+    );
+    assert_eq!(
+        refused(d),
+        Violation::RequestHeaderShape {
+            problem: "header.config.provider must be a non-empty string"
+        }
+    );
+}
+
+#[test]
+fn accepted_replace_shadows_the_range_and_its_messages() {
+    let mut s = base();
+    let seq = s.append(replace_user(1, 5, vec![0, 1, 3, 5])).unwrap();
+    assert_eq!(s.surface(), &[seq, 6]);
+    let ids: Vec<_> = s
+        .messages()
+        .iter()
+        .map(|m| {
+            crate::json::JsonRef::new(m.json)
+                .get("id")
+                .unwrap()
+                .as_str()
+                .unwrap()
+                .into_owned()
+        })
+        .collect();
+    assert_eq!(ids, ["sum", "u2"]);
+}
