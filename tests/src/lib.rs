@@ -1,3 +1,145 @@
-//! Shared helpers of sessdb's cross-crate tests: loading the DSH fixtures.
+//! Shared helpers of sessdb's cross-crate tests: loading the DSH v0 fixtures of
+//! `shared/fixtures/dsh/`.
+//!
+//! The fixtures are in DSH's normalized layout: `seq`, `time`, `seq0` and `time0` are
+//! stripped and `{{cwd}}`-style placeholders stand for values. [`load`] renumbers them (seq =
+//! index of the event from 0, packed chunk rows expanded into their member events), gives
+//! every event a time, and puts an absolute path in place of `{{cwd}}`.
 
 #![forbid(unsafe_code)]
+
+use std::path::PathBuf;
+
+use sessdb::json::{JsonKind, JsonRef, write_str};
+use sessdb::{Event, Limits, SessionHeader};
+
+/// The five fixture files.
+pub const FIXTURES: [&str; 5] = [
+    "acp-subagent-fork-in-process.child.session.1.jsonl",
+    "acp-subagent-fork-in-process.parent.session.jsonl",
+    "acp-tool-call-turn.session.jsonl",
+    "headless-compaction-recovery.session.jsonl",
+    "headless-tool-outcome-unknown.session.expected.jsonl",
+];
+
+/// The path that replaces `{{cwd}}`.
+pub const FIXTURE_CWD: &str = "/workspace/project";
+
+/// Time given to seq 0; seq `n` gets `FIXTURE_TIME0 + 10 n` (packed members follow `dt`).
+pub const FIXTURE_TIME0: i64 = 1_783_352_000_000;
+
+/// The fixtures directory: `$SESSDB_FIXTURES`, else `shared/fixtures/dsh` beside the
+/// checkout.
+pub fn fixtures_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("SESSDB_FIXTURES") {
+        return PathBuf::from(dir);
+    }
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/dsh")
+}
+
+/// A renumbered fixture.
+#[derive(Debug, Clone)]
+pub struct Fixture {
+    /// The header line.
+    pub header: SessionHeader,
+    /// The events, seq = index.
+    pub events: Vec<Event>,
+}
+
+/// Loads and renumbers one fixture.
+///
+/// # Panics
+/// On an unreadable or malformed fixture: these are test inputs.
+pub fn load(name: &str) -> Fixture {
+    let path = fixtures_dir().join(name);
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read fixture {}: {e}", path.display()))
+        .replace("{{cwd}}", FIXTURE_CWD);
+    let mut lines = text.lines();
+    let header = SessionHeader::from_json(lines.next().unwrap_or_default().as_bytes())
+        .unwrap_or_else(|e| panic!("{name}: header: {e}"));
+    let mut events = Vec::new();
+    for (n, line) in lines.enumerate() {
+        for event in renumber(line.as_bytes(), events.len() as u64) {
+            events.push(event.unwrap_or_else(|e| panic!("{name} line {}: {e}", n + 2)));
+        }
+    }
+    Fixture { header, events }
+}
+
+/// The events of one normalized line, the first at `seq`: one for an event line, one per
+/// member for a packed chunk row.
+pub fn renumber(line: &[u8], seq: u64) -> Vec<sessdb::Result<Event>> {
+    let row = JsonRef::new(line);
+    let ty = row.get("type").and_then(|t| t.as_str()).unwrap_or_default().into_owned();
+    let time = FIXTURE_TIME0 + 10 * seq as i64;
+    let chunk_kind = match ty.as_str() {
+        "text-chunks" => Some("text-delta"),
+        "reasoning-chunks" => Some("reasoning-delta"),
+        "tool-call-chunks" => Some("tool-call-delta"),
+        _ => None,
+    };
+    let Some(kind) = chunk_kind else {
+        return vec![Event::from_jsonl(&insert_seq_time(line, seq, time), &Limits::default())];
+    };
+    let Some(data) = row.get("data") else {
+        return vec![Err(sessdb::Error::InvalidEnvelope { seq: Some(seq), problem: "packed row without data".into() })];
+    };
+    let raw = |key: &str| data.get(key).map(|v| String::from_utf8_lossy(v.bytes()).into_owned());
+    let (turn, step, index) = (raw("turn").unwrap_or_default(), raw("step").unwrap_or_default(), raw("index").unwrap_or_default());
+    let pieces: Vec<JsonRef<'_>> = data.get(if kind == "tool-call-delta" { "args" } else { "texts" }).map(|a| a.elements().collect()).unwrap_or_default();
+    let dts: Vec<i64> = data.get("dt").map(|a| a.elements().filter_map(|d| d.as_i64()).collect()).unwrap_or_default();
+    let mut out = Vec::new();
+    let mut t = time;
+    for (k, piece) in pieces.iter().enumerate() {
+        if k > 0 {
+            t += dts.get(k - 1).copied().unwrap_or(0);
+        }
+        let piece = String::from_utf8_lossy(piece.bytes());
+        let chunk = if kind == "tool-call-delta" {
+            let mut name = String::new();
+            if let Some(n) = raw("name") {
+                name = format!(",\"name\":{n}");
+            }
+            format!(r#"{{"type":"tool-call-delta","index":{index},"id":{}{name},"argumentsDelta":{piece}}}"#, raw("id").unwrap_or_default())
+        } else {
+            format!(r#"{{"type":"{kind}","index":{index},"text":{piece}}}"#)
+        };
+        let data = format!(r#"{{"turn":{turn},"step":{step},"chunk":{chunk}}}"#);
+        out.push(Ok(Event::new("assistant/chunk", seq + k as u64, t, data.into_bytes())));
+    }
+    out
+}
+
+/// `{"type":T,<rest>}` -> `{"type":T,"seq":S,"time":M,<rest>}`.
+fn insert_seq_time(line: &[u8], seq: u64, time: i64) -> Vec<u8> {
+    let row = JsonRef::new(line);
+    let mut out = b"{".to_vec();
+    let mut first = true;
+    for (key, value) in row.members() {
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+        out.extend_from_slice(key.bytes());
+        out.push(b':');
+        out.extend_from_slice(value.bytes());
+        if key.str_eq("type") {
+            out.extend_from_slice(format!(",\"seq\":{seq},\"time\":{time}").as_bytes());
+        }
+    }
+    out.push(b'}');
+    out
+}
+
+/// A JSON string literal for `s`.
+pub fn json_string(s: &str) -> String {
+    let mut out = Vec::new();
+    write_str(&mut out, s);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Whether `bytes` is a JSON object (sanity helper for tests).
+pub fn is_object(bytes: &[u8]) -> bool {
+    JsonRef::new(bytes).kind() == JsonKind::Object
+}
