@@ -71,7 +71,11 @@ pub fn load(name: &str) -> Fixture {
 /// member for a packed chunk row.
 pub fn renumber(line: &[u8], seq: u64) -> Vec<sessdb::Result<Event>> {
     let row = JsonRef::new(line);
-    let ty = row.get("type").and_then(|t| t.as_str()).unwrap_or_default().into_owned();
+    let ty = row
+        .get("type")
+        .and_then(|t| t.as_str())
+        .unwrap_or_default()
+        .into_owned();
     let time = FIXTURE_TIME0 + 10 * seq as i64;
     let chunk_kind = match ty.as_str() {
         "text-chunks" => Some("text-delta"),
@@ -80,15 +84,38 @@ pub fn renumber(line: &[u8], seq: u64) -> Vec<sessdb::Result<Event>> {
         _ => None,
     };
     let Some(kind) = chunk_kind else {
-        return vec![Event::from_jsonl(&insert_seq_time(line, seq, time), &Limits::default())];
+        return vec![Event::from_jsonl(
+            &insert_seq_time(line, seq, time),
+            &Limits::default(),
+        )];
     };
     let Some(data) = row.get("data") else {
-        return vec![Err(sessdb::Error::InvalidEnvelope { seq: Some(seq), problem: "packed row without data".into() })];
+        return vec![Err(sessdb::Error::InvalidEnvelope {
+            seq: Some(seq),
+            problem: "packed row without data".into(),
+        })];
     };
-    let raw = |key: &str| data.get(key).map(|v| String::from_utf8_lossy(v.bytes()).into_owned());
-    let (turn, step, index) = (raw("turn").unwrap_or_default(), raw("step").unwrap_or_default(), raw("index").unwrap_or_default());
-    let pieces: Vec<JsonRef<'_>> = data.get(if kind == "tool-call-delta" { "args" } else { "texts" }).map(|a| a.elements().collect()).unwrap_or_default();
-    let dts: Vec<i64> = data.get("dt").map(|a| a.elements().filter_map(|d| d.as_i64()).collect()).unwrap_or_default();
+    let raw = |key: &str| {
+        data.get(key)
+            .map(|v| String::from_utf8_lossy(v.bytes()).into_owned())
+    };
+    let (turn, step, index) = (
+        raw("turn").unwrap_or_default(),
+        raw("step").unwrap_or_default(),
+        raw("index").unwrap_or_default(),
+    );
+    let pieces: Vec<JsonRef<'_>> = data
+        .get(if kind == "tool-call-delta" {
+            "args"
+        } else {
+            "texts"
+        })
+        .map(|a| a.elements().collect())
+        .unwrap_or_default();
+    let dts: Vec<i64> = data
+        .get("dt")
+        .map(|a| a.elements().filter_map(|d| d.as_i64()).collect())
+        .unwrap_or_default();
     let mut out = Vec::new();
     let mut t = time;
     for (k, piece) in pieces.iter().enumerate() {
@@ -101,12 +128,20 @@ pub fn renumber(line: &[u8], seq: u64) -> Vec<sessdb::Result<Event>> {
             if let Some(n) = raw("name") {
                 name = format!(",\"name\":{n}");
             }
-            format!(r#"{{"type":"tool-call-delta","index":{index},"id":{}{name},"argumentsDelta":{piece}}}"#, raw("id").unwrap_or_default())
+            format!(
+                r#"{{"type":"tool-call-delta","index":{index},"id":{}{name},"argumentsDelta":{piece}}}"#,
+                raw("id").unwrap_or_default()
+            )
         } else {
             format!(r#"{{"type":"{kind}","index":{index},"text":{piece}}}"#)
         };
         let data = format!(r#"{{"turn":{turn},"step":{step},"chunk":{chunk}}}"#);
-        out.push(Ok(Event::new("assistant/chunk", seq + k as u64, t, data.into_bytes())));
+        out.push(Ok(Event::new(
+            "assistant/chunk",
+            seq + k as u64,
+            t,
+            data.into_bytes(),
+        )));
     }
     out
 }

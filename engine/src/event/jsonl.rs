@@ -273,4 +273,39 @@ mod tests {
             assert!(err.to_string().contains(needle), "{line}: {err}");
         }
     }
+
+    fn event_strategy() -> impl proptest::strategy::Strategy<Value = Event> {
+        use proptest::prelude::*;
+        let op = prop_oneof![
+            Just(None),
+            Just(Some(SurfaceOp::Append)),
+            (0u64..1000, 0u64..1000)
+                .prop_map(|(start, end)| Some(SurfaceOp::Replace { start, end })),
+        ];
+        (
+            "[a-z]{1,8}/[a-z\\-]{1,8}|user/message|tool/result",
+            0..=MAX_SAFE_INTEGER as u64,
+            -MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER,
+            crate::json::strategy::json_value(),
+            proptest::option::of(proptest::collection::vec(0..=MAX_SAFE_INTEGER as u64, 0..6)),
+            op,
+            any::<bool>(),
+        )
+            .prop_map(|(ty, seq, time, data, sources, op, ignorable)| {
+                Event::new(ty, seq, time, data.into_bytes())
+                    .with_sources_opt(sources.map(Into::into))
+                    .with_surface_op_opt(op)
+                    .with_ignorable(ignorable)
+            })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_event_round_trips_through_its_line(event in event_strategy()) {
+            let line = event.to_jsonl();
+            let back = Event::from_jsonl(&line, &Limits::default()).unwrap();
+            proptest::prop_assert_eq!(&back, &event);
+            proptest::prop_assert_eq!(back.to_jsonl(), line);
+        }
+    }
 }

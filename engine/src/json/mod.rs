@@ -8,6 +8,8 @@
 //! `JSON.stringify` does, for the few values sessdb writes itself.
 
 mod nav;
+#[cfg(test)]
+pub(crate) mod strategy;
 mod validate;
 mod write;
 

@@ -470,4 +470,31 @@ mod tests {
         let ok = format!("{}{}", "[".repeat(128), "]".repeat(128));
         assert_eq!(check(&ok), Ok(()));
     }
+
+    proptest::proptest! {
+        #[test]
+        fn generated_json_is_accepted(text in crate::json::strategy::json_value()) {
+            proptest::prop_assert_eq!(validate(text.as_bytes(), &Limits::default()), Ok(()));
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64)) {
+            let _ = validate(&bytes, &Limits::default());
+        }
+
+        #[test]
+        fn a_mutated_value_is_refused_or_still_navigable(
+            text in crate::json::strategy::json_value(),
+            at in proptest::prelude::any::<usize>(),
+            byte in proptest::prelude::any::<u8>(),
+        ) {
+            let mut bytes = text.into_bytes();
+            let i = at % bytes.len();
+            bytes[i] = byte;
+            if validate(&bytes, &Limits::default()).is_ok() {
+                let v = crate::json::JsonRef::new(&bytes);
+                proptest::prop_assert!(v.deep_eq(&v));
+            }
+        }
+    }
 }

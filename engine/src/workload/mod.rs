@@ -373,7 +373,11 @@ pub fn generate<S: Sink>(spec: &WorkloadSpec, sink: &mut S) -> Result<WorkloadSu
         summary.events += w.appended;
     }
     if let Some(parent) = summary.sessions.first().cloned() {
-        let child = sink.fork(&parent, ForkSpec::default())?;
+        let spec = ForkSpec {
+            child_id: Some(format!("{parent}-fork")),
+            ..ForkSpec::default()
+        };
+        let child = sink.fork(&parent, spec)?;
         let mut w = Writer {
             sink: &mut *sink,
             id: child.clone(),
