@@ -1,0 +1,6 @@
+//! The durable log's on-disk codecs: segment headers, record frames, record payloads. All
+//! pure (`&[u8]` in, values out); `docs/FORMAT.md` is their specification.
+
+pub mod frame;
+pub mod record;
+pub mod segment;

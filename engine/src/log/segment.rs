@@ -1,0 +1,149 @@
+//! The segment file header and file names (`docs/FORMAT.md` §2).
+
+/// The segment magic: identifies a sessdb log segment.
+pub const SEGMENT_MAGIC: [u8; 8] = *b"SESSDBLG";
+/// The segment format version this code writes and reads.
+pub const SEGMENT_FORMAT_VERSION: u16 = 1;
+/// Bytes in a segment header.
+pub const SEGMENT_HEADER_LEN: usize = 40;
+/// Offset of the format version (u16).
+pub const OFF_VERSION: usize = 8;
+/// Offset of the header length (u16).
+pub const OFF_HEADER_LEN: usize = OFF_VERSION + 2;
+/// Offset of a reserved u32 (zero).
+pub const OFF_RESERVED: usize = OFF_HEADER_LEN + 2;
+/// Offset of the first LSN (u64): the segment id.
+pub const OFF_FIRST_LSN: usize = OFF_RESERVED + 4;
+/// Offset of the creation time (i64, Unix epoch ms).
+pub const OFF_CREATED: usize = OFF_FIRST_LSN + 8;
+/// Offset of a reserved u32 (zero).
+pub const OFF_RESERVED2: usize = OFF_CREATED + 8;
+/// Offset of the CRC-32 of bytes `0..36` (u32).
+pub const OFF_HEADER_CRC: usize = OFF_RESERVED2 + 4;
+const _: () = assert!(OFF_HEADER_CRC + 4 == SEGMENT_HEADER_LEN);
+
+/// A decoded segment header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SegmentHeader {
+    /// The LSN of the segment's first record byte; also its id and file name.
+    pub first_lsn: u64,
+    /// Creation time, Unix epoch milliseconds.
+    pub created_ms: i64,
+}
+
+/// Why a segment header is not acceptable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum SegmentHeaderError {
+    /// Fewer than [`SEGMENT_HEADER_LEN`] bytes.
+    #[error("segment header is short")]
+    Short,
+    /// The magic is wrong.
+    #[error("bad segment magic")]
+    BadMagic,
+    /// The header checksum fails.
+    #[error("segment header checksum mismatch")]
+    BadChecksum,
+    /// A version this code does not read.
+    #[error("segment format version {0} is not supported")]
+    UnsupportedVersion(u16),
+}
+
+impl SegmentHeader {
+    /// The 40 header bytes.
+    pub fn encode(&self) -> [u8; SEGMENT_HEADER_LEN] {
+        let mut b = [0u8; SEGMENT_HEADER_LEN];
+        b[..OFF_VERSION].copy_from_slice(&SEGMENT_MAGIC);
+        b[OFF_VERSION..OFF_HEADER_LEN].copy_from_slice(&SEGMENT_FORMAT_VERSION.to_le_bytes());
+        b[OFF_HEADER_LEN..OFF_RESERVED].copy_from_slice(&(SEGMENT_HEADER_LEN as u16).to_le_bytes());
+        b[OFF_FIRST_LSN..OFF_CREATED].copy_from_slice(&self.first_lsn.to_le_bytes());
+        b[OFF_CREATED..OFF_RESERVED2].copy_from_slice(&self.created_ms.to_le_bytes());
+        let crc = crc32fast::hash(&b[..OFF_HEADER_CRC]);
+        b[OFF_HEADER_CRC..].copy_from_slice(&crc.to_le_bytes());
+        b
+    }
+
+    /// Decodes and checks a header.
+    ///
+    /// # Errors
+    /// What is wrong with it.
+    pub fn decode(bytes: &[u8]) -> Result<Self, SegmentHeaderError> {
+        let b = bytes
+            .get(..SEGMENT_HEADER_LEN)
+            .ok_or(SegmentHeaderError::Short)?;
+        if b[..OFF_VERSION] != SEGMENT_MAGIC {
+            return Err(SegmentHeaderError::BadMagic);
+        }
+        let crc = u32::from_le_bytes([b[36], b[37], b[38], b[39]]);
+        if crc != crc32fast::hash(&b[..OFF_HEADER_CRC]) {
+            return Err(SegmentHeaderError::BadChecksum);
+        }
+        let version = u16::from_le_bytes([b[OFF_VERSION], b[OFF_VERSION + 1]]);
+        if version != SEGMENT_FORMAT_VERSION {
+            return Err(SegmentHeaderError::UnsupportedVersion(version));
+        }
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&b[OFF_FIRST_LSN..OFF_CREATED]);
+        let first_lsn = u64::from_le_bytes(w);
+        w.copy_from_slice(&b[OFF_CREATED..OFF_RESERVED2]);
+        Ok(Self {
+            first_lsn,
+            created_ms: i64::from_le_bytes(w),
+        })
+    }
+}
+
+/// The directory holding the segments.
+pub const SEGMENTS_DIR: &str = "segments";
+
+/// `segments/<first-lsn, 20 digits>.seg`.
+pub fn segment_path(first_lsn: u64) -> String {
+    format!("{SEGMENTS_DIR}/{first_lsn:020}.seg")
+}
+
+/// The first LSN named by a segment file name, if it is one.
+pub fn parse_segment_name(name: &str) -> Option<u64> {
+    let digits = name.strip_suffix(".seg")?;
+    if digits.len() != 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_round_trips_and_damage_is_named() {
+        let h = SegmentHeader {
+            first_lsn: 4096,
+            created_ms: 1_767_225_600_000,
+        };
+        let b = h.encode();
+        assert_eq!(SegmentHeader::decode(&b), Ok(h));
+        assert_eq!(
+            SegmentHeader::decode(&b[..39]),
+            Err(SegmentHeaderError::Short)
+        );
+        let mut bad = b;
+        bad[0] = b'X';
+        assert_eq!(
+            SegmentHeader::decode(&bad),
+            Err(SegmentHeaderError::BadMagic)
+        );
+        let mut bad = b;
+        bad[OFF_FIRST_LSN] ^= 1;
+        assert_eq!(
+            SegmentHeader::decode(&bad),
+            Err(SegmentHeaderError::BadChecksum)
+        );
+    }
+
+    #[test]
+    fn names() {
+        assert_eq!(segment_path(42), "segments/00000000000000000042.seg");
+        assert_eq!(parse_segment_name("00000000000000000042.seg"), Some(42));
+        assert_eq!(parse_segment_name("42.seg"), None);
+        assert_eq!(parse_segment_name("0000000000000000004x.seg"), None);
+    }
+}

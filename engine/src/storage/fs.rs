@@ -1,0 +1,134 @@
+//! The real-file backend on `std::fs`.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use super::{FileView, LockGuard, OpenMode, Storage, StorageFile};
+
+/// Files under a root directory.
+#[derive(Debug, Clone)]
+pub struct FsStorage {
+    root: PathBuf,
+}
+
+impl FsStorage {
+    /// Files under `root`.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+
+    /// The root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        if rel.is_empty() {
+            self.root.clone()
+        } else {
+            self.root.join(rel)
+        }
+    }
+}
+
+impl Storage for FsStorage {
+    fn create_dir_all(&self, dir: &str) -> io::Result<()> {
+        std::fs::create_dir_all(self.path(dir))
+    }
+
+    fn list(&self, dir: &str) -> io::Result<Vec<String>> {
+        let entries = match std::fs::read_dir(self.path(dir)) {
+            Ok(e) => e,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(e),
+        };
+        let mut names = Vec::new();
+        for entry in entries {
+            let entry = entry?;
+            if entry.file_type()?.is_file() {
+                names.push(entry.file_name().to_string_lossy().into_owned());
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    fn open(&self, path: &str, mode: OpenMode) -> io::Result<Box<dyn StorageFile>> {
+        let mut opts = OpenOptions::new();
+        match mode {
+            OpenMode::Read => opts.read(true),
+            OpenMode::ReadWrite => opts.read(true).write(true),
+            OpenMode::CreateNew => opts.read(true).write(true).create_new(true),
+        };
+        Ok(Box::new(FsFile {
+            file: opts.open(self.path(path))?,
+        }))
+    }
+
+    fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+        std::fs::rename(self.path(from), self.path(to))
+    }
+
+    fn remove(&self, path: &str) -> io::Result<()> {
+        std::fs::remove_file(self.path(path))
+    }
+
+    fn sync_dir(&self, dir: &str) -> io::Result<()> {
+        // IMPORTANT: on Linux a new or renamed file is durable only once its directory is.
+        File::open(self.path(dir))?.sync_all()
+    }
+
+    fn try_lock(&self, path: &str) -> io::Result<Option<LockGuard>> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(self.path(path))?;
+        match file.try_lock() {
+            Ok(()) => Ok(Some(Box::new(file))),
+            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+            Err(std::fs::TryLockError::Error(e)) => Err(e),
+        }
+    }
+
+    fn describe(&self, path: &str) -> String {
+        self.path(path).display().to_string()
+    }
+}
+
+#[derive(Debug)]
+struct FsFile {
+    file: File,
+}
+
+impl StorageFile for FsFile {
+    fn len(&self) -> io::Result<u64> {
+        Ok(self.file.metadata()?.len())
+    }
+
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        self.file.read_exact_at(buf, offset)
+    }
+
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        self.file.write_all_at(buf, offset)
+    }
+
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        self.file.set_len(len)
+    }
+
+    fn sync_data(&self) -> io::Result<()> {
+        self.file.sync_data()
+    }
+
+    fn view(&self) -> io::Result<FileView> {
+        if self.len()? == 0 {
+            return Ok(FileView::owned(Vec::new()));
+        }
+        super::mmap::map_sealed(&self.file).map(FileView::mapped)
+    }
+}
