@@ -1,6 +1,7 @@
 //! The crate's one error type.
 
 use crate::json::JsonError;
+use crate::log::recovery::CorruptionKind;
 
 /// Everything that can go wrong in `sessdb`.
 #[derive(Debug, thiserror::Error)]
@@ -57,6 +58,54 @@ pub enum Error {
     SessionNotFound {
         /// The id.
         id: String,
+    },
+    /// An I/O operation failed.
+    #[error("{op} {path}: {source}")]
+    Io {
+        /// What was being done.
+        op: &'static str,
+        /// The file or directory.
+        path: String,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// Stored bytes are damaged.
+    #[error("corruption in {segment} at byte {offset}: {kind}")]
+    Corruption {
+        /// The file (segment or checkpoint) holding the damage.
+        segment: String,
+        /// Byte offset within that file.
+        offset: u64,
+        /// What is wrong.
+        kind: CorruptionKind,
+    },
+    /// Another writer holds the store.
+    #[error(
+        "the store is locked by another writer (lock file {lock_file}); open it read-only or stop the other writer"
+    )]
+    Locked {
+        /// The lock file.
+        lock_file: String,
+    },
+    /// An earlier write or sync failed; the store refuses writes until it is reopened.
+    #[error("the store is poisoned by an earlier failed write ({cause}); reopen it")]
+    Poisoned {
+        /// The failure that poisoned it.
+        cause: String,
+    },
+    /// A write was attempted on a store opened read-only.
+    #[error("the store is open read-only")]
+    ReadOnly,
+    /// The store was closed.
+    #[error("the store is closed")]
+    Closed,
+    /// A batch of events encodes to more than the maximum record size.
+    #[error("the batch encodes to {bytes} bytes, over the maximum record size of {limit}")]
+    RecordTooLarge {
+        /// Encoded size.
+        bytes: usize,
+        /// The limit.
+        limit: u32,
     },
     /// A fork was refused (DSH `SessionForkError`).
     #[error("fork refused ({code}): {detail}")]
@@ -232,6 +281,17 @@ impl Violation {
             | Self::ToolResultReplaceChanged { .. } => "tool-result-replacement",
             Self::MessageShape { .. } => "message-shape",
             Self::RequestHeaderShape { .. } => "request-header-shape",
+        }
+    }
+}
+
+impl Error {
+    /// An I/O error with its context.
+    pub(crate) fn io(op: &'static str, path: impl Into<String>, source: std::io::Error) -> Self {
+        Self::Io {
+            op,
+            path: path.into(),
+            source,
         }
     }
 }

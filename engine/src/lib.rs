@@ -40,6 +40,7 @@ mod limits;
 pub mod log;
 pub mod model;
 pub mod storage;
+pub mod store;
 pub mod workload;
 
 pub use error::{Error, ForkErrorCode, Result, Violation};
@@ -49,3 +50,4 @@ pub use model::{
     Draft, ForkSpec, Message, Origin, ResumeReport, Session, SessionHeader, SessionSet,
     SessionState, SurfaceIntent,
 };
+pub use store::{Durability, OpenReport, Store, StoreOptions};

@@ -3,4 +3,5 @@
 
 pub mod frame;
 pub mod record;
+pub mod recovery;
 pub mod segment;

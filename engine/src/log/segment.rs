@@ -32,7 +32,7 @@ pub struct SegmentHeader {
 }
 
 /// Why a segment header is not acceptable.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
 pub enum SegmentHeaderError {
     /// Fewer than [`SEGMENT_HEADER_LEN`] bytes.
     #[error("segment header is short")]

@@ -6,23 +6,40 @@
 
 use std::sync::Arc;
 
+#[cfg(test)]
 use crate::event::Event;
 
-#[derive(Debug, Clone, Default)]
-pub(crate) struct EventLog {
-    /// Frozen chunks and how many of each chunk's events belong to this log.
-    chunks: Vec<(Arc<Vec<Event>>, usize)>,
-    /// Number of events in `chunks`.
+/// The events of one in-memory session.
+pub(crate) type EventLog = SharedVec<crate::event::Event>;
+
+/// An append-only vector whose prefixes can be shared without copying: frozen
+/// reference-counted chunks plus a private tail. Also holds the durable store's per-event
+/// locations, so a fork shares its parent's index the same way.
+#[derive(Debug, Clone)]
+pub(crate) struct SharedVec<T> {
+    /// Frozen chunks and how many of each chunk's items belong to this vector.
+    chunks: Vec<(Arc<Vec<T>>, usize)>,
+    /// Number of items in `chunks`.
     chunked: u64,
-    tail: Vec<Event>,
+    tail: Vec<T>,
 }
 
-impl EventLog {
+impl<T> Default for SharedVec<T> {
+    fn default() -> Self {
+        Self {
+            chunks: Vec::new(),
+            chunked: 0,
+            tail: Vec::new(),
+        }
+    }
+}
+
+impl<T> SharedVec<T> {
     pub(crate) fn len(&self) -> u64 {
         self.chunked + self.tail.len() as u64
     }
 
-    pub(crate) fn get(&self, seq: u64) -> Option<&Event> {
+    pub(crate) fn get(&self, seq: u64) -> Option<&T> {
         if seq >= self.chunked {
             return self.tail.get(usize::try_from(seq - self.chunked).ok()?);
         }
@@ -36,15 +53,15 @@ impl EventLog {
         None
     }
 
-    pub(crate) fn last(&self) -> Option<&Event> {
+    pub(crate) fn last(&self) -> Option<&T> {
         self.len().checked_sub(1).and_then(|s| self.get(s))
     }
 
-    pub(crate) fn push(&mut self, event: Event) {
+    pub(crate) fn push(&mut self, event: T) {
         self.tail.push(event);
     }
 
-    pub(crate) fn iter(&self) -> impl Iterator<Item = &Event> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &T> {
         self.chunks
             .iter()
             .flat_map(|(c, used)| c.iter().take(*used))
@@ -52,14 +69,14 @@ impl EventLog {
     }
 
     /// A log that shares this log's first `len` events without copying them.
-    pub(crate) fn share_prefix(&mut self, len: u64) -> EventLog {
+    pub(crate) fn share_prefix(&mut self, len: u64) -> SharedVec<T> {
         if !self.tail.is_empty() {
             let tail = std::mem::take(&mut self.tail);
             self.chunked += tail.len() as u64;
             let used = tail.len();
             self.chunks.push((Arc::new(tail), used));
         }
-        let mut out = EventLog::default();
+        let mut out = SharedVec::default();
         let mut rest = len;
         for (chunk, used) in &self.chunks {
             if rest == 0 {
@@ -73,10 +90,38 @@ impl EventLog {
         out
     }
 
+    /// The items after the first `from`, as owned copies.
+    pub(crate) fn suffix(&self, from: u64) -> Vec<T>
+    where
+        T: Clone,
+    {
+        self.iter()
+            .skip(usize::try_from(from).unwrap_or(usize::MAX))
+            .cloned()
+            .collect()
+    }
+
+    /// Copies shared chunks into a private tail, so that this vector no longer depends on
+    /// anyone's chunks (used when a fork's parent is deleted).
+    pub(crate) fn materialize(&mut self)
+    where
+        T: Clone,
+    {
+        if self.chunks.is_empty() {
+            return;
+        }
+        let all: Vec<T> = self.iter().cloned().collect();
+        *self = Self {
+            chunks: Vec::new(),
+            chunked: 0,
+            tail: all,
+        };
+    }
+
     /// Whether the first `len` events of both logs are the very same objects (test aid for
     /// "no copy").
     #[cfg(test)]
-    pub(crate) fn shares_prefix_with(&self, other: &EventLog, len: usize) -> bool {
+    pub(crate) fn shares_prefix_with(&self, other: &SharedVec<T>, len: usize) -> bool {
         self.iter().count() >= len
             && other.iter().count() >= len
             && other

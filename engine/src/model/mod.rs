@@ -20,11 +20,11 @@ mod state;
 mod surface;
 mod turns;
 
-#[allow(unused_imports, reason = "used by the durable store")]
 pub(crate) use accept::{EventSource, plan};
 pub use draft::{Draft, SurfaceIntent};
 pub use fork::{ForkSpec, child_header, inherited_len};
 pub use header::{Origin, SESSION_FORMAT_VERSION, SessionHeader};
+pub(crate) use log::SharedVec;
 pub use messages::{Message, derive_message};
 pub use repair::{NOT_STARTED_TEXT, OUTCOME_UNKNOWN_TEXT, OpenStep, PendingCall, RepairState};
 pub use session::{ResumeReport, Session};

@@ -113,6 +113,13 @@ pub trait StorageFile: Send + Sync + std::fmt::Debug {
     /// # Errors
     /// I/O errors.
     fn len(&self) -> io::Result<u64>;
+    /// Whether the file is empty.
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn is_empty(&self) -> io::Result<bool> {
+        Ok(self.len()? == 0)
+    }
     /// Fills `buf` from `offset`.
     ///
     /// # Errors

@@ -1,0 +1,137 @@
+//! The resident state of every session: header, derived state, per-event locations. Live
+//! writes and replay on open change it through the same functions, so "state after reopen"
+//! and "state from full replay" cannot drift apart.
+
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::segments::{EventLoc, SegmentList};
+use crate::event::Event;
+use crate::model::{EventSource, SessionHeader, SessionState, SharedVec, plan};
+use crate::{Limits, Result};
+
+/// One session's resident state.
+#[derive(Debug, Clone)]
+pub(crate) struct SessionEntry {
+    pub(crate) header: SessionHeader,
+    pub(crate) state: SessionState,
+    pub(crate) locs: SharedVec<EventLoc>,
+    /// The parent whose first `n` locations this session shares (a fork by reference).
+    pub(crate) parent: Option<(String, u64)>,
+    /// LSN of the record that created the session (orders parents before children).
+    pub(crate) created_lsn: u64,
+}
+
+/// Every live session, and what changed since the last checkpoint.
+#[derive(Debug, Default)]
+pub(crate) struct Catalog {
+    pub(crate) sessions: BTreeMap<String, SessionEntry>,
+    pub(crate) dirty: BTreeSet<String>,
+    pub(crate) deleted: BTreeSet<String>,
+}
+
+/// Earlier events of a session for the acceptance function: stored ones through their
+/// locations, plus the events of the batch being planned.
+pub(crate) struct StoredEvents<'a> {
+    pub(crate) segments: &'a SegmentList,
+    pub(crate) locs: Option<&'a SharedVec<EventLoc>>,
+    pub(crate) batch: &'a [Event],
+}
+
+impl EventSource for StoredEvents<'_> {
+    fn event(&self, seq: u64) -> Result<Option<Cow<'_, Event>>> {
+        let stored = self.locs.map_or(0, SharedVec::len);
+        if seq >= stored {
+            let i = usize::try_from(seq - stored).unwrap_or(usize::MAX);
+            return Ok(self.batch.get(i).map(Cow::Borrowed));
+        }
+        match self.locs.and_then(|l| l.get(seq)) {
+            Some(&loc) => self
+                .segments
+                .read_event(loc, seq)
+                .map(|e| Some(Cow::Owned(e))),
+            None => Ok(None),
+        }
+    }
+}
+
+/// Plans every event of a batch in order against `state`; returns the state after the batch.
+/// Nothing is changed when an event is refused.
+pub(crate) fn plan_batch(
+    id: &str,
+    state: &SessionState,
+    source: &StoredEvents<'_>,
+    events: &[Event],
+    limits: &Limits,
+) -> Result<SessionState> {
+    let mut next = state.clone();
+    for event in events {
+        let change = plan(id, &next, source, event, limits)?;
+        next.apply(event, &change);
+    }
+    Ok(next)
+}
+
+impl Catalog {
+    pub(crate) fn touch(&mut self, id: &str) {
+        self.dirty.insert(id.to_owned());
+        self.deleted.remove(id);
+    }
+
+    /// Removes a session; forks that shared its locations get their own copies (16 bytes per
+    /// inherited event; no event bytes are copied).
+    pub(crate) fn delete(&mut self, id: &str) -> Option<SessionEntry> {
+        let gone = self.sessions.remove(id)?;
+        let children: Vec<String> = self
+            .sessions
+            .iter()
+            .filter(|(_, e)| e.parent.as_ref().is_some_and(|(p, _)| p == id))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for child in children {
+            if let Some(e) = self.sessions.get_mut(&child) {
+                e.locs.materialize();
+                e.parent = None;
+            }
+            self.touch(&child);
+        }
+        self.dirty.remove(id);
+        self.deleted.insert(id.to_owned());
+        Some(gone)
+    }
+
+    /// The state of `parent`'s first `inherited` events, and the locations a child shares.
+    pub(crate) fn fork_base(
+        &mut self,
+        segments: &SegmentList,
+        child_id: &str,
+        parent: &str,
+        inherited: u64,
+        limits: &Limits,
+    ) -> Result<Option<(SessionState, SharedVec<EventLoc>)>> {
+        let Some(p) = self.sessions.get_mut(parent) else {
+            return Ok(None);
+        };
+        let locs = p.locs.share_prefix(inherited);
+        if inherited == p.state.next_seq() {
+            return Ok(Some((p.state.clone(), locs)));
+        }
+        // The child's state is a replay of the inherited prefix through the acceptance
+        // function, which also validates it as DSH validates a fork seed.
+        let mut state = SessionState::new();
+        let source = StoredEvents {
+            segments,
+            locs: Some(&locs),
+            batch: &[],
+        };
+        for seq in 0..inherited {
+            let Some(&loc) = locs.get(seq) else {
+                return Ok(None);
+            };
+            let event = segments.read_event(loc, seq)?;
+            let change = plan(child_id, &state, &source, &event, limits)?;
+            state.apply(&event, &change);
+        }
+        Ok(Some((state, locs)))
+    }
+}

@@ -1,0 +1,883 @@
+//! The durable store (DESIGN §3): many sessions in one checksummed, append-only segment log,
+//! a resident index per session, a delta checkpoint, and repair on open.
+//!
+//! Every write goes through the same acceptance function as the in-memory model, planned
+//! before anything is written: a refused event writes nothing. One writer at a time appends
+//! records (a mutex); readers run concurrently and read sealed segments through a memory map.
+
+mod catalog;
+mod checkpoint;
+mod open;
+mod options;
+mod report;
+mod segments;
+mod subscribe;
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use parking_lot::{Condvar, Mutex, RwLock};
+
+pub use checkpoint::{CHECKPOINT_HEADER_LEN, CHECKPOINT_MAGIC, CheckpointMeta, checkpoint_path};
+pub use options::{Durability, StoreOptions};
+pub use report::{OpenReport, Salvaged};
+pub use segments::EventLoc;
+pub use subscribe::Subscription;
+
+use catalog::{Catalog, SessionEntry, StoredEvents, plan_batch};
+use segments::{SegmentList, Tail};
+
+use crate::event::{Event, LogType, types::names};
+use crate::log::frame::{OFF_CRC, encode_frame};
+use crate::log::record::{BodyRef, encode};
+use crate::model::{
+    ForkSpec, Message, ResumeReport, SessionHeader, SessionState, child_header, derive_message,
+    inherited_len,
+};
+use crate::storage::{FsStorage, LockGuard, Storage};
+use crate::{Draft, Error, Result};
+
+/// One row of [`Store::list`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionInfo {
+    /// The header.
+    pub header: SessionHeader,
+    /// Number of events.
+    pub events: u64,
+    /// Number of surface entries.
+    pub surface_len: usize,
+    /// Time of the last event.
+    pub last_time: Option<i64>,
+    /// Whether the last turn is open.
+    pub turn_open: bool,
+}
+
+/// Figures of [`Store::stats`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreStats {
+    /// Live sessions.
+    pub sessions: usize,
+    /// Events over all sessions (inherited events counted in each fork).
+    pub events: u64,
+    /// Segment files.
+    pub segments: usize,
+    /// Log bytes (record bytes, without segment headers).
+    pub log_bytes: u64,
+    /// The log position covered by the newest checkpoint.
+    pub checkpoint_lsn: u64,
+    /// The newest checkpoint generation (0: none).
+    pub checkpoint_generation: u64,
+}
+
+/// An open store. Clones share it; it is `Send + Sync`.
+#[derive(Debug, Clone)]
+pub struct Store {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug, Default)]
+struct CheckpointState {
+    generation: u64,
+    last_full: u64,
+    previous_full: u64,
+    deltas_since_full: u32,
+    covered_lsn: u64,
+    bytes_since: u64,
+}
+
+#[derive(Debug)]
+pub(crate) struct Inner {
+    storage: Arc<dyn Storage>,
+    options: StoreOptions,
+    read_only: bool,
+    lock: Mutex<Option<LockGuard>>,
+    segments: SegmentList,
+    /// The write path: held while a record is planned, written and applied.
+    tail: Mutex<Option<Tail>>,
+    catalog: RwLock<Catalog>,
+    synced_lsn: Mutex<u64>,
+    poisoned: Mutex<Option<String>>,
+    ckpt: Mutex<CheckpointState>,
+    changes: (Mutex<u64>, Condvar),
+    closed: AtomicBool,
+    report: OpenReport,
+}
+
+impl Store {
+    /// Opens (creating if needed) the store in directory `dir` for writing.
+    ///
+    /// # Errors
+    /// `Locked` if another writer has it, `Corruption` for damage that is not a torn tail
+    /// (unless `options.salvage`), I/O errors.
+    pub fn open(dir: impl AsRef<std::path::Path>, options: StoreOptions) -> Result<Store> {
+        let dir = dir.as_ref();
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Error::io("create directory", dir.display().to_string(), e))?;
+        Self::open_with(Arc::new(FsStorage::new(dir)), options)
+    }
+
+    /// Opens the store in `dir` read-only: works while a writer is live, treats an
+    /// incomplete tail as the end, repairs nothing.
+    ///
+    /// # Errors
+    /// `Corruption`, I/O errors.
+    pub fn open_read_only(dir: impl AsRef<std::path::Path>) -> Result<Store> {
+        Self::open_read_only_with(
+            Arc::new(FsStorage::new(dir.as_ref())),
+            StoreOptions::default(),
+        )
+    }
+
+    /// Opens a store on any storage backend for writing.
+    ///
+    /// # Errors
+    /// As [`Store::open`].
+    pub fn open_with(storage: Arc<dyn Storage>, options: StoreOptions) -> Result<Store> {
+        open::open(storage, options, false).map(|inner| Store {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// Opens a store on any storage backend read-only.
+    ///
+    /// # Errors
+    /// As [`Store::open_read_only`].
+    pub fn open_read_only_with(storage: Arc<dyn Storage>, options: StoreOptions) -> Result<Store> {
+        open::open(storage, options, true).map(|inner| Store {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// What the open found and did.
+    pub fn open_report(&self) -> &OpenReport {
+        &self.inner.report
+    }
+
+    /// Creates a session from a header and seed (as `Session::create`): every seed event is
+    /// accepted in order, then `session/end-seed {}` is appended unless the seed ends with
+    /// one. One record: all or nothing on recovery. Returns the session's length.
+    ///
+    /// # Errors
+    /// `SessionExists`, `InvalidHeader`, `Rejected`, write errors.
+    pub fn create_session(&self, header: SessionHeader, seed: Vec<Event>) -> Result<u64> {
+        self.inner.create(header, seed, true)
+    }
+
+    /// Stores a session exactly as given (every event accepted, nothing appended): what
+    /// import uses. Returns the session's length.
+    ///
+    /// # Errors
+    /// As [`Store::create_session`].
+    pub fn restore_session(&self, header: SessionHeader, events: Vec<Event>) -> Result<u64> {
+        self.inner.create(header, events, false)
+    }
+
+    /// Appends one event; returns its seq.
+    ///
+    /// # Errors
+    /// `SessionNotFound`, `Rejected`, `ReadOnly`, `Poisoned`, write errors.
+    pub fn append(&self, session: &str, draft: Draft) -> Result<u64> {
+        self.append_batch(session, vec![draft]).map(|r| r.start)
+    }
+
+    /// Appends a batch atomically (all or none, also on recovery); returns the seqs taken.
+    ///
+    /// # Errors
+    /// As [`Store::append`]; a refused event refuses the whole batch.
+    pub fn append_batch(&self, session: &str, drafts: Vec<Draft>) -> Result<std::ops::Range<u64>> {
+        self.inner.write_events(session, |entry, now| {
+            let first = entry.state.next_seq();
+            Ok(drafts
+                .into_iter()
+                .enumerate()
+                .map(|(i, d)| d.into_event(first + i as u64, now))
+                .collect())
+        })
+    }
+
+    /// Appends complete events (their seqs must continue the session): the runtime-checked
+    /// path for callers with dynamic events.
+    ///
+    /// # Errors
+    /// As [`Store::append_batch`].
+    pub fn append_events(&self, session: &str, events: Vec<Event>) -> Result<std::ops::Range<u64>> {
+        self.inner.write_events(session, |_, _| Ok(events))
+    }
+
+    /// Prepares a session for writing after a crash (DSH resume): if its last turn is open,
+    /// appends the repair closers, then `session/end-seed {}` unless the log already ends with
+    /// one. One record.
+    ///
+    /// # Errors
+    /// As [`Store::append_batch`].
+    pub fn resume(&self, session: &str) -> Result<ResumeReport> {
+        let mut report = ResumeReport::default();
+        let inner = &self.inner;
+        inner.write_events(session, |entry, now| {
+            let next = entry.state.next_seq();
+            let time = entry.state.last_time().unwrap_or(now);
+            let mut events = entry.state.repair().closers(next, time);
+            report.closers = events.iter().map(Event::seq).collect();
+            let last_type = match events.last() {
+                Some(e) => Some(e.event_type().to_owned()),
+                None => match next
+                    .checked_sub(1)
+                    .and_then(|s| entry.locs.get(s).map(|l| (s, *l)))
+                {
+                    Some((s, loc)) => {
+                        Some(inner.segments.read_event(loc, s)?.event_type().to_owned())
+                    }
+                    None => None,
+                },
+            };
+            if last_type.as_deref() != Some(names::END_SEED) {
+                let seq = next + events.len() as u64;
+                report.end_seed = Some(seq);
+                events.push(Draft::log(&LogType::END_SEED, &b"{}"[..]).into_event(seq, now));
+            }
+            Ok(events)
+        })?;
+        Ok(report)
+    }
+
+    /// Forks `source` by reference (DSH v0 rules): the child shares the parent's records for
+    /// seqs `0..seedLength`; the log grows by one small record. Returns the child id.
+    ///
+    /// # Errors
+    /// `Fork` with its DSH code, write errors.
+    pub fn fork(&self, source: &str, spec: ForkSpec) -> Result<String> {
+        self.inner.fork(source, spec)
+    }
+
+    /// Deletes a session. Its records stay in the log (segments are immutable); forks of it
+    /// keep their inherited events.
+    ///
+    /// # Errors
+    /// `SessionNotFound`, write errors.
+    pub fn delete_session(&self, session: &str) -> Result<()> {
+        self.inner.delete(session)
+    }
+
+    /// Events `from..to` (clamped to the session's length).
+    ///
+    /// # Errors
+    /// `SessionNotFound`, read errors.
+    pub fn events(&self, session: &str, from: u64, to: u64) -> Result<Vec<Event>> {
+        let locs: Vec<(u64, EventLoc)> = {
+            let cat = self.inner.catalog.read();
+            let e = cat
+                .sessions
+                .get(session)
+                .ok_or_else(|| Error::SessionNotFound {
+                    id: session.to_owned(),
+                })?;
+            let to = to.min(e.state.next_seq());
+            (from..to)
+                .filter_map(|s| e.locs.get(s).map(|l| (s, *l)))
+                .collect()
+        };
+        locs.into_iter()
+            .map(|(s, l)| self.inner.segments.read_event(l, s))
+            .collect()
+    }
+
+    /// The last `n` events.
+    ///
+    /// # Errors
+    /// As [`Store::events`].
+    pub fn last_events(&self, session: &str, n: u64) -> Result<Vec<Event>> {
+        let len = self.session_len(session)?;
+        self.events(session, len.saturating_sub(n), len)
+    }
+
+    /// The number of events of a session.
+    ///
+    /// # Errors
+    /// `SessionNotFound`.
+    pub fn session_len(&self, session: &str) -> Result<u64> {
+        self.with_entry(session, |e| e.state.next_seq())
+    }
+
+    /// The header of a session.
+    ///
+    /// # Errors
+    /// `SessionNotFound`.
+    pub fn header(&self, session: &str) -> Result<SessionHeader> {
+        self.with_entry(session, |e| e.header.clone())
+    }
+
+    /// The derived state of a session (surface, repair state, turn marks).
+    ///
+    /// # Errors
+    /// `SessionNotFound`.
+    pub fn state(&self, session: &str) -> Result<SessionState> {
+        self.with_entry(session, |e| e.state.clone())
+    }
+
+    /// The surface of a session.
+    ///
+    /// # Errors
+    /// `SessionNotFound`.
+    pub fn surface(&self, session: &str) -> Result<Vec<u64>> {
+        self.with_entry(session, |e| e.state.surface().seqs().to_vec())
+    }
+
+    /// `deriveMessages()`: `(seq, message JSON)` per surface node, the JSON exactly as stored.
+    ///
+    /// # Errors
+    /// As [`Store::events`].
+    pub fn messages(&self, session: &str) -> Result<Vec<(u64, Vec<u8>)>> {
+        let locs: Vec<(u64, EventLoc)> = self.with_entry(session, |e| {
+            e.state
+                .surface()
+                .seqs()
+                .iter()
+                .filter_map(|&s| e.locs.get(s).map(|l| (s, *l)))
+                .collect()
+        })?;
+        let mut out = Vec::with_capacity(locs.len());
+        for (seq, loc) in locs {
+            let event = self.inner.segments.read_event(loc, seq)?;
+            if let Some(Message { json, .. }) = derive_message(&event) {
+                out.push((seq, json.to_vec()));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every live session, in id order.
+    pub fn list(&self) -> Vec<SessionInfo> {
+        let cat = self.inner.catalog.read();
+        cat.sessions
+            .values()
+            .map(|e| SessionInfo {
+                header: e.header.clone(),
+                events: e.state.next_seq(),
+                surface_len: e.state.surface().seqs().len(),
+                last_time: e.state.last_time(),
+                turn_open: e.state.repair().turn_is_open(),
+            })
+            .collect()
+    }
+
+    /// Figures about the store.
+    pub fn stats(&self) -> StoreStats {
+        let (sessions, events) = {
+            let cat = self.inner.catalog.read();
+            (
+                cat.sessions.len(),
+                cat.sessions.values().map(|e| e.state.next_seq()).sum(),
+            )
+        };
+        let segs = self.inner.segments.all();
+        let log_bytes = self.inner.tail.lock().as_ref().map_or_else(
+            || {
+                segs.last().map_or(0, |s| {
+                    s.first_lsn
+                        + s.file
+                            .len()
+                            .unwrap_or(0)
+                            .saturating_sub(crate::log::segment::SEGMENT_HEADER_LEN as u64)
+                })
+            },
+            |t| t.next_lsn,
+        );
+        let ck = self.inner.ckpt.lock();
+        StoreStats {
+            sessions,
+            events,
+            segments: segs.len(),
+            log_bytes,
+            checkpoint_lsn: ck.covered_lsn,
+            checkpoint_generation: ck.generation,
+        }
+    }
+
+    /// Follows a session from `from_seq` on.
+    ///
+    /// # Errors
+    /// `SessionNotFound`.
+    pub fn subscribe(&self, session: &str, from_seq: u64) -> Result<Subscription> {
+        self.with_entry(session, |_| ())?;
+        Ok(Subscription {
+            inner: Arc::clone(&self.inner),
+            session: session.to_owned(),
+            next_seq: from_seq,
+        })
+    }
+
+    /// Makes every acknowledged record durable.
+    ///
+    /// # Errors
+    /// Sync errors (they poison the store).
+    pub fn sync(&self) -> Result<()> {
+        let end = self.inner.tail.lock().as_ref().map_or(0, |t| t.next_lsn);
+        self.inner.sync_to(end)
+    }
+
+    /// Writes a checkpoint now (a delta, or a full one every `checkpoint_merge_every`);
+    /// returns what it covers, or `None` if nothing changed since the last one.
+    ///
+    /// # Errors
+    /// Write errors.
+    pub fn checkpoint(&self) -> Result<Option<CheckpointMeta>> {
+        self.inner.checkpoint(false)
+    }
+
+    /// Checkpoints, syncs, releases the writer lock. Later calls on any clone fail with
+    /// `Closed`; subscribers are woken.
+    ///
+    /// # Errors
+    /// Checkpoint or sync errors.
+    pub fn close(&self) -> Result<()> {
+        if self.inner.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let result = if self.inner.read_only || self.inner.poisoned.lock().is_some() {
+            Ok(())
+        } else {
+            self.inner.checkpoint_unchecked(false).map(|_| ())
+        };
+        self.inner.lock.lock().take();
+        self.inner.notify();
+        result
+    }
+
+    fn with_entry<T>(&self, session: &str, f: impl FnOnce(&SessionEntry) -> T) -> Result<T> {
+        let cat = self.inner.catalog.read();
+        cat.sessions
+            .get(session)
+            .map(f)
+            .ok_or_else(|| Error::SessionNotFound {
+                id: session.to_owned(),
+            })
+    }
+}
+
+impl crate::workload::Sink for Store {
+    fn create(&mut self, header: SessionHeader) -> Result<()> {
+        self.create_session(header, Vec::new()).map(|_| ())
+    }
+
+    fn append(&mut self, session: &str, draft: Draft) -> Result<u64> {
+        Store::append(self, session, draft)
+    }
+
+    fn fork(&mut self, source: &str, spec: ForkSpec) -> Result<String> {
+        Store::fork(self, source, spec)
+    }
+}
+
+/// A record written: its LSN, each event's `(offset, len)` in its payload, the log end.
+type Written = (u64, Vec<(u32, u32)>, u64);
+
+impl Inner {
+    fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    fn notify(&self) {
+        *self.changes.0.lock() += 1;
+        self.changes.1.notify_all();
+    }
+
+    fn check_writable(&self) -> Result<()> {
+        if self.read_only {
+            return Err(Error::ReadOnly);
+        }
+        if self.is_closed() {
+            return Err(Error::Closed);
+        }
+        if let Some(cause) = self.poisoned.lock().clone() {
+            return Err(Error::Poisoned { cause });
+        }
+        Ok(())
+    }
+
+    fn poison<T>(&self, e: Error) -> Result<T> {
+        let mut p = self.poisoned.lock();
+        if p.is_none() {
+            *p = Some(e.to_string());
+        }
+        Err(e)
+    }
+
+    fn event_at(&self, session: &str, seq: u64) -> Result<Option<Event>> {
+        let loc = {
+            let cat = self.catalog.read();
+            let e = cat
+                .sessions
+                .get(session)
+                .ok_or_else(|| Error::SessionNotFound {
+                    id: session.to_owned(),
+                })?;
+            e.locs.get(seq).copied()
+        };
+        loc.map(|l| self.segments.read_event(l, seq)).transpose()
+    }
+
+    /// Encodes and writes one record; returns its LSN, the event locations' offsets, and the
+    /// log end after it. Poisons the store on a write error.
+    fn write_record(&self, tail: &mut Tail, body: &BodyRef<'_>) -> Result<Written> {
+        let mut payload = Vec::new();
+        let (kind, offsets) = encode(body, &mut payload);
+        if payload.len() > self.options.record_bytes_max as usize {
+            return Err(Error::RecordTooLarge {
+                bytes: payload.len(),
+                limit: self.options.record_bytes_max,
+            });
+        }
+        let mut frame = Vec::with_capacity(payload.len() + 16);
+        encode_frame(kind, &payload, &mut frame);
+        let crc = u32::from_le_bytes([
+            frame[OFF_CRC],
+            frame[OFF_CRC + 1],
+            frame[OFF_CRC + 2],
+            frame[OFF_CRC + 3],
+        ]);
+        let now = self.options.clock.now_ms();
+        match tail.write_frame(
+            &*self.storage,
+            &self.segments,
+            &frame,
+            crc,
+            self.options.segment_bytes_max,
+            now,
+        ) {
+            Ok(lsn) => {
+                self.ckpt.lock().bytes_since += frame.len() as u64;
+                Ok((lsn, offsets, tail.next_lsn))
+            }
+            Err(e) => self.poison(e),
+        }
+    }
+
+    /// After a write: wake subscribers, sync if the durability asks, checkpoint if due.
+    fn after_write(&self, end_lsn: u64) -> Result<()> {
+        self.notify();
+        if self.options.durability == options::Durability::Sync {
+            self.sync_to(end_lsn)?;
+        }
+        let due = self.ckpt.lock().bytes_since >= self.options.checkpoint_interval_bytes;
+        if due {
+            self.checkpoint(false)?;
+        }
+        Ok(())
+    }
+
+    /// Group commit: one `fdatasync` makes everything written so far durable; appenders that
+    /// wait meanwhile find their record already covered.
+    fn sync_to(&self, lsn: u64) -> Result<()> {
+        let mut synced = self.synced_lsn.lock();
+        if *synced >= lsn {
+            return Ok(());
+        }
+        let (file, path, written) = {
+            let tail = self.tail.lock();
+            let Some(t) = tail.as_ref() else {
+                return Ok(());
+            };
+            (
+                Arc::clone(&t.active.file),
+                t.active.path.clone(),
+                t.next_lsn,
+            )
+        };
+        // Older segments were synced when they were sealed.
+        if let Err(e) = file.sync_data() {
+            return self.poison(Error::io("sync", path, e));
+        }
+        *synced = written;
+        Ok(())
+    }
+
+    fn create(&self, header: SessionHeader, mut events: Vec<Event>, end_seed: bool) -> Result<u64> {
+        self.check_writable()?;
+        header.validate()?;
+        let mut tail_guard = self.tail.lock();
+        let tail = tail_guard.as_mut().ok_or(Error::ReadOnly)?;
+        let id = header.id.clone();
+        if self.catalog.read().sessions.contains_key(&id) {
+            return Err(Error::SessionExists { id });
+        }
+        if end_seed
+            && events
+                .last()
+                .is_none_or(|e| e.event_type() != names::END_SEED)
+        {
+            let seq = events.len() as u64;
+            events.push(
+                Draft::log(&LogType::END_SEED, &b"{}"[..])
+                    .into_event(seq, self.options.clock.now_ms()),
+            );
+        }
+        let source = StoredEvents {
+            segments: &self.segments,
+            locs: None,
+            batch: &events,
+        };
+        let state = plan_batch(
+            &id,
+            &SessionState::new(),
+            &source,
+            &events,
+            &self.options.limits,
+        )?;
+        let header_json = header.to_json();
+        let (lsn, offsets, end) = self.write_record(
+            tail,
+            &BodyRef::Create {
+                session: &id,
+                header_json: &header_json,
+                events: &events,
+            },
+        )?;
+        let mut locs = crate::model::SharedVec::default();
+        for (offset, len) in offsets {
+            locs.push(EventLoc { lsn, offset, len });
+        }
+        let len = state.next_seq();
+        {
+            let mut cat = self.catalog.write();
+            cat.sessions.insert(
+                id.clone(),
+                SessionEntry {
+                    header,
+                    state,
+                    locs,
+                    parent: None,
+                    created_lsn: lsn,
+                },
+            );
+            cat.touch(&id);
+        }
+        drop(tail_guard);
+        self.after_write(end)?;
+        Ok(len)
+    }
+
+    fn write_events(
+        &self,
+        session: &str,
+        make: impl FnOnce(&SessionEntry, i64) -> Result<Vec<Event>>,
+    ) -> Result<std::ops::Range<u64>> {
+        self.check_writable()?;
+        let mut tail_guard = self.tail.lock();
+        let tail = tail_guard.as_mut().ok_or(Error::ReadOnly)?;
+        let now = self.options.clock.now_ms();
+        let (events, state, first) = {
+            let cat = self.catalog.read();
+            let entry = cat
+                .sessions
+                .get(session)
+                .ok_or_else(|| Error::SessionNotFound {
+                    id: session.to_owned(),
+                })?;
+            let events = make(entry, now)?;
+            let source = StoredEvents {
+                segments: &self.segments,
+                locs: Some(&entry.locs),
+                batch: &events,
+            };
+            let state = plan_batch(
+                session,
+                &entry.state,
+                &source,
+                &events,
+                &self.options.limits,
+            )?;
+            (events, state, entry.state.next_seq())
+        };
+        if events.is_empty() {
+            return Ok(first..first);
+        }
+        let (lsn, offsets, end) = self.write_record(
+            tail,
+            &BodyRef::Append {
+                session,
+                events: &events,
+            },
+        )?;
+        let range = first..state.next_seq();
+        {
+            let mut cat = self.catalog.write();
+            if let Some(entry) = cat.sessions.get_mut(session) {
+                entry.state = state;
+                for (offset, len) in offsets {
+                    entry.locs.push(EventLoc { lsn, offset, len });
+                }
+            }
+            cat.touch(session);
+        }
+        drop(tail_guard);
+        self.after_write(end)?;
+        Ok(range)
+    }
+
+    fn fork(&self, source: &str, spec: ForkSpec) -> Result<String> {
+        use crate::ForkErrorCode;
+        self.check_writable()?;
+        let mut tail_guard = self.tail.lock();
+        let tail = tail_guard.as_mut().ok_or(Error::ReadOnly)?;
+        let now = self.options.clock.now_ms();
+        let mut cat = self.catalog.write();
+        let refuse = |code, detail: String| Err(Error::Fork { code, detail });
+        let Some(parent) = cat.sessions.get(source) else {
+            return refuse(
+                ForkErrorCode::SessionNotFound,
+                format!("no session {source:?}"),
+            );
+        };
+        let child_id = match spec.child_id.clone() {
+            Some(id) if cat.sessions.contains_key(&id) => {
+                return refuse(
+                    ForkErrorCode::SessionAlreadyExists,
+                    format!("a session {id:?} exists already"),
+                );
+            }
+            Some(id) => id,
+            None => (1..)
+                .map(|n| format!("session-{n}"))
+                .find(|id| !cat.sessions.contains_key(id))
+                .unwrap_or_default(),
+        };
+        let inherited = inherited_len(source, &parent.state, spec.boundary)?;
+        let header = child_header(&parent.header, child_id.clone(), now, inherited, &spec);
+        header.validate()?;
+        let Some((base, locs)) = cat.fork_base(
+            &self.segments,
+            &child_id,
+            source,
+            inherited,
+            &self.options.limits,
+        )?
+        else {
+            return refuse(
+                ForkErrorCode::SessionNotFound,
+                format!("no session {source:?}"),
+            );
+        };
+        let marker = vec![Draft::log(&LogType::END_SEED, &b"{}"[..]).into_event(inherited, now)];
+        let stored = StoredEvents {
+            segments: &self.segments,
+            locs: Some(&locs),
+            batch: &marker,
+        };
+        let state = plan_batch(&child_id, &base, &stored, &marker, &self.options.limits)?;
+        let header_json = header.to_json();
+        let body = BodyRef::Fork {
+            child: &child_id,
+            header_json: &header_json,
+            parent: source,
+            inherited,
+            events: &marker,
+        };
+        let (lsn, offsets, end) = self.write_record(tail, &body)?;
+        let mut locs = locs;
+        for (offset, len) in offsets {
+            locs.push(EventLoc { lsn, offset, len });
+        }
+        cat.sessions.insert(
+            child_id.clone(),
+            SessionEntry {
+                header,
+                state,
+                locs,
+                parent: Some((source.to_owned(), inherited)),
+                created_lsn: lsn,
+            },
+        );
+        cat.touch(&child_id);
+        drop(cat);
+        drop(tail_guard);
+        self.after_write(end)?;
+        Ok(child_id)
+    }
+
+    fn delete(&self, session: &str) -> Result<()> {
+        self.check_writable()?;
+        let mut tail_guard = self.tail.lock();
+        let tail = tail_guard.as_mut().ok_or(Error::ReadOnly)?;
+        if !self.catalog.read().sessions.contains_key(session) {
+            return Err(Error::SessionNotFound {
+                id: session.to_owned(),
+            });
+        }
+        let (_, _, end) = self.write_record(tail, &BodyRef::Delete { session })?;
+        self.catalog.write().delete(session);
+        drop(tail_guard);
+        self.after_write(end)
+    }
+
+    fn checkpoint(&self, full: bool) -> Result<Option<CheckpointMeta>> {
+        self.check_writable()?;
+        self.checkpoint_unchecked(full)
+    }
+
+    fn checkpoint_unchecked(&self, full: bool) -> Result<Option<CheckpointMeta>> {
+        let tail_guard = self.tail.lock();
+        let Some(tail) = tail_guard.as_ref() else {
+            return Ok(None);
+        };
+        let mut ck = self.ckpt.lock();
+        if tail.next_lsn == ck.covered_lsn && ck.generation > 0 && !full {
+            return Ok(None);
+        }
+        // Never ahead of the durable log: sync what the checkpoint covers first.
+        if let Err(e) = tail.active.file.sync_data() {
+            return self.poison(Error::io("sync", &tail.active.path, e));
+        }
+        *self.synced_lsn.lock() = tail.next_lsn;
+        let full = full
+            || ck.generation == 0
+            || ck.deltas_since_full + 1 >= self.options.checkpoint_merge_every;
+        let mut cat = self.catalog.write();
+        let body = checkpoint::Body {
+            sessions: cat
+                .sessions
+                .iter()
+                .filter(|(id, _)| full || cat.dirty.contains(*id))
+                .map(|(id, e)| checkpoint::snapshot(id, e))
+                .collect(),
+            deleted: if full {
+                Vec::new()
+            } else {
+                cat.deleted.iter().cloned().collect()
+            },
+        };
+        let meta = CheckpointMeta {
+            generation: ck.generation + 1,
+            base: if full { 0 } else { ck.generation },
+            covered_lsn: tail.next_lsn,
+            last_record: tail.last_record,
+        };
+        let bytes = checkpoint::encode_body(&body)?;
+        if let Err(e) = checkpoint::write(&*self.storage, &meta, &bytes) {
+            return self.poison(e);
+        }
+        cat.dirty.clear();
+        cat.deleted.clear();
+        drop(cat);
+        ck.generation = meta.generation;
+        ck.covered_lsn = meta.covered_lsn;
+        ck.bytes_since = 0;
+        if full {
+            // Keep the previous full chain as a fallback; older files go.
+            let keep_from = ck.last_full;
+            ck.previous_full = ck.last_full;
+            ck.last_full = meta.generation;
+            ck.deltas_since_full = 0;
+            for generation in checkpoint::list(&*self.storage)?
+                .into_iter()
+                .filter(|&g| g < keep_from)
+            {
+                let _ = self.storage.remove(&checkpoint_path(generation));
+            }
+        } else {
+            ck.deltas_since_full += 1;
+        }
+        Ok(Some(meta))
+    }
+}

@@ -1,0 +1,613 @@
+//! Opening a store: lock, segment headers, checkpoint choice, replay, physical repair.
+//!
+//! Order: (1) take the writer lock; (2) read every segment header and check that each
+//! segment continues the previous one; (3) pick the newest checkpoint chain that the log
+//! confirms (the record it names is there with its checksum), else fall back to older ones
+//! and at worst to nothing; (4) scan the log from the checkpoint's position, replaying each
+//! record through the acceptance function, and let the decision table (`log::recovery`)
+//! decide what to do where a scan stops early.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use parking_lot::{Condvar, Mutex, RwLock};
+
+use super::catalog::{Catalog, SessionEntry, StoredEvents, plan_batch};
+use super::checkpoint::{self, CheckpointMeta};
+use super::report::{OpenReport, Salvaged};
+use super::segments::{EventLoc, Segment, SegmentList, Tail, create_segment};
+use super::{CheckpointState, Inner, StoreOptions};
+use crate::log::frame::{FRAME_HEADER_LEN, FrameCheck, check_frame};
+use crate::log::record::{LocatedEvent, RecordBody, decode};
+use crate::log::recovery::{CorruptionKind, TailAction, TailFacts, decide};
+use crate::log::segment::{SEGMENT_HEADER_LEN, SEGMENTS_DIR, SegmentHeader, parse_segment_name};
+use crate::model::{SessionHeader, SessionState, SharedVec};
+use crate::storage::{OpenMode, Storage};
+use crate::{Error, Result};
+
+const LOCK_FILE: &str = "LOCK";
+
+fn corrupt(segment: &str, offset: u64, kind: CorruptionKind) -> Error {
+    Error::Corruption {
+        segment: segment.to_owned(),
+        offset,
+        kind,
+    }
+}
+
+pub(super) fn open(
+    storage: Arc<dyn Storage>,
+    options: StoreOptions,
+    read_only: bool,
+) -> Result<Inner> {
+    let lock = if read_only {
+        None
+    } else {
+        match storage
+            .try_lock(LOCK_FILE)
+            .map_err(|e| Error::io("lock", storage.describe(LOCK_FILE), e))?
+        {
+            Some(guard) => Some(guard),
+            None => {
+                return Err(Error::Locked {
+                    lock_file: storage.describe(LOCK_FILE),
+                });
+            }
+        }
+    };
+    if !read_only {
+        storage
+            .create_dir_all(SEGMENTS_DIR)
+            .map_err(|e| Error::io("create directory", SEGMENTS_DIR, e))?;
+        storage
+            .create_dir_all(checkpoint::CHECKPOINTS_DIR)
+            .map_err(|e| Error::io("create directory", checkpoint::CHECKPOINTS_DIR, e))?;
+    }
+    let mut report = OpenReport::default();
+    let mut segments = load_segments(&*storage, read_only, &options, &mut report)?;
+    if segments.is_empty() && !read_only {
+        segments.push(create_segment(&*storage, 0, options.clock.now_ms())?);
+    }
+    let list = SegmentList::new(segments.clone());
+
+    // The newest checkpoint chain the log confirms.
+    let mut catalog = Catalog::default();
+    let mut ck_state = CheckpointState::default();
+    let mut start_lsn = 0;
+    let mut last_record = None;
+    if let Some((chain, meta)) = choose_checkpoint(&*storage, &list, &mut report)? {
+        for body in chain {
+            if let Err(why) = checkpoint::apply(body, &mut catalog) {
+                return Err(corrupt(
+                    &checkpoint::checkpoint_path(meta.generation),
+                    0,
+                    CorruptionKind::Inconsistent(why),
+                ));
+            }
+        }
+        report.checkpoint = Some(meta.generation);
+        start_lsn = meta.covered_lsn;
+        last_record = meta.last_record;
+        ck_state.generation = meta.generation;
+        ck_state.covered_lsn = meta.covered_lsn;
+        ck_state.last_full = meta.generation;
+    }
+    if let Ok(gens) = checkpoint::list(&*storage) {
+        // Later checkpoints than the one used were discarded: never build on them.
+        ck_state.generation = ck_state.generation.max(gens.last().copied().unwrap_or(0));
+        if ck_state.generation > report.checkpoint.unwrap_or(0) {
+            ck_state.covered_lsn = u64::MAX; // force the next checkpoint to be written
+        }
+        // The next checkpoint is full when the chain in use is not the newest.
+        ck_state.deltas_since_full = if report.checkpoint == gens.last().copied() {
+            0
+        } else {
+            u32::MAX - 1
+        };
+    }
+
+    let mut touched = BTreeSet::new();
+    let tail = scan(
+        &*storage,
+        &list,
+        &options,
+        read_only,
+        start_lsn,
+        &mut last_record,
+        &mut catalog,
+        &mut touched,
+        &mut report,
+    )?;
+    report.sessions_touched = touched.into_iter().collect();
+    let synced = tail.as_ref().map_or(0, |t| t.next_lsn);
+    Ok(Inner {
+        storage,
+        options,
+        read_only,
+        lock: Mutex::new(lock),
+        segments: list,
+        tail: Mutex::new(tail),
+        catalog: RwLock::new(catalog),
+        synced_lsn: Mutex::new(synced),
+        poisoned: Mutex::new(None),
+        ckpt: Mutex::new(ck_state),
+        changes: (Mutex::new(0), Condvar::new()),
+        closed: AtomicBool::new(false),
+        report,
+    })
+}
+
+/// Opens every segment, checks its header and that it continues the previous one.
+fn load_segments(
+    storage: &dyn Storage,
+    read_only: bool,
+    options: &StoreOptions,
+    report: &mut OpenReport,
+) -> Result<Vec<Arc<Segment>>> {
+    let names = storage
+        .list(SEGMENTS_DIR)
+        .map_err(|e| Error::io("list", SEGMENTS_DIR, e))?;
+    let mut lsns: Vec<u64> = names.iter().filter_map(|n| parse_segment_name(n)).collect();
+    lsns.sort_unstable();
+    let mode = if read_only {
+        OpenMode::Read
+    } else {
+        OpenMode::ReadWrite
+    };
+    let mut out: Vec<Arc<Segment>> = Vec::new();
+    let count = lsns.len();
+    for (i, lsn) in lsns.into_iter().enumerate() {
+        let last = i + 1 == count;
+        let path = crate::log::segment::segment_path(lsn);
+        let file = storage
+            .open(&path, mode)
+            .map_err(|e| Error::io("open", &path, e))?;
+        let len = file.len().map_err(|e| Error::io("stat", &path, e))?;
+        let mut head = vec![0u8; usize::try_from(len.min(SEGMENT_HEADER_LEN as u64)).unwrap_or(0)];
+        file.read_at(&mut head, 0)
+            .map_err(|e| Error::io("read", &path, e))?;
+        match SegmentHeader::decode(&head) {
+            Ok(h) if h.first_lsn == lsn => {}
+            Ok(_) => {
+                return Err(corrupt(
+                    &path,
+                    0,
+                    CorruptionKind::Inconsistent("segment name and header disagree"),
+                ));
+            }
+            Err(e) => {
+                // A crash while creating the newest segment leaves a short or empty header
+                // and nothing after it: that segment never held a record.
+                let rest_zero = len <= SEGMENT_HEADER_LEN as u64 || {
+                    let mut rest =
+                        vec![0u8; usize::try_from(len).unwrap_or(0) - SEGMENT_HEADER_LEN];
+                    file.read_at(&mut rest, SEGMENT_HEADER_LEN as u64).is_ok()
+                        && rest.iter().all(|&b| b == 0)
+                };
+                if last && rest_zero && !read_only {
+                    storage
+                        .remove(&path)
+                        .map_err(|e| Error::io("remove", &path, e))?;
+                    storage
+                        .sync_dir(SEGMENTS_DIR)
+                        .map_err(|e| Error::io("sync directory", SEGMENTS_DIR, e))?;
+                    report.segments_removed.push(path);
+                    continue;
+                }
+                if last && rest_zero {
+                    continue;
+                }
+                if options.salvage && !read_only {
+                    // Nothing of this segment or later ones can be trusted.
+                    report.segments_removed.push(path.clone());
+                    storage
+                        .remove(&path)
+                        .map_err(|e| Error::io("remove", &path, e))?;
+                    continue;
+                }
+                return Err(corrupt(&path, 0, CorruptionKind::SegmentHeader(e)));
+            }
+        }
+        if let Some(prev) = out.last() {
+            let prev_len = prev
+                .file
+                .len()
+                .map_err(|e| Error::io("stat", &prev.path, e))?;
+            let expected = prev.first_lsn + prev_len.saturating_sub(SEGMENT_HEADER_LEN as u64);
+            if lsn != expected {
+                return Err(corrupt(&path, 0, CorruptionKind::SegmentGap { expected }));
+            }
+        }
+        out.push(Arc::new(Segment::new(lsn, Arc::from(file), !last)));
+    }
+    Ok(out)
+}
+
+/// Loads checkpoint chains newest first; returns the first whose last record the log
+/// confirms, with the bodies to apply in order.
+fn choose_checkpoint(
+    storage: &dyn Storage,
+    segments: &SegmentList,
+    report: &mut OpenReport,
+) -> Result<Option<(Vec<checkpoint::Body>, CheckpointMeta)>> {
+    let gens = checkpoint::list(storage)?;
+    let mut loaded = std::collections::BTreeMap::new();
+    for &g in &gens {
+        match checkpoint::read(storage, g) {
+            Ok(c) => {
+                loaded.insert(g, c);
+            }
+            Err(why) => report.checkpoints_discarded.push(why),
+        }
+    }
+    for &g in gens.iter().rev() {
+        let Some((meta, _)) = loaded.get(&g) else {
+            continue;
+        };
+        if let Err(why) = confirm(segments, meta) {
+            report
+                .checkpoints_discarded
+                .push(format!("{}: {why}", checkpoint::checkpoint_path(g)));
+            continue;
+        }
+        // Walk the chain back to its full checkpoint.
+        let mut chain = vec![g];
+        let mut base = meta.base;
+        while base != 0 {
+            if !loaded.contains_key(&base) {
+                break;
+            }
+            chain.push(base);
+            base = loaded.get(&base).map_or(0, |(m, _)| m.base);
+        }
+        let complete = loaded
+            .get(chain.last().unwrap_or(&g))
+            .is_some_and(|(m, _)| m.base == 0);
+        if !complete {
+            report.checkpoints_discarded.push(format!(
+                "{}: its chain lacks a base",
+                checkpoint::checkpoint_path(g)
+            ));
+            continue;
+        }
+        let meta = *meta;
+        let bodies = chain
+            .iter()
+            .rev()
+            .filter_map(|g| loaded.get(g).map(|(_, b)| b.clone()))
+            .collect();
+        return Ok(Some((bodies, meta)));
+    }
+    Ok(None)
+}
+
+/// Whether the log holds the record a checkpoint names, with its checksum, ending where the
+/// checkpoint says.
+fn confirm(segments: &SegmentList, meta: &CheckpointMeta) -> std::result::Result<(), &'static str> {
+    let Some((lsn, crc)) = meta.last_record else {
+        return if meta.covered_lsn == 0 {
+            Ok(())
+        } else {
+            Err("no record named but a position past 0")
+        };
+    };
+    let seg = segments
+        .find(lsn)
+        .ok_or("the record it names is not in the log")?;
+    let at = seg.offset_of(lsn);
+    let mut head = [0u8; FRAME_HEADER_LEN];
+    seg.file
+        .read_at(&mut head, at)
+        .map_err(|_| "the record it names is not in the log")?;
+    let len = u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as usize;
+    let mut frame = vec![0u8; FRAME_HEADER_LEN + len.min(1 << 30)];
+    seg.file
+        .read_at(&mut frame, at)
+        .map_err(|_| "the record it names is cut short")?;
+    match check_frame(&frame, u32::MAX) {
+        FrameCheck::Valid {
+            crc: c, frame_len, ..
+        } if c == crc && lsn + frame_len as u64 == meta.covered_lsn => Ok(()),
+        FrameCheck::Valid { .. } => {
+            Err("the log has another record where it points (stale checkpoint)")
+        }
+        _ => Err("the record it names is damaged"),
+    }
+}
+
+/// Scans from `start_lsn`, replays, repairs; returns the append position.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the recovery scan threads its accumulators explicitly"
+)]
+fn scan(
+    storage: &dyn Storage,
+    list: &SegmentList,
+    options: &StoreOptions,
+    read_only: bool,
+    start_lsn: u64,
+    last_record: &mut Option<(u64, u32)>,
+    catalog: &mut Catalog,
+    touched: &mut BTreeSet<String>,
+    report: &mut OpenReport,
+) -> Result<Option<Tail>> {
+    let segs = list.all();
+    let Some(first) = segs.iter().rposition(|s| s.first_lsn <= start_lsn) else {
+        return Ok(None);
+    };
+    let mut end_lsn = start_lsn;
+    for (i, seg) in segs.iter().enumerate().skip(first) {
+        let is_last = i + 1 == segs.len();
+        let len = seg
+            .file
+            .len()
+            .map_err(|e| Error::io("stat", &seg.path, e))?;
+        let mut bytes = vec![0u8; usize::try_from(len).unwrap_or(0)];
+        seg.file
+            .read_at(&mut bytes, 0)
+            .map_err(|e| Error::io("read", &seg.path, e))?;
+        let mut pos = seg.offset_of(end_lsn.max(seg.first_lsn)) as usize;
+        loop {
+            let rest = bytes.get(pos..).unwrap_or_default();
+            let check = check_frame(rest, options.record_bytes_max);
+            let lsn = seg.first_lsn + (pos - SEGMENT_HEADER_LEN) as u64;
+            let stop = match check {
+                FrameCheck::End => None,
+                FrameCheck::Valid {
+                    kind,
+                    frame_len,
+                    crc,
+                } => {
+                    let payload = &rest[FRAME_HEADER_LEN..frame_len];
+                    match decode(kind, payload)
+                        .map_err(CorruptionKind::BadPayload)
+                        .and_then(|body| replay(list, options, catalog, touched, body, lsn))
+                    {
+                        Ok(()) => {
+                            report.records_replayed += 1;
+                            *last_record = Some((lsn, crc));
+                            pos += frame_len;
+                            continue;
+                        }
+                        Err(kind) => Some(TailAction::Corrupt(kind)),
+                    }
+                }
+                ref damaged => {
+                    let from = match damaged {
+                        FrameCheck::BadLength => pos + FRAME_HEADER_LEN,
+                        FrameCheck::BadChecksum { frame_len }
+                        | FrameCheck::UnknownKind { frame_len, .. } => pos + frame_len,
+                        _ => bytes.len(),
+                    };
+                    let zeros_after = bytes
+                        .get(from..)
+                        .unwrap_or_default()
+                        .iter()
+                        .all(|&b| b == 0);
+                    let facts =
+                        TailFacts::from_check(damaged, is_last, lsn >= start_lsn, zeros_after);
+                    let action = decide(facts);
+                    Some(match (action, damaged) {
+                        (TailAction::Corrupt(_), FrameCheck::UnknownKind { kind, .. }) => {
+                            TailAction::Corrupt(CorruptionKind::UnknownKind(*kind))
+                        }
+                        _ => action,
+                    })
+                }
+            };
+            match stop {
+                None => break,
+                Some(TailAction::Accept) => unreachable_accept()?,
+                Some(TailAction::Truncate) => {
+                    if !read_only {
+                        seg.file
+                            .set_len(pos as u64)
+                            .map_err(|e| Error::io("truncate", &seg.path, e))?;
+                        seg.file
+                            .sync_data()
+                            .map_err(|e| Error::io("sync", &seg.path, e))?;
+                        report.bytes_truncated += (bytes.len() - pos) as u64;
+                    }
+                    break;
+                }
+                Some(TailAction::Corrupt(kind)) => {
+                    if !options.salvage || read_only {
+                        return Err(corrupt(&seg.path, pos as u64, kind));
+                    }
+                    let mut dropped = (bytes.len() - pos) as u64;
+                    seg.file
+                        .set_len(pos as u64)
+                        .map_err(|e| Error::io("truncate", &seg.path, e))?;
+                    seg.file
+                        .sync_data()
+                        .map_err(|e| Error::io("sync", &seg.path, e))?;
+                    for later in &segs[i + 1..] {
+                        dropped += later
+                            .file
+                            .len()
+                            .unwrap_or(0)
+                            .saturating_sub(SEGMENT_HEADER_LEN as u64);
+                        storage
+                            .remove(&later.path)
+                            .map_err(|e| Error::io("remove", &later.path, e))?;
+                        report.segments_removed.push(later.path.clone());
+                    }
+                    storage
+                        .sync_dir(SEGMENTS_DIR)
+                        .map_err(|e| Error::io("sync directory", SEGMENTS_DIR, e))?;
+                    report.salvaged = Some(Salvaged {
+                        segment: seg.path.clone(),
+                        offset: pos as u64,
+                        kind,
+                        bytes_dropped: dropped,
+                    });
+                    let active =
+                        Arc::new(Segment::new(seg.first_lsn, Arc::clone(&seg.file), false));
+                    let kept: Vec<Arc<Segment>> = segs[..i]
+                        .iter()
+                        .cloned()
+                        .chain([Arc::clone(&active)])
+                        .collect();
+                    *list.write() = kept;
+                    return Ok(Some(Tail {
+                        active,
+                        next_lsn: lsn,
+                        last_record: *last_record,
+                    }));
+                }
+            }
+        }
+        if is_last {
+            let active = Arc::clone(seg);
+            let next_lsn = seg.first_lsn + (pos - SEGMENT_HEADER_LEN) as u64;
+            return Ok((!read_only).then_some(Tail {
+                active,
+                next_lsn,
+                last_record: *last_record,
+            }));
+        }
+        end_lsn = segs[i + 1].first_lsn;
+    }
+    Ok(None)
+}
+
+fn unreachable_accept() -> Result<()> {
+    // `decide` answers Accept only for a valid frame, which the scan replays before asking.
+    Err(Error::Corruption {
+        segment: SEGMENTS_DIR.to_owned(),
+        offset: 0,
+        kind: CorruptionKind::Inconsistent("recovery table accepted a damaged frame"),
+    })
+}
+
+fn locs_of(
+    lsn: u64,
+    events: &[LocatedEvent],
+    mut locs: SharedVec<EventLoc>,
+) -> SharedVec<EventLoc> {
+    for e in events {
+        locs.push(EventLoc {
+            lsn,
+            offset: e.offset,
+            len: e.len,
+        });
+    }
+    locs
+}
+
+/// Applies one decoded record to the catalog, validating it as a live write would be.
+fn replay(
+    list: &SegmentList,
+    options: &StoreOptions,
+    catalog: &mut Catalog,
+    touched: &mut BTreeSet<String>,
+    body: RecordBody,
+    lsn: u64,
+) -> std::result::Result<(), CorruptionKind> {
+    let inconsistent = CorruptionKind::Inconsistent;
+    let events_of = |v: &[LocatedEvent]| v.iter().map(|l| l.event.clone()).collect::<Vec<_>>();
+    match body {
+        RecordBody::Create {
+            session,
+            header_json,
+            events,
+        } => {
+            if catalog.sessions.contains_key(&session) {
+                return Err(inconsistent("a session is created twice"));
+            }
+            let header = SessionHeader::from_json(&header_json)
+                .map_err(|_| inconsistent("a stored header does not parse"))?;
+            let evs = events_of(&events);
+            let source = StoredEvents {
+                segments: list,
+                locs: None,
+                batch: &evs,
+            };
+            let state = plan_batch(
+                &session,
+                &SessionState::new(),
+                &source,
+                &evs,
+                &options.limits,
+            )
+            .map_err(|_| inconsistent("a stored event is refused"))?;
+            let locs = locs_of(lsn, &events, SharedVec::default());
+            catalog.sessions.insert(
+                session.clone(),
+                SessionEntry {
+                    header,
+                    state,
+                    locs,
+                    parent: None,
+                    created_lsn: lsn,
+                },
+            );
+            catalog.touch(&session);
+            touched.insert(session);
+        }
+        RecordBody::Append { session, events } => {
+            let evs = events_of(&events);
+            let entry = catalog
+                .sessions
+                .get_mut(&session)
+                .ok_or(inconsistent("events for an unknown session"))?;
+            let source = StoredEvents {
+                segments: list,
+                locs: Some(&entry.locs),
+                batch: &evs,
+            };
+            let state = plan_batch(&session, &entry.state, &source, &evs, &options.limits)
+                .map_err(|_| inconsistent("a stored event is refused"))?;
+            entry.state = state;
+            entry.locs = locs_of(lsn, &events, std::mem::take(&mut entry.locs));
+            catalog.touch(&session);
+            touched.insert(session);
+        }
+        RecordBody::Fork {
+            child,
+            header_json,
+            parent,
+            inherited,
+            events,
+        } => {
+            if catalog.sessions.contains_key(&child) {
+                return Err(inconsistent("a fork reuses a session id"));
+            }
+            let header = SessionHeader::from_json(&header_json)
+                .map_err(|_| inconsistent("a stored header does not parse"))?;
+            let (base, locs) = catalog
+                .fork_base(list, &child, &parent, inherited, &options.limits)
+                .map_err(|_| inconsistent("a fork's inherited events are refused"))?
+                .ok_or(inconsistent("a fork of an unknown session"))?;
+            let evs = events_of(&events);
+            let source = StoredEvents {
+                segments: list,
+                locs: Some(&locs),
+                batch: &evs,
+            };
+            let state = plan_batch(&child, &base, &source, &evs, &options.limits)
+                .map_err(|_| inconsistent("a stored event is refused"))?;
+            let locs = locs_of(lsn, &events, locs);
+            catalog.sessions.insert(
+                child.clone(),
+                SessionEntry {
+                    header,
+                    state,
+                    locs,
+                    parent: Some((parent, inherited)),
+                    created_lsn: lsn,
+                },
+            );
+            catalog.touch(&child);
+            touched.insert(child);
+        }
+        RecordBody::Delete { session } => {
+            catalog
+                .delete(&session)
+                .ok_or(inconsistent("deletion of an unknown session"))?;
+            touched.insert(session);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,66 @@
+//! How a store is opened.
+
+use crate::{Clock, Limits};
+
+/// When an append is acknowledged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// After the record is handed to the OS (`write`): survives a process crash, not a power
+    /// loss.
+    #[default]
+    Buffered,
+    /// After the record is on disk (`fdatasync`). Concurrent appenders share one sync (group
+    /// commit).
+    Sync,
+}
+
+/// Settings of a store.
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    /// When appends are acknowledged.
+    pub durability: Durability,
+    /// Segments roll over at this size. Default 64 MiB.
+    pub segment_bytes_max: u64,
+    /// Largest record payload. Default 128 MiB (a 64 MiB event plus its batch).
+    pub record_bytes_max: u32,
+    /// A checkpoint is taken after this much log has been appended since the last one.
+    /// Default 64 MiB.
+    pub checkpoint_interval_bytes: u64,
+    /// Every this many delta checkpoints, a full one is written instead. Default 8.
+    pub checkpoint_merge_every: u32,
+    /// With `true`, open keeps everything before the first corrupt record and drops the rest
+    /// (reported) instead of failing with `Corruption`.
+    pub salvage: bool,
+    /// Bounds on accepted events.
+    pub limits: Limits,
+    /// Source of event times.
+    pub clock: Clock,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        Self {
+            durability: Durability::Buffered,
+            segment_bytes_max: 64 << 20,
+            record_bytes_max: 128 << 20,
+            checkpoint_interval_bytes: 64 << 20,
+            checkpoint_merge_every: 8,
+            salvage: false,
+            limits: Limits::default(),
+            clock: Clock::default(),
+        }
+    }
+}
+
+impl StoreOptions {
+    /// Tiny segments and checkpoint interval, so tests and fuzzers reach rollover and
+    /// checkpoint edges with little data.
+    pub fn tiny() -> Self {
+        Self {
+            segment_bytes_max: 4096,
+            checkpoint_interval_bytes: 8192,
+            checkpoint_merge_every: 3,
+            ..Self::default()
+        }
+    }
+}

@@ -1,0 +1,227 @@
+//! The segment files of a store: reading records and events by LSN, and appending to the
+//! active (last) segment, rolling to a new one at the size limit.
+//!
+//! Write-path order (`docs/DESIGN.md` §3): a record is written to the active segment; a roll
+//! first syncs the active segment, then creates the next one, writes and syncs its header,
+//! and syncs the `segments/` directory. So every sealed segment is complete on disk before a
+//! newer one exists, and only the last segment can have a torn tail.
+
+use std::sync::Arc;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use parking_lot::RwLock;
+
+use crate::event::Event;
+use crate::log::frame::FRAME_HEADER_LEN;
+use crate::log::record::decode_event;
+use crate::log::recovery::CorruptionKind;
+use crate::log::segment::{SEGMENT_HEADER_LEN, SEGMENTS_DIR, SegmentHeader, segment_path};
+use crate::storage::{FileView, OpenMode, Storage, StorageFile};
+use crate::{Error, Result};
+
+/// Where one event's bytes are: the record's LSN and the event encoding inside its payload.
+/// 16 bytes: the resident index costs this per event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct EventLoc {
+    /// LSN of the record's frame.
+    pub lsn: u64,
+    /// Offset of the event encoding within the record payload.
+    pub offset: u32,
+    /// Length of the event encoding.
+    pub len: u32,
+}
+
+const _: () = assert!(std::mem::size_of::<EventLoc>() == 16);
+
+/// One segment file.
+#[derive(Debug)]
+pub(crate) struct Segment {
+    pub(crate) first_lsn: u64,
+    pub(crate) path: String,
+    pub(crate) file: Arc<dyn StorageFile>,
+    sealed: AtomicBool,
+    view: OnceLock<FileView>,
+}
+
+impl Segment {
+    pub(crate) fn new(first_lsn: u64, file: Arc<dyn StorageFile>, sealed: bool) -> Self {
+        Self {
+            first_lsn,
+            path: segment_path(first_lsn),
+            file,
+            sealed: AtomicBool::new(sealed),
+            view: OnceLock::new(),
+        }
+    }
+
+    pub(crate) fn seal(&self) {
+        self.sealed.store(true, Ordering::Release);
+    }
+
+    /// The file offset of an LSN in this segment.
+    pub(crate) fn offset_of(&self, lsn: u64) -> u64 {
+        SEGMENT_HEADER_LEN as u64 + (lsn - self.first_lsn)
+    }
+
+    /// Reads `len` bytes at file offset `at`: from the mapped view once sealed, else from the
+    /// file.
+    pub(crate) fn read(&self, at: u64, len: usize) -> Result<Vec<u8>> {
+        if self.sealed.load(Ordering::Acquire) {
+            let view = match self.view.get() {
+                Some(v) => v,
+                None => {
+                    let v = self
+                        .file
+                        .view()
+                        .map_err(|e| Error::io("map", &self.path, e))?;
+                    self.view.get_or_init(|| v)
+                }
+            };
+            let start = usize::try_from(at).unwrap_or(usize::MAX);
+            return view
+                .get(start..start.saturating_add(len))
+                .map(<[u8]>::to_vec)
+                .ok_or_else(|| Error::Corruption {
+                    segment: self.path.clone(),
+                    offset: at,
+                    kind: CorruptionKind::Incomplete,
+                });
+        }
+        let mut buf = vec![0; len];
+        self.file
+            .read_at(&mut buf, at)
+            .map_err(|e| Error::io("read", &self.path, e))?;
+        Ok(buf)
+    }
+}
+
+/// All segments, oldest first.
+#[derive(Debug, Default)]
+pub(crate) struct SegmentList {
+    list: RwLock<Vec<Arc<Segment>>>,
+}
+
+impl SegmentList {
+    pub(crate) fn new(list: Vec<Arc<Segment>>) -> Self {
+        Self {
+            list: RwLock::new(list),
+        }
+    }
+
+    pub(crate) fn push(&self, seg: Arc<Segment>) {
+        self.list.write().push(seg);
+    }
+
+    pub(crate) fn write(&self) -> parking_lot::RwLockWriteGuard<'_, Vec<Arc<Segment>>> {
+        self.list.write()
+    }
+
+    pub(crate) fn all(&self) -> Vec<Arc<Segment>> {
+        self.list.read().clone()
+    }
+
+    /// The segment holding `lsn`.
+    pub(crate) fn find(&self, lsn: u64) -> Option<Arc<Segment>> {
+        let list = self.list.read();
+        let i = list.partition_point(|s| s.first_lsn <= lsn);
+        i.checked_sub(1).and_then(|i| list.get(i)).cloned()
+    }
+
+    /// Reads the event at `loc`, giving it `seq`.
+    pub(crate) fn read_event(&self, loc: EventLoc, seq: u64) -> Result<Event> {
+        let seg = self.find(loc.lsn).ok_or_else(|| Error::Corruption {
+            segment: SEGMENTS_DIR.to_owned(),
+            offset: loc.lsn,
+            kind: CorruptionKind::Inconsistent("an indexed record lies in no segment"),
+        })?;
+        let at = seg.offset_of(loc.lsn) + FRAME_HEADER_LEN as u64 + u64::from(loc.offset);
+        let bytes = seg.read(at, loc.len as usize)?;
+        decode_event(&bytes, seq).map_err(|what| Error::Corruption {
+            segment: seg.path.clone(),
+            offset: at,
+            kind: CorruptionKind::BadPayload(what),
+        })
+    }
+}
+
+/// The append position: the active segment and the next LSN.
+#[derive(Debug)]
+pub(crate) struct Tail {
+    pub(crate) active: Arc<Segment>,
+    pub(crate) next_lsn: u64,
+    /// LSN and frame checksum of the last record written (the checkpoint links to it).
+    pub(crate) last_record: Option<(u64, u32)>,
+}
+
+impl Tail {
+    /// Bytes written to the active segment after its header.
+    fn active_bytes(&self) -> u64 {
+        self.next_lsn - self.active.first_lsn
+    }
+
+    /// Writes one encoded frame; returns its LSN. Rolls first if the active segment is
+    /// non-empty and the frame would cross the size limit.
+    pub(crate) fn write_frame(
+        &mut self,
+        storage: &dyn Storage,
+        segments: &SegmentList,
+        frame: &[u8],
+        crc: u32,
+        segment_bytes_max: u64,
+        now_ms: i64,
+    ) -> Result<u64> {
+        if self.active_bytes() > 0
+            && SEGMENT_HEADER_LEN as u64 + self.active_bytes() + frame.len() as u64
+                > segment_bytes_max
+        {
+            self.roll(storage, segments, now_ms)?;
+        }
+        let lsn = self.next_lsn;
+        let at = self.active.offset_of(lsn);
+        self.active
+            .file
+            .write_at(frame, at)
+            .map_err(|e| Error::io("write", &self.active.path, e))?;
+        self.next_lsn += frame.len() as u64;
+        self.last_record = Some((lsn, crc));
+        Ok(lsn)
+    }
+
+    /// Seals the active segment and starts the next one.
+    fn roll(&mut self, storage: &dyn Storage, segments: &SegmentList, now_ms: i64) -> Result<()> {
+        self.active
+            .file
+            .sync_data()
+            .map_err(|e| Error::io("sync", &self.active.path, e))?;
+        let next = create_segment(storage, self.next_lsn, now_ms)?;
+        self.active.seal();
+        segments.push(Arc::clone(&next));
+        self.active = next;
+        Ok(())
+    }
+}
+
+/// Creates a segment file with its header, durable (file and directory synced).
+pub(crate) fn create_segment(
+    storage: &dyn Storage,
+    first_lsn: u64,
+    now_ms: i64,
+) -> Result<Arc<Segment>> {
+    let path = segment_path(first_lsn);
+    let file = storage
+        .open(&path, OpenMode::CreateNew)
+        .map_err(|e| Error::io("create", &path, e))?;
+    let header = SegmentHeader {
+        first_lsn,
+        created_ms: now_ms,
+    }
+    .encode();
+    file.write_at(&header, 0)
+        .map_err(|e| Error::io("write", &path, e))?;
+    file.sync_data().map_err(|e| Error::io("sync", &path, e))?;
+    storage
+        .sync_dir(SEGMENTS_DIR)
+        .map_err(|e| Error::io("sync directory", SEGMENTS_DIR, e))?;
+    Ok(Arc::new(Segment::new(first_lsn, Arc::from(file), false)))
+}

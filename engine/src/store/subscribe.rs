@@ -1,0 +1,68 @@
+//! Following a session as events are appended (for live viewers and for shipping events
+//! elsewhere).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::Inner;
+use crate::event::Event;
+use crate::{Error, Result};
+
+/// A cursor over a session's events from a seq on; waits for new ones.
+#[derive(Debug)]
+pub struct Subscription {
+    pub(super) inner: Arc<Inner>,
+    pub(super) session: String,
+    pub(super) next_seq: u64,
+}
+
+impl Subscription {
+    /// The seq of the next event this subscription returns.
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+
+    /// The next event if it is already there.
+    ///
+    /// # Errors
+    /// `SessionNotFound` if the session was deleted, `Closed` after the store closed, read
+    /// errors.
+    pub fn try_next(&mut self) -> Result<Option<Event>> {
+        let event = self.inner.event_at(&self.session, self.next_seq)?;
+        if event.is_some() {
+            self.next_seq += 1;
+        }
+        Ok(event)
+    }
+
+    /// The next event, waiting up to `timeout` for it to be appended.
+    ///
+    /// # Errors
+    /// As [`Subscription::try_next`].
+    pub fn next_timeout(&mut self, timeout: Duration) -> Result<Option<Event>> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            // Read the change counter before looking, so an append between the look and the
+            // wait is not missed.
+            let seen = *self.inner.changes.0.lock();
+            if let Some(e) = self.try_next()? {
+                return Ok(Some(e));
+            }
+            if self.inner.is_closed() {
+                return Err(Error::Closed);
+            }
+            let mut counter = self.inner.changes.0.lock();
+            while *counter == seen {
+                if self
+                    .inner
+                    .changes
+                    .1
+                    .wait_until(&mut counter, deadline)
+                    .timed_out()
+                {
+                    return Ok(None);
+                }
+            }
+        }
+    }
+}

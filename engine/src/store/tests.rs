@@ -1,0 +1,429 @@
+//! Store behaviour on the memory and crash backends: round trips through reopen, locking,
+//! read-only opens, poisoning, subscription, fork by reference, torn tails, corruption.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::*;
+use crate::storage::{CrashStorage, MemStorage};
+use crate::workload::{WorkloadSpec, generate, payload as p};
+use crate::{Clock, Config, ForkErrorCode, SessionSet, SurfaceIntent, SurfaceType};
+
+fn opts() -> StoreOptions {
+    StoreOptions {
+        clock: Clock::fixed(1_000),
+        ..StoreOptions::tiny()
+    }
+}
+
+fn open(storage: &MemStorage) -> Store {
+    Store::open_with(Arc::new(storage.clone()), opts()).unwrap()
+}
+
+/// Every session's events as JSONL lines plus its state, for whole-store comparisons.
+fn dump(store: &Store) -> Vec<(String, Vec<Vec<u8>>, SessionState)> {
+    store
+        .list()
+        .into_iter()
+        .map(|info| {
+            let id = info.header.id.clone();
+            let events = store
+                .events(&id, 0, u64::MAX)
+                .unwrap()
+                .iter()
+                .map(Event::to_jsonl)
+                .collect();
+            (id.clone(), events, store.state(&id).unwrap())
+        })
+        .collect()
+}
+
+fn workload(store: &mut Store) -> crate::workload::WorkloadSummary {
+    generate(
+        &WorkloadSpec {
+            sessions: 3,
+            max_turns: 3,
+            max_chunks: 6,
+            ..WorkloadSpec::default()
+        },
+        store,
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_workload_reads_back_the_same_after_reopen_and_matches_the_model() {
+    let storage = MemStorage::new();
+    let mut store = open(&storage);
+    let summary = workload(&mut store);
+    let before = dump(&store);
+    assert!(store.stats().segments > 3, "tiny segments roll");
+    store.close().unwrap();
+
+    let reopened = open(&storage);
+    assert_eq!(dump(&reopened), before);
+    assert_eq!(
+        reopened.open_report().records_replayed,
+        0,
+        "a clean close leaves nothing to replay"
+    );
+    assert!(reopened.open_report().checkpoint.is_some());
+
+    // The same workload through the in-memory model gives the same events and surfaces.
+    let mut set = SessionSet::new(Config {
+        clock: Clock::fixed(1_000),
+        ..Config::default()
+    });
+    generate(
+        &WorkloadSpec {
+            sessions: 3,
+            max_turns: 3,
+            max_chunks: 6,
+            ..WorkloadSpec::default()
+        },
+        &mut set,
+    )
+    .unwrap();
+    for (id, events, state) in &before {
+        let s = set.get(id).unwrap();
+        assert_eq!(
+            &s.events().map(Event::to_jsonl).collect::<Vec<_>>(),
+            events,
+            "{id}"
+        );
+        assert_eq!(s.state(), state, "{id}");
+        let msgs: Vec<(u64, Vec<u8>)> = s
+            .messages()
+            .iter()
+            .map(|m| (m.seq, m.json.to_vec()))
+            .collect();
+        assert_eq!(reopened.messages(id).unwrap(), msgs, "{id}");
+    }
+    assert_eq!(summary.sessions.len(), before.len());
+}
+
+#[test]
+fn replay_without_any_checkpoint_gives_the_same_state() {
+    let storage = MemStorage::new();
+    let mut store = open(&storage);
+    workload(&mut store);
+    let before = dump(&store);
+    drop(store); // no close: the lock goes with the last handle
+    for (path, _) in storage.files() {
+        if path.starts_with("checkpoints/") {
+            storage.put(&path, b"garbage".to_vec());
+        }
+    }
+    let reopened = open(&storage);
+    assert_eq!(dump(&reopened), before);
+    assert!(reopened.open_report().checkpoint.is_none());
+    assert!(!reopened.open_report().checkpoints_discarded.is_empty());
+}
+
+#[test]
+fn a_second_writer_is_locked_out_and_a_reader_is_not() {
+    let storage = MemStorage::new();
+    let store = open(&storage);
+    store
+        .create_session(SessionHeader::new("s", 0), Vec::new())
+        .unwrap();
+    let err = Store::open_with(Arc::new(storage.clone()), opts()).unwrap_err();
+    assert!(
+        matches!(&err, Error::Locked { lock_file } if lock_file.contains("LOCK")),
+        "{err}"
+    );
+    let reader = Store::open_read_only_with(Arc::new(storage.clone()), opts()).unwrap();
+    assert_eq!(reader.session_len("s").unwrap(), 1);
+    assert!(matches!(
+        reader.append("s", Draft::log(&LogType::TURN_START, &b"{}"[..])),
+        Err(Error::ReadOnly)
+    ));
+    store.close().unwrap();
+    Store::open_with(Arc::new(storage), opts()).unwrap();
+}
+
+#[test]
+fn a_failed_write_poisons_the_store() {
+    let storage = CrashStorage::new();
+    let store = Store::open_with(Arc::new(storage.clone()), opts()).unwrap();
+    store
+        .create_session(SessionHeader::new("s", 0), Vec::new())
+        .unwrap();
+    storage.fail_at(storage.ops() + 1);
+    let err = store
+        .append("s", Draft::log(&LogType::TURN_START, &b"{}"[..]))
+        .unwrap_err();
+    assert!(matches!(err, Error::Io { .. }), "{err}");
+    let err = store
+        .append("s", Draft::log(&LogType::TURN_START, &b"{}"[..]))
+        .unwrap_err();
+    assert!(matches!(err, Error::Poisoned { .. }), "{err}");
+}
+
+#[test]
+fn a_refused_event_writes_nothing() {
+    let storage = MemStorage::new();
+    let store = open(&storage);
+    store
+        .create_session(SessionHeader::new("s", 0), Vec::new())
+        .unwrap();
+    let bytes = store.stats().log_bytes;
+    let batch = vec![
+        Draft::log(&LogType::TURN_START, &br#"{"turn":1}"#[..]),
+        Draft::dynamic(
+            "user/message",
+            p::user_message("u", "user", "x").into_bytes(),
+        ),
+    ];
+    assert!(matches!(
+        store.append_batch("s", batch),
+        Err(Error::Rejected { seq: 2, .. })
+    ));
+    assert_eq!(store.stats().log_bytes, bytes);
+    assert_eq!(store.session_len("s").unwrap(), 1);
+}
+
+#[test]
+fn subscribers_see_new_events() {
+    let storage = MemStorage::new();
+    let store = open(&storage);
+    store
+        .create_session(SessionHeader::new("s", 0), Vec::new())
+        .unwrap();
+    let mut sub = store.subscribe("s", 0).unwrap();
+    assert_eq!(sub.try_next().unwrap().map(|e| e.seq()), Some(0));
+    assert_eq!(sub.try_next().unwrap(), None);
+    let writer = store.clone();
+    let t = std::thread::spawn(move || {
+        writer
+            .append("s", Draft::log(&LogType::TURN_START, &br#"{"turn":1}"#[..]))
+            .unwrap();
+    });
+    let e = sub
+        .next_timeout(Duration::from_secs(30))
+        .unwrap()
+        .expect("the appended event arrives");
+    assert_eq!((e.seq(), e.event_type()), (1, "turn/start"));
+    t.join().unwrap();
+    store.close().unwrap();
+    assert!(matches!(
+        sub.next_timeout(Duration::from_secs(30)),
+        Err(Error::Closed)
+    ));
+}
+
+#[test]
+fn fork_by_reference_adds_a_small_record() {
+    let storage = MemStorage::new();
+    let mut store = open(&storage);
+    let summary = workload(&mut store);
+    let parent = &summary.sessions[1];
+    let before = store.stats().log_bytes;
+    let parent_len = store.session_len(parent).unwrap();
+    let child = store
+        .fork(
+            parent,
+            ForkSpec {
+                child_id: Some("child".into()),
+                ..ForkSpec::default()
+            },
+        )
+        .unwrap();
+    let grown = store.stats().log_bytes - before;
+    assert!(grown < 400, "the fork record is {grown} bytes");
+    assert_eq!(store.session_len(&child).unwrap(), parent_len + 1);
+    assert_eq!(
+        store.events(&child, 0, parent_len).unwrap(),
+        store.events(parent, 0, parent_len).unwrap()
+    );
+    // Deleting the parent keeps the child whole, also across reopen.
+    store.delete_session(parent).unwrap();
+    let child_events = store.events(&child, 0, u64::MAX).unwrap();
+    store.close().unwrap();
+    let reopened = open(&storage);
+    assert_eq!(reopened.events(&child, 0, u64::MAX).unwrap(), child_events);
+    assert!(matches!(
+        reopened.session_len(parent),
+        Err(Error::SessionNotFound { .. })
+    ));
+    let err = reopened
+        .fork(
+            "child",
+            ForkSpec {
+                boundary: Some(10_000),
+                ..ForkSpec::default()
+            },
+        )
+        .unwrap_err();
+    assert!(matches!(
+        err,
+        Error::Fork {
+            code: ForkErrorCode::InvalidBoundary,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn resume_appends_closers_and_marker_once() {
+    let storage = MemStorage::new();
+    let mut store = open(&storage);
+    let summary = workload(&mut store);
+    let id = &summary.interrupted[0];
+    let len = store.session_len(id).unwrap();
+    let report = store.resume(id).unwrap();
+    assert!(!report.closers.is_empty());
+    assert_eq!(report.end_seed, Some(len + report.closers.len() as u64));
+    assert!(!store.state(id).unwrap().repair().turn_is_open());
+    assert_eq!(store.resume(id).unwrap(), ResumeReport::default());
+}
+
+/// The segment files and the byte offsets where each of the last segment's records starts.
+fn last_segment(storage: &MemStorage) -> (String, Vec<u8>) {
+    storage
+        .files()
+        .into_iter()
+        .rfind(|(p, _)| p.starts_with("segments/"))
+        .unwrap()
+}
+
+#[test]
+fn a_torn_tail_is_cut_at_every_offset_of_the_final_records() {
+    let storage = MemStorage::new();
+    let store = Store::open_with(
+        Arc::new(storage.clone()),
+        StoreOptions {
+            checkpoint_interval_bytes: u64::MAX,
+            ..opts()
+        },
+    )
+    .unwrap();
+    store
+        .create_session(SessionHeader::new("s", 0), Vec::new())
+        .unwrap();
+    let mut ends = vec![(1, last_segment(&storage).1.len())];
+    for turn in 1..=3 {
+        store
+            .append(
+                "s",
+                Draft::log(&LogType::TURN_START, p::turn_start(turn).into_bytes()),
+            )
+            .unwrap();
+        ends.push((
+            store.session_len("s").unwrap(),
+            last_segment(&storage).1.len(),
+        ));
+        store
+            .append(
+                "s",
+                Draft::surface(
+                    SurfaceType::UserMessage,
+                    p::user_message("u", "user", "hello there").into_bytes(),
+                    SurfaceIntent::append(),
+                ),
+            )
+            .unwrap();
+        ends.push((
+            store.session_len("s").unwrap(),
+            last_segment(&storage).1.len(),
+        ));
+    }
+    assert_eq!(
+        storage
+            .files()
+            .iter()
+            .filter(|(p, _)| p.starts_with("segments/"))
+            .count(),
+        1,
+        "one segment"
+    );
+    drop(store);
+    let (path, full) = last_segment(&storage);
+    for cut in ends[0].1..=full.len() {
+        let image = MemStorage::from_files(storage.files().into_iter().map(|(p, b)| {
+            if p == path {
+                (p, b[..cut].to_vec())
+            } else {
+                (p, b)
+            }
+        }));
+        let store = Store::open_with(Arc::new(image), opts())
+            .unwrap_or_else(|e| panic!("cut at {cut}: {e}"));
+        let (expected_len, kept_end) = *ends.iter().rfind(|(_, end)| *end <= cut).unwrap();
+        assert_eq!(
+            store.session_len("s").unwrap(),
+            expected_len,
+            "cut at {cut}"
+        );
+        assert_eq!(
+            store.open_report().bytes_truncated as usize,
+            cut - kept_end,
+            "cut at {cut}"
+        );
+    }
+}
+
+#[test]
+fn a_flipped_byte_in_a_sealed_record_is_corruption_at_its_offset() {
+    let storage = MemStorage::new();
+    let mut store = open(&storage);
+    workload(&mut store);
+    drop(store);
+    let segments: Vec<(String, Vec<u8>)> = storage
+        .files()
+        .into_iter()
+        .filter(|(p, _)| p.starts_with("segments/"))
+        .collect();
+    assert!(segments.len() >= 3);
+    let (path, bytes) = &segments[1];
+    let at = crate::log::segment::SEGMENT_HEADER_LEN + 20; // inside the first record's payload
+    let mut damaged = bytes.clone();
+    damaged[at] ^= 0x01;
+    let image = MemStorage::from_files(
+        storage
+            .files()
+            .into_iter()
+            .filter(|(p, _)| !p.starts_with("checkpoints/"))
+            .map(|(p, b)| {
+                if &p == path {
+                    (p, damaged.clone())
+                } else {
+                    (p, b)
+                }
+            }),
+    );
+    let err = Store::open_with(Arc::new(image.clone()), opts()).unwrap_err();
+    match err {
+        Error::Corruption {
+            segment,
+            offset,
+            kind,
+        } => {
+            assert_eq!(&segment, path);
+            assert_eq!(offset, crate::log::segment::SEGMENT_HEADER_LEN as u64);
+            assert_eq!(kind, CorruptionKind::ChecksumMismatch);
+        }
+        other => panic!("expected corruption, got {other}"),
+    }
+    // Salvage keeps everything before the bad record and says what it dropped.
+    let salvaged = Store::open_with(
+        Arc::new(image),
+        StoreOptions {
+            salvage: true,
+            ..opts()
+        },
+    )
+    .unwrap();
+    let s = salvaged.open_report().salvaged.clone().unwrap();
+    assert_eq!(
+        (s.segment.as_str(), s.offset),
+        (
+            path.as_str(),
+            crate::log::segment::SEGMENT_HEADER_LEN as u64
+        )
+    );
+    assert!(s.bytes_dropped > 0);
+    assert!(!salvaged.open_report().segments_removed.is_empty());
+}
+
+use crate::log::recovery::CorruptionKind;
