@@ -1,0 +1,179 @@
+//! Crash consistency: a scripted workload on the crash-simulating backend, with the Nth
+//! storage operation failing, for every N. After the failure the store is "powered off"
+//! (only synced bytes and directory entries survive) and reopened. Reopen must succeed, every
+//! session must be a prefix of what the full run appended, and under `Durability::Sync` every
+//! acknowledged event must be there.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test helpers fail loudly")]
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use sessdb::storage::{CrashStorage, MemStorage, Storage};
+use sessdb::workload::payload as p;
+use sessdb::{Clock, Draft, Durability, Event, ForkSpec, LogType, SessionHeader, Store, StoreOptions, SurfaceIntent, SurfaceType};
+
+fn options(durability: Durability) -> StoreOptions {
+    StoreOptions {
+        durability,
+        clock: Clock::fixed(1_000),
+        segment_bytes_max: 2048,
+        checkpoint_interval_bytes: 3000,
+        checkpoint_merge_every: 2,
+        ..StoreOptions::default()
+    }
+}
+
+/// Runs the script until the first error; returns the events acknowledged per session.
+fn script(store: &Store) -> BTreeMap<String, Vec<Vec<u8>>> {
+    let mut acked: BTreeMap<String, Vec<Vec<u8>>> = BTreeMap::new();
+    let mut run = || -> sessdb::Result<()> {
+        for s in ["a", "b"] {
+            store.create_session(SessionHeader::new(s, 0), Vec::new())?;
+            acked.insert(s.to_owned(), store.events(s, 0, u64::MAX)?.iter().map(Event::to_jsonl).collect());
+        }
+        for turn in 1..=6u64 {
+            for s in ["a", "b"] {
+                let batch = vec![
+                    Draft::log(&LogType::TURN_START, p::turn_start(turn).into_bytes()),
+                    Draft::surface(SurfaceType::UserMessage, p::user_message(&format!("{s}{turn}"), "user", "some words of text").into_bytes(), SurfaceIntent::append()),
+                    Draft::log(&LogType::TURN_END, p::turn_end(turn).into_bytes()),
+                ];
+                let range = store.append_batch(s, batch)?;
+                let events = store.events(s, range.start, range.end)?;
+                acked.entry(s.to_owned()).or_default().extend(events.iter().map(Event::to_jsonl));
+            }
+            if turn == 3 {
+                let child = store.fork("a", ForkSpec { child_id: Some("c".into()), ..ForkSpec::default() })?;
+                acked.insert(child.clone(), store.events(&child, 0, u64::MAX)?.iter().map(Event::to_jsonl).collect());
+            }
+            if turn == 4 {
+                store.checkpoint()?;
+            }
+            if turn == 5 {
+                store.delete_session("b")?;
+                acked.remove("b");
+            }
+        }
+        store.close()
+    };
+    let _ = run();
+    acked
+}
+
+/// The script's events of every session up to the deletion of "b".
+fn script_until_delete(store: &Store) -> BTreeMap<String, Vec<Vec<u8>>> {
+    let mut out: BTreeMap<String, Vec<Vec<u8>>> = BTreeMap::new();
+    let acked = script(store);
+    out.extend(acked);
+    // The full script deletes "b" at turn 5: read its log back from the records instead.
+    let b: Vec<Vec<u8>> = (1..=5u64)
+        .flat_map(|turn| {
+            [
+                Event::new("turn/start", 0, 1_000, p::turn_start(turn).into_bytes()),
+                Event::new("user/message", 0, 1_000, p::user_message(&format!("b{turn}"), "user", "some words of text").into_bytes()).with_surface_op(sessdb::SurfaceOp::Append),
+                Event::new("turn/end", 0, 1_000, p::turn_end(turn).into_bytes()),
+            ]
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .enumerate()
+        .map(|(i, e)| e.with_seq(i as u64 + 1))
+        .collect::<Vec<_>>()
+        .iter()
+        .map(Event::to_jsonl)
+        .collect();
+    let mut all = vec![Event::new("session/end-seed", 0, 1_000, &b"{}"[..]).to_jsonl()];
+    all.extend(b);
+    out.insert("b".to_owned(), all);
+    out
+}
+
+fn dump(store: &Store) -> BTreeMap<String, Vec<Vec<u8>>> {
+    store
+        .list()
+        .into_iter()
+        .map(|i| {
+            let id = i.header.id;
+            let events = store.events(&id, 0, u64::MAX).unwrap().iter().map(Event::to_jsonl).collect();
+            (id, events)
+        })
+        .collect()
+}
+
+fn check_every_failure_point(durability: Durability) {
+    // The full run: what every session would hold, and how many operations it takes.
+    let full_storage = CrashStorage::new();
+    let full = {
+        let store = Store::open_with(Arc::new(full_storage.clone()), options(durability)).unwrap();
+        script(&store);
+        let reopened = Store::open_with(Arc::new(full_storage.crash()), options(durability)).unwrap();
+        dump(&reopened)
+    };
+    let total_ops = full_storage.ops();
+    // "b" as it was just before its deletion.
+    let full_b = {
+        let storage = CrashStorage::new();
+        let store = Store::open_with(Arc::new(storage.clone()), options(durability)).unwrap();
+        let mut acked = script_until_delete(&store);
+        acked.remove("b").unwrap()
+    };
+    assert!(total_ops > 30, "{total_ops}");
+    let mut acked_somewhere = 0;
+    for n in 1..=total_ops {
+        let storage = CrashStorage::new();
+        storage.fail_at(n);
+        let acked = match Store::open_with(Arc::new(storage.clone()), options(durability)) {
+            Ok(store) => script(&store),
+            Err(_) => BTreeMap::new(),
+        };
+        let image: Arc<dyn Storage> = Arc::new(storage.crash());
+        let recovered = Store::open_with(Arc::clone(&image), options(durability)).unwrap_or_else(|e| panic!("fail at op {n}: reopen: {e}"));
+        let got = dump(&recovered);
+        for (id, events) in &got {
+            if let Some(expected) = full.get(id) {
+                assert!(events.len() <= expected.len() && events[..] == expected[..events.len()], "fail at op {n}: {id} is not a prefix");
+            } else {
+                // Only "b" may be there without being in the full run: its deletion was not
+                // yet durable. It must still be a prefix of what was appended to it.
+                assert_eq!(id, "b", "fail at op {n}: unexpected session {id}");
+                let b_full = &full_b;
+                assert!(events.len() <= b_full.len() && events[..] == b_full[..events.len()], "fail at op {n}: b is not a prefix");
+            }
+        }
+        if durability == Durability::Sync {
+            for (id, events) in &acked {
+                let have = got.get(id).map_or(0, Vec::len);
+                assert!(have >= events.len(), "fail at op {n}: {id} lost acknowledged events ({have} < {})", events.len());
+                acked_somewhere += events.len();
+            }
+        }
+        // A second open of the recovered image changes nothing.
+        drop(recovered);
+        let again = Store::open_with(image, options(durability)).unwrap();
+        assert_eq!(dump(&again), got, "fail at op {n}: second reopen differs");
+    }
+    if durability == Durability::Sync {
+        assert!(acked_somewhere > 0);
+    }
+}
+
+#[test]
+fn every_failure_point_under_sync_keeps_acknowledged_events() {
+    check_every_failure_point(Durability::Sync);
+}
+
+#[test]
+fn every_failure_point_under_buffered_recovers_a_prefix() {
+    check_every_failure_point(Durability::Buffered);
+}
+
+#[test]
+fn a_process_crash_keeps_buffered_writes() {
+    let storage = CrashStorage::new();
+    let store = Store::open_with(Arc::new(storage.clone()), options(Durability::Buffered)).unwrap();
+    let acked = script(&store);
+    let image = MemStorage::from_files(storage.live_image().files());
+    let recovered = Store::open_with(Arc::new(image), options(Durability::Buffered)).unwrap();
+    assert_eq!(dump(&recovered), acked);
+}
