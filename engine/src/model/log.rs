@@ -71,7 +71,8 @@ impl<T> SharedVec<T> {
     /// A log that shares this log's first `len` events without copying them.
     pub(crate) fn share_prefix(&mut self, len: u64) -> SharedVec<T> {
         if !self.tail.is_empty() {
-            let tail = std::mem::take(&mut self.tail);
+            let mut tail = std::mem::take(&mut self.tail);
+            tail.shrink_to_fit(); // frozen for good: no room to grow is needed
             self.chunked += tail.len() as u64;
             let used = tail.len();
             self.chunks.push((Arc::new(tail), used));
@@ -88,6 +89,20 @@ impl<T> SharedVec<T> {
             rest -= take as u64;
         }
         out
+    }
+
+    /// Heap bytes: each frozen chunk by address (so a caller can count shared chunks once) and
+    /// the private tail.
+    pub(crate) fn heap_bytes(&self, mut chunk: impl FnMut(usize, usize)) -> usize {
+        for (c, _) in &self.chunks {
+            chunk(Arc::as_ptr(c) as usize, c.capacity() * std::mem::size_of::<T>());
+        }
+        self.tail.capacity() * std::mem::size_of::<T>()
+    }
+
+    /// Drops spare capacity of the private tail.
+    pub(crate) fn shrink_to_fit(&mut self) {
+        self.tail.shrink_to_fit();
     }
 
     /// The items after the first `from`, as owned copies.

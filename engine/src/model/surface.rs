@@ -44,6 +44,16 @@ impl SurfaceManager {
         self.replace_generation
     }
 
+    /// Heap bytes held by the seq vector.
+    pub fn heap_bytes(&self) -> usize {
+        self.seqs.capacity() * std::mem::size_of::<u64>()
+    }
+
+    /// Drops spare capacity.
+    pub(crate) fn shrink_to_fit(&mut self) {
+        self.seqs.shrink_to_fit();
+    }
+
     /// The position of `seq` on the surface (DSH `indexOf`). Replacement targets are almost
     /// always recent, so the search runs from the end.
     pub fn position(&self, seq: u64) -> Option<usize> {

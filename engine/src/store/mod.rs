@@ -71,6 +71,19 @@ pub struct StoreStats {
     pub checkpoint_generation: u64,
 }
 
+/// Resident memory of the per-event index and the surfaces ([`Store::memory_usage`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryUsage {
+    /// Events of live sessions, each counted once even when forks share it.
+    pub indexed_events: u64,
+    /// Heap bytes of the per-event locations (shared chunks counted once).
+    pub index_bytes: usize,
+    /// Surface entries over all sessions.
+    pub surface_entries: usize,
+    /// Heap bytes of the surfaces.
+    pub surface_bytes: usize,
+}
+
 /// An open store. Clones share it; it is `Send + Sync`.
 #[derive(Debug, Clone)]
 pub struct Store {
@@ -393,6 +406,26 @@ impl Store {
             checkpoint_lsn: ck.covered_lsn,
             checkpoint_generation: ck.generation,
         }
+    }
+
+    /// What the resident index and the surfaces cost in memory.
+    pub fn memory_usage(&self) -> MemoryUsage {
+        let cat = self.inner.catalog.read();
+        let mut seen = std::collections::BTreeSet::new();
+        let mut index_bytes = 0;
+        let mut indexed_events = 0;
+        let (mut surface_entries, mut surface_bytes) = (0, 0);
+        for e in cat.sessions.values() {
+            index_bytes += e.locs.heap_bytes(|addr, bytes| {
+                if seen.insert(addr) {
+                    index_bytes += bytes;
+                }
+            });
+            indexed_events += e.state.next_seq() - e.parent.as_ref().map_or(0, |(_, n)| *n);
+            surface_entries += e.state.surface().seqs().len();
+            surface_bytes += e.state.surface().heap_bytes();
+        }
+        MemoryUsage { indexed_events, index_bytes, surface_entries, surface_bytes }
     }
 
     /// Follows a session from `from_seq` on.

@@ -120,6 +120,11 @@ pub(super) fn open(
         &mut report,
     )?;
     report.sessions_touched = touched.into_iter().collect();
+    // Replay grew vectors by doubling; the resident index keeps only what it holds.
+    for e in catalog.sessions.values_mut() {
+        e.locs.shrink_to_fit();
+        e.state.surface.shrink_to_fit();
+    }
     let synced = tail.as_ref().map_or(0, |t| t.next_lsn);
     Ok(Inner {
         storage,

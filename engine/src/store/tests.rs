@@ -427,3 +427,18 @@ fn a_flipped_byte_in_a_sealed_record_is_corruption_at_its_offset() {
 }
 
 use crate::log::recovery::CorruptionKind;
+
+#[test]
+fn the_resident_index_costs_16_bytes_per_event_after_open() {
+    let storage = MemStorage::new();
+    let mut store = open(&storage);
+    generate(&WorkloadSpec { sessions: 6, max_turns: 8, max_chunks: 30, ..WorkloadSpec::default() }, &mut store).unwrap();
+    drop(store);
+    // Replay the whole log (no checkpoint) and measure.
+    let image = MemStorage::from_files(storage.files().into_iter().filter(|(p, _)| !p.starts_with("checkpoints/")));
+    let store = Store::open_with(Arc::new(image), opts()).unwrap();
+    let m = store.memory_usage();
+    assert!(m.indexed_events > 1000, "{m:?}");
+    assert_eq!(m.index_bytes as u64, 16 * m.indexed_events, "{m:?}");
+    assert_eq!(m.surface_bytes, 8 * m.surface_entries, "{m:?}");
+}
