@@ -2,7 +2,11 @@
 //! one from earlier in the log's life, a damaged one, one from another store — gives the
 //! same state as replaying the whole log with no checkpoint at all.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test helpers fail loudly")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers fail loudly"
+)]
 
 use std::sync::Arc;
 
@@ -12,7 +16,13 @@ use sessdb::workload::{WorkloadSpec, generate};
 use sessdb::{Clock, Event, SessionState, Store, StoreOptions};
 
 fn options() -> StoreOptions {
-    StoreOptions { clock: Clock::fixed(1_000), segment_bytes_max: 4096, checkpoint_interval_bytes: 2500, checkpoint_merge_every: 3, ..StoreOptions::default() }
+    StoreOptions {
+        clock: Clock::fixed(1_000),
+        segment_bytes_max: 4096,
+        checkpoint_interval_bytes: 2500,
+        checkpoint_merge_every: 3,
+        ..StoreOptions::default()
+    }
 }
 
 type Dump = Vec<(String, Vec<Vec<u8>>, SessionState)>;
@@ -23,7 +33,12 @@ fn dump(store: &Store) -> Dump {
         .into_iter()
         .map(|i| {
             let id = i.header.id;
-            let events = store.events(&id, 0, u64::MAX).unwrap().iter().map(Event::to_jsonl).collect();
+            let events = store
+                .events(&id, 0, u64::MAX)
+                .unwrap()
+                .iter()
+                .map(Event::to_jsonl)
+                .collect();
             let state = store.state(&id).unwrap();
             (id, events, state)
         })
@@ -31,11 +46,21 @@ fn dump(store: &Store) -> Dump {
 }
 
 fn segments_and(files: &[(String, Vec<u8>)], checkpoints: &[(String, Vec<u8>)]) -> MemStorage {
-    MemStorage::from_files(files.iter().filter(|(p, _)| p.starts_with("segments/")).cloned().chain(checkpoints.iter().cloned()))
+    MemStorage::from_files(
+        files
+            .iter()
+            .filter(|(p, _)| p.starts_with("segments/"))
+            .cloned()
+            .chain(checkpoints.iter().cloned()),
+    )
 }
 
 fn checkpoints(files: &[(String, Vec<u8>)]) -> Vec<(String, Vec<u8>)> {
-    files.iter().filter(|(p, _)| p.starts_with("checkpoints/") && p.ends_with(".ckpt")).cloned().collect()
+    files
+        .iter()
+        .filter(|(p, _)| p.starts_with("checkpoints/") && p.ends_with(".ckpt"))
+        .cloned()
+        .collect()
 }
 
 fn open(image: MemStorage) -> Store {
@@ -43,7 +68,13 @@ fn open(image: MemStorage) -> Store {
 }
 
 fn spec(seed: u64, sessions: usize, turns: u64) -> WorkloadSpec {
-    WorkloadSpec { seed, sessions, max_turns: turns, max_chunks: 5, ..WorkloadSpec::default() }
+    WorkloadSpec {
+        seed,
+        sessions,
+        max_turns: turns,
+        max_chunks: 5,
+        ..WorkloadSpec::default()
+    }
 }
 
 proptest! {

@@ -4,14 +4,21 @@
 //! session must be a prefix of what the full run appended, and under `Durability::Sync` every
 //! acknowledged event must be there.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test helpers fail loudly")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers fail loudly"
+)]
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use sessdb::storage::{CrashStorage, MemStorage, Storage};
 use sessdb::workload::payload as p;
-use sessdb::{Clock, Draft, Durability, Event, ForkSpec, LogType, SessionHeader, Store, StoreOptions, SurfaceIntent, SurfaceType};
+use sessdb::{
+    Clock, Draft, Durability, Event, ForkSpec, LogType, SessionHeader, Store, StoreOptions,
+    SurfaceIntent, SurfaceType,
+};
 
 fn options(durability: Durability) -> StoreOptions {
     StoreOptions {
@@ -30,22 +37,50 @@ fn script(store: &Store) -> BTreeMap<String, Vec<Vec<u8>>> {
     let mut run = || -> sessdb::Result<()> {
         for s in ["a", "b"] {
             store.create_session(SessionHeader::new(s, 0), Vec::new())?;
-            acked.insert(s.to_owned(), store.events(s, 0, u64::MAX)?.iter().map(Event::to_jsonl).collect());
+            acked.insert(
+                s.to_owned(),
+                store
+                    .events(s, 0, u64::MAX)?
+                    .iter()
+                    .map(Event::to_jsonl)
+                    .collect(),
+            );
         }
         for turn in 1..=6u64 {
             for s in ["a", "b"] {
                 let batch = vec![
                     Draft::log(&LogType::TURN_START, p::turn_start(turn).into_bytes()),
-                    Draft::surface(SurfaceType::UserMessage, p::user_message(&format!("{s}{turn}"), "user", "some words of text").into_bytes(), SurfaceIntent::append()),
+                    Draft::surface(
+                        SurfaceType::UserMessage,
+                        p::user_message(&format!("{s}{turn}"), "user", "some words of text")
+                            .into_bytes(),
+                        SurfaceIntent::append(),
+                    ),
                     Draft::log(&LogType::TURN_END, p::turn_end(turn).into_bytes()),
                 ];
                 let range = store.append_batch(s, batch)?;
                 let events = store.events(s, range.start, range.end)?;
-                acked.entry(s.to_owned()).or_default().extend(events.iter().map(Event::to_jsonl));
+                acked
+                    .entry(s.to_owned())
+                    .or_default()
+                    .extend(events.iter().map(Event::to_jsonl));
             }
             if turn == 3 {
-                let child = store.fork("a", ForkSpec { child_id: Some("c".into()), ..ForkSpec::default() })?;
-                acked.insert(child.clone(), store.events(&child, 0, u64::MAX)?.iter().map(Event::to_jsonl).collect());
+                let child = store.fork(
+                    "a",
+                    ForkSpec {
+                        child_id: Some("c".into()),
+                        ..ForkSpec::default()
+                    },
+                )?;
+                acked.insert(
+                    child.clone(),
+                    store
+                        .events(&child, 0, u64::MAX)?
+                        .iter()
+                        .map(Event::to_jsonl)
+                        .collect(),
+                );
             }
             if turn == 4 {
                 store.checkpoint()?;
@@ -71,7 +106,13 @@ fn script_until_delete(store: &Store) -> BTreeMap<String, Vec<Vec<u8>>> {
         .flat_map(|turn| {
             [
                 Event::new("turn/start", 0, 1_000, p::turn_start(turn).into_bytes()),
-                Event::new("user/message", 0, 1_000, p::user_message(&format!("b{turn}"), "user", "some words of text").into_bytes()).with_surface_op(sessdb::SurfaceOp::Append),
+                Event::new(
+                    "user/message",
+                    0,
+                    1_000,
+                    p::user_message(&format!("b{turn}"), "user", "some words of text").into_bytes(),
+                )
+                .with_surface_op(sessdb::SurfaceOp::Append),
                 Event::new("turn/end", 0, 1_000, p::turn_end(turn).into_bytes()),
             ]
         })
@@ -95,7 +136,12 @@ fn dump(store: &Store) -> BTreeMap<String, Vec<Vec<u8>>> {
         .into_iter()
         .map(|i| {
             let id = i.header.id;
-            let events = store.events(&id, 0, u64::MAX).unwrap().iter().map(Event::to_jsonl).collect();
+            let events = store
+                .events(&id, 0, u64::MAX)
+                .unwrap()
+                .iter()
+                .map(Event::to_jsonl)
+                .collect();
             (id, events)
         })
         .collect()
@@ -107,7 +153,8 @@ fn check_every_failure_point(durability: Durability) {
     let full = {
         let store = Store::open_with(Arc::new(full_storage.clone()), options(durability)).unwrap();
         script(&store);
-        let reopened = Store::open_with(Arc::new(full_storage.crash()), options(durability)).unwrap();
+        let reopened =
+            Store::open_with(Arc::new(full_storage.crash()), options(durability)).unwrap();
         dump(&reopened)
     };
     let total_ops = full_storage.ops();
@@ -128,23 +175,34 @@ fn check_every_failure_point(durability: Durability) {
             Err(_) => BTreeMap::new(),
         };
         let image: Arc<dyn Storage> = Arc::new(storage.crash());
-        let recovered = Store::open_with(Arc::clone(&image), options(durability)).unwrap_or_else(|e| panic!("fail at op {n}: reopen: {e}"));
+        let recovered = Store::open_with(Arc::clone(&image), options(durability))
+            .unwrap_or_else(|e| panic!("fail at op {n}: reopen: {e}"));
         let got = dump(&recovered);
         for (id, events) in &got {
             if let Some(expected) = full.get(id) {
-                assert!(events.len() <= expected.len() && events[..] == expected[..events.len()], "fail at op {n}: {id} is not a prefix");
+                assert!(
+                    events.len() <= expected.len() && events[..] == expected[..events.len()],
+                    "fail at op {n}: {id} is not a prefix"
+                );
             } else {
                 // Only "b" may be there without being in the full run: its deletion was not
                 // yet durable. It must still be a prefix of what was appended to it.
                 assert_eq!(id, "b", "fail at op {n}: unexpected session {id}");
                 let b_full = &full_b;
-                assert!(events.len() <= b_full.len() && events[..] == b_full[..events.len()], "fail at op {n}: b is not a prefix");
+                assert!(
+                    events.len() <= b_full.len() && events[..] == b_full[..events.len()],
+                    "fail at op {n}: b is not a prefix"
+                );
             }
         }
         if durability == Durability::Sync {
             for (id, events) in &acked {
                 let have = got.get(id).map_or(0, Vec::len);
-                assert!(have >= events.len(), "fail at op {n}: {id} lost acknowledged events ({have} < {})", events.len());
+                assert!(
+                    have >= events.len(),
+                    "fail at op {n}: {id} lost acknowledged events ({have} < {})",
+                    events.len()
+                );
                 acked_somewhere += events.len();
             }
         }

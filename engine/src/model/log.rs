@@ -95,7 +95,10 @@ impl<T> SharedVec<T> {
     /// the private tail.
     pub(crate) fn heap_bytes(&self, mut chunk: impl FnMut(usize, usize)) -> usize {
         for (c, _) in &self.chunks {
-            chunk(Arc::as_ptr(c) as usize, c.capacity() * std::mem::size_of::<T>());
+            chunk(
+                Arc::as_ptr(c) as usize,
+                c.capacity() * std::mem::size_of::<T>(),
+            );
         }
         self.tail.capacity() * std::mem::size_of::<T>()
     }

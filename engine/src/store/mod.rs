@@ -425,7 +425,12 @@ impl Store {
             surface_entries += e.state.surface().seqs().len();
             surface_bytes += e.state.surface().heap_bytes();
         }
-        MemoryUsage { indexed_events, index_bytes, surface_entries, surface_bytes }
+        MemoryUsage {
+            indexed_events,
+            index_bytes,
+            surface_entries,
+            surface_bytes,
+        }
     }
 
     /// Follows a session from `from_seq` on.

@@ -432,10 +432,24 @@ use crate::log::recovery::CorruptionKind;
 fn the_resident_index_costs_16_bytes_per_event_after_open() {
     let storage = MemStorage::new();
     let mut store = open(&storage);
-    generate(&WorkloadSpec { sessions: 6, max_turns: 8, max_chunks: 30, ..WorkloadSpec::default() }, &mut store).unwrap();
+    generate(
+        &WorkloadSpec {
+            sessions: 6,
+            max_turns: 8,
+            max_chunks: 30,
+            ..WorkloadSpec::default()
+        },
+        &mut store,
+    )
+    .unwrap();
     drop(store);
     // Replay the whole log (no checkpoint) and measure.
-    let image = MemStorage::from_files(storage.files().into_iter().filter(|(p, _)| !p.starts_with("checkpoints/")));
+    let image = MemStorage::from_files(
+        storage
+            .files()
+            .into_iter()
+            .filter(|(p, _)| !p.starts_with("checkpoints/")),
+    );
     let store = Store::open_with(Arc::new(image), opts()).unwrap();
     let m = store.memory_usage();
     assert!(m.indexed_events > 1000, "{m:?}");

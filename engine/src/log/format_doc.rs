@@ -1,0 +1,112 @@
+//! `docs/FORMAT.md` is the specification of the bytes on disk; these tests build each of its
+//! worked examples with the real encoders and require the document's hex to match exactly.
+
+use super::frame::encode_frame;
+use super::record::{BodyRef, encode};
+use super::segment::SegmentHeader;
+use crate::event::{Event, SurfaceOp};
+use crate::store::CheckpointMeta;
+
+const DOC: &str = include_str!("../../../docs/FORMAT.md");
+
+/// The bytes of the fenced block that follows the line "```hex <name>".
+fn doc_hex(name: &str) -> Vec<u8> {
+    let start = DOC
+        .find(&format!("```hex {name}\n"))
+        .unwrap_or_else(|| panic!("no hex block {name} in FORMAT.md"));
+    let body = &DOC[start..];
+    let body = &body[body.find('\n').unwrap() + 1..];
+    let body = &body[..body.find("```").unwrap()];
+    body.lines()
+        .flat_map(|line| {
+            // "0000: 53 45 ..  |text|": offset, bytes, optional ASCII column.
+            let hex = line.split_once(':').map_or(line, |(_, rest)| rest);
+            let hex = hex.split('|').next().unwrap_or("");
+            hex.split_whitespace()
+                .map(|b| u8::from_str_radix(b, 16).unwrap())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// Formats bytes the way the document shows them.
+fn hexdump(bytes: &[u8]) -> String {
+    bytes
+        .chunks(16)
+        .enumerate()
+        .map(|(i, c)| {
+            let hex: Vec<String> = c.iter().map(|b| format!("{b:02x}")).collect();
+            let text: String = c
+                .iter()
+                .map(|&b| {
+                    if (0x20..0x7f).contains(&b) {
+                        b as char
+                    } else {
+                        '.'
+                    }
+                })
+                .collect();
+            format!("{:04x}: {:<47}  |{text}|", i * 16, hex.join(" "))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn segment_header() -> Vec<u8> {
+    SegmentHeader {
+        first_lsn: 0,
+        created_ms: 1_767_225_600_000,
+    }
+    .encode()
+    .to_vec()
+}
+
+fn append_frame() -> Vec<u8> {
+    let events = [
+        Event::new("turn/start", 1, 1_767_225_600_000, &br#"{"turn":1}"#[..]),
+        Event::new(
+            "user/message",
+            2,
+            1_767_225_600_007,
+            &br#"{"id":"u1","role":"user","source":{"kind":"user"},"content":[]}"#[..],
+        )
+        .with_surface_op(SurfaceOp::Append),
+    ];
+    let mut payload = Vec::new();
+    let (kind, _) = encode(
+        &BodyRef::Append {
+            session: "s1",
+            events: &events,
+        },
+        &mut payload,
+    );
+    let mut frame = Vec::new();
+    encode_frame(kind, &payload, &mut frame);
+    frame
+}
+
+fn checkpoint_header() -> Vec<u8> {
+    let meta = CheckpointMeta {
+        generation: 3,
+        base: 2,
+        covered_lsn: 4096,
+        last_record: Some((3990, 0x1234_5678)),
+    };
+    meta.encode_header(b"body").to_vec()
+}
+
+#[test]
+fn the_document_shows_exactly_the_bytes_the_code_writes() {
+    for (name, bytes) in [
+        ("segment-header", segment_header()),
+        ("append-frame", append_frame()),
+        ("checkpoint-header", checkpoint_header()),
+    ] {
+        // On a mismatch the message carries the block the document should hold.
+        assert!(
+            doc_hex(name) == bytes,
+            "FORMAT.md block {name} should be:\n```hex {name}\n{}\n```",
+            hexdump(&bytes)
+        );
+    }
+}
