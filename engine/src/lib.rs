@@ -26,9 +26,31 @@
 //! # }
 //! ```
 //!
+//! The durable store keeps many sessions in one checksummed log and repairs itself on open:
+//!
+//! ```
+//! use std::sync::Arc;
+//! use sessdb::storage::MemStorage;
+//! use sessdb::{Draft, LogType, SessionHeader, Store, StoreOptions};
+//!
+//! # fn main() -> sessdb::Result<()> {
+//! let storage = Arc::new(MemStorage::new()); // `Store::open(dir, options)` for real files
+//! let store = Store::open_with(storage.clone(), StoreOptions::default())?;
+//! store.create_session(SessionHeader::new("s1", 0), Vec::new())?;
+//! store.append("s1", Draft::log(&LogType::TURN_START, br#"{"turn":1}"#.as_slice()))?;
+//! store.close()?;
+//!
+//! let reopened = Store::open_with(storage, StoreOptions::default())?;
+//! assert_eq!(reopened.session_len("s1")?, 2); // end-seed marker + turn/start
+//! assert_eq!(reopened.open_report().records_replayed, 0); // the checkpoint covered it all
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! Module map: [`json`] (validation and zero-copy navigation of stored JSON), [`event`] (the
 //! envelope and its JSONL line), [`model`] (acceptance, surface, messages, seeds, fork,
-//! repair), [`workload`] (the deterministic DSH workload generator shared by the demo, tests
+//! repair), [`storage`] (the I/O seam), [`log`] (on-disk codecs and the recovery table),
+//! [`store`] (the durable store), [`workload`] (the deterministic DSH workload generator shared by the demo, tests
 //! and benchmarks).
 
 #![deny(unsafe_code)] // allowed only in `storage::mmap`, the module that maps sealed segments

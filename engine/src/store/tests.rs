@@ -456,3 +456,127 @@ fn the_resident_index_costs_16_bytes_per_event_after_open() {
     assert_eq!(m.index_bytes as u64, 16 * m.indexed_events, "{m:?}");
     assert_eq!(m.surface_bytes, 8 * m.surface_entries, "{m:?}");
 }
+
+#[test]
+fn fork_inside_the_log_replays_the_prefix_and_survives_reopen() {
+    let storage = MemStorage::new();
+    let store = open(&storage);
+    store
+        .create_session(SessionHeader::new("p", 0), Vec::new())
+        .unwrap();
+    for turn in 1..=3 {
+        store
+            .append(
+                "p",
+                Draft::log(&LogType::TURN_START, p::turn_start(turn).into_bytes()),
+            )
+            .unwrap();
+        store
+            .append(
+                "p",
+                Draft::surface(
+                    SurfaceType::UserMessage,
+                    p::user_message(&format!("u{turn}"), "user", "x").into_bytes(),
+                    SurfaceIntent::append(),
+                ),
+            )
+            .unwrap();
+        store
+            .append(
+                "p",
+                Draft::log(&LogType::TURN_END, p::turn_end(turn).into_bytes()),
+            )
+            .unwrap();
+    }
+    let err = store
+        .fork(
+            "p",
+            ForkSpec {
+                boundary: Some(5),
+                ..ForkSpec::default()
+            },
+        )
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Fork {
+                code: ForkErrorCode::OpenTurn,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let child = store
+        .fork(
+            "p",
+            ForkSpec {
+                boundary: Some(6),
+                child_id: Some("c".into()),
+                ..ForkSpec::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(store.surface(&child).unwrap(), vec![2, 5]);
+    assert_eq!(store.header(&child).unwrap().seed_length, Some(7));
+    let before = dump(&store);
+    drop(store);
+    let image = MemStorage::from_files(
+        storage
+            .files()
+            .into_iter()
+            .filter(|(p, _)| !p.starts_with("checkpoints/")),
+    );
+    assert_eq!(
+        dump(&Store::open_with(Arc::new(image), opts()).unwrap()),
+        before
+    );
+}
+
+#[test]
+fn salvage_drops_a_segment_with_a_damaged_header_and_everything_after() {
+    let storage = MemStorage::new();
+    let mut store = open(&storage);
+    workload(&mut store);
+    drop(store);
+    let segments: Vec<String> = storage
+        .files()
+        .into_iter()
+        .map(|(p, _)| p)
+        .filter(|p| p.starts_with("segments/"))
+        .collect();
+    let victim = &segments[2];
+    let files = storage
+        .files()
+        .into_iter()
+        .filter(|(p, _)| !p.starts_with("checkpoints/"))
+        .map(|(p, mut b)| {
+            if &p == victim {
+                b[0] = b'X';
+            }
+            (p, b)
+        });
+    let image = MemStorage::from_files(files);
+    let err = Store::open_with(Arc::new(image.clone()), opts()).unwrap_err();
+    assert!(
+        matches!(&err, Error::Corruption { segment, offset: 0, kind: CorruptionKind::SegmentHeader(_) } if segment == victim),
+        "{err}"
+    );
+    let salvaged = Store::open_with(
+        Arc::new(image.clone()),
+        StoreOptions {
+            salvage: true,
+            ..opts()
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        salvaged.open_report().segments_removed,
+        segments[2..].to_vec()
+    );
+    assert_eq!(salvaged.stats().segments, 2);
+    drop(salvaged);
+    // The salvaged store opens cleanly and takes writes.
+    let again = Store::open_with(Arc::new(image), opts()).unwrap();
+    assert!(again.open_report().salvaged.is_none());
+}
