@@ -11,7 +11,7 @@
 use std::path::PathBuf;
 
 use sessdb::json::{JsonKind, JsonRef, write_str};
-use sessdb::{Event, Limits, SessionHeader};
+use sessdb::{Event, Limits, SessionHeader, SessionState, Store};
 
 /// The five fixture files.
 pub const FIXTURES: [&str; 5] = [
@@ -177,4 +177,29 @@ pub fn json_string(s: &str) -> String {
 /// Whether `bytes` is a JSON object (sanity helper for tests).
 pub fn is_object(bytes: &[u8]) -> bool {
     JsonRef::new(bytes).kind() == JsonKind::Object
+}
+
+/// Every live session of a store: id, events as JSONL lines, derived state.
+pub type StoreDump = Vec<(String, Vec<Vec<u8>>, SessionState)>;
+
+/// A whole-store snapshot for comparisons.
+///
+/// # Panics
+/// On read errors: a test helper.
+pub fn dump_store(store: &Store) -> StoreDump {
+    store
+        .list()
+        .into_iter()
+        .map(|i| {
+            let id = i.header.id;
+            let events = store
+                .events(&id, 0, u64::MAX)
+                .unwrap_or_else(|e| panic!("{id}: {e}"))
+                .iter()
+                .map(Event::to_jsonl)
+                .collect();
+            let state = store.state(&id).unwrap_or_else(|e| panic!("{id}: {e}"));
+            (id, events, state)
+        })
+        .collect()
 }

@@ -13,7 +13,8 @@ use std::sync::Arc;
 use proptest::prelude::*;
 use sessdb::storage::MemStorage;
 use sessdb::workload::{WorkloadSpec, generate};
-use sessdb::{Clock, Event, SessionState, Store, StoreOptions};
+use sessdb::{Clock, Store, StoreOptions};
+use sessdb_tests::{StoreDump, dump_store};
 
 fn options() -> StoreOptions {
     StoreOptions {
@@ -25,24 +26,8 @@ fn options() -> StoreOptions {
     }
 }
 
-type Dump = Vec<(String, Vec<Vec<u8>>, SessionState)>;
-
-fn dump(store: &Store) -> Dump {
-    store
-        .list()
-        .into_iter()
-        .map(|i| {
-            let id = i.header.id;
-            let events = store
-                .events(&id, 0, u64::MAX)
-                .unwrap()
-                .iter()
-                .map(Event::to_jsonl)
-                .collect();
-            let state = store.state(&id).unwrap();
-            (id, events, state)
-        })
-        .collect()
+fn dump(store: &Store) -> StoreDump {
+    dump_store(store)
 }
 
 fn segments_and(files: &[(String, Vec<u8>)], checkpoints: &[(String, Vec<u8>)]) -> MemStorage {

@@ -131,19 +131,9 @@ fn script_until_delete(store: &Store) -> BTreeMap<String, Vec<Vec<u8>>> {
 }
 
 fn dump(store: &Store) -> BTreeMap<String, Vec<Vec<u8>>> {
-    store
-        .list()
+    sessdb_tests::dump_store(store)
         .into_iter()
-        .map(|i| {
-            let id = i.header.id;
-            let events = store
-                .events(&id, 0, u64::MAX)
-                .unwrap()
-                .iter()
-                .map(Event::to_jsonl)
-                .collect();
-            (id, events)
-        })
+        .map(|(id, events, _)| (id, events))
         .collect()
 }
 

@@ -73,6 +73,13 @@ pub(crate) fn plan_batch(
 }
 
 impl Catalog {
+    /// The session `id`, or `SessionNotFound`.
+    pub(crate) fn get(&self, id: &str) -> Result<&SessionEntry> {
+        self.sessions
+            .get(id)
+            .ok_or_else(|| crate::Error::SessionNotFound { id: id.to_owned() })
+    }
+
     pub(crate) fn touch(&mut self, id: &str) {
         self.dirty.insert(id.to_owned());
         self.deleted.remove(id);

@@ -280,12 +280,7 @@ impl Store {
     pub fn events(&self, session: &str, from: u64, to: u64) -> Result<Vec<Event>> {
         let locs: Vec<(u64, EventLoc)> = {
             let cat = self.inner.catalog.read();
-            let e = cat
-                .sessions
-                .get(session)
-                .ok_or_else(|| Error::SessionNotFound {
-                    id: session.to_owned(),
-                })?;
+            let e = cat.get(session)?;
             let to = to.min(e.state.next_seq());
             (from..to)
                 .filter_map(|s| e.locs.get(s).map(|l| (s, *l)))
@@ -485,12 +480,7 @@ impl Store {
 
     fn with_entry<T>(&self, session: &str, f: impl FnOnce(&SessionEntry) -> T) -> Result<T> {
         let cat = self.inner.catalog.read();
-        cat.sessions
-            .get(session)
-            .map(f)
-            .ok_or_else(|| Error::SessionNotFound {
-                id: session.to_owned(),
-            })
+        cat.get(session).map(f)
     }
 }
 
@@ -545,12 +535,7 @@ impl Inner {
     fn event_at(&self, session: &str, seq: u64) -> Result<Option<Event>> {
         let loc = {
             let cat = self.catalog.read();
-            let e = cat
-                .sessions
-                .get(session)
-                .ok_or_else(|| Error::SessionNotFound {
-                    id: session.to_owned(),
-                })?;
+            let e = cat.get(session)?;
             e.locs.get(seq).copied()
         };
         loc.map(|l| self.segments.read_event(l, seq)).transpose()
@@ -707,12 +692,7 @@ impl Inner {
         let now = self.options.clock.now_ms();
         let (events, state, first) = {
             let cat = self.catalog.read();
-            let entry = cat
-                .sessions
-                .get(session)
-                .ok_or_else(|| Error::SessionNotFound {
-                    id: session.to_owned(),
-                })?;
+            let entry = cat.get(session)?;
             let events = make(entry, now)?;
             let source = StoredEvents {
                 segments: &self.segments,
