@@ -3,8 +3,9 @@
 //! sessdb writes the envelope keys in the order `type, seq, time, data, sourceEventSeqs,
 //! surfaceOp, ignorable` with no whitespace, and `data` as its exact stored bytes; parsing
 //! such a line and printing it again gives the same bytes. Lines written by DSH in another
-//! key order (its repair closers put `surfaceOp` first) read as the same event and print in
-//! the canonical order.
+//! key order read as the same event and print in the canonical order — except the one other
+//! order DSH itself writes (its repair closers: `surfaceOp` before `sourceEventSeqs`), which
+//! the event remembers so that DSH's files are reproduced byte for byte.
 
 use super::{Event, SurfaceOp};
 use crate::json::{JsonKind, JsonRef, validate};
@@ -33,6 +34,7 @@ impl Event {
             return Err(bad(None, "a line must be a JSON object".into()));
         }
         let mut fields: [Option<JsonRef<'_>>; 7] = [None; 7];
+        let mut surface_op_first = false;
         for (key, value) in root.members() {
             let slot = ENVELOPE_KEYS
                 .iter()
@@ -41,6 +43,7 @@ impl Event {
                     let name = key.as_str().unwrap_or_default().into_owned();
                     bad(None, format!("unknown envelope key {name:?}"))
                 })?;
+            surface_op_first |= slot == 5 && fields[4].is_none();
             if fields[slot].replace(value).is_some() {
                 return Err(bad(
                     None,
@@ -87,6 +90,8 @@ impl Event {
                 bad("\"surfaceOp\" must be \"append\" or {\"op\":\"replace\",\"start\":S,\"end\":E}")
             })?);
         }
+        let both = event.sources().is_some() && event.surface_op().is_some();
+        event = event.with_surface_op_first(surface_op_first && both);
         if let Some(flag) = ignorable {
             if flag.bytes() != b"true" {
                 return Err(bad("\"ignorable\" may only be true"));
@@ -106,6 +111,20 @@ impl Event {
         out.extend_from_slice(self.time.to_string().as_bytes());
         out.extend_from_slice(b",\"data\":");
         out.extend_from_slice(self.data());
+        if self.surface_op_first() {
+            self.write_surface_op(out);
+            self.write_sources(out);
+        } else {
+            self.write_sources(out);
+            self.write_surface_op(out);
+        }
+        if self.ignorable {
+            out.extend_from_slice(b",\"ignorable\":true");
+        }
+        out.push(b'}');
+    }
+
+    fn write_sources(&self, out: &mut Vec<u8>) {
         if let Some(sources) = self.sources() {
             out.extend_from_slice(b",\"sourceEventSeqs\":[");
             for (i, s) in sources.iter().enumerate() {
@@ -116,22 +135,16 @@ impl Event {
             }
             out.push(b']');
         }
+    }
+
+    fn write_surface_op(&self, out: &mut Vec<u8>) {
         match self.surface_op {
             None => {}
             Some(SurfaceOp::Append) => out.extend_from_slice(b",\"surfaceOp\":\"append\""),
-            Some(SurfaceOp::Replace { start, end }) => {
-                out.extend_from_slice(
-                    format!(
-                        ",\"surfaceOp\":{{\"op\":\"replace\",\"start\":{start},\"end\":{end}}}"
-                    )
-                    .as_bytes(),
-                );
-            }
+            Some(SurfaceOp::Replace { start, end }) => out.extend_from_slice(
+                format!(",\"surfaceOp\":{{\"op\":\"replace\",\"start\":{start},\"end\":{end}}}").as_bytes(),
+            ),
         }
-        if self.ignorable {
-            out.extend_from_slice(b",\"ignorable\":true");
-        }
-        out.push(b'}');
     }
 
     /// This event as one JSONL line, without the newline.
@@ -198,9 +211,12 @@ mod tests {
 
     #[test]
     fn other_key_orders_read_the_same_event() {
-        let a = parse(r#"{"type":"tool/result","seq":5,"time":9,"data":{},"surfaceOp":"append","sourceEventSeqs":[4]}"#).unwrap();
+        let closer = r#"{"type":"tool/result","seq":5,"time":9,"data":{},"surfaceOp":"append","sourceEventSeqs":[4]}"#;
+        let a = parse(closer).unwrap();
+        assert!(a.surface_op_first());
+        assert_eq!(String::from_utf8(a.to_jsonl()).unwrap(), closer, "DSH's closer order is kept");
         let b = parse(r#"{"seq":5,"sourceEventSeqs":[4],"type":"tool/result","time":9,"surfaceOp":"append","data":{}}"#).unwrap();
-        assert_eq!(a, b);
+        assert_eq!(a.clone().with_surface_op_first(false), b);
         assert_eq!(a.sources(), Some(&[4][..]));
     }
 
@@ -290,12 +306,15 @@ mod tests {
             proptest::option::of(proptest::collection::vec(0..=MAX_SAFE_INTEGER as u64, 0..6)),
             op,
             any::<bool>(),
+            any::<bool>(),
         )
-            .prop_map(|(ty, seq, time, data, sources, op, ignorable)| {
-                Event::new(ty, seq, time, data.into_bytes())
+            .prop_map(|(ty, seq, time, data, sources, op, ignorable, op_first)| {
+                let e = Event::new(ty, seq, time, data.into_bytes())
                     .with_sources_opt(sources.map(Into::into))
                     .with_surface_op_opt(op)
-                    .with_ignorable(ignorable)
+                    .with_ignorable(ignorable);
+                let both = e.sources().is_some() && e.surface_op().is_some();
+                e.with_surface_op_first(op_first && both)
             })
     }
 

@@ -35,6 +35,7 @@ pub struct Event {
     sources: Option<Box<[u64]>>,
     surface_op: Option<SurfaceOp>,
     ignorable: bool,
+    surface_op_first: bool,
 }
 
 impl Event {
@@ -54,6 +55,7 @@ impl Event {
             sources: None,
             surface_op: None,
             ignorable: false,
+            surface_op_first: false,
         }
     }
 
@@ -89,6 +91,14 @@ impl Event {
     #[must_use]
     pub fn with_ignorable(mut self, ignorable: bool) -> Self {
         self.ignorable = ignorable;
+        self
+    }
+
+    /// Writes `surfaceOp` before `sourceEventSeqs` in the JSONL line, as DSH writes its
+    /// repair closers; only matters when both are present.
+    #[must_use]
+    pub fn with_surface_op_first(mut self, first: bool) -> Self {
+        self.surface_op_first = first;
         self
     }
 
@@ -132,6 +142,11 @@ impl Event {
     /// `surfaceOp`, when present.
     pub fn surface_op(&self) -> Option<SurfaceOp> {
         self.surface_op
+    }
+
+    /// Whether the JSONL line puts `surfaceOp` before `sourceEventSeqs`.
+    pub fn surface_op_first(&self) -> bool {
+        self.surface_op_first && self.sources.is_some() && self.surface_op.is_some()
     }
 
     /// Whether `ignorable: true` is set.

@@ -11,6 +11,7 @@ use super::frame::RecordKind;
 const FLAG_IGNORABLE: u8 = 1;
 const FLAG_SOURCES: u8 = 2;
 const OP_SHIFT: u8 = 2;
+const FLAG_SURFACE_OP_FIRST: u8 = 16;
 const OP_APPEND: u8 = 1;
 const OP_REPLACE: u8 = 2;
 
@@ -181,6 +182,9 @@ pub fn encode_event(e: &Event, out: &mut Vec<u8>) {
     if e.sources().is_some() {
         flags |= FLAG_SOURCES;
     }
+    if e.surface_op_first() {
+        flags |= FLAG_SURFACE_OP_FIRST;
+    }
     flags |= match e.surface_op() {
         None => 0,
         Some(SurfaceOp::Append) => OP_APPEND << OP_SHIFT,
@@ -317,7 +321,7 @@ pub fn decode_event(bytes: &[u8], seq: u64) -> Decoded<Event> {
         }),
         _ => return Err("event flags: unknown surface op"),
     };
-    if flags & !(FLAG_IGNORABLE | FLAG_SOURCES | (3 << OP_SHIFT)) != 0 {
+    if flags & !(FLAG_IGNORABLE | FLAG_SOURCES | (3 << OP_SHIFT) | FLAG_SURFACE_OP_FIRST) != 0 {
         return Err("event flags: unknown bits");
     }
     let sources = if flags & FLAG_SOURCES != 0 {
@@ -339,7 +343,11 @@ pub fn decode_event(bytes: &[u8], seq: u64) -> Decoded<Event> {
         .with_sources_opt(sources)
         .with_surface_op_opt(op)
         .with_ignorable(flags & FLAG_IGNORABLE != 0);
-    c.finish(event)
+    let op_first = flags & FLAG_SURFACE_OP_FIRST != 0;
+    if op_first && !(event.sources().is_some() && event.surface_op().is_some()) {
+        return Err("event flags: key order bit without both keys");
+    }
+    c.finish(event.with_surface_op_first(op_first))
 }
 
 #[cfg(test)]
@@ -353,7 +361,8 @@ mod tests {
             Event::new("user/message", first + 1, -3, &b"{}"[..])
                 .with_surface_op(SurfaceOp::Replace { start: 1, end: 2 })
                 .with_sources(vec![1, 2])
-                .with_ignorable(true),
+                .with_ignorable(true)
+                .with_surface_op_first(true),
         ]
     }
 

@@ -167,7 +167,8 @@ impl RepairState {
             let mut event = Event::new(SurfaceType::ToolResult.as_str(), seq, time, d)
                 .with_surface_op(SurfaceOp::Append);
             if let Some(call_seq) = call.tool_call_seq {
-                event = event.with_sources(vec![call_seq]);
+                // DSH writes its closers' envelope as `..., surfaceOp, sourceEventSeqs`.
+                event = event.with_sources(vec![call_seq]).with_surface_op_first(true);
             }
             out.push(event);
             seq += 1;
