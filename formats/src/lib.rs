@@ -1,4 +1,35 @@
-//! DSH JSONL and SQLite export/import for sessdb stores (DESIGN §4). Not built yet: this
-//! crate holds the place of the `formats` layer in the workspace.
+//! DSH session formats for sessdb stores (DESIGN §4): export a store to the DSH v0 JSONL
+//! layout (raw or zstd) or to a SQLite database, and import either back.
+//!
+//! Both directions preserve every event exactly (`data` bytes, provenance, surface op,
+//! `ignorable`, headers). Import validates every event with the engine's acceptance function,
+//! stores each session all-or-nothing, and appends nothing (no end-seed marker, no closers).
+//!
+//! ```
+//! use std::sync::Arc;
+//! use sessdb::storage::MemStorage;
+//! use sessdb::{SessionHeader, Store, StoreOptions};
+//! use sessdb_formats::jsonl::{ExportOptions, export_jsonl, import_jsonl};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let store = Store::open_with(Arc::new(MemStorage::new()), StoreOptions::default())?;
+//! store.create_session(SessionHeader::new("s1", 0), Vec::new())?;
+//! let dir = tempfile::tempdir()?;
+//! export_jsonl(&store, dir.path(), &ExportOptions::default(), &mut |_| {})?;
+//!
+//! let copy = Store::open_with(Arc::new(MemStorage::new()), StoreOptions::default())?;
+//! let report = import_jsonl(&copy, dir.path(), &mut |_| {})?;
+//! assert_eq!(report.sessions[0].id, "s1");
+//! # Ok(())
+//! # }
+//! ```
 
 #![forbid(unsafe_code)]
+
+mod error;
+pub mod jsonl;
+mod progress;
+pub mod sqlite;
+
+pub use error::{Error, Result};
+pub use progress::Progress;

@@ -1,0 +1,163 @@
+//! Export of a store to the DSH v0 JSONL layout, streaming: events are read in windows,
+//! written through the packer, and each file is written to a temp name and renamed.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use sessdb::Store;
+
+use super::layout::{RAW_FILE, ZSTD_FILE, session_dir};
+use super::pack::Packer;
+use crate::{Error, Progress, Result};
+
+/// Events read from the store at a time.
+const WINDOW: u64 = 1024;
+/// A zstd frame closes after a `turn/end` line or at this much plaintext.
+const FRAME_BYTES: usize = 1 << 20;
+
+/// How to export.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExportOptions {
+    /// Write `session.jsonl.zstd` (a header frame, then frames of lines) instead of raw.
+    pub zstd: bool,
+    /// Pack chunk runs into `*-chunks` rows (DSH's default).
+    pub pack: bool,
+    /// Only these sessions (all when empty).
+    pub sessions: Vec<String>,
+}
+
+impl Default for ExportOptions {
+    fn default() -> Self {
+        Self { zstd: false, pack: true, sessions: Vec::new() }
+    }
+}
+
+/// What an export wrote.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExportReport {
+    /// `(session id, file)` per session.
+    pub files: Vec<(String, PathBuf)>,
+    /// Events written.
+    pub events: u64,
+    /// Bytes written.
+    pub bytes: u64,
+}
+
+/// Exports sessions of `store` under `root`.
+///
+/// # Errors
+/// `SessionNotFound` for a chosen session that does not exist, `Layout` when the root holds
+/// the other encoding, I/O errors.
+pub fn export_jsonl(store: &Store, root: &Path, options: &ExportOptions, progress: &mut dyn FnMut(Progress)) -> Result<ExportReport> {
+    let all = store.list();
+    let chosen: Vec<_> = if options.sessions.is_empty() {
+        all
+    } else {
+        options
+            .sessions
+            .iter()
+            .map(|id| all.iter().find(|i| &i.header.id == id).cloned().ok_or_else(|| Error::Store(sessdb::Error::SessionNotFound { id: id.clone() })))
+            .collect::<Result<_>>()?
+    };
+    check_one_encoding(root, options.zstd)?;
+    let mut report = ExportReport::default();
+    let mut done = Progress { events_total: chosen.iter().map(|i| i.events).sum(), ..Progress::default() };
+    for info in chosen {
+        let dir = session_dir(root, &info.header.id, info.header.cwd.as_deref());
+        std::fs::create_dir_all(&dir).map_err(|e| Error::io("create directory", &dir, e))?;
+        let path = dir.join(if options.zstd { ZSTD_FILE } else { RAW_FILE });
+        let tmp = dir.join(format!(".{}.{}.tmp", if options.zstd { ZSTD_FILE } else { RAW_FILE }, std::process::id()));
+        let file = File::create(&tmp).map_err(|e| Error::io("create", &tmp, e))?;
+        let mut sink = Sink::new(BufWriter::new(file), options.zstd);
+        let mut header = info.header.to_json();
+        header.push(b'\n');
+        sink.write(&header).map_err(|e| Error::io("write", &tmp, e))?;
+        let mut packer = Packer::new(options.pack);
+        let mut out = Vec::new();
+        let mut from = 0;
+        while from < info.events {
+            let events = store.events(&info.header.id, from, from + WINDOW)?;
+            if events.is_empty() {
+                break;
+            }
+            from += events.len() as u64;
+            for event in events {
+                let closes_turn = event.event_type() == "turn/end";
+                packer.push(event, &mut out);
+                if closes_turn {
+                    packer.flush(&mut out);
+                }
+                done.events_done += 1;
+                if closes_turn || out.len() >= FRAME_BYTES {
+                    sink.write(&out).map_err(|e| Error::io("write", &tmp, e))?;
+                    out.clear();
+                }
+            }
+            progress(done);
+        }
+        packer.flush(&mut out);
+        sink.write(&out).map_err(|e| Error::io("write", &tmp, e))?;
+        let written = sink.finish().map_err(|e| Error::io("write", &tmp, e))?;
+        std::fs::rename(&tmp, &path).map_err(|e| Error::io("rename", &tmp, e))?;
+        done.bytes_done += written;
+        report.events += info.events;
+        report.bytes += written;
+        report.files.push((info.header.id.clone(), path));
+        progress(done);
+    }
+    Ok(report)
+}
+
+/// A root holds one encoding only (DSH): refuse to add the other.
+fn check_one_encoding(root: &Path, zstd: bool) -> Result<()> {
+    let other = if zstd { RAW_FILE } else { ZSTD_FILE };
+    let Ok(projects) = std::fs::read_dir(root) else { return Ok(()) };
+    for project in projects.flatten() {
+        let Ok(sessions) = std::fs::read_dir(project.path()) else { continue };
+        for session in sessions.flatten() {
+            if session.path().join(other).exists() {
+                return Err(Error::Layout { path: session.path(), problem: format!("the root already holds {other} files; a root holds one encoding only") });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Raw bytes, or one zstd frame per `write`.
+struct Sink {
+    out: BufWriter<File>,
+    zstd: bool,
+    written: u64,
+}
+
+impl Sink {
+    fn new(out: BufWriter<File>, zstd: bool) -> Self {
+        Self { out, zstd, written: 0 }
+    }
+
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        if self.zstd {
+            let mut enc = zstd::stream::write::Encoder::new(Vec::new(), 3)?;
+            enc.include_checksum(true)?;
+            enc.write_all(bytes)?;
+            let frame = enc.finish()?;
+            self.out.write_all(&frame)?;
+            self.written += frame.len() as u64;
+        } else {
+            self.out.write_all(bytes)?;
+            self.written += bytes.len() as u64;
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> std::io::Result<u64> {
+        self.out.flush()?;
+        let file = self.out.into_inner().map_err(|e| e.into_error())?;
+        file.sync_all()?;
+        Ok(self.written)
+    }
+}

@@ -1,0 +1,241 @@
+//! Import of DSH JSONL sessions into a store (reference §4.5 and DESIGN §4).
+//!
+//! Per file: the header line (version 0 or `UnsupportedFormat`), then every line decoded
+//! (event lines, packed rows). A line is committed when it parses, decodes and continues
+//! the seq. At the first bad line (unparsable, malformed packed row, seq gap, cut short) the
+//! scan keeps only looking: if a later line is a `turn/end`, the log is corrupt (refused,
+//! naming the bad line); otherwise everything from the bad line on is a torn tail, dropped and
+//! reported. The committed events then go through the store's acceptance function as one
+//! record: a session is imported whole or not at all, and nothing is appended to it.
+
+use std::path::{Path, PathBuf};
+
+use sessdb::json::{JsonRef, validate};
+use sessdb::event::is_known_type as is_known_event_type;
+use sessdb::{Error as StoreError, Event, Limits, SessionHeader, Store};
+
+use super::layout::{NO_CWD_DIR, RAW_FILE, ZSTD_FILE, session_dir};
+use super::lines::LineReader;
+use super::pack::{is_packed_row, unpack};
+use crate::{Error, Progress, Result};
+
+/// What an import did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ImportReport {
+    /// The sessions imported, in the order read.
+    pub sessions: Vec<ImportedSession>,
+}
+
+/// One imported session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImportedSession {
+    /// Its id.
+    pub id: String,
+    /// The file it came from.
+    pub file: PathBuf,
+    /// Events stored.
+    pub events: u64,
+    /// The torn tail dropped, if there was one.
+    pub torn: Option<TornTail>,
+}
+
+/// A torn tail: from `line` to the end of the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TornTail {
+    /// The first dropped line.
+    pub line: u64,
+    /// Why that line is not an event.
+    pub reason: String,
+    /// Lines dropped.
+    pub lines_dropped: u64,
+}
+
+/// Imports from a DSH sessions root, one session directory, or one `session.jsonl[.zstd]`
+/// file.
+///
+/// # Errors
+/// `Layout` for a root sessdb cannot read, `Corrupt`, `UnsupportedFormat`, `Invalid` naming
+/// file, line, seq and rule; sessions imported before the error stay imported.
+pub fn import_jsonl(store: &Store, path: &Path, progress: &mut dyn FnMut(Progress)) -> Result<ImportReport> {
+    let files = session_files(path)?;
+    let bytes_total = files.iter().map(|(f, _)| std::fs::metadata(f).map_or(0, |m| m.len())).sum();
+    let mut report = ImportReport::default();
+    let mut done = Progress { bytes_total, ..Progress::default() };
+    let mut seen_ids = std::collections::BTreeMap::new();
+    for (file, check_place) in files {
+        let (header, events, torn, bytes) = read_session(&file, &store_limits())?;
+        if let Some(root) = &check_place {
+            let expected = session_dir(root, &header.id, header.cwd.as_deref());
+            if file.parent() != Some(expected.as_path()) {
+                return Err(Error::Layout { path: file, problem: format!("the header's id and cwd belong in {}", expected.display()) });
+            }
+            if let Some(other) = seen_ids.insert(header.id.clone(), file.clone()) {
+                return Err(Error::Layout { path: file, problem: format!("session {:?} is also in {}", header.id, other.display()) });
+            }
+        }
+        let count = events.len() as u64;
+        let lines: Vec<u64> = events.iter().map(|(_, line)| *line).collect();
+        let id = header.id.clone();
+        store.restore_session(header, events.into_iter().map(|(e, _)| e).collect()).map_err(|e| match e {
+            StoreError::Rejected { seq, .. } => Error::Invalid { file: file.clone(), line: lines.get(seq as usize).copied(), source: e },
+            e @ (StoreError::InvalidHeader { .. } | StoreError::SessionExists { .. }) => Error::Invalid { file: file.clone(), line: Some(1), source: e },
+            other => Error::Store(other),
+        })?;
+        done.events_done += count;
+        done.bytes_done += bytes;
+        progress(done);
+        report.sessions.push(ImportedSession { id, file, events: count, torn });
+    }
+    Ok(report)
+}
+
+fn store_limits() -> Limits {
+    Limits::default()
+}
+
+/// The files to read; with `Some(root)` each must sit where its header says.
+fn session_files(path: &Path) -> Result<Vec<(PathBuf, Option<PathBuf>)>> {
+    let meta = std::fs::metadata(path).map_err(|e| Error::io("stat", path, e))?;
+    if meta.is_file() {
+        return Ok(vec![(path.to_owned(), None)]);
+    }
+    if let Some(file) = file_in(path)? {
+        return Ok(vec![(file, None)]);
+    }
+    // A sessions root: <root>/--<key>--/<id>/session.jsonl[.zstd] and <root>/_no-cwd/<id>/...
+    let mut files = Vec::new();
+    for project in sorted_entries(path)? {
+        let name = project.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
+        if project.is_file() {
+            if name.ends_with(".jsonl") || name.ends_with(".jsonl.zstd") {
+                return Err(Error::Layout { path: project, problem: "a legacy flat session file; sessdb reads only <project>/<id>/session.jsonl".into() });
+            }
+            continue;
+        }
+        let is_project = (name.starts_with("--") && name.ends_with("--") && name.len() > 4) || name == NO_CWD_DIR;
+        if !is_project {
+            continue;
+        }
+        for session in sorted_entries(&project)? {
+            if session.is_file() {
+                if session.extension().is_some_and(|e| e == "jsonl" || e == "zstd") {
+                    return Err(Error::Layout { path: session, problem: "a legacy flat session file; sessdb reads only <project>/<id>/session.jsonl".into() });
+                }
+                continue;
+            }
+            if let Some(file) = file_in(&session)? {
+                files.push((file, Some(path.to_owned())));
+            }
+        }
+    }
+    let zstd = files.iter().filter(|(f, _)| f.extension().is_some_and(|e| e == "zstd")).count();
+    if zstd != 0 && zstd != files.len() {
+        return Err(Error::Layout { path: path.to_owned(), problem: "a sessions root holds one encoding only, and this one mixes session.jsonl and session.jsonl.zstd".into() });
+    }
+    if files.is_empty() {
+        return Err(Error::Layout { path: path.to_owned(), problem: "no session.jsonl or session.jsonl.zstd found (expected a sessions root, a session directory or a file)".into() });
+    }
+    Ok(files)
+}
+
+fn sorted_entries(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| Error::io("list", dir, e))?
+        .map(|e| e.map(|e| e.path()).map_err(|e| Error::io("list", dir, e)))
+        .collect::<Result<_>>()?;
+    v.sort();
+    Ok(v)
+}
+
+/// The session file of a session directory, if it has one.
+fn file_in(dir: &Path) -> Result<Option<PathBuf>> {
+    let raw = dir.join(RAW_FILE);
+    let zst = dir.join(ZSTD_FILE);
+    match (raw.is_file(), zst.is_file()) {
+        (true, true) => Err(Error::Layout { path: dir.to_owned(), problem: "holds both session.jsonl and session.jsonl.zstd".into() }),
+        (true, false) => Ok(Some(raw)),
+        (false, true) => Ok(Some(zst)),
+        (false, false) => Ok(None),
+    }
+}
+
+type Scanned = (SessionHeader, Vec<(Event, u64)>, Option<TornTail>, u64);
+
+/// Reads one file: header, committed events with their line numbers, the torn tail.
+pub(crate) fn read_session(file: &Path, limits: &Limits) -> Result<Scanned> {
+    // A line holds at most one `data` of the limit plus its envelope, or a packed row.
+    let max_line = limits.max_data_bytes.saturating_mul(2).saturating_add(1 << 20);
+    let mut reader = LineReader::open(file, max_line)?;
+    let corrupt = |line, problem: String| Error::Corrupt { file: file.to_owned(), line, problem };
+    let header_line = reader.next_line()?.ok_or_else(|| corrupt(Some(1), "the file is empty".into()))?;
+    if !header_line.terminated || header_line.oversized {
+        return Err(corrupt(Some(1), "the header line is incomplete".into()));
+    }
+    let header = read_header(file, &header_line.bytes)?;
+    let line_limits = Limits { max_depth: limits.max_depth.saturating_add(1), max_data_bytes: max_line };
+    let mut events: Vec<(Event, u64)> = Vec::new();
+    let mut bad: Option<(u64, String)> = None;
+    let mut dropped = 0;
+    while let Some(line) = reader.next_line()? {
+        if let Some((first, problem)) = &bad {
+            dropped += 1;
+            // After the first bad line, lines are read only to see whether a turn ends later.
+            if line.terminated && validate(&line.bytes, &line_limits).is_ok() && JsonRef::new(&line.bytes).get("type").is_some_and(|t| t.str_eq("turn/end")) {
+                return Err(corrupt(Some(*first), format!("{problem}, yet line {} later closes a turn: this is not a torn tail", line.number)));
+            }
+            continue;
+        }
+        let next = events.len() as u64;
+        match decode_line(&line.bytes, line.terminated, line.oversized, next, &line_limits, limits) {
+            Ok(decoded) => {
+                for e in decoded {
+                    if !is_known_event_type(e.event_type()) && !e.ignorable() {
+                        return Err(Error::UnsupportedFormat {
+                            file: file.to_owned(),
+                            found: format!("event type {:?} without \"ignorable\":true at line {}", e.event_type(), line.number),
+                            expected: "the DSH v0 event vocabulary".into(),
+                        });
+                    }
+                    events.push((e, line.number));
+                }
+            }
+            Err(problem) => {
+                bad = Some((line.number, problem));
+                dropped = 1;
+            }
+        }
+    }
+    let torn = bad.map(|(line, reason)| TornTail { line, reason, lines_dropped: dropped });
+    Ok((header, events, torn, reader.bytes_read))
+}
+
+fn read_header(file: &Path, bytes: &[u8]) -> Result<SessionHeader> {
+    SessionHeader::from_json(bytes).map_err(|e| match e {
+        StoreError::UnsupportedFormat { found, expected } => {
+            let newer = found.parse::<u64>().is_ok_and(|v| v > expected);
+            Error::UnsupportedFormat {
+                file: file.to_owned(),
+                found: format!("session format version {found} ({})", if newer { "written by a newer harness: upgrade sessdb" } else { "sessdb ships no upgrade path from it" }),
+                expected: format!("version {expected}"),
+            }
+        }
+        other => Error::Invalid { file: file.to_owned(), line: Some(1), source: other },
+    })
+}
+
+/// The events of one line, or why it is a bad line.
+fn decode_line(bytes: &[u8], terminated: bool, oversized: bool, next_seq: u64, line_limits: &Limits, limits: &Limits) -> std::result::Result<Vec<Event>, String> {
+    if oversized {
+        return Err(format!("the line is longer than {} bytes", line_limits.max_data_bytes));
+    }
+    if !terminated {
+        return Err("the last line has no newline (a torn write)".into());
+    }
+    validate(bytes, line_limits).map_err(|e| format!("the line is not lossless JSON: {e}"))?;
+    let row = JsonRef::new(bytes);
+    let events = if is_packed_row(&row) { unpack(&row).map_err(|e| format!("malformed packed row: {e}"))? } else { vec![Event::from_jsonl(bytes, limits).map_err(|e| e.to_string())?] };
+    match events.first() {
+        Some(e) if e.seq() != next_seq => Err(format!("seq gap: expected seq {next_seq}, found {}", e.seq())),
+        _ => Ok(events),
+    }
+}

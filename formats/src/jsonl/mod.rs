@@ -1,0 +1,12 @@
+//! The DSH v0 JSONL session format: layout, packed chunk rows, export and import
+//! (`docs/FORMATS.md`).
+
+mod export;
+mod import;
+pub mod layout;
+mod lines;
+pub mod pack;
+
+pub use export::{ExportOptions, ExportReport, export_jsonl};
+pub use import::{ImportReport, ImportedSession, TornTail, import_jsonl};
+pub use lines::{Line, LineReader};

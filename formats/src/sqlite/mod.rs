@@ -1,0 +1,1 @@
+//! SQLite export and import (`docs/FORMATS.md`).
