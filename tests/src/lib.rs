@@ -167,6 +167,53 @@ fn insert_seq_time(line: &[u8], seq: u64, time: i64) -> Vec<u8> {
     out
 }
 
+/// A fixture as the renumbered DSH file it stands for: `{{cwd}}` replaced, every event line
+/// given `seq` and `time` right after its `type`, every packed row `seq0` and `time0`.
+///
+/// # Panics
+/// On an unreadable fixture.
+pub fn renumbered_text(name: &str) -> String {
+    let path = fixtures_dir().join(name);
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read fixture {}: {e}", path.display()))
+        .replace("{{cwd}}", FIXTURE_CWD);
+    let mut lines = text.lines();
+    let mut out = String::new();
+    out.push_str(lines.next().unwrap_or_default());
+    out.push('\n');
+    let mut seq = 0u64;
+    for line in lines {
+        let row = JsonRef::new(line.as_bytes());
+        let ty = row.get("type").and_then(|t| t.as_str()).unwrap_or_default().into_owned();
+        let time = FIXTURE_TIME0 + 10 * seq as i64;
+        let packed = ty.ends_with("-chunks");
+        let (names, count) = if packed {
+            let data = row.get("data");
+            let pieces = data.and_then(|d| d.get("texts").or_else(|| d.get("args"))).map_or(0, |a| a.elements().count());
+            (("seq0", "time0"), pieces as u64)
+        } else {
+            (("seq", "time"), 1)
+        };
+        let mut first = true;
+        out.push('{');
+        for (key, value) in row.members() {
+            if !first {
+                out.push(',');
+            }
+            first = false;
+            out.push_str(&String::from_utf8_lossy(key.bytes()));
+            out.push(':');
+            out.push_str(&String::from_utf8_lossy(value.bytes()));
+            if key.str_eq("type") {
+                out.push_str(&format!(",\"{}\":{seq},\"{}\":{time}", names.0, names.1));
+            }
+        }
+        out.push_str("}\n");
+        seq += count;
+    }
+    out
+}
+
 /// A JSON string literal for `s`.
 pub fn json_string(s: &str) -> String {
     let mut out = Vec::new();
