@@ -16,6 +16,18 @@ pub enum Error {
         /// The engine's error: the rule and the seq.
         source: sessdb::Error,
     },
+    /// A database row was refused; nothing of that session was stored.
+    #[error("{} table {table} row {rowid}: {source}", file.display())]
+    InvalidRow {
+        /// The database file.
+        file: PathBuf,
+        /// The table.
+        table: &'static str,
+        /// The row's rowid.
+        rowid: i64,
+        /// The engine's error: the rule and the seq.
+        source: sessdb::Error,
+    },
     /// The input is damaged in its committed region (not a torn tail).
     #[error("{}: corrupt: {problem}", place(file, *line))]
     Corrupt {
@@ -76,7 +88,11 @@ fn place(file: &std::path::Path, line: Option<u64>) -> String {
 
 impl Error {
     pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Self::Io { op, path: path.into(), source }
+        Self::Io {
+            op,
+            path: path.into(),
+            source,
+        }
     }
 }
 

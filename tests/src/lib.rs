@@ -184,12 +184,18 @@ pub fn renumbered_text(name: &str) -> String {
     let mut seq = 0u64;
     for line in lines {
         let row = JsonRef::new(line.as_bytes());
-        let ty = row.get("type").and_then(|t| t.as_str()).unwrap_or_default().into_owned();
+        let ty = row
+            .get("type")
+            .and_then(|t| t.as_str())
+            .unwrap_or_default()
+            .into_owned();
         let time = FIXTURE_TIME0 + 10 * seq as i64;
         let packed = ty.ends_with("-chunks");
         let (names, count) = if packed {
             let data = row.get("data");
-            let pieces = data.and_then(|d| d.get("texts").or_else(|| d.get("args"))).map_or(0, |a| a.elements().count());
+            let pieces = data
+                .and_then(|d| d.get("texts").or_else(|| d.get("args")))
+                .map_or(0, |a| a.elements().count());
             (("seq0", "time0"), pieces as u64)
         } else {
             (("seq", "time"), 1)

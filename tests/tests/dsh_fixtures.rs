@@ -112,7 +112,11 @@ fn repair_closers_match_dsh_json_for_json() {
         assert_eq!(ours.event_type(), theirs.event_type(), "seq {seq}");
         assert_eq!(ours.sources(), theirs.sources(), "seq {seq}");
         assert_eq!(ours.surface_op(), theirs.surface_op(), "seq {seq}");
-        assert_eq!(ours.surface_op_first(), theirs.surface_op_first(), "seq {seq}: key order");
+        assert_eq!(
+            ours.surface_op_first(),
+            theirs.surface_op_first(),
+            "seq {seq}: key order"
+        );
         // Same JSON, except sessdb's own wording of the closer text.
         let expected = String::from_utf8_lossy(theirs.data())
             .replace(&json_string(&dsh_text), &json_string(OUTCOME_UNKNOWN_TEXT));

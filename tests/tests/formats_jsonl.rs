@@ -1,7 +1,11 @@
 //! DSH JSONL conformance and round trips: every fixture imports, and exports back byte for
 //! byte; stores round-trip through JSONL exactly; torn tails and corruption are told apart.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test helpers fail loudly")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers fail loudly"
+)]
 
 use std::path::Path;
 use std::sync::Arc;
@@ -14,12 +18,23 @@ use sessdb_formats::jsonl::{ExportOptions, export_jsonl, import_jsonl};
 use sessdb_tests::{FIXTURES, load, renumbered_text};
 
 fn store() -> Store {
-    Store::open_with(Arc::new(MemStorage::new()), StoreOptions { clock: Clock::fixed(1_000), ..StoreOptions::default() }).unwrap()
+    Store::open_with(
+        Arc::new(MemStorage::new()),
+        StoreOptions {
+            clock: Clock::fixed(1_000),
+            ..StoreOptions::default()
+        },
+    )
+    .unwrap()
 }
 
 fn export_all(store: &Store, root: &Path, options: &ExportOptions) -> Vec<(String, Vec<u8>)> {
     let report = export_jsonl(store, root, options, &mut |_| {}).unwrap();
-    report.files.into_iter().map(|(id, f)| (id, std::fs::read(f).unwrap())).collect()
+    report
+        .files
+        .into_iter()
+        .map(|(id, f)| (id, std::fs::read(f).unwrap()))
+        .collect()
 }
 
 #[test]
@@ -30,15 +45,24 @@ fn every_fixture_imports_and_exports_byte_for_byte() {
         let text = renumbered_text(name);
         std::fs::write(&input, &text).unwrap();
         let s = store();
-        let report = import_jsonl(&s, &input, &mut |_| {}).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let report =
+            import_jsonl(&s, &input, &mut |_| {}).unwrap_or_else(|e| panic!("{name}: {e}"));
         let imported = &report.sessions[0];
         assert!(imported.torn.is_none(), "{name}");
         // The same events as the fixture loader's expansion.
         let expected = load(name);
-        assert_eq!(s.events(&imported.id, 0, u64::MAX).unwrap(), expected.events, "{name}");
+        assert_eq!(
+            s.events(&imported.id, 0, u64::MAX).unwrap(),
+            expected.events,
+            "{name}"
+        );
         let out = tempfile::tempdir().unwrap();
         let files = export_all(&s, out.path(), &ExportOptions::default());
-        assert_eq!(String::from_utf8(files[0].1.clone()).unwrap(), text, "{name}: export differs from the renumbered input");
+        assert_eq!(
+            String::from_utf8(files[0].1.clone()).unwrap(),
+            text,
+            "{name}: export differs from the renumbered input"
+        );
     }
 }
 
@@ -47,7 +71,11 @@ fn a_store_round_trips_through_raw_and_zstd_jsonl() {
     let mut original = store();
     generate(&WorkloadSpec::default(), &mut original).unwrap();
     for (zstd, pack) in [(false, true), (true, true), (false, false)] {
-        let options = ExportOptions { zstd, pack, ..ExportOptions::default() };
+        let options = ExportOptions {
+            zstd,
+            pack,
+            ..ExportOptions::default()
+        };
         let a = tempfile::tempdir().unwrap();
         let first = export_all(&original, a.path(), &options);
         let copy = store();
@@ -58,7 +86,10 @@ fn a_store_round_trips_through_raw_and_zstd_jsonl() {
         assert_eq!(first, second, "zstd {zstd} pack {pack}");
         for info in original.list() {
             let id = &info.header.id;
-            assert_eq!(copy.events(id, 0, u64::MAX).unwrap(), original.events(id, 0, u64::MAX).unwrap());
+            assert_eq!(
+                copy.events(id, 0, u64::MAX).unwrap(),
+                original.events(id, 0, u64::MAX).unwrap()
+            );
             assert_eq!(copy.state(id).unwrap(), original.state(id).unwrap());
         }
     }
@@ -78,7 +109,11 @@ fn a_torn_tail_is_dropped_and_reported_and_a_corrupt_middle_is_refused() {
 
     // The last line cut in half: torn.
     let last = lines[lines.len() - 1];
-    let torn = format!("{}\n{}", lines[..lines.len() - 1].join("\n"), &last[..last.len() / 2]);
+    let torn = format!(
+        "{}\n{}",
+        lines[..lines.len() - 1].join("\n"),
+        &last[..last.len() / 2]
+    );
     let s = store();
     let report = import_jsonl(&s, &write_session(dir.path(), &torn), &mut |_| {}).unwrap();
     let t = report.sessions[0].torn.clone().unwrap();
@@ -89,7 +124,12 @@ fn a_torn_tail_is_dropped_and_reported_and_a_corrupt_middle_is_refused() {
     let mut damaged: Vec<String> = lines.iter().map(|l| (*l).to_owned()).collect();
     damaged[5] = damaged[5].replace("\"data\":{", "\"data\":{{");
     let s = store();
-    let err = import_jsonl(&s, &write_session(dir.path(), &(damaged.join("\n") + "\n")), &mut |_| {}).unwrap_err();
+    let err = import_jsonl(
+        &s,
+        &write_session(dir.path(), &(damaged.join("\n") + "\n")),
+        &mut |_| {},
+    )
+    .unwrap_err();
     assert!(matches!(err, Error::Corrupt { line: Some(6), .. }), "{err}");
     assert!(s.list().is_empty());
 
@@ -98,7 +138,12 @@ fn a_torn_tail_is_dropped_and_reported_and_a_corrupt_middle_is_refused() {
     gap.remove(10); // the event of line 11 goes missing ...
     gap.pop(); // ... and no turn/end follows
     let s = store();
-    let report = import_jsonl(&s, &write_session(dir.path(), &(gap.join("\n") + "\n")), &mut |_| {}).unwrap();
+    let report = import_jsonl(
+        &s,
+        &write_session(dir.path(), &(gap.join("\n") + "\n")),
+        &mut |_| {},
+    )
+    .unwrap();
     let t = report.sessions[0].torn.clone().unwrap();
     assert_eq!(t.line, 11);
     assert!(t.reason.contains("seq gap"), "{}", t.reason);
@@ -111,14 +156,28 @@ fn validation_errors_name_the_file_line_seq_and_rule() {
     let text = renumbered_text("acp-tool-call-turn.session.jsonl");
     let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
     // Line 6 is the first user/message: take its surfaceOp away.
-    assert!(lines[5].contains("\"type\":\"user/message\""), "{}", lines[5]);
+    assert!(
+        lines[5].contains("\"type\":\"user/message\""),
+        "{}",
+        lines[5]
+    );
     lines[5] = lines[5].replace(",\"surfaceOp\":\"append\"", "");
     let dir = tempfile::tempdir().unwrap();
     let s = store();
-    let err = import_jsonl(&s, &write_session(dir.path(), &(lines.join("\n") + "\n")), &mut |_| {}).unwrap_err();
+    let err = import_jsonl(
+        &s,
+        &write_session(dir.path(), &(lines.join("\n") + "\n")),
+        &mut |_| {},
+    )
+    .unwrap_err();
     let msg = err.to_string();
     assert!(matches!(err, Error::Invalid { line: Some(6), .. }), "{msg}");
-    assert!(msg.contains("session.jsonl:6") && msg.contains("seq 4") && msg.contains("surface-op-required"), "{msg}");
+    assert!(
+        msg.contains("session.jsonl:6")
+            && msg.contains("seq 4")
+            && msg.contains("surface-op-required"),
+        "{msg}"
+    );
     assert!(s.list().is_empty(), "all or nothing");
 }
 
@@ -126,9 +185,13 @@ fn validation_errors_name_the_file_line_seq_and_rule() {
 fn headers_of_other_versions_and_unknown_types_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let s = store();
-    let v3 = "{\"type\":\"session\",\"version\":3,\"id\":\"x\",\"createdAt\":0,\"delegationDepth\":0}\n";
+    let v3 =
+        "{\"type\":\"session\",\"version\":3,\"id\":\"x\",\"createdAt\":0,\"delegationDepth\":0}\n";
     let err = import_jsonl(&s, &write_session(dir.path(), v3), &mut |_| {}).unwrap_err();
-    assert!(matches!(&err, Error::UnsupportedFormat { found, .. } if found.contains("newer harness")), "{err}");
+    assert!(
+        matches!(&err, Error::UnsupportedFormat { found, .. } if found.contains("newer harness")),
+        "{err}"
+    );
     let plugin = "{\"type\":\"session\",\"version\":0,\"id\":\"x\",\"createdAt\":0,\"delegationDepth\":0}\n{\"type\":\"plugin/x\",\"seq\":0,\"time\":0,\"data\":{}}\n";
     let err = import_jsonl(&s, &write_session(dir.path(), plugin), &mut |_| {}).unwrap_err();
     assert!(matches!(err, Error::UnsupportedFormat { .. }), "{err}");

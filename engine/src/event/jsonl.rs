@@ -142,7 +142,8 @@ impl Event {
             None => {}
             Some(SurfaceOp::Append) => out.extend_from_slice(b",\"surfaceOp\":\"append\""),
             Some(SurfaceOp::Replace { start, end }) => out.extend_from_slice(
-                format!(",\"surfaceOp\":{{\"op\":\"replace\",\"start\":{start},\"end\":{end}}}").as_bytes(),
+                format!(",\"surfaceOp\":{{\"op\":\"replace\",\"start\":{start},\"end\":{end}}}")
+                    .as_bytes(),
             ),
         }
     }
@@ -214,7 +215,11 @@ mod tests {
         let closer = r#"{"type":"tool/result","seq":5,"time":9,"data":{},"surfaceOp":"append","sourceEventSeqs":[4]}"#;
         let a = parse(closer).unwrap();
         assert!(a.surface_op_first());
-        assert_eq!(String::from_utf8(a.to_jsonl()).unwrap(), closer, "DSH's closer order is kept");
+        assert_eq!(
+            String::from_utf8(a.to_jsonl()).unwrap(),
+            closer,
+            "DSH's closer order is kept"
+        );
         let b = parse(r#"{"seq":5,"sourceEventSeqs":[4],"type":"tool/result","time":9,"surfaceOp":"append","data":{}}"#).unwrap();
         assert_eq!(a.clone().with_surface_op_first(false), b);
         assert_eq!(a.sources(), Some(&[4][..]));

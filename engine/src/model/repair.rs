@@ -168,7 +168,9 @@ impl RepairState {
                 .with_surface_op(SurfaceOp::Append);
             if let Some(call_seq) = call.tool_call_seq {
                 // DSH writes its closers' envelope as `..., surfaceOp, sourceEventSeqs`.
-                event = event.with_sources(vec![call_seq]).with_surface_op_first(true);
+                event = event
+                    .with_sources(vec![call_seq])
+                    .with_surface_op_first(true);
             }
             out.push(event);
             seq += 1;

@@ -29,7 +29,11 @@ pub struct ExportOptions {
 
 impl Default for ExportOptions {
     fn default() -> Self {
-        Self { zstd: false, pack: true, sessions: Vec::new() }
+        Self {
+            zstd: false,
+            pack: true,
+            sessions: Vec::new(),
+        }
     }
 }
 
@@ -49,7 +53,12 @@ pub struct ExportReport {
 /// # Errors
 /// `SessionNotFound` for a chosen session that does not exist, `Layout` when the root holds
 /// the other encoding, I/O errors.
-pub fn export_jsonl(store: &Store, root: &Path, options: &ExportOptions, progress: &mut dyn FnMut(Progress)) -> Result<ExportReport> {
+pub fn export_jsonl(
+    store: &Store,
+    root: &Path,
+    options: &ExportOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<ExportReport> {
     let all = store.list();
     let chosen: Vec<_> = if options.sessions.is_empty() {
         all
@@ -57,22 +66,35 @@ pub fn export_jsonl(store: &Store, root: &Path, options: &ExportOptions, progres
         options
             .sessions
             .iter()
-            .map(|id| all.iter().find(|i| &i.header.id == id).cloned().ok_or_else(|| Error::Store(sessdb::Error::SessionNotFound { id: id.clone() })))
+            .map(|id| {
+                all.iter()
+                    .find(|i| &i.header.id == id)
+                    .cloned()
+                    .ok_or_else(|| Error::Store(sessdb::Error::SessionNotFound { id: id.clone() }))
+            })
             .collect::<Result<_>>()?
     };
     check_one_encoding(root, options.zstd)?;
     let mut report = ExportReport::default();
-    let mut done = Progress { events_total: chosen.iter().map(|i| i.events).sum(), ..Progress::default() };
+    let mut done = Progress {
+        events_total: chosen.iter().map(|i| i.events).sum(),
+        ..Progress::default()
+    };
     for info in chosen {
         let dir = session_dir(root, &info.header.id, info.header.cwd.as_deref());
         std::fs::create_dir_all(&dir).map_err(|e| Error::io("create directory", &dir, e))?;
         let path = dir.join(if options.zstd { ZSTD_FILE } else { RAW_FILE });
-        let tmp = dir.join(format!(".{}.{}.tmp", if options.zstd { ZSTD_FILE } else { RAW_FILE }, std::process::id()));
+        let tmp = dir.join(format!(
+            ".{}.{}.tmp",
+            if options.zstd { ZSTD_FILE } else { RAW_FILE },
+            std::process::id()
+        ));
         let file = File::create(&tmp).map_err(|e| Error::io("create", &tmp, e))?;
         let mut sink = Sink::new(BufWriter::new(file), options.zstd);
         let mut header = info.header.to_json();
         header.push(b'\n');
-        sink.write(&header).map_err(|e| Error::io("write", &tmp, e))?;
+        sink.write(&header)
+            .map_err(|e| Error::io("write", &tmp, e))?;
         let mut packer = Packer::new(options.pack);
         let mut out = Vec::new();
         let mut from = 0;
@@ -112,12 +134,21 @@ pub fn export_jsonl(store: &Store, root: &Path, options: &ExportOptions, progres
 /// A root holds one encoding only (DSH): refuse to add the other.
 fn check_one_encoding(root: &Path, zstd: bool) -> Result<()> {
     let other = if zstd { RAW_FILE } else { ZSTD_FILE };
-    let Ok(projects) = std::fs::read_dir(root) else { return Ok(()) };
+    let Ok(projects) = std::fs::read_dir(root) else {
+        return Ok(());
+    };
     for project in projects.flatten() {
-        let Ok(sessions) = std::fs::read_dir(project.path()) else { continue };
+        let Ok(sessions) = std::fs::read_dir(project.path()) else {
+            continue;
+        };
         for session in sessions.flatten() {
             if session.path().join(other).exists() {
-                return Err(Error::Layout { path: session.path(), problem: format!("the root already holds {other} files; a root holds one encoding only") });
+                return Err(Error::Layout {
+                    path: session.path(),
+                    problem: format!(
+                        "the root already holds {other} files; a root holds one encoding only"
+                    ),
+                });
             }
         }
     }
@@ -133,7 +164,11 @@ struct Sink {
 
 impl Sink {
     fn new(out: BufWriter<File>, zstd: bool) -> Self {
-        Self { out, zstd, written: 0 }
+        Self {
+            out,
+            zstd,
+            written: 0,
+        }
     }
 
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {

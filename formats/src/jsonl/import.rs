@@ -10,8 +10,8 @@
 
 use std::path::{Path, PathBuf};
 
-use sessdb::json::{JsonRef, validate};
 use sessdb::event::is_known_type as is_known_event_type;
+use sessdb::json::{JsonRef, validate};
 use sessdb::{Error as StoreError, Event, Limits, SessionHeader, Store};
 
 use super::layout::{NO_CWD_DIR, RAW_FILE, ZSTD_FILE, session_dir};
@@ -56,35 +56,68 @@ pub struct TornTail {
 /// # Errors
 /// `Layout` for a root sessdb cannot read, `Corrupt`, `UnsupportedFormat`, `Invalid` naming
 /// file, line, seq and rule; sessions imported before the error stay imported.
-pub fn import_jsonl(store: &Store, path: &Path, progress: &mut dyn FnMut(Progress)) -> Result<ImportReport> {
+pub fn import_jsonl(
+    store: &Store,
+    path: &Path,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<ImportReport> {
     let files = session_files(path)?;
-    let bytes_total = files.iter().map(|(f, _)| std::fs::metadata(f).map_or(0, |m| m.len())).sum();
+    let bytes_total = files
+        .iter()
+        .map(|(f, _)| std::fs::metadata(f).map_or(0, |m| m.len()))
+        .sum();
     let mut report = ImportReport::default();
-    let mut done = Progress { bytes_total, ..Progress::default() };
+    let mut done = Progress {
+        bytes_total,
+        ..Progress::default()
+    };
     let mut seen_ids = std::collections::BTreeMap::new();
     for (file, check_place) in files {
         let (header, events, torn, bytes) = read_session(&file, &store_limits())?;
         if let Some(root) = &check_place {
             let expected = session_dir(root, &header.id, header.cwd.as_deref());
             if file.parent() != Some(expected.as_path()) {
-                return Err(Error::Layout { path: file, problem: format!("the header's id and cwd belong in {}", expected.display()) });
+                return Err(Error::Layout {
+                    path: file,
+                    problem: format!("the header's id and cwd belong in {}", expected.display()),
+                });
             }
             if let Some(other) = seen_ids.insert(header.id.clone(), file.clone()) {
-                return Err(Error::Layout { path: file, problem: format!("session {:?} is also in {}", header.id, other.display()) });
+                return Err(Error::Layout {
+                    path: file,
+                    problem: format!("session {:?} is also in {}", header.id, other.display()),
+                });
             }
         }
         let count = events.len() as u64;
         let lines: Vec<u64> = events.iter().map(|(_, line)| *line).collect();
         let id = header.id.clone();
-        store.restore_session(header, events.into_iter().map(|(e, _)| e).collect()).map_err(|e| match e {
-            StoreError::Rejected { seq, .. } => Error::Invalid { file: file.clone(), line: lines.get(seq as usize).copied(), source: e },
-            e @ (StoreError::InvalidHeader { .. } | StoreError::SessionExists { .. }) => Error::Invalid { file: file.clone(), line: Some(1), source: e },
-            other => Error::Store(other),
-        })?;
+        store
+            .restore_session(header, events.into_iter().map(|(e, _)| e).collect())
+            .map_err(|e| match e {
+                StoreError::Rejected { seq, .. } => Error::Invalid {
+                    file: file.clone(),
+                    line: lines.get(seq as usize).copied(),
+                    source: e,
+                },
+                e @ (StoreError::InvalidHeader { .. } | StoreError::SessionExists { .. }) => {
+                    Error::Invalid {
+                        file: file.clone(),
+                        line: Some(1),
+                        source: e,
+                    }
+                }
+                other => Error::Store(other),
+            })?;
         done.events_done += count;
         done.bytes_done += bytes;
         progress(done);
-        report.sessions.push(ImportedSession { id, file, events: count, torn });
+        report.sessions.push(ImportedSession {
+            id,
+            file,
+            events: count,
+            torn,
+        });
     }
     Ok(report)
 }
@@ -105,20 +138,33 @@ fn session_files(path: &Path) -> Result<Vec<(PathBuf, Option<PathBuf>)>> {
     // A sessions root: <root>/--<key>--/<id>/session.jsonl[.zstd] and <root>/_no-cwd/<id>/...
     let mut files = Vec::new();
     for project in sorted_entries(path)? {
-        let name = project.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
+        let name = project
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_owned();
         if project.is_file() {
             if name.ends_with(".jsonl") || name.ends_with(".jsonl.zstd") {
-                return Err(Error::Layout { path: project, problem: "a legacy flat session file; sessdb reads only <project>/<id>/session.jsonl".into() });
+                return Err(Error::Layout {
+                    path: project,
+                    problem:
+                        "a legacy flat session file; sessdb reads only <project>/<id>/session.jsonl"
+                            .into(),
+                });
             }
             continue;
         }
-        let is_project = (name.starts_with("--") && name.ends_with("--") && name.len() > 4) || name == NO_CWD_DIR;
+        let is_project = (name.starts_with("--") && name.ends_with("--") && name.len() > 4)
+            || name == NO_CWD_DIR;
         if !is_project {
             continue;
         }
         for session in sorted_entries(&project)? {
             if session.is_file() {
-                if session.extension().is_some_and(|e| e == "jsonl" || e == "zstd") {
+                if session
+                    .extension()
+                    .is_some_and(|e| e == "jsonl" || e == "zstd")
+                {
                     return Err(Error::Layout { path: session, problem: "a legacy flat session file; sessdb reads only <project>/<id>/session.jsonl".into() });
                 }
                 continue;
@@ -128,7 +174,10 @@ fn session_files(path: &Path) -> Result<Vec<(PathBuf, Option<PathBuf>)>> {
             }
         }
     }
-    let zstd = files.iter().filter(|(f, _)| f.extension().is_some_and(|e| e == "zstd")).count();
+    let zstd = files
+        .iter()
+        .filter(|(f, _)| f.extension().is_some_and(|e| e == "zstd"))
+        .count();
     if zstd != 0 && zstd != files.len() {
         return Err(Error::Layout { path: path.to_owned(), problem: "a sessions root holds one encoding only, and this one mixes session.jsonl and session.jsonl.zstd".into() });
     }
@@ -152,7 +201,10 @@ fn file_in(dir: &Path) -> Result<Option<PathBuf>> {
     let raw = dir.join(RAW_FILE);
     let zst = dir.join(ZSTD_FILE);
     match (raw.is_file(), zst.is_file()) {
-        (true, true) => Err(Error::Layout { path: dir.to_owned(), problem: "holds both session.jsonl and session.jsonl.zstd".into() }),
+        (true, true) => Err(Error::Layout {
+            path: dir.to_owned(),
+            problem: "holds both session.jsonl and session.jsonl.zstd".into(),
+        }),
         (true, false) => Ok(Some(raw)),
         (false, true) => Ok(Some(zst)),
         (false, false) => Ok(None),
@@ -164,15 +216,27 @@ type Scanned = (SessionHeader, Vec<(Event, u64)>, Option<TornTail>, u64);
 /// Reads one file: header, committed events with their line numbers, the torn tail.
 pub(crate) fn read_session(file: &Path, limits: &Limits) -> Result<Scanned> {
     // A line holds at most one `data` of the limit plus its envelope, or a packed row.
-    let max_line = limits.max_data_bytes.saturating_mul(2).saturating_add(1 << 20);
+    let max_line = limits
+        .max_data_bytes
+        .saturating_mul(2)
+        .saturating_add(1 << 20);
     let mut reader = LineReader::open(file, max_line)?;
-    let corrupt = |line, problem: String| Error::Corrupt { file: file.to_owned(), line, problem };
-    let header_line = reader.next_line()?.ok_or_else(|| corrupt(Some(1), "the file is empty".into()))?;
+    let corrupt = |line, problem: String| Error::Corrupt {
+        file: file.to_owned(),
+        line,
+        problem,
+    };
+    let header_line = reader
+        .next_line()?
+        .ok_or_else(|| corrupt(Some(1), "the file is empty".into()))?;
     if !header_line.terminated || header_line.oversized {
         return Err(corrupt(Some(1), "the header line is incomplete".into()));
     }
     let header = read_header(file, &header_line.bytes)?;
-    let line_limits = Limits { max_depth: limits.max_depth.saturating_add(1), max_data_bytes: max_line };
+    let line_limits = Limits {
+        max_depth: limits.max_depth.saturating_add(1),
+        max_data_bytes: max_line,
+    };
     let mut events: Vec<(Event, u64)> = Vec::new();
     let mut bad: Option<(u64, String)> = None;
     let mut dropped = 0;
@@ -180,19 +244,41 @@ pub(crate) fn read_session(file: &Path, limits: &Limits) -> Result<Scanned> {
         if let Some((first, problem)) = &bad {
             dropped += 1;
             // After the first bad line, lines are read only to see whether a turn ends later.
-            if line.terminated && validate(&line.bytes, &line_limits).is_ok() && JsonRef::new(&line.bytes).get("type").is_some_and(|t| t.str_eq("turn/end")) {
-                return Err(corrupt(Some(*first), format!("{problem}, yet line {} later closes a turn: this is not a torn tail", line.number)));
+            if line.terminated
+                && validate(&line.bytes, &line_limits).is_ok()
+                && JsonRef::new(&line.bytes)
+                    .get("type")
+                    .is_some_and(|t| t.str_eq("turn/end"))
+            {
+                return Err(corrupt(
+                    Some(*first),
+                    format!(
+                        "{problem}, yet line {} later closes a turn: this is not a torn tail",
+                        line.number
+                    ),
+                ));
             }
             continue;
         }
         let next = events.len() as u64;
-        match decode_line(&line.bytes, line.terminated, line.oversized, next, &line_limits, limits) {
+        match decode_line(
+            &line.bytes,
+            line.terminated,
+            line.oversized,
+            next,
+            &line_limits,
+            limits,
+        ) {
             Ok(decoded) => {
                 for e in decoded {
                     if !is_known_event_type(e.event_type()) && !e.ignorable() {
                         return Err(Error::UnsupportedFormat {
                             file: file.to_owned(),
-                            found: format!("event type {:?} without \"ignorable\":true at line {}", e.event_type(), line.number),
+                            found: format!(
+                                "event type {:?} without \"ignorable\":true at line {}",
+                                e.event_type(),
+                                line.number
+                            ),
                             expected: "the DSH v0 event vocabulary".into(),
                         });
                     }
@@ -205,7 +291,11 @@ pub(crate) fn read_session(file: &Path, limits: &Limits) -> Result<Scanned> {
             }
         }
     }
-    let torn = bad.map(|(line, reason)| TornTail { line, reason, lines_dropped: dropped });
+    let torn = bad.map(|(line, reason)| TornTail {
+        line,
+        reason,
+        lines_dropped: dropped,
+    });
     Ok((header, events, torn, reader.bytes_read))
 }
 
@@ -215,27 +305,55 @@ fn read_header(file: &Path, bytes: &[u8]) -> Result<SessionHeader> {
             let newer = found.parse::<u64>().is_ok_and(|v| v > expected);
             Error::UnsupportedFormat {
                 file: file.to_owned(),
-                found: format!("session format version {found} ({})", if newer { "written by a newer harness: upgrade sessdb" } else { "sessdb ships no upgrade path from it" }),
+                found: format!(
+                    "session format version {found} ({})",
+                    if newer {
+                        "written by a newer harness: upgrade sessdb"
+                    } else {
+                        "sessdb ships no upgrade path from it"
+                    }
+                ),
                 expected: format!("version {expected}"),
             }
         }
-        other => Error::Invalid { file: file.to_owned(), line: Some(1), source: other },
+        other => Error::Invalid {
+            file: file.to_owned(),
+            line: Some(1),
+            source: other,
+        },
     })
 }
 
 /// The events of one line, or why it is a bad line.
-fn decode_line(bytes: &[u8], terminated: bool, oversized: bool, next_seq: u64, line_limits: &Limits, limits: &Limits) -> std::result::Result<Vec<Event>, String> {
+fn decode_line(
+    bytes: &[u8],
+    terminated: bool,
+    oversized: bool,
+    next_seq: u64,
+    line_limits: &Limits,
+    limits: &Limits,
+) -> std::result::Result<Vec<Event>, String> {
     if oversized {
-        return Err(format!("the line is longer than {} bytes", line_limits.max_data_bytes));
+        return Err(format!(
+            "the line is longer than {} bytes",
+            line_limits.max_data_bytes
+        ));
     }
     if !terminated {
         return Err("the last line has no newline (a torn write)".into());
     }
     validate(bytes, line_limits).map_err(|e| format!("the line is not lossless JSON: {e}"))?;
     let row = JsonRef::new(bytes);
-    let events = if is_packed_row(&row) { unpack(&row).map_err(|e| format!("malformed packed row: {e}"))? } else { vec![Event::from_jsonl(bytes, limits).map_err(|e| e.to_string())?] };
+    let events = if is_packed_row(&row) {
+        unpack(&row).map_err(|e| format!("malformed packed row: {e}"))?
+    } else {
+        vec![Event::from_jsonl(bytes, limits).map_err(|e| e.to_string())?]
+    };
     match events.first() {
-        Some(e) if e.seq() != next_seq => Err(format!("seq gap: expected seq {next_seq}, found {}", e.seq())),
+        Some(e) if e.seq() != next_seq => Err(format!(
+            "seq gap: expected seq {next_seq}, found {}",
+            e.seq()
+        )),
         _ => Ok(events),
     }
 }

@@ -42,7 +42,11 @@ pub fn project_key(cwd: &str) -> String {
             continue;
         }
         in_separator_run = false;
-        if is_plain(c) { out.push(c) } else { escape_char(c, &mut out) }
+        if is_plain(c) {
+            out.push(c)
+        } else {
+            escape_char(c, &mut out)
+        }
     }
     let trimmed = out.trim_start_matches('-');
     let key = if trimmed.is_empty() { "root" } else { trimmed };
@@ -56,7 +60,11 @@ pub fn escape_id(id: &str) -> String {
     }
     let mut out = String::with_capacity(id.len());
     for c in id.chars() {
-        if is_plain(c) { out.push(c) } else { escape_char(c, &mut out) }
+        if is_plain(c) {
+            out.push(c)
+        } else {
+            escape_char(c, &mut out)
+        }
     }
     out
 }
@@ -76,13 +84,19 @@ mod tests {
 
     #[test]
     fn project_keys_follow_dsh() {
-        assert_eq!(project_key("/home/dev/my project"), "home-dev-my~0020project");
+        assert_eq!(
+            project_key("/home/dev/my project"),
+            "home-dev-my~0020project"
+        );
         assert_eq!(project_key("C:\\\\Users\\x"), "C-Users-x");
         assert_eq!(project_key("/"), "root");
         assert_eq!(project_key(""), "root");
         assert_eq!(project_key("/a~b/é"), "a~007Eb-~00E9");
         assert_eq!(project_key("/😀"), "~D83D~DE00");
-        assert_eq!(project_key(&format!("/{}", "a".repeat(300))).len(), PROJECT_KEY_MAX);
+        assert_eq!(
+            project_key(&format!("/{}", "a".repeat(300))).len(),
+            PROJECT_KEY_MAX
+        );
     }
 
     #[test]
@@ -96,7 +110,13 @@ mod tests {
         for id in [".", "..", "../../x", "/etc/passwd", "a\\b", "a\0b"] {
             let dir = session_dir(root, id, Some("/w"));
             assert_eq!(dir.parent(), Some(Path::new("/r/--w--")), "{id}");
-            assert!(dir.components().all(|c| matches!(c, std::path::Component::RootDir | std::path::Component::Normal(_))), "{id}");
+            assert!(
+                dir.components().all(|c| matches!(
+                    c,
+                    std::path::Component::RootDir | std::path::Component::Normal(_)
+                )),
+                "{id}"
+            );
         }
         assert_eq!(session_dir(root, "s", None), Path::new("/r/_no-cwd/s"));
     }

@@ -58,7 +58,12 @@ impl Splitter {
 
     fn emit(&mut self, terminated: bool, out: &mut Vec<Line>) {
         self.next_number += 1;
-        out.push(Line { number: self.next_number, bytes: std::mem::take(&mut self.current), terminated, oversized: self.oversized });
+        out.push(Line {
+            number: self.next_number,
+            bytes: std::mem::take(&mut self.current),
+            terminated,
+            oversized: self.oversized,
+        });
         self.oversized = false;
     }
 
@@ -71,7 +76,11 @@ impl Splitter {
 
 enum Input {
     Raw(BufReader<File>),
-    Zstd { bytes: Vec<u8>, pos: usize, frame: u64 },
+    Zstd {
+        bytes: Vec<u8>,
+        pos: usize,
+        frame: u64,
+    },
 }
 
 /// Lines of one session file.
@@ -87,7 +96,9 @@ pub struct LineReader {
 
 impl std::fmt::Debug for LineReader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LineReader").field("path", &self.path).finish_non_exhaustive()
+        f.debug_struct("LineReader")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
     }
 }
 
@@ -97,15 +108,26 @@ impl LineReader {
         let file = File::open(path).map_err(|e| Error::io("open", path, e))?;
         let input = if path.extension().is_some_and(|e| e == "zstd") {
             let mut bytes = Vec::new();
-            BufReader::new(file).read_to_end(&mut bytes).map_err(|e| Error::io("read", path, e))?;
-            Input::Zstd { bytes, pos: 0, frame: 0 }
+            BufReader::new(file)
+                .read_to_end(&mut bytes)
+                .map_err(|e| Error::io("read", path, e))?;
+            Input::Zstd {
+                bytes,
+                pos: 0,
+                frame: 0,
+            }
         } else {
             Input::Raw(BufReader::with_capacity(1 << 16, file))
         };
         Ok(Self {
             path: path.to_owned(),
             input,
-            splitter: Splitter { max_line, current: Vec::new(), oversized: false, next_number: 0 },
+            splitter: Splitter {
+                max_line,
+                current: Vec::new(),
+                oversized: false,
+                next_number: 0,
+            },
             ready: std::collections::VecDeque::new(),
             done: false,
             bytes_read: 0,
@@ -127,7 +149,9 @@ impl LineReader {
         let mut out = Vec::new();
         match &mut self.input {
             Input::Raw(reader) => {
-                let buf = reader.fill_buf().map_err(|e| Error::io("read", &self.path, e))?;
+                let buf = reader
+                    .fill_buf()
+                    .map_err(|e| Error::io("read", &self.path, e))?;
                 if buf.is_empty() {
                     self.splitter.finish(&mut out);
                     self.done = true;
@@ -148,11 +172,13 @@ impl LineReader {
                     match zstd::zstd_safe::find_frame_compressed_size(rest) {
                         Ok(size) if size <= rest.len() => {
                             let complete = &rest[..size];
-                            decode_frame(complete, &mut self.splitter, &mut out).map_err(|problem| Error::Corrupt {
-                                file: self.path.clone(),
-                                line: Some(self.splitter.next_number + 1),
-                                problem: format!("zstd frame {frame}: {problem}"),
-                            })?;
+                            decode_frame(complete, &mut self.splitter, &mut out).map_err(
+                                |problem| Error::Corrupt {
+                                    file: self.path.clone(),
+                                    line: Some(self.splitter.next_number + 1),
+                                    problem: format!("zstd frame {frame}: {problem}"),
+                                },
+                            )?;
                             *pos += size;
                             self.bytes_read += size as u64;
                             // A complete frame holds whole records: it ends with a newline.
@@ -180,8 +206,14 @@ impl LineReader {
 }
 
 /// Streams one frame's plaintext into the splitter (never holding more than a line).
-fn decode_frame(frame: &[u8], splitter: &mut Splitter, out: &mut Vec<Line>) -> std::result::Result<(), String> {
-    let mut decoder = zstd::stream::read::Decoder::with_buffer(frame).map_err(|e| e.to_string())?.single_frame();
+fn decode_frame(
+    frame: &[u8],
+    splitter: &mut Splitter,
+    out: &mut Vec<Line>,
+) -> std::result::Result<(), String> {
+    let mut decoder = zstd::stream::read::Decoder::with_buffer(frame)
+        .map_err(|e| e.to_string())?
+        .single_frame();
     let mut buf = vec![0u8; 1 << 16];
     loop {
         let n = decoder.read(&mut buf).map_err(|e| e.to_string())?;
@@ -220,9 +252,19 @@ mod tests {
         std::fs::write(&p, format!("ab\n{}\ncd", "x".repeat(50))).unwrap();
         let lines = read_all(&p, 10).unwrap();
         assert_eq!(lines.len(), 3);
-        assert_eq!((lines[0].bytes.as_slice(), lines[0].terminated), (&b"ab"[..], true));
+        assert_eq!(
+            (lines[0].bytes.as_slice(), lines[0].terminated),
+            (&b"ab"[..], true)
+        );
         assert!(lines[1].oversized && lines[1].bytes.is_empty());
-        assert_eq!((lines[2].bytes.as_slice(), lines[2].terminated, lines[2].number), (&b"cd"[..], false, 3));
+        assert_eq!(
+            (
+                lines[2].bytes.as_slice(),
+                lines[2].terminated,
+                lines[2].number
+            ),
+            (&b"cd"[..], false, 3)
+        );
     }
 
     #[test]
@@ -235,7 +277,11 @@ mod tests {
         bytes.extend(&last[..last.len() - 6]);
         std::fs::write(&p, &bytes).unwrap();
         let lines = read_all(&p, 100).unwrap();
-        let texts: Vec<&[u8]> = lines.iter().filter(|l| l.terminated).map(|l| l.bytes.as_slice()).collect();
+        let texts: Vec<&[u8]> = lines
+            .iter()
+            .filter(|l| l.terminated)
+            .map(|l| l.bytes.as_slice())
+            .collect();
         assert_eq!(&texts[..3], &[&b"h"[..], b"a", b"b"]);
 
         // A damaged complete frame is corruption, not a torn tail.

@@ -40,7 +40,9 @@ impl Kind {
     }
 
     fn from_row_type(t: &str) -> Option<Kind> {
-        [Kind::Text, Kind::Reasoning, Kind::ToolCall].into_iter().find(|k| k.row_type() == t)
+        [Kind::Text, Kind::Reasoning, Kind::ToolCall]
+            .into_iter()
+            .find(|k| k.row_type() == t)
     }
 }
 
@@ -83,12 +85,17 @@ fn member_data(key: &RunKey, piece: &[u8]) -> Vec<u8> {
 }
 
 fn is_int_token(v: &JsonRef<'_>) -> bool {
-    v.as_i64().is_some_and(|n| (-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(&n))
+    v.as_i64()
+        .is_some_and(|n| (-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(&n))
 }
 
 /// The run key and piece of an event that may be a packed member.
 fn member(event: &Event) -> Option<(RunKey, Vec<u8>)> {
-    if event.event_type() != "assistant/chunk" || event.sources().is_some() || event.surface_op().is_some() || event.ignorable() {
+    if event.event_type() != "assistant/chunk"
+        || event.sources().is_some()
+        || event.surface_op().is_some()
+        || event.ignorable()
+    {
         return None;
     }
     let data = event.data_json();
@@ -108,14 +115,25 @@ fn member(event: &Event) -> Option<(RunKey, Vec<u8>)> {
         if name.is_some_and(|n| n.kind() != JsonKind::String) {
             return None;
         }
-        (chunk.get("argumentsDelta")?, Some(id.bytes().to_vec()), name.map(|n| n.bytes().to_vec()))
+        (
+            chunk.get("argumentsDelta")?,
+            Some(id.bytes().to_vec()),
+            name.map(|n| n.bytes().to_vec()),
+        )
     } else {
         (chunk.get("text")?, None, None)
     };
     if piece.kind() != JsonKind::String {
         return None;
     }
-    let key = RunKey { kind, turn: turn.bytes().to_vec(), step: step.bytes().to_vec(), index: index.bytes().to_vec(), id, name };
+    let key = RunKey {
+        kind,
+        turn: turn.bytes().to_vec(),
+        step: step.bytes().to_vec(),
+        index: index.bytes().to_vec(),
+        id,
+        name,
+    };
     // Only what unpacks to the very same bytes is packed.
     (member_data(&key, piece.bytes()) == event.data()).then(|| (key, piece.bytes().to_vec()))
 }
@@ -131,7 +149,10 @@ pub struct Packer {
 impl Packer {
     /// A packer; with `enabled == false` every event is one line.
     pub fn new(enabled: bool) -> Self {
-        Self { enabled, ..Self::default() }
+        Self {
+            enabled,
+            ..Self::default()
+        }
     }
 
     /// Adds one event; complete lines are appended to `out`.
@@ -148,7 +169,9 @@ impl Packer {
             return;
         };
         let continues = self.key.as_ref() == Some(&key)
-            && self.run.last().is_some_and(|(last, _)| last.seq() + 1 == event.seq() && safe_gap(last.time(), event.time()).is_some());
+            && self.run.last().is_some_and(|(last, _)| {
+                last.seq() + 1 == event.seq() && safe_gap(last.time(), event.time()).is_some()
+            });
         if !continues {
             self.flush(out);
             self.key = Some(key);
@@ -173,12 +196,21 @@ impl Packer {
 }
 
 fn safe_gap(a: i64, b: i64) -> Option<i64> {
-    b.checked_sub(a).filter(|d| (-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(d))
+    b.checked_sub(a)
+        .filter(|d| (-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(d))
 }
 
 fn write_row(key: &RunKey, run: &[(Event, Vec<u8>)], out: &mut Vec<u8>) {
     let (first, _) = &run[0];
-    out.extend_from_slice(format!("{{\"type\":\"{}\",\"seq0\":{},\"time0\":{},\"data\":{{\"turn\":", key.kind.row_type(), first.seq(), first.time()).as_bytes());
+    out.extend_from_slice(
+        format!(
+            "{{\"type\":\"{}\",\"seq0\":{},\"time0\":{},\"data\":{{\"turn\":",
+            key.kind.row_type(),
+            first.seq(),
+            first.time()
+        )
+        .as_bytes(),
+    );
     out.extend_from_slice(&key.turn);
     out.extend_from_slice(b",\"step\":");
     out.extend_from_slice(&key.step);
@@ -189,7 +221,12 @@ fn write_row(key: &RunKey, run: &[(Event, Vec<u8>)], out: &mut Vec<u8>) {
         if i > 0 {
             out.push(b',');
         }
-        out.extend_from_slice(safe_gap(w[0].0.time(), w[1].0.time()).unwrap_or(0).to_string().as_bytes());
+        out.extend_from_slice(
+            safe_gap(w[0].0.time(), w[1].0.time())
+                .unwrap_or(0)
+                .to_string()
+                .as_bytes(),
+        );
     }
     out.push(b']');
     if key.kind == Kind::ToolCall {
@@ -214,42 +251,93 @@ fn write_row(key: &RunKey, run: &[(Event, Vec<u8>)], out: &mut Vec<u8>) {
 
 /// Whether a parsed line is a packed row (its `type` is one of the three tags).
 pub fn is_packed_row(row: &JsonRef<'_>) -> bool {
-    row.get("type").and_then(|t| t.as_str()).is_some_and(|t| Kind::from_row_type(&t).is_some())
+    row.get("type")
+        .and_then(|t| t.as_str())
+        .is_some_and(|t| Kind::from_row_type(&t).is_some())
 }
 
 /// The member events of a packed row (validated JSON). `Err` says what is malformed.
 pub fn unpack(row: &JsonRef<'_>) -> Result<Vec<Event>, &'static str> {
-    let kind = row.get("type").and_then(|t| t.as_str()).and_then(|t| Kind::from_row_type(&t)).ok_or("not a packed row")?;
-    let keys: Vec<String> = row.members().filter_map(|(k, _)| k.as_str().map(|s| s.into_owned())).collect();
-    if keys.len() != 4 || !["type", "seq0", "time0", "data"].iter().all(|k| keys.iter().any(|x| x == k)) {
+    let kind = row
+        .get("type")
+        .and_then(|t| t.as_str())
+        .and_then(|t| Kind::from_row_type(&t))
+        .ok_or("not a packed row")?;
+    let keys: Vec<String> = row
+        .members()
+        .filter_map(|(k, _)| k.as_str().map(|s| s.into_owned()))
+        .collect();
+    if keys.len() != 4
+        || !["type", "seq0", "time0", "data"]
+            .iter()
+            .all(|k| keys.iter().any(|x| x == k))
+    {
         return Err("a packed row has exactly the keys type, seq0, time0, data");
     }
-    let seq0 = row.get("seq0").and_then(|v| v.as_i64()).filter(|s| (0..=MAX_SAFE_INTEGER).contains(s)).ok_or("seq0 must be a non-negative safe integer")?;
-    let time0 = row.get("time0").and_then(|v| v.as_i64()).filter(|t| (-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(t)).ok_or("time0 must be a safe integer")?;
-    let data = row.get("data").filter(|d| d.kind() == JsonKind::Object).ok_or("data must be an object")?;
+    let seq0 = row
+        .get("seq0")
+        .and_then(|v| v.as_i64())
+        .filter(|s| (0..=MAX_SAFE_INTEGER).contains(s))
+        .ok_or("seq0 must be a non-negative safe integer")?;
+    let time0 = row
+        .get("time0")
+        .and_then(|v| v.as_i64())
+        .filter(|t| (-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(t))
+        .ok_or("time0 must be a safe integer")?;
+    let data = row
+        .get("data")
+        .filter(|d| d.kind() == JsonKind::Object)
+        .ok_or("data must be an object")?;
     let expected: &[&str] = match kind {
-        Kind::ToolCall if data.get("name").is_some() => &["turn", "step", "index", "dt", "id", "name", "args"],
+        Kind::ToolCall if data.get("name").is_some() => {
+            &["turn", "step", "index", "dt", "id", "name", "args"]
+        }
         Kind::ToolCall => &["turn", "step", "index", "dt", "id", "args"],
         _ => &["turn", "step", "index", "dt", "texts"],
     };
-    let data_keys: Vec<String> = data.members().filter_map(|(k, _)| k.as_str().map(|s| s.into_owned())).collect();
-    if data_keys.len() != expected.len() || !expected.iter().all(|k| data_keys.iter().any(|x| x == k)) {
+    let data_keys: Vec<String> = data
+        .members()
+        .filter_map(|(k, _)| k.as_str().map(|s| s.into_owned()))
+        .collect();
+    if data_keys.len() != expected.len()
+        || !expected.iter().all(|k| data_keys.iter().any(|x| x == k))
+    {
         return Err("packed row data has other keys than its kind allows");
     }
-    let int = |k: &str| data.get(k).filter(is_int_token).map(|v| v.bytes().to_vec()).ok_or("turn, step and index must be safe integers");
-    let string = |k: &str| data.get(k).filter(|v| v.kind() == JsonKind::String).map(|v| v.bytes().to_vec());
+    let int = |k: &str| {
+        data.get(k)
+            .filter(is_int_token)
+            .map(|v| v.bytes().to_vec())
+            .ok_or("turn, step and index must be safe integers")
+    };
+    let string = |k: &str| {
+        data.get(k)
+            .filter(|v| v.kind() == JsonKind::String)
+            .map(|v| v.bytes().to_vec())
+    };
     let key = RunKey {
         kind,
         turn: int("turn")?,
         step: int("step")?,
         index: int("index")?,
-        id: if kind == Kind::ToolCall { Some(string("id").ok_or("id must be a string")?) } else { None },
+        id: if kind == Kind::ToolCall {
+            Some(string("id").ok_or("id must be a string")?)
+        } else {
+            None
+        },
         name: match data.get("name") {
             Some(_) => Some(string("name").ok_or("name must be a string")?),
             None => None,
         },
     };
-    let pieces: Vec<JsonRef<'_>> = data.get(if kind == Kind::ToolCall { "args" } else { "texts" }).map(|a| a.elements().collect()).unwrap_or_default();
+    let pieces: Vec<JsonRef<'_>> = data
+        .get(if kind == Kind::ToolCall {
+            "args"
+        } else {
+            "texts"
+        })
+        .map(|a| a.elements().collect())
+        .unwrap_or_default();
     if pieces.is_empty() || pieces.iter().any(|p| p.kind() != JsonKind::String) {
         return Err("the pieces must be a non-empty array of strings");
     }
@@ -258,7 +346,11 @@ pub fn unpack(row: &JsonRef<'_>) -> Result<Vec<Event>, &'static str> {
         .filter(|d| d.kind() == JsonKind::Array)
         .ok_or("dt must be an array")?
         .elements()
-        .map(|d| d.as_i64().filter(|n| (-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(n)).ok_or("dt members must be safe integers"))
+        .map(|d| {
+            d.as_i64()
+                .filter(|n| (-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(n))
+                .ok_or("dt members must be safe integers")
+        })
         .collect::<Result<_, _>>()?;
     if dts.len() + 1 != pieces.len() {
         return Err("dt must have one entry fewer than the pieces");
@@ -267,10 +359,18 @@ pub fn unpack(row: &JsonRef<'_>) -> Result<Vec<Event>, &'static str> {
     let mut out = Vec::with_capacity(pieces.len());
     for (k, piece) in pieces.iter().enumerate() {
         if k > 0 {
-            time = time.checked_add(dts[k - 1]).filter(|t| (-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(t)).ok_or("a member time is not a safe integer")?;
+            time = time
+                .checked_add(dts[k - 1])
+                .filter(|t| (-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(t))
+                .ok_or("a member time is not a safe integer")?;
         }
         let seq = u64::try_from(seq0).map_err(|_| "seq0")? + k as u64;
-        out.push(Event::new("assistant/chunk", seq, time, member_data(&key, piece.bytes())));
+        out.push(Event::new(
+            "assistant/chunk",
+            seq,
+            time,
+            member_data(&key, piece.bytes()),
+        ));
     }
     Ok(out)
 }
@@ -286,7 +386,13 @@ mod tests {
     }
 
     fn text(seq: u64, time: i64, t: &str) -> Event {
-        chunk(seq, time, &format!(r#"{{"turn":1,"step":1,"chunk":{{"type":"text-delta","index":0,"text":"{t}"}}}}"#))
+        chunk(
+            seq,
+            time,
+            &format!(
+                r#"{{"turn":1,"step":1,"chunk":{{"type":"text-delta","index":0,"text":"{t}"}}}}"#
+            ),
+        )
     }
 
     fn lines(events: Vec<Event>, pack: bool) -> String {
@@ -304,16 +410,28 @@ mod tests {
             .flat_map(|l| {
                 validate(l.as_bytes(), &Limits::default()).unwrap();
                 let row = JsonRef::new(l.as_bytes());
-                if is_packed_row(&row) { unpack(&row).unwrap() } else { vec![Event::from_jsonl(l.as_bytes(), &Limits::default()).unwrap()] }
+                if is_packed_row(&row) {
+                    unpack(&row).unwrap()
+                } else {
+                    vec![Event::from_jsonl(l.as_bytes(), &Limits::default()).unwrap()]
+                }
             })
             .collect()
     }
 
     #[test]
     fn a_run_of_three_packs_and_reads_back_exactly() {
-        let events = vec![text(4, 100, "Hel"), text(5, 103, "lo"), text(6, 103, " wor"), text(7, 90, "ld")];
+        let events = vec![
+            text(4, 100, "Hel"),
+            text(5, 103, "lo"),
+            text(6, 103, " wor"),
+            text(7, 90, "ld"),
+        ];
         let out = lines(events.clone(), true);
-        assert_eq!(out, "{\"type\":\"text-chunks\",\"seq0\":4,\"time0\":100,\"data\":{\"turn\":1,\"step\":1,\"index\":0,\"dt\":[3,0,-13],\"texts\":[\"Hel\",\"lo\",\" wor\",\"ld\"]}}\n");
+        assert_eq!(
+            out,
+            "{\"type\":\"text-chunks\",\"seq0\":4,\"time0\":100,\"data\":{\"turn\":1,\"step\":1,\"index\":0,\"dt\":[3,0,-13],\"texts\":[\"Hel\",\"lo\",\" wor\",\"ld\"]}}\n"
+        );
         assert_eq!(read_back(&out), events);
     }
 
@@ -321,41 +439,102 @@ mod tests {
     fn short_runs_and_ineligible_members_stay_verbatim() {
         let two = vec![text(1, 0, "a"), text(2, 0, "b")];
         assert_eq!(lines(two.clone(), true).lines().count(), 2);
-        let spaced = chunk(3, 0, r#"{"turn":1, "step":1,"chunk":{"type":"text-delta","index":0,"text":"c"}}"#);
+        let spaced = chunk(
+            3,
+            0,
+            r#"{"turn":1, "step":1,"chunk":{"type":"text-delta","index":0,"text":"c"}}"#,
+        );
         let events = vec![text(1, 0, "a"), text(2, 0, "b"), spaced, text(4, 0, "d")];
         let out = lines(events.clone(), true);
-        assert_eq!(out.lines().count(), 4, "a non-canonical member breaks the run");
+        assert_eq!(
+            out.lines().count(),
+            4,
+            "a non-canonical member breaks the run"
+        );
         assert_eq!(read_back(&out), events);
-        let other_index = vec![text(1, 0, "a"), text(2, 0, "b"), chunk(3, 0, r#"{"turn":1,"step":1,"chunk":{"type":"text-delta","index":1,"text":"c"}}"#)];
+        let other_index = vec![
+            text(1, 0, "a"),
+            text(2, 0, "b"),
+            chunk(
+                3,
+                0,
+                r#"{"turn":1,"step":1,"chunk":{"type":"text-delta","index":1,"text":"c"}}"#,
+            ),
+        ];
         assert_eq!(lines(other_index, true).lines().count(), 3);
-        assert_eq!(lines(vec![text(1, 0, "a"), text(2, 0, "b"), text(3, 0, "c")], false).lines().count(), 3);
+        assert_eq!(
+            lines(
+                vec![text(1, 0, "a"), text(2, 0, "b"), text(3, 0, "c")],
+                false
+            )
+            .lines()
+            .count(),
+            3
+        );
     }
 
     #[test]
     fn tool_call_runs_keep_id_and_name() {
         let tc = |seq, args: &str, name: bool| {
             let name = if name { r#","name":"bash""# } else { "" };
-            chunk(seq, 7, &format!(r#"{{"turn":2,"step":1,"chunk":{{"type":"tool-call-delta","index":1,"id":"c1"{name},"argumentsDelta":"{args}"}}}}"#))
+            chunk(
+                seq,
+                7,
+                &format!(
+                    r#"{{"turn":2,"step":1,"chunk":{{"type":"tool-call-delta","index":1,"id":"c1"{name},"argumentsDelta":"{args}"}}}}"#
+                ),
+            )
         };
         let with = vec![tc(10, "", true), tc(11, "{", true), tc(12, "}", true)];
         let out = lines(with.clone(), true);
-        assert!(out.contains(r#""id":"c1","name":"bash","args":["","{","}"]"#), "{out}");
+        assert!(
+            out.contains(r#""id":"c1","name":"bash","args":["","{","}"]"#),
+            "{out}"
+        );
         assert_eq!(read_back(&out), with);
         let mixed = vec![tc(10, "", true), tc(11, "{", false), tc(12, "}", true)];
-        assert_eq!(lines(mixed, true).lines().count(), 3, "name present in all or none");
+        assert_eq!(
+            lines(mixed, true).lines().count(),
+            3,
+            "name present in all or none"
+        );
     }
 
     #[test]
     fn malformed_rows_are_refused() {
         for (row, needle) in [
-            (r#"{"type":"text-chunks","seq0":1,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[],"texts":[]}}"#, "non-empty"),
-            (r#"{"type":"text-chunks","seq0":1,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[1],"texts":["a"]}}"#, "one entry fewer"),
-            (r#"{"type":"text-chunks","seq0":1,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[],"texts":["a"],"x":1}}"#, "other keys"),
-            (r#"{"type":"text-chunks","seq0":-1,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[],"texts":["a"]}}"#, "seq0"),
-            (r#"{"type":"text-chunks","seq0":1,"data":{}}"#, "exactly the keys"),
-            (r#"{"type":"tool-call-chunks","seq0":1,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[],"args":["a"]}}"#, "other keys"),
-            (r#"{"type":"text-chunks","seq0":1,"time0":9007199254740991,"data":{"turn":1,"step":1,"index":0,"dt":[5],"texts":["a","b"]}}"#, "safe integer"),
-            (r#"{"type":"text-chunks","seq0":1,"time0":0,"data":{"turn":1.5,"step":1,"index":0,"dt":[],"texts":["a"]}}"#, "safe integers"),
+            (
+                r#"{"type":"text-chunks","seq0":1,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[],"texts":[]}}"#,
+                "non-empty",
+            ),
+            (
+                r#"{"type":"text-chunks","seq0":1,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[1],"texts":["a"]}}"#,
+                "one entry fewer",
+            ),
+            (
+                r#"{"type":"text-chunks","seq0":1,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[],"texts":["a"],"x":1}}"#,
+                "other keys",
+            ),
+            (
+                r#"{"type":"text-chunks","seq0":-1,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[],"texts":["a"]}}"#,
+                "seq0",
+            ),
+            (
+                r#"{"type":"text-chunks","seq0":1,"data":{}}"#,
+                "exactly the keys",
+            ),
+            (
+                r#"{"type":"tool-call-chunks","seq0":1,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[],"args":["a"]}}"#,
+                "other keys",
+            ),
+            (
+                r#"{"type":"text-chunks","seq0":1,"time0":9007199254740991,"data":{"turn":1,"step":1,"index":0,"dt":[5],"texts":["a","b"]}}"#,
+                "safe integer",
+            ),
+            (
+                r#"{"type":"text-chunks","seq0":1,"time0":0,"data":{"turn":1.5,"step":1,"index":0,"dt":[],"texts":["a"]}}"#,
+                "safe integers",
+            ),
         ] {
             let err = unpack(&JsonRef::new(row.as_bytes())).unwrap_err();
             assert!(err.contains(needle), "{row}: {err}");

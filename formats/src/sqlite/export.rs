@@ -1,0 +1,162 @@
+//! Export of a store to a SQLite database, written to a temp file beside the target and
+//! renamed into place.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, params};
+use sessdb::{Event, Store, SurfaceOp};
+
+use super::schema::{APPLICATION_ID, DDL, SCHEMA_VERSION, sqlite_err};
+use crate::{Error, Progress, Result};
+
+const WINDOW: u64 = 1024;
+
+/// How to export.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SqliteExportOptions {
+    /// Only these sessions (all when empty).
+    pub sessions: Vec<String>,
+}
+
+/// `[1,2,3]`.
+pub(crate) fn sources_json(e: &Event) -> Option<String> {
+    e.sources().map(|s| {
+        format!(
+            "[{}]",
+            s.iter().map(u64::to_string).collect::<Vec<_>>().join(",")
+        )
+    })
+}
+
+/// `"append"` or `{"op":"replace","start":S,"end":E}`.
+pub(crate) fn surface_op_json(e: &Event) -> Option<String> {
+    e.surface_op().map(|op| match op {
+        SurfaceOp::Append => "\"append\"".to_owned(),
+        SurfaceOp::Replace { start, end } => {
+            format!("{{\"op\":\"replace\",\"start\":{start},\"end\":{end}}}")
+        }
+    })
+}
+
+fn to_i64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+/// Exports sessions of `store` into a new database at `target` (replacing it).
+///
+/// # Errors
+/// `SessionNotFound` for a chosen session that does not exist, SQLite and I/O errors.
+pub fn export_sqlite(
+    store: &Store,
+    target: &Path,
+    options: &SqliteExportOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<u64> {
+    let all = store.list();
+    let chosen: Vec<_> = if options.sessions.is_empty() {
+        all
+    } else {
+        options
+            .sessions
+            .iter()
+            .map(|id| {
+                all.iter()
+                    .find(|i| &i.header.id == id)
+                    .cloned()
+                    .ok_or_else(|| Error::Store(sessdb::Error::SessionNotFound { id: id.clone() }))
+            })
+            .collect::<Result<_>>()?
+    };
+    let dir = target
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "export.sqlite".into());
+    let tmp: PathBuf = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    let err = sqlite_err(&tmp);
+    let mut conn = Connection::open(&tmp).map_err(&err)?;
+    conn.execute_batch("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;")
+        .map_err(&err)?;
+    let tx = conn.transaction().map_err(&err)?;
+    tx.execute_batch(DDL).map_err(&err)?;
+    tx.execute_batch(&format!(
+        "PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {SCHEMA_VERSION};"
+    ))
+    .map_err(&err)?;
+    let mut done = Progress {
+        events_total: chosen.iter().map(|i| i.events).sum(),
+        ..Progress::default()
+    };
+    {
+        let mut session_row = tx
+            .prepare("INSERT INTO sessions (id, version, created_at, cwd, parent_session, seed_length, origin, delegation_depth, agent_preset) VALUES (?1, 0, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")
+            .map_err(&err)?;
+        let mut event_row = tx
+            .prepare("INSERT INTO events (session_id, seq, type, time, data, source_event_seqs, surface_op, ignorable, key_order) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)")
+            .map_err(&err)?;
+        for info in &chosen {
+            let h = &info.header;
+            session_row
+                .execute(params![
+                    h.id,
+                    h.created_at,
+                    h.cwd,
+                    h.parent_session,
+                    h.seed_length.map(to_i64),
+                    h.origin.map(|_| "subagent"),
+                    to_i64(h.delegation_depth),
+                    h.agent_preset
+                ])
+                .map_err(&err)?;
+            let mut from = 0;
+            while from < info.events {
+                let events = store.events(&h.id, from, from + WINDOW)?;
+                if events.is_empty() {
+                    break;
+                }
+                from += events.len() as u64;
+                for e in &events {
+                    let data = std::str::from_utf8(e.data()).map_err(|_| {
+                        Error::Store(sessdb::Error::Corruption {
+                            segment: String::new(),
+                            offset: 0,
+                            kind: sessdb::log::recovery::CorruptionKind::BadPayload(
+                                "stored data is not UTF-8",
+                            ),
+                        })
+                    })?;
+                    event_row
+                        .execute(params![
+                            h.id,
+                            to_i64(e.seq()),
+                            e.event_type(),
+                            e.time(),
+                            data,
+                            sources_json(e),
+                            surface_op_json(e),
+                            e.ignorable().then_some(1),
+                            e.surface_op_first().then_some(1)
+                        ])
+                        .map_err(&err)?;
+                    done.events_done += 1;
+                    done.bytes_done += e.data().len() as u64;
+                }
+                progress(done);
+            }
+        }
+    }
+    tx.commit().map_err(&err)?;
+    conn.close().map_err(|(_, e)| err(e))?;
+    std::fs::File::open(&tmp)
+        .and_then(|f| f.sync_all())
+        .map_err(|e| Error::io("sync", &tmp, e))?;
+    std::fs::rename(&tmp, target).map_err(|e| Error::io("rename", &tmp, e))?;
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(done.events_done)
+}

@@ -1,0 +1,267 @@
+//! Import of a SQLite export: identity and schema checked first (bump and reject), opened
+//! with `trusted_schema=OFF`, every row validated through the engine's acceptance function,
+//! each session stored whole or not at all.
+
+use std::path::Path;
+
+use rusqlite::{Connection, OpenFlags};
+use sessdb::json::{JsonKind, JsonRef, validate};
+use sessdb::{Event, Limits, MAX_SAFE_INTEGER, Origin, SessionHeader, Store, SurfaceOp};
+
+use super::schema::{
+    APPLICATION_ID, SCHEMA_VERSION, reference_objects, schema_objects, sqlite_err,
+};
+use crate::jsonl::{ImportReport, ImportedSession};
+use crate::{Error, Progress, Result};
+
+/// Imports every session of the database at `file`.
+///
+/// # Errors
+/// `UnsupportedFormat` for another application id, user version or schema; `InvalidRow`
+/// naming the row, seq and rule; SQLite errors. Sessions imported before an error stay.
+pub fn import_sqlite(
+    store: &Store,
+    file: &Path,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<ImportReport> {
+    let err = sqlite_err(file);
+    if !file.is_file() {
+        return Err(Error::io(
+            "open",
+            file,
+            std::io::Error::new(std::io::ErrorKind::NotFound, "no such file"),
+        ));
+    }
+    let conn = Connection::open_with_flags(
+        file,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(&err)?;
+    conn.execute_batch("PRAGMA trusted_schema = OFF;")
+        .map_err(&err)?;
+    let app: i32 = conn
+        .query_row("PRAGMA application_id", [], |r| r.get(0))
+        .map_err(&err)?;
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(&err)?;
+    if app != APPLICATION_ID || version != SCHEMA_VERSION {
+        return Err(Error::UnsupportedFormat {
+            file: file.to_owned(),
+            found: format!("application_id {app:#010x}, user_version {version}"),
+            expected: format!(
+                "a sessdb export: application_id {APPLICATION_ID:#010x}, user_version {SCHEMA_VERSION}"
+            ),
+        });
+    }
+    let found = schema_objects(&conn, file)?;
+    let reference = reference_objects()?;
+    if found != reference {
+        let extra: Vec<String> = found
+            .iter()
+            .filter(|o| !reference.contains(o))
+            .map(|(t, n, _)| format!("{t} {n}"))
+            .collect();
+        return Err(Error::UnsupportedFormat {
+            file: file.to_owned(),
+            found: if extra.is_empty() {
+                "a schema that differs from sessdb's".into()
+            } else {
+                format!("unexpected schema objects: {}", extra.join(", "))
+            },
+            expected: "exactly the sessdb export schema".into(),
+        });
+    }
+    let mut report = ImportReport::default();
+    let total: i64 = conn
+        .query_row("SELECT count(*) FROM events", [], |r| r.get(0))
+        .map_err(&err)?;
+    let mut done = Progress {
+        events_total: total.try_into().unwrap_or(0),
+        ..Progress::default()
+    };
+    let ids: Vec<String> = {
+        let mut stmt = conn
+            .prepare("SELECT id FROM sessions ORDER BY id")
+            .map_err(&err)?;
+        stmt.query_map([], |r| r.get(0))
+            .map_err(&err)?
+            .collect::<rusqlite::Result<_>>()
+            .map_err(&err)?
+    };
+    let mut header_stmt = conn
+        .prepare("SELECT rowid, version, created_at, cwd, parent_session, seed_length, origin, delegation_depth, agent_preset FROM sessions WHERE id = ?1")
+        .map_err(&err)?;
+    let mut events_stmt = conn
+        .prepare("SELECT rowid, seq, type, time, data, source_event_seqs, surface_op, ignorable, key_order FROM events WHERE session_id = ?1 ORDER BY seq")
+        .map_err(&err)?;
+    for id in ids {
+        let invalid = |table: &'static str, rowid: i64, problem: String| Error::InvalidRow {
+            file: file.to_owned(),
+            table,
+            rowid,
+            source: sessdb::Error::InvalidEnvelope { seq: None, problem },
+        };
+        let (rowid, header) = header_stmt
+            .query_row([&id], |r| {
+                let version: i64 = r.get(1)?;
+                let mut h = SessionHeader::new(id.clone(), r.get(2)?);
+                h.cwd = r.get(3)?;
+                h.parent_session = r.get(4)?;
+                h.seed_length = r.get::<_, Option<i64>>(5)?.map(|v| v.max(0).unsigned_abs());
+                h.origin = match r.get::<_, Option<String>>(6)?.as_deref() {
+                    Some("subagent") => Some(Origin::Subagent),
+                    _ => None,
+                };
+                h.delegation_depth = r.get::<_, i64>(7)?.max(0).unsigned_abs();
+                h.agent_preset = r.get(8)?;
+                Ok((r.get::<_, i64>(0)?, (version, h)))
+            })
+            .map_err(&err)?;
+        let (version, header) = header;
+        if version != 0 {
+            return Err(Error::UnsupportedFormat {
+                file: file.to_owned(),
+                found: format!("session {id:?} of format version {version}"),
+                expected: "version 0".into(),
+            });
+        }
+        let mut events = Vec::new();
+        let mut rowids = Vec::new();
+        let mut rows = events_stmt.query([&id]).map_err(&err)?;
+        while let Some(r) = rows.next().map_err(&err)? {
+            let rowid: i64 = r.get(0).map_err(&err)?;
+            let event = event_of(r).map_err(|problem| invalid("events", rowid, problem))?;
+            if !sessdb::event::is_known_type(event.event_type()) && !event.ignorable() {
+                return Err(Error::UnsupportedFormat {
+                    file: file.to_owned(),
+                    found: format!(
+                        "events row {rowid}: event type {:?} without ignorable",
+                        event.event_type()
+                    ),
+                    expected: "the DSH v0 event vocabulary".into(),
+                });
+            }
+            events.push(event);
+            rowids.push(rowid);
+        }
+        let count = events.len() as u64;
+        store.restore_session(header, events).map_err(|e| match e {
+            sessdb::Error::Rejected { seq, .. } => Error::InvalidRow {
+                file: file.to_owned(),
+                table: "events",
+                rowid: rowids.get(seq as usize).copied().unwrap_or(0),
+                source: e,
+            },
+            e @ (sessdb::Error::InvalidHeader { .. } | sessdb::Error::SessionExists { .. }) => {
+                Error::InvalidRow {
+                    file: file.to_owned(),
+                    table: "sessions",
+                    rowid,
+                    source: e,
+                }
+            }
+            other => Error::Store(other),
+        })?;
+        done.events_done += count;
+        progress(done);
+        report.sessions.push(ImportedSession {
+            id,
+            file: file.to_owned(),
+            events: count,
+            torn: None,
+        });
+    }
+    Ok(report)
+}
+
+/// One `events` row as an event; `Err` says which column is malformed.
+fn event_of(r: &rusqlite::Row<'_>) -> std::result::Result<Event, String> {
+    let col = |e: rusqlite::Error| format!("unreadable column: {e}");
+    let seq: i64 = r.get(1).map_err(col)?;
+    let seq = u64::try_from(seq)
+        .ok()
+        .filter(|s| *s <= MAX_SAFE_INTEGER as u64)
+        .ok_or("seq must be a non-negative safe integer")?;
+    let ty: String = r.get(2).map_err(col)?;
+    let time: i64 = r.get(3).map_err(col)?;
+    if !(-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(&time) {
+        return Err("time must be a safe integer".into());
+    }
+    let data = r
+        .get_ref(4)
+        .map_err(col)?
+        .as_bytes()
+        .map_err(|e| format!("data: {e}"))?
+        .to_vec();
+    let limits = Limits::default();
+    let sources = match r
+        .get_ref(5)
+        .map_err(col)?
+        .as_bytes_or_null()
+        .map_err(|e| format!("source_event_seqs: {e}"))?
+    {
+        None => None,
+        Some(text) => {
+            validate(text, &limits).map_err(|e| format!("source_event_seqs: {e}"))?;
+            let list = JsonRef::new(text);
+            if list.kind() != JsonKind::Array {
+                return Err("source_event_seqs must be a JSON array".into());
+            }
+            Some(
+                list.elements()
+                    .map(|v| {
+                        v.as_i64()
+                            .filter(|s| (0..=MAX_SAFE_INTEGER).contains(s))
+                            .map(i64::unsigned_abs)
+                            .ok_or("source_event_seqs members must be non-negative safe integers")
+                    })
+                    .collect::<std::result::Result<Vec<u64>, _>>()?,
+            )
+        }
+    };
+    let op = match r
+        .get_ref(6)
+        .map_err(col)?
+        .as_bytes_or_null()
+        .map_err(|e| format!("surface_op: {e}"))?
+    {
+        None => None,
+        Some(text) => {
+            validate(text, &limits).map_err(|e| format!("surface_op: {e}"))?;
+            Some(parse_op(&JsonRef::new(text)).ok_or(
+                "surface_op must be \"append\" or {\"op\":\"replace\",\"start\":S,\"end\":E}",
+            )?)
+        }
+    };
+    let flag = |i: usize| -> std::result::Result<bool, String> {
+        Ok(r.get::<_, Option<i64>>(i).map_err(col)? == Some(1))
+    };
+    let ignorable = flag(7)?;
+    let key_order = flag(8)?;
+    let event = Event::new(ty, seq, time, data)
+        .with_sources_opt(sources.map(Into::into))
+        .with_surface_op_opt(op)
+        .with_ignorable(ignorable);
+    let both = event.sources().is_some() && event.surface_op().is_some();
+    Ok(event.with_surface_op_first(key_order && both))
+}
+
+fn parse_op(v: &JsonRef<'_>) -> Option<SurfaceOp> {
+    if v.str_eq("append") {
+        return Some(SurfaceOp::Append);
+    }
+    if v.kind() != JsonKind::Object || v.members().count() != 3 || !v.get("op")?.str_eq("replace") {
+        return None;
+    }
+    let n = |k| {
+        v.get(k)
+            .and_then(|x| x.as_i64())
+            .filter(|s| (0..=MAX_SAFE_INTEGER).contains(s))
+            .map(i64::unsigned_abs)
+    };
+    Some(SurfaceOp::Replace {
+        start: n("start")?,
+        end: n("end")?,
+    })
+}

@@ -1,0 +1,78 @@
+//! The database layout, its version and identity.
+
+use std::path::Path;
+
+use rusqlite::Connection;
+
+use crate::{Error, Result};
+
+/// `PRAGMA user_version` of the layout below. Bump and reject: another value is refused,
+/// never migrated.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// `PRAGMA application_id`: ASCII `SSDB`.
+pub const APPLICATION_ID: i32 = 0x5353_4442;
+
+/// The whole schema.
+pub const DDL: &str = "CREATE TABLE sessions (
+  id TEXT NOT NULL PRIMARY KEY,
+  version INTEGER NOT NULL,
+  created_at INTEGER NOT NULL,
+  cwd TEXT,
+  parent_session TEXT,
+  seed_length INTEGER,
+  origin TEXT,
+  delegation_depth INTEGER NOT NULL,
+  agent_preset TEXT
+) STRICT;
+CREATE TABLE events (
+  session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  seq INTEGER NOT NULL,
+  type TEXT NOT NULL,
+  time INTEGER NOT NULL,
+  data TEXT NOT NULL,
+  source_event_seqs TEXT,
+  surface_op TEXT,
+  ignorable INTEGER CHECK (ignorable IS NULL OR ignorable = 1),
+  key_order INTEGER CHECK (key_order IS NULL OR key_order = 1),
+  PRIMARY KEY (session_id, seq)
+) STRICT;";
+
+pub(crate) fn sqlite_err(file: &Path) -> impl Fn(rusqlite::Error) -> Error + '_ {
+    move |source| Error::Sqlite {
+        file: file.to_owned(),
+        source,
+    }
+}
+
+/// Every schema object as `(type, name, sql)`, whitespace-normalized, sorted.
+pub(crate) fn schema_objects(
+    conn: &Connection,
+    file: &Path,
+) -> Result<Vec<(String, String, String)>> {
+    let mut stmt = conn
+        .prepare("SELECT type, name, coalesce(sql, '') FROM sqlite_schema ORDER BY type, name")
+        .map_err(sqlite_err(file))?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+            ))
+        })
+        .map_err(sqlite_err(file))?;
+    rows.map(|r| {
+        r.map(|(t, n, s)| (t, n, s.split_whitespace().collect::<Vec<_>>().join(" ")))
+            .map_err(sqlite_err(file))
+    })
+    .collect()
+}
+
+/// The objects a database made by [`DDL`] has.
+pub(crate) fn reference_objects() -> Result<Vec<(String, String, String)>> {
+    let here = Path::new(":memory:");
+    let conn = Connection::open_in_memory().map_err(sqlite_err(here))?;
+    conn.execute_batch(DDL).map_err(sqlite_err(here))?;
+    schema_objects(&conn, here)
+}

@@ -1,0 +1,192 @@
+//! SQLite export and import: exact round trips, the fixtures through SQLite, JSON queries on
+//! the export, and refusal of foreign or altered databases.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers fail loudly"
+)]
+
+use std::path::Path;
+use std::sync::Arc;
+
+use rusqlite::Connection;
+use sessdb::storage::MemStorage;
+use sessdb::workload::{WorkloadSpec, generate};
+use sessdb::{Clock, Store, StoreOptions};
+use sessdb_formats::Error;
+use sessdb_formats::jsonl::{ExportOptions, export_jsonl, import_jsonl};
+use sessdb_formats::sqlite::{SqliteExportOptions, export_sqlite, import_sqlite};
+use sessdb_tests::{FIXTURES, renumbered_text};
+
+fn store() -> Store {
+    Store::open_with(
+        Arc::new(MemStorage::new()),
+        StoreOptions {
+            clock: Clock::fixed(1_000),
+            ..StoreOptions::default()
+        },
+    )
+    .unwrap()
+}
+
+fn jsonl_bytes(store: &Store) -> Vec<(String, Vec<u8>)> {
+    let dir = tempfile::tempdir().unwrap();
+    let report = export_jsonl(store, dir.path(), &ExportOptions::default(), &mut |_| {}).unwrap();
+    report
+        .files
+        .into_iter()
+        .map(|(id, f)| (id, std::fs::read(f).unwrap()))
+        .collect()
+}
+
+fn through_sqlite(original: &Store) -> Store {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("export.sqlite");
+    export_sqlite(original, &db, &SqliteExportOptions::default(), &mut |_| {}).unwrap();
+    let copy = store();
+    import_sqlite(&copy, &db, &mut |_| {}).unwrap();
+    copy
+}
+
+#[test]
+fn a_store_round_trips_through_sqlite_exactly() {
+    let mut original = store();
+    generate(&WorkloadSpec::default(), &mut original).unwrap();
+    let copy = through_sqlite(&original);
+    assert_eq!(jsonl_bytes(&copy), jsonl_bytes(&original));
+    for info in original.list() {
+        assert_eq!(
+            copy.state(&info.header.id).unwrap(),
+            original.state(&info.header.id).unwrap()
+        );
+    }
+}
+
+#[test]
+fn every_fixture_survives_sqlite_byte_for_byte() {
+    for name in FIXTURES {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("session.jsonl");
+        let text = renumbered_text(name);
+        std::fs::write(&input, &text).unwrap();
+        let s = store();
+        import_jsonl(&s, &input, &mut |_| {}).unwrap();
+        let copy = through_sqlite(&s);
+        let out = jsonl_bytes(&copy);
+        assert_eq!(String::from_utf8(out[0].1.clone()).unwrap(), text, "{name}");
+    }
+}
+
+#[test]
+fn the_export_answers_json_queries() {
+    let mut original = store();
+    generate(&WorkloadSpec::default(), &mut original).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("export.sqlite");
+    export_sqlite(&original, &db, &SqliteExportOptions::default(), &mut |_| {}).unwrap();
+    let conn = Connection::open(&db).unwrap();
+    let roles: Vec<String> = conn
+        .prepare(
+            "SELECT json_extract(data,'$.message.role') FROM events WHERE type='assistant/message'",
+        )
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    assert!(!roles.is_empty());
+    assert!(roles.iter().all(|r| r == "assistant"));
+    let replaces: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM events WHERE json_extract(surface_op,'$.op') = 'replace'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    // The compaction, the prune, and the fork child's inherited copy of the compaction.
+    assert_eq!(replaces, 3);
+}
+
+fn exported(dir: &Path) -> std::path::PathBuf {
+    let mut original = store();
+    generate(
+        &WorkloadSpec {
+            sessions: 1,
+            max_turns: 2,
+            ..WorkloadSpec::default()
+        },
+        &mut original,
+    )
+    .unwrap();
+    let db = dir.join("export.sqlite");
+    export_sqlite(&original, &db, &SqliteExportOptions::default(), &mut |_| {}).unwrap();
+    db
+}
+
+#[test]
+fn foreign_or_altered_databases_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = exported(dir.path());
+    for (change, needle) in [
+        ("PRAGMA application_id = 1146308688", "application_id"),
+        ("PRAGMA user_version = 2", "user_version"),
+        (
+            "CREATE TRIGGER t AFTER INSERT ON events BEGIN DELETE FROM sessions; END",
+            "trigger t",
+        ),
+        ("CREATE VIEW v AS SELECT * FROM events", "view v"),
+        ("CREATE INDEX i ON events(type)", "index i"),
+    ] {
+        let copy = dir.path().join("altered.sqlite");
+        std::fs::copy(&db, &copy).unwrap();
+        Connection::open(&copy)
+            .unwrap()
+            .execute_batch(change)
+            .unwrap();
+        let err = import_sqlite(&store(), &copy, &mut |_| {}).unwrap_err();
+        assert!(
+            matches!(err, Error::UnsupportedFormat { .. }),
+            "{change}: {err}"
+        );
+        assert!(err.to_string().contains(needle), "{change}: {err}");
+    }
+    let not_a_db = dir.path().join("junk.sqlite");
+    std::fs::write(&not_a_db, b"this is not a database at all, just text").unwrap();
+    assert!(matches!(
+        import_sqlite(&store(), &not_a_db, &mut |_| {}),
+        Err(Error::Sqlite { .. })
+    ));
+}
+
+#[test]
+fn an_invalid_row_is_named_and_nothing_is_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = exported(dir.path());
+    let conn = Connection::open(&db).unwrap();
+    let rowid: i64 = conn
+        .query_row(
+            "SELECT rowid FROM events WHERE type = 'user/message' ORDER BY seq LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    conn.execute(
+        "UPDATE events SET surface_op = NULL WHERE rowid = ?1",
+        [rowid],
+    )
+    .unwrap();
+    drop(conn);
+    let s = store();
+    let err = import_sqlite(&s, &db, &mut |_| {}).unwrap_err();
+    match &err {
+        Error::InvalidRow {
+            table: "events",
+            rowid: r,
+            ..
+        } => assert_eq!(*r, rowid),
+        other => panic!("expected InvalidRow, got {other}"),
+    }
+    assert!(err.to_string().contains("surface-op-required"), "{err}");
+    assert!(s.list().is_empty());
+}
