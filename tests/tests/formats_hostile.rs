@@ -1,0 +1,148 @@
+//! Hostile inputs: each gets a clear error, no panic, and nothing written outside the target.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers fail loudly"
+)]
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+
+use sessdb::storage::MemStorage;
+use sessdb::{Clock, SessionHeader, Store, StoreOptions};
+use sessdb_formats::Error;
+use sessdb_formats::jsonl::{ExportOptions, export_jsonl, import_jsonl};
+
+fn store() -> Store {
+    Store::open_with(
+        Arc::new(MemStorage::new()),
+        StoreOptions {
+            clock: Clock::fixed(1_000),
+            ..StoreOptions::default()
+        },
+    )
+    .unwrap()
+}
+
+const HEADER: &str =
+    "{\"type\":\"session\",\"version\":0,\"id\":\"h\",\"createdAt\":0,\"delegationDepth\":0}\n";
+const TURN_END: &str = "{\"type\":\"turn/end\",\"seq\":1,\"time\":0,\"data\":{\"turn\":1,\"reason\":{\"kind\":\"completed\"}}}\n";
+
+fn import_bytes(dir: &Path, bytes: &[u8]) -> Result<sessdb_formats::jsonl::ImportReport, Error> {
+    let p = dir.join("session.jsonl");
+    std::fs::write(&p, bytes).unwrap();
+    import_jsonl(&store(), &p, &mut |_| {})
+}
+
+#[test]
+fn a_line_of_100_mb_is_refused_by_the_data_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = HEADER.as_bytes().to_vec();
+    text.extend_from_slice(b"{\"type\":\"plugin/x\",\"seq\":0,\"time\":0,\"data\":{\"x\":\"");
+    text.resize(text.len() + 100_000_000, b'a');
+    text.extend_from_slice(b"\"},\"ignorable\":true}\n");
+    let err = import_bytes(dir.path(), &text).unwrap_err();
+    assert!(matches!(err, Error::Invalid { line: Some(2), .. }), "{err}");
+    assert!(err.to_string().contains("over the limit"), "{err}");
+}
+
+#[test]
+fn json_nested_100000_deep_is_named_not_recursed() {
+    let dir = tempfile::tempdir().unwrap();
+    let line = format!(
+        "{{\"type\":\"plugin/x\",\"seq\":0,\"time\":0,\"data\":{}{},\"ignorable\":true}}\n",
+        "[".repeat(100_000),
+        "]".repeat(100_000)
+    );
+    let err = import_bytes(dir.path(), format!("{HEADER}{line}{TURN_END}").as_bytes()).unwrap_err();
+    assert!(matches!(err, Error::Corrupt { line: Some(2), .. }), "{err}");
+    assert!(err.to_string().contains("nesting deeper"), "{err}");
+    // Without a later turn/end the same line is a torn tail, dropped and reported.
+    let report = import_bytes(dir.path(), format!("{HEADER}{line}").as_bytes()).unwrap();
+    assert_eq!(report.sessions[0].torn.as_ref().map(|t| t.line), Some(2));
+}
+
+#[test]
+fn invalid_utf8_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bytes = HEADER.as_bytes().to_vec();
+    bytes.extend_from_slice(
+        b"{\"type\":\"plugin/x\",\"seq\":0,\"time\":0,\"data\":\"\xff\xfe\",\"ignorable\":true}\n",
+    );
+    bytes.extend_from_slice(TURN_END.as_bytes());
+    let err = import_bytes(dir.path(), &bytes).unwrap_err();
+    assert!(err.to_string().contains("UTF-8"), "{err}");
+}
+
+#[test]
+fn hostile_ids_and_cwds_stay_inside_the_root() {
+    let s = store();
+    let ids = [
+        "../../x",
+        "/etc/passwd",
+        ".",
+        "..",
+        "a\\b",
+        "\u{0}nul",
+        "~002E",
+    ];
+    for (i, id) in ids.iter().enumerate() {
+        let mut h = SessionHeader::new(*id, 0);
+        if i % 2 == 0 {
+            h.cwd = Some(format!("/../../{id}"));
+        }
+        s.create_session(h, Vec::new()).unwrap();
+    }
+    let parent = tempfile::tempdir().unwrap();
+    let root = parent.path().join("root");
+    let report = export_jsonl(&s, &root, &ExportOptions::default(), &mut |_| {}).unwrap();
+    assert_eq!(report.files.len(), ids.len());
+    for (_, file) in &report.files {
+        assert!(
+            file.starts_with(&root),
+            "{} escapes the root",
+            file.display()
+        );
+    }
+    // Nothing beside the root.
+    let beside: Vec<_> = std::fs::read_dir(parent.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(beside, vec![std::ffi::OsString::from("root")]);
+    let copy = store();
+    import_jsonl(&copy, &root, &mut |_| {}).unwrap();
+    let mut got: Vec<String> = copy.list().into_iter().map(|i| i.header.id).collect();
+    let mut want: Vec<String> = ids.iter().map(|s| (*s).to_owned()).collect();
+    got.sort();
+    want.sort();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn a_zstd_frame_that_expands_hugely_is_refused_in_bounded_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("session.jsonl.zstd");
+    let mut out = Vec::new();
+    for part in [HEADER.as_bytes().to_vec(), vec![b'x'; 256 << 20]] {
+        let mut e = zstd_frame_encoder();
+        e.write_all(&part).unwrap();
+        out.extend(e.finish().unwrap());
+    }
+    assert!(
+        out.len() < 1 << 20,
+        "the bomb is small: {} bytes",
+        out.len()
+    );
+    std::fs::write(&p, &out).unwrap();
+    let err = import_jsonl(&store(), &p, &mut |_| {}).unwrap_err();
+    assert!(matches!(err, Error::Corrupt { .. }), "{err}");
+}
+
+fn zstd_frame_encoder() -> zstd::stream::write::Encoder<'static, Vec<u8>> {
+    let mut e = zstd::stream::write::Encoder::new(Vec::new(), 1).unwrap();
+    e.include_checksum(true).unwrap();
+    e
+}
