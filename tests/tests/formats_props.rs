@@ -146,10 +146,10 @@ proptest! {
                 let got = copy.events(id, 0, u64::MAX).unwrap();
                 prop_assert!(got.len() <= events.len() && got[..] == events[..got.len()], "not a prefix after {:?}", damages);
                 // A file cut inside a line always reports the torn tail.
-                if let [Damage::Truncate(_)] = damages.as_slice() {
-                    if !damaged.ends_with(b"\n") {
-                        prop_assert!(r.sessions[0].torn.is_some(), "a cut line went unreported");
-                    }
+                if let [Damage::Truncate(_)] = damages.as_slice()
+                    && !damaged.ends_with(b"\n")
+                {
+                    prop_assert!(r.sessions[0].torn.is_some(), "a cut line went unreported");
                 }
             }
         }
