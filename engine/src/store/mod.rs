@@ -14,6 +14,7 @@ mod segments;
 mod subscribe;
 #[cfg(test)]
 mod tests;
+mod verify;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,6 +26,7 @@ pub use options::{Durability, StoreOptions};
 pub use report::{OpenReport, Salvaged};
 pub use segments::EventLoc;
 pub use subscribe::Subscription;
+pub use verify::{VerifyReport, verify};
 
 use catalog::{Catalog, SessionEntry, StoredEvents, plan_batch};
 use segments::{SegmentList, Tail};
@@ -109,6 +111,8 @@ pub(crate) struct Inner {
     segments: SegmentList,
     /// The write path: held while a record is planned, written and applied.
     tail: Mutex<Option<Tail>>,
+    /// Read-only stores: where the last scan stopped, and the last record seen.
+    read_end: Mutex<(u64, Option<(u64, u32)>)>,
     catalog: RwLock<Catalog>,
     synced_lsn: Mutex<u64>,
     poisoned: Mutex<Option<String>>,
@@ -426,6 +430,23 @@ impl Store {
             surface_entries,
             surface_bytes,
         }
+    }
+
+    /// A read-only store: reads what a live writer appended since the open (or the last
+    /// refresh). Returns the number of records read; wakes subscribers when there were some.
+    ///
+    /// # Errors
+    /// `Corruption` and I/O errors, as on open. A writable store has nothing to catch up
+    /// with and returns 0.
+    pub fn refresh(&self) -> Result<u64> {
+        if !self.inner.read_only {
+            return Ok(0);
+        }
+        let n = open::refresh(&self.inner)?;
+        if n > 0 {
+            self.inner.notify();
+        }
+        Ok(n)
     }
 
     /// Follows a session from `from_seq` on.

@@ -76,7 +76,12 @@ pub(super) fn open(
     let mut ck_state = CheckpointState::default();
     let mut start_lsn = 0;
     let mut last_record = None;
-    if let Some((chain, meta)) = choose_checkpoint(&*storage, &list, &mut report)? {
+    let chosen = if options.ignore_checkpoints {
+        None
+    } else {
+        choose_checkpoint(&*storage, &list, &mut report)?
+    };
+    if let Some((chain, meta, base)) = chosen {
         for body in chain {
             if let Err(why) = checkpoint::apply(body, &mut catalog) {
                 return Err(corrupt(
@@ -91,7 +96,7 @@ pub(super) fn open(
         last_record = meta.last_record;
         ck_state.generation = meta.generation;
         ck_state.covered_lsn = meta.covered_lsn;
-        ck_state.last_full = meta.generation;
+        ck_state.last_full = base;
     }
     if let Ok(gens) = checkpoint::list(&*storage) {
         // Later checkpoints than the one used were discarded: never build on them.
@@ -108,6 +113,7 @@ pub(super) fn open(
     }
 
     let mut touched = BTreeSet::new();
+    let mut end = start_lsn;
     let tail = scan(
         &*storage,
         &list,
@@ -118,8 +124,20 @@ pub(super) fn open(
         &mut catalog,
         &mut touched,
         &mut report,
+        &mut end,
     )?;
     report.sessions_touched = touched.into_iter().collect();
+    if report.salvaged.is_some() && !read_only {
+        // Checkpoints may cover what salvage dropped: none of them can be trusted now.
+        for generation in checkpoint::list(&*storage)? {
+            let path = checkpoint::checkpoint_path(generation);
+            storage
+                .remove(&path)
+                .map_err(|e| Error::io("remove", &path, e))?;
+        }
+        ck_state.covered_lsn = u64::MAX;
+        ck_state.deltas_since_full = u32::MAX - 1;
+    }
     // Replay grew vectors by doubling; the resident index keeps only what it holds.
     for e in catalog.sessions.values_mut() {
         e.locs.shrink_to_fit();
@@ -133,6 +151,7 @@ pub(super) fn open(
         lock: Mutex::new(lock),
         segments: list,
         tail: Mutex::new(tail),
+        read_end: Mutex::new((end, last_record)),
         catalog: RwLock::new(catalog),
         synced_lsn: Mutex::new(synced),
         poisoned: Mutex::new(None),
@@ -275,13 +294,16 @@ fn salvage_from(
     Ok(())
 }
 
+/// A checkpoint chain to apply in order, its newest checkpoint, and its full base's generation.
+type Chain = (Vec<checkpoint::Body>, CheckpointMeta, u64);
+
 /// Loads checkpoint chains newest first; returns the first whose last record the log
 /// confirms, with the bodies to apply in order.
 fn choose_checkpoint(
     storage: &dyn Storage,
     segments: &SegmentList,
     report: &mut OpenReport,
-) -> Result<Option<(Vec<checkpoint::Body>, CheckpointMeta)>> {
+) -> Result<Option<Chain>> {
     let gens = checkpoint::list(storage)?;
     let mut loaded = std::collections::BTreeMap::new();
     for &g in &gens {
@@ -323,12 +345,13 @@ fn choose_checkpoint(
             continue;
         }
         let meta = *meta;
+        let base = chain.last().copied().unwrap_or(g);
         let bodies = chain
             .iter()
             .rev()
             .filter_map(|g| loaded.get(g).map(|(_, b)| b.clone()))
             .collect();
-        return Ok(Some((bodies, meta)));
+        return Ok(Some((bodies, meta, base)));
     }
     Ok(None)
 }
@@ -382,6 +405,7 @@ fn scan(
     catalog: &mut Catalog,
     touched: &mut BTreeSet<String>,
     report: &mut OpenReport,
+    end: &mut u64,
 ) -> Result<Option<Tail>> {
     let segs = list.all();
     let Some(first) = segs.iter().rposition(|s| s.first_lsn <= start_lsn) else {
@@ -459,6 +483,8 @@ fn scan(
                             .sync_data()
                             .map_err(|e| Error::io("sync", &seg.path, e))?;
                         report.bytes_truncated += (bytes.len() - pos) as u64;
+                    } else {
+                        report.torn_tail_ignored += (bytes.len() - pos) as u64;
                     }
                     break;
                 }
@@ -501,6 +527,7 @@ fn scan(
                         .chain([Arc::clone(&active)])
                         .collect();
                     *list.write() = kept;
+                    *end = lsn;
                     return Ok(Some(Tail {
                         active,
                         next_lsn: lsn,
@@ -512,6 +539,7 @@ fn scan(
         if is_last {
             let active = Arc::clone(seg);
             let next_lsn = seg.first_lsn + (pos - SEGMENT_HEADER_LEN) as u64;
+            *end = next_lsn;
             return Ok((!read_only).then_some(Tail {
                 active,
                 next_lsn,
@@ -661,4 +689,31 @@ fn replay(
         }
     }
     Ok(())
+}
+
+/// Catches a read-only store up with what a live writer appended since: new records of the
+/// last segment and new segments. Returns the records replayed.
+pub(super) fn refresh(inner: &Inner) -> Result<u64> {
+    let mut report = OpenReport::default();
+    let segments = load_segments(&*inner.storage, true, &inner.options, &mut report)?;
+    *inner.segments.write() = segments;
+    let mut read_end = inner.read_end.lock();
+    let (start, mut last_record) = *read_end;
+    let mut catalog = inner.catalog.write();
+    let mut touched = BTreeSet::new();
+    let mut end = start;
+    scan(
+        &*inner.storage,
+        &inner.segments,
+        &inner.options,
+        true,
+        start,
+        &mut last_record,
+        &mut catalog,
+        &mut touched,
+        &mut report,
+        &mut end,
+    )?;
+    *read_end = (end, last_record);
+    Ok(report.records_replayed)
 }

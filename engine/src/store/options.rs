@@ -31,6 +31,8 @@ pub struct StoreOptions {
     /// With `true`, open keeps everything before the first corrupt record and drops the rest
     /// (reported) instead of failing with `Corruption`.
     pub salvage: bool,
+    /// With `true`, open ignores checkpoints and replays the whole log (verification).
+    pub ignore_checkpoints: bool,
     /// Bounds on accepted events.
     pub limits: Limits,
     /// Source of event times.
@@ -46,6 +48,7 @@ impl Default for StoreOptions {
             checkpoint_interval_bytes: 64 << 20,
             checkpoint_merge_every: 8,
             salvage: false,
+            ignore_checkpoints: false,
             limits: Limits::default(),
             clock: Clock::default(),
         }

@@ -13,6 +13,9 @@ pub struct OpenReport {
     pub records_replayed: u64,
     /// Bytes cut from a torn tail of the last segment.
     pub bytes_truncated: u64,
+    /// Read-only opens: bytes after the last complete record of the last segment, left alone
+    /// (a writer may be in the middle of appending them).
+    pub torn_tail_ignored: u64,
     /// Segment files removed (a torn segment creation, or everything after salvaged
     /// corruption).
     pub segments_removed: Vec<String>,
