@@ -1,43 +1,61 @@
-//! The `sessdb` command-line tool.
+//! `sessdb`: look into, move and check sessdb session stores.
 
 #![forbid(unsafe_code)]
 
-mod demo;
+mod cmd;
+mod error;
+mod out;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::Parser;
 
-/// sessdb: an embedded, event-sourced store for LLM-agent sessions.
+const AFTER_HELP: &str = "\
+Examples:
+  sessdb demo                                   generate a workload into ./sessdb-demo
+  sessdb ls ./sessdb-demo                       list its sessions
+  sessdb show ./sessdb-demo SESSION --messages --json
+  sessdb tail ./sessdb-demo SESSION -n 5 -f     follow a session
+  sessdb import ./store --jsonl ~/.dsh/sessions import DSH sessions
+  sessdb export ./store --sqlite out.sqlite     export to SQLite
+  sessdb verify ./store                         check every record and the checkpoint
+
+Exit codes:
+  0  success
+  1  other error (I/O, internal)
+  2  usage error
+  3  verify found corruption or a mismatch
+  4  input rejected by validation (import, fork)
+  5  store locked by another writer";
+
+/// sessdb: an embedded, event-sourced store for LLM-agent sessions (DSH format v0).
 #[derive(Debug, Parser)]
-#[command(
-    name = "sessdb",
-    version,
-    about,
-    after_help = "Examples:\n  sessdb demo\n  sessdb demo --seed 7 --sessions 10"
-)]
+#[command(name = "sessdb", version, about, after_help = AFTER_HELP)]
 struct Cli {
+    /// No progress bars or notes on stderr.
+    #[arg(short, long, global = true)]
+    quiet: bool,
     #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Debug, Subcommand)]
-enum Command {
-    /// Generate a realistic DSH-style workload, run it through the session model, and print a
-    /// summary.
-    Demo(demo::DemoArgs),
+    command: cmd::Command,
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let result = match cli.command {
-        Command::Demo(args) => demo::run(&args),
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() {
+                error::code::USAGE
+            } else {
+                error::code::OK
+            });
+        }
     };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
+    match cmd::run(cli.command, cli.quiet) {
+        Ok(code) => ExitCode::from(code),
         Err(e) => {
             eprintln!("sessdb: {e}");
-            ExitCode::from(1)
+            ExitCode::from(e.code)
         }
     }
 }

@@ -1,0 +1,211 @@
+//! `sessdb demo [STORE]`: the README's main job. A deterministic, realistic DSH workload is
+//! written to a store, the interrupted session is resumed (repair closers), the store is
+//! closed and reopened, exported to JSONL and SQLite beside it, verified, and summarized.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use sessdb::storage::FsStorage;
+use sessdb::store::verify;
+use sessdb::workload::{WorkloadSpec, generate};
+use sessdb::{Store, StoreOptions};
+use sessdb_formats::jsonl::{ExportOptions, export_jsonl};
+use sessdb_formats::sqlite::{SqliteExportOptions, export_sqlite};
+
+use crate::cmd::{is_store, open_writer};
+use crate::error::{CliError, CliResult, code};
+use crate::out::{note, println};
+
+/// The file that marks a directory as the demo's own, so running the demo again may replace it.
+const MARKER: &str = "SESSDB-DEMO";
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Where to write the demo store; the exports go beside it.
+    #[arg(default_value = "./sessdb-demo")]
+    store: PathBuf,
+    /// Random seed of the workload.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Number of root sessions (a fork adds one).
+    #[arg(long, default_value_t = 4)]
+    sessions: usize,
+    /// Most turns per session.
+    #[arg(long, default_value_t = 6)]
+    turns: u64,
+}
+
+fn beside(store: &Path, suffix: &str) -> PathBuf {
+    let name = store.file_name().map_or_else(
+        || "sessdb-demo".into(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    store.with_file_name(format!("{name}{suffix}"))
+}
+
+/// Clears a previous demo run; refuses to touch anything else.
+fn prepare(store: &Path, jsonl: &Path, sqlite: &Path) -> CliResult<()> {
+    if store.exists() {
+        let ours = store.join(MARKER).is_file();
+        let empty = std::fs::read_dir(store)
+            .map(|mut d| d.next().is_none())
+            .unwrap_or(false);
+        if !ours && !empty {
+            return Err(CliError::new(
+                code::OTHER,
+                format!("{} exists and is not a demo store", store.display()),
+            )
+            .hint("pass another path, e.g. `sessdb demo ./my-demo`"));
+        }
+        let rm = |p: &Path| {
+            std::fs::remove_dir_all(p).map_err(|e| {
+                CliError::new(code::OTHER, format!("cannot remove {}: {e}", p.display()))
+            })
+        };
+        rm(store)?;
+        if jsonl.is_dir() {
+            rm(jsonl)?;
+        }
+        if sqlite.is_file() {
+            std::fs::remove_file(sqlite).map_err(|e| {
+                CliError::new(
+                    code::OTHER,
+                    format!("cannot remove {}: {e}", sqlite.display()),
+                )
+            })?;
+        }
+    }
+    std::fs::create_dir_all(store).map_err(|e| {
+        CliError::new(
+            code::OTHER,
+            format!("cannot create {}: {e}", store.display()),
+        )
+    })?;
+    std::fs::write(
+        store.join(MARKER),
+        b"written by `sessdb demo`; the next demo run replaces this directory\n",
+    )
+    .map_err(|e| {
+        CliError::new(
+            code::OTHER,
+            format!("cannot write in {}: {e}", store.display()),
+        )
+    })
+}
+
+pub fn run(a: &Args, quiet: bool) -> CliResult {
+    let (jsonl, sqlite) = (beside(&a.store, ".jsonl"), beside(&a.store, ".sqlite"));
+    prepare(&a.store, &jsonl, &sqlite)?;
+    let spec = WorkloadSpec {
+        seed: a.seed,
+        sessions: a.sessions,
+        max_turns: a.turns,
+        ..WorkloadSpec::default()
+    };
+
+    let started = Instant::now();
+    let mut store = open_writer(&a.store, StoreOptions::default())?;
+    let summary = generate(&spec, &mut store)?;
+    let written = started.elapsed();
+    note(
+        quiet,
+        &format!(
+            "wrote {} events in {} sessions in {:.1} ms",
+            summary.events,
+            summary.sessions.len(),
+            written.as_secs_f64() * 1e3
+        ),
+    );
+    let mut repaired = Vec::new();
+    for id in &summary.interrupted {
+        repaired.push((id.clone(), store.resume(id)?));
+    }
+    store.close()?;
+
+    let started = Instant::now();
+    let store = Store::open(&a.store, StoreOptions::default())?;
+    let reopened = started.elapsed();
+    let report = store.open_report().clone();
+    let stats = store.stats();
+    let sessions = store.list();
+    store.close()?;
+    let store = Store::open_read_only(&a.store)?;
+    let jsonl_report = export_jsonl(&store, &jsonl, &ExportOptions::default(), &mut |_| {})?;
+    let sqlite_events = export_sqlite(
+        &store,
+        &sqlite,
+        &SqliteExportOptions::default(),
+        &mut |_| {},
+    )?;
+    let verified = verify(Arc::new(FsStorage::new(&a.store)))?;
+
+    println(&format!(
+        "{:<32} {:>7} {:>8}  parent",
+        "session", "events", "surface"
+    ));
+    for s in &sessions {
+        println(&format!(
+            "{:<32} {:>7} {:>8}  {}",
+            s.header.id,
+            s.events,
+            s.surface_len,
+            s.header.parent_session.as_deref().unwrap_or("-")
+        ));
+    }
+    println("");
+    println(&format!(
+        "store        {}: {} sessions, {} events, {} segment(s), {} log bytes",
+        a.store.display(),
+        stats.sessions,
+        stats.events,
+        stats.segments,
+        stats.log_bytes
+    ));
+    println(&format!(
+        "workload     {} compaction(s), {} tool-result prune(s), {} fork(s), {} interrupted session(s)",
+        summary.compactions,
+        summary.prunes,
+        summary.forks.len(),
+        summary.interrupted.len()
+    ));
+    for (id, r) in &repaired {
+        println(&format!(
+            "resumed      {id}: {} repair closer(s) at seqs {:?}, end-seed marker at {}",
+            r.closers.len(),
+            r.closers,
+            r.end_seed.map_or_else(|| "-".into(), |s| s.to_string())
+        ));
+    }
+    println(&format!(
+        "reopened     in {:.1} ms from checkpoint {}, {} record(s) replayed",
+        reopened.as_secs_f64() * 1e3,
+        report
+            .checkpoint
+            .map_or_else(|| "none".into(), |g| g.to_string()),
+        report.records_replayed
+    ));
+    println(&format!(
+        "jsonl        {} ({} files, {} bytes)",
+        jsonl.display(),
+        jsonl_report.files.len(),
+        jsonl_report.bytes
+    ));
+    println(&format!(
+        "sqlite       {} ({sqlite_events} events)",
+        sqlite.display()
+    ));
+    println(&format!(
+        "verify       {}",
+        if verified.ok() {
+            format!("ok ({} records checked)", verified.records)
+        } else {
+            verified.problems.join("; ")
+        }
+    ));
+    Ok(if verified.ok() && is_store(&a.store) {
+        code::OK
+    } else {
+        code::VERIFY_FOUND
+    })
+}

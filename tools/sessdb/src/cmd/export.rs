@@ -1,0 +1,66 @@
+//! `sessdb export STORE --jsonl DIR [--zstd] [--no-pack] [--session ID]...` /
+//! `sessdb export STORE --sqlite FILE [--session ID]...`
+
+use sessdb_formats::jsonl::{ExportOptions, export_jsonl};
+use sessdb_formats::sqlite::{SqliteExportOptions, export_sqlite};
+
+use crate::cmd::{PathArg, open_existing};
+use crate::error::{CliResult, code};
+use crate::out::{bar, note, update};
+
+#[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("target").args(["jsonl", "sqlite"]).required(true)))]
+pub struct Args {
+    /// The store directory.
+    store: PathArg,
+    /// Write the DSH JSONL layout under this directory.
+    #[arg(long, value_name = "DIR")]
+    jsonl: Option<PathArg>,
+    /// Write a SQLite database to this file (replacing it).
+    #[arg(long, value_name = "FILE")]
+    sqlite: Option<PathArg>,
+    /// JSONL: write session.jsonl.zstd files.
+    #[arg(long, requires = "jsonl", conflicts_with = "sqlite")]
+    zstd: bool,
+    /// JSONL: one event per line, no packed chunk rows.
+    #[arg(long, requires = "jsonl", conflicts_with = "sqlite")]
+    no_pack: bool,
+    /// Only this session (repeatable); all when absent.
+    #[arg(long = "session", value_name = "ID")]
+    sessions: Vec<String>,
+}
+
+pub fn run(a: &Args, quiet: bool) -> CliResult {
+    let store = open_existing(&a.store)?;
+    let progress = bar(quiet, "exporting");
+    let mut report_progress = |p| update(&progress, p);
+    let (events, target) = match (&a.jsonl, &a.sqlite) {
+        (Some(dir), _) => {
+            let options = ExportOptions {
+                zstd: a.zstd,
+                pack: !a.no_pack,
+                sessions: a.sessions.clone(),
+            };
+            let r = export_jsonl(&store, dir, &options, &mut report_progress)?;
+            (r.events, dir.clone())
+        }
+        (_, Some(file)) => {
+            let options = SqliteExportOptions {
+                sessions: a.sessions.clone(),
+            };
+            (
+                export_sqlite(&store, file, &options, &mut report_progress)?,
+                file.clone(),
+            )
+        }
+        (None, None) => (0, a.store.clone()),
+    };
+    if let Some(b) = progress {
+        b.finish_and_clear();
+    }
+    note(
+        quiet,
+        &format!("exported {events} event(s) to {}", target.display()),
+    );
+    Ok(code::OK)
+}

@@ -1,0 +1,38 @@
+//! `sessdb fork STORE SESSION --at SEQ [--id NEW_ID]`
+
+use sessdb::{ForkSpec, StoreOptions};
+
+use crate::cmd::{PathArg, open_writer};
+use crate::error::{CliResult, code};
+use crate::out::println;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The store directory.
+    store: PathArg,
+    /// The session to fork.
+    session: String,
+    /// The last inherited seq (inclusive); it may not lie inside an open turn.
+    #[arg(long, value_name = "SEQ")]
+    at: u64,
+    /// The child's id (default: session-<n>).
+    #[arg(long = "id", value_name = "NEW_ID")]
+    id: Option<String>,
+}
+
+pub fn run(a: &Args) -> CliResult {
+    let store = open_writer(&a.store, StoreOptions::default())?;
+    let result = store.fork(
+        &a.session,
+        ForkSpec {
+            boundary: Some(a.at),
+            child_id: a.id.clone(),
+            ..ForkSpec::default()
+        },
+    );
+    let close = store.close();
+    let child = result?;
+    close?;
+    println(&child);
+    Ok(code::OK)
+}

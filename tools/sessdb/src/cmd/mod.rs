@@ -1,0 +1,90 @@
+//! The commands.
+
+mod demo;
+mod export;
+mod fork;
+mod import;
+mod ls;
+mod repair;
+mod show;
+mod stats;
+mod tail;
+mod verify;
+
+use std::path::{Path, PathBuf};
+
+use clap::Subcommand;
+use sessdb::{Store, StoreOptions};
+
+use crate::error::{CliError, CliResult, code};
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Generate a realistic DSH workload into a store, export it to JSONL and SQLite beside it,
+    /// verify, and print a summary.
+    Demo(demo::Args),
+    /// List the sessions of a store.
+    Ls(ls::Args),
+    /// Print a session's events (DSH JSONL lines), surface or derived messages.
+    Show(show::Args),
+    /// Print the last events of a session; with -f, follow new ones.
+    Tail(tail::Args),
+    /// Import DSH JSONL sessions or a SQLite export (creates the store if needed).
+    Import(import::Args),
+    /// Export sessions to the DSH JSONL layout or to a SQLite database.
+    Export(export::Args),
+    /// Fork a session at a seq (DSH v0 rules); prints the child's id.
+    Fork(fork::Args),
+    /// Read every record, check every checksum, compare the checkpoint with a full replay.
+    Verify(verify::Args),
+    /// Cut a torn tail (with --salvage: drop everything from the first corrupt record), then
+    /// close the open turns of interrupted sessions.
+    Repair(repair::Args),
+    /// Sessions, events, segments, bytes, checkpoint position, and what opening found.
+    Stats(stats::Args),
+}
+
+/// Runs one command; returns the exit code.
+pub fn run(command: Command, quiet: bool) -> CliResult {
+    match command {
+        Command::Demo(a) => demo::run(&a, quiet),
+        Command::Ls(a) => ls::run(&a),
+        Command::Show(a) => show::run(&a),
+        Command::Tail(a) => tail::run(&a),
+        Command::Import(a) => import::run(&a, quiet),
+        Command::Export(a) => export::run(&a, quiet),
+        Command::Fork(a) => fork::run(&a),
+        Command::Verify(a) => verify::run(&a),
+        Command::Repair(a) => repair::run(&a),
+        Command::Stats(a) => stats::run(&a),
+    }
+}
+
+/// Whether `dir` holds a store.
+fn is_store(dir: &Path) -> bool {
+    dir.join("segments").is_dir()
+}
+
+/// Opens an existing store read-only (works beside a live writer).
+fn open_existing(dir: &Path) -> CliResult<Store> {
+    if !is_store(dir) {
+        return Err(
+            CliError::new(code::OTHER, format!("no sessdb store at {}", dir.display()))
+                .hint("a store is a directory with a segments/ subdirectory"),
+        );
+    }
+    Ok(Store::open_read_only(dir)?)
+}
+
+/// Opens (creating) a store for writing.
+fn open_writer(dir: &Path, options: StoreOptions) -> CliResult<Store> {
+    Store::open(dir, options).map_err(|e| {
+        let locked = matches!(e, sessdb::Error::Locked { .. });
+        let err = CliError::from(e);
+        if locked { err.hint("another process writes to this store; stop it, or use a read-only command such as ls, show, export, verify") } else { err }
+    })
+}
+
+/// A path argument.
+pub type PathArg = PathBuf;

@@ -1,0 +1,45 @@
+//! `sessdb tail STORE SESSION [-n N] [-f]`
+
+use std::time::Duration;
+
+use crate::cmd::{PathArg, open_existing};
+use crate::error::{CliResult, code};
+use crate::out::print;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The store directory.
+    store: PathArg,
+    /// The session id.
+    session: String,
+    /// How many of the last events.
+    #[arg(short = 'n', long = "lines", default_value_t = 10)]
+    n: u64,
+    /// Keep printing events as they are appended (until interrupted).
+    #[arg(short = 'f', long)]
+    follow: bool,
+}
+
+fn line(e: &sessdb::Event) -> Vec<u8> {
+    let mut out = e.to_jsonl();
+    out.push(b'\n');
+    out
+}
+
+pub fn run(a: &Args) -> CliResult {
+    let store = open_existing(&a.store)?;
+    let events = store.last_events(&a.session, a.n)?;
+    print(&events.iter().flat_map(line).collect::<Vec<u8>>());
+    if !a.follow {
+        return Ok(code::OK);
+    }
+    let mut sub = store.subscribe(&a.session, store.session_len(&a.session)?)?;
+    loop {
+        // The writer is another process: catch up with its appends, then print them.
+        store.refresh()?;
+        while let Some(e) = sub.try_next()? {
+            print(&line(&e));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}

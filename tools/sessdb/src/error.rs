@@ -1,0 +1,92 @@
+//! One-line errors with an exit code and a hint of what to do.
+
+use std::fmt;
+
+/// Exit codes (documented in `--help` and the README).
+pub mod code {
+    /// Success.
+    pub const OK: u8 = 0;
+    /// Any other error (I/O, internal).
+    pub const OTHER: u8 = 1;
+    /// Usage error (clap's own).
+    pub const USAGE: u8 = 2;
+    /// `verify` found corruption or a mismatch.
+    pub const VERIFY_FOUND: u8 = 3;
+    /// Input rejected by validation (import, fork).
+    pub const REJECTED: u8 = 4;
+    /// The store is locked by another writer.
+    pub const LOCKED: u8 = 5;
+}
+
+/// What the CLI prints on failure: `sessdb: <what>. <hint>`.
+#[derive(Debug)]
+pub struct CliError {
+    pub message: String,
+    pub hint: Option<&'static str>,
+    pub code: u8,
+}
+
+impl CliError {
+    pub fn new(code: u8, message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            hint: None,
+            code,
+        }
+    }
+
+    pub fn hint(mut self, hint: &'static str) -> Self {
+        self.hint = Some(hint);
+        self
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)?;
+        if let Some(h) = self.hint {
+            write!(f, " ({h})")?;
+        }
+        Ok(())
+    }
+}
+
+impl From<sessdb::Error> for CliError {
+    fn from(e: sessdb::Error) -> Self {
+        use sessdb::Error as E;
+        let message = e.to_string();
+        match e {
+            E::Locked { .. } => CliError::new(code::LOCKED, message),
+            E::Rejected { .. }
+            | E::Fork { .. }
+            | E::InvalidHeader { .. }
+            | E::InvalidEnvelope { .. }
+            | E::InvalidType { .. }
+            | E::SessionExists { .. }
+            | E::UnsupportedFormat { .. } => CliError::new(code::REJECTED, message),
+            E::Corruption { .. } => CliError::new(code::OTHER, message).hint("run `sessdb verify STORE` to see all damage, `sessdb repair STORE --salvage` to keep what precedes it"),
+            E::Poisoned { .. } => CliError::new(code::OTHER, message).hint("run the command again"),
+            E::SessionNotFound { .. } => CliError::new(code::OTHER, message).hint("`sessdb ls STORE` lists the sessions"),
+            _ => CliError::new(code::OTHER, message),
+        }
+    }
+}
+
+impl From<sessdb_formats::Error> for CliError {
+    fn from(e: sessdb_formats::Error) -> Self {
+        use sessdb_formats::Error as E;
+        match e {
+            E::Store(inner) => inner.into(),
+            E::Invalid { .. }
+            | E::InvalidRow { .. }
+            | E::Corrupt { .. }
+            | E::UnsupportedFormat { .. }
+            | E::Layout { .. } => CliError::new(code::REJECTED, e.to_string())
+                .hint("nothing of the refused session was stored"),
+            _ => CliError::new(code::OTHER, e.to_string()),
+        }
+    }
+}
+
+/// The CLI's result type.
+pub type CliResult<T = u8> = Result<T, CliError>;

@@ -1,0 +1,340 @@
+//! The real `sessdb` binary: every command, every exit code, the JSON outputs parsed.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers fail loudly"
+)]
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use sessdb::json::{JsonKind, JsonRef, validate};
+use sessdb::{Draft, Event, Limits, LogType, Store, StoreOptions};
+use sessdb_tests::{FIXTURES, renumbered_text};
+
+fn sessdb(args: &[&str], cwd: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sessdb"))
+        .args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn ok(args: &[&str], cwd: &Path) -> String {
+    let out = sessdb(args, cwd);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Runs and expects `code`; returns stderr, checked to be one human line.
+fn fails(args: &[&str], cwd: &Path, code: i32) -> String {
+    let out = sessdb(args, cwd);
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
+    if code != 2 {
+        assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+        assert!(err.starts_with("sessdb: "), "{err}");
+        assert!(
+            !err.contains("panicked") && !err.contains(" { "),
+            "no panics, no debug output: {err}"
+        );
+    }
+    err
+}
+
+fn json(text: &str) -> JsonRef<'_> {
+    let t = text.trim_end().as_bytes();
+    validate(t, &Limits::default()).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"));
+    JsonRef::new(t)
+}
+
+fn demo(dir: &Path) -> Vec<String> {
+    ok(&["demo", "store", "--quiet"], dir);
+    let ls = ok(&["ls", "store", "--json"], dir);
+    json(&ls)
+        .elements()
+        .map(|s| s.get("id").unwrap().as_str().unwrap().into_owned())
+        .collect()
+}
+
+#[test]
+fn demo_ls_show_tail_stats() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = ok(&["demo", "store"], dir.path());
+    assert!(out.contains("verify       ok"), "{out}");
+    assert!(dir.path().join("store.jsonl").is_dir() && dir.path().join("store.sqlite").is_file());
+    // Running it again replaces its own directory.
+    ok(&["demo", "store", "-q"], dir.path());
+
+    let ls = ok(&["ls", "store", "--json"], dir.path());
+    let sessions = json(&ls);
+    assert_eq!(sessions.elements().count(), 5);
+    let first = sessions.elements().next().unwrap();
+    let id = first.get("id").unwrap().as_str().unwrap().into_owned();
+    let events = first.get("events").unwrap().as_i64().unwrap();
+    assert!(ok(&["ls", "store"], dir.path()).contains(&id));
+
+    let lines = ok(&["show", "store", &id, "--events"], dir.path());
+    let parsed: Vec<Event> = lines
+        .lines()
+        .map(|l| Event::from_jsonl(l.as_bytes(), &Limits::default()).unwrap())
+        .collect();
+    assert_eq!(parsed.len() as i64, events);
+    assert!(parsed.iter().enumerate().all(|(i, e)| e.seq() == i as u64));
+    assert_eq!(
+        ok(&["show", "store", &id, "--from", "5"], dir.path())
+            .lines()
+            .count() as i64,
+        events - 5
+    );
+
+    let surface = ok(&["show", "store", &id, "--surface", "--json"], dir.path());
+    let seqs: Vec<i64> = json(&surface)
+        .elements()
+        .map(|s| s.as_i64().unwrap())
+        .collect();
+    assert_eq!(
+        seqs.len() as i64,
+        first.get("surfaceLength").unwrap().as_i64().unwrap()
+    );
+    let messages = ok(&["show", "store", &id, "--messages", "--json"], dir.path());
+    let msgs = json(&messages);
+    assert!(
+        msgs.elements().count() > 0
+            && msgs
+                .elements()
+                .all(|m| m.kind() == JsonKind::Object && m.get("role").is_some())
+    );
+
+    let tail = ok(&["tail", "store", &id, "-n", "3"], dir.path());
+    assert_eq!(tail.lines().count(), 3);
+    assert_eq!(tail.lines().last(), lines.lines().last());
+
+    let stats = ok(&["stats", "store", "--json"], dir.path());
+    let s = json(&stats);
+    assert_eq!(s.get("sessions").unwrap().as_i64(), Some(5));
+    assert_eq!(
+        s.get("open")
+            .unwrap()
+            .get("recordsReplayed")
+            .unwrap()
+            .as_i64(),
+        Some(0)
+    );
+    assert!(ok(&["stats", "store"], dir.path()).contains("segments"));
+
+    fails(&["show", "store", "no-such-session"], dir.path(), 1);
+    fails(&["ls", "nowhere"], dir.path(), 1);
+}
+
+#[test]
+fn tail_follow_prints_new_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let ids = demo(dir.path());
+    let id = &ids[0];
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sessdb"))
+        .args(["tail", "store", id, "-n", "1", "-f"])
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let last = lines.next().unwrap().unwrap();
+    assert!(last.contains("\"type\""));
+    // Another process (this test) writes; the follower prints it.
+    let store = Store::open(dir.path().join("store"), StoreOptions::default()).unwrap();
+    let seq = store
+        .append(
+            id,
+            Draft::log(
+                &LogType::new("plugin/note").unwrap(),
+                &br#"{"followed":true}"#[..],
+            ),
+        )
+        .unwrap();
+    let next = lines.next().unwrap().unwrap();
+    child.kill().unwrap();
+    let _ = child.wait();
+    let e = Event::from_jsonl(next.as_bytes(), &Limits::default()).unwrap();
+    assert_eq!((e.seq(), e.data()), (seq, &br#"{"followed":true}"#[..]));
+}
+
+#[test]
+fn import_every_fixture_then_export_and_reimport() {
+    let dir = tempfile::tempdir().unwrap();
+    for (i, name) in FIXTURES.iter().enumerate() {
+        let file = dir.path().join(format!("fixture-{i}.jsonl"));
+        // Give each fixture its own id: two of them share the placeholder id.
+        std::fs::write(
+            &file,
+            renumbered_text(name).replace("{{sessionId}}", &format!("fixture-{i}")),
+        )
+        .unwrap();
+        ok(
+            &["import", "store", "--jsonl", file.to_str().unwrap()],
+            dir.path(),
+        );
+    }
+    assert_eq!(
+        json(&ok(&["ls", "store", "--json"], dir.path()))
+            .elements()
+            .count(),
+        FIXTURES.len()
+    );
+    ok(&["export", "store", "--jsonl", "out"], dir.path());
+    ok(
+        &["export", "store", "--jsonl", "outz", "--zstd", "--no-pack"],
+        dir.path(),
+    );
+    ok(&["export", "store", "--sqlite", "out.sqlite"], dir.path());
+    ok(
+        &[
+            "export",
+            "store",
+            "--sqlite",
+            "one.sqlite",
+            "--session",
+            "fixture-3",
+        ],
+        dir.path(),
+    );
+    for (source, flag) in [
+        ("out", "--jsonl"),
+        ("outz", "--jsonl"),
+        ("out.sqlite", "--sqlite"),
+    ] {
+        let target = format!("copy-{}", source.replace('.', "-"));
+        ok(&["import", &target, flag, source], dir.path());
+        assert_eq!(
+            ok(&["ls", &target, "--json"], dir.path()),
+            ok(&["ls", "store", "--json"], dir.path()),
+            "{source}"
+        );
+    }
+    ok(&["import", "one", "--sqlite", "one.sqlite"], dir.path());
+    assert_eq!(
+        json(&ok(&["ls", "one", "--json"], dir.path()))
+            .elements()
+            .count(),
+        1
+    );
+    // The same sessions again: refused by validation.
+    fails(&["import", "store", "--jsonl", "out"], dir.path(), 4);
+    // A damaged file: refused, exit 4, naming the line.
+    let bad = dir.path().join("bad.jsonl");
+    let text = renumbered_text(FIXTURES[2]).replacen(
+        "\"surfaceOp\":\"append\"",
+        "\"surfaceOp\":\"prepend\"",
+        1,
+    );
+    std::fs::write(&bad, text).unwrap();
+    let err = fails(&["import", "fresh", "--jsonl", "bad.jsonl"], dir.path(), 4);
+    assert!(err.contains("bad.jsonl:"), "{err}");
+    // Usage errors.
+    fails(&["import", "store"], dir.path(), 2);
+    fails(
+        &["export", "store", "--zstd", "--sqlite", "x"],
+        dir.path(),
+        2,
+    );
+}
+
+#[test]
+fn fork_verify_repair_and_locking() {
+    let dir = tempfile::tempdir().unwrap();
+    let ids = demo(dir.path());
+    let parent = ids.iter().find(|i| !i.ends_with("-fork")).unwrap().clone();
+    // A seq inside an open turn is refused (seq 1 follows turn/start 0... find one).
+    let events = ok(&["show", "store", &parent], dir.path());
+    let turn_start = events
+        .lines()
+        .position(|l| l.contains("\"type\":\"turn/start\""))
+        .unwrap();
+    let turn_end = events
+        .lines()
+        .position(|l| l.contains("\"type\":\"turn/end\""))
+        .unwrap();
+    let err = fails(
+        &[
+            "fork",
+            "store",
+            &parent,
+            "--at",
+            &(turn_start + 1).to_string(),
+        ],
+        dir.path(),
+        4,
+    );
+    assert!(err.contains("OPEN_TURN"), "{err}");
+    let child = ok(
+        &[
+            "fork",
+            "store",
+            &parent,
+            "--at",
+            &turn_end.to_string(),
+            "--id",
+            "kid",
+        ],
+        dir.path(),
+    );
+    assert_eq!(child.trim(), "kid");
+    fails(&["fork", "store", &parent, "--at", "999999"], dir.path(), 4);
+
+    let verify = ok(&["verify", "store", "--json"], dir.path());
+    assert_eq!(json(&verify).get("ok").unwrap().as_bool(), Some(true));
+    assert!(ok(&["verify", "store"], dir.path()).contains("ok: no corruption"));
+
+    // Damage a record: verify finds it (exit 3), repair --salvage keeps what precedes it.
+    let seg_dir = dir.path().join("store/segments");
+    let seg = std::fs::read_dir(&seg_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .min()
+        .unwrap();
+    let mut bytes = std::fs::read(&seg).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x55;
+    std::fs::write(&seg, &bytes).unwrap();
+    let out = sessdb(&["verify", "store", "--json"], dir.path());
+    assert_eq!(out.status.code(), Some(3));
+    let report = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(json(&report).get("ok").unwrap().as_bool(), Some(false));
+    let err = fails(&["repair", "store"], dir.path(), 1);
+    assert!(err.contains("--salvage"), "{err}");
+    let repaired = ok(&["repair", "store", "--salvage"], dir.path());
+    assert!(repaired.contains("salvaged"), "{repaired}");
+    assert!(ok(&["verify", "store"], dir.path()).contains("ok"));
+    assert!(ok(&["repair", "store"], dir.path()).contains("nothing to repair"));
+
+    // A live writer locks the store: writing commands exit 5, reading ones work.
+    let _writer = Store::open(dir.path().join("store"), StoreOptions::default()).unwrap();
+    let err = fails(&["fork", "store", &parent, "--at", "0"], dir.path(), 5);
+    assert!(err.contains("LOCK"), "{err}");
+    fails(&["repair", "store"], dir.path(), 5);
+    ok(&["ls", "store"], dir.path());
+    ok(&["verify", "store"], dir.path());
+}
+
+#[test]
+fn help_version_and_usage() {
+    let dir = tempfile::tempdir().unwrap();
+    let help = ok(&["--help"], dir.path());
+    assert!(
+        help.contains("Exit codes") && help.contains("Examples"),
+        "{help}"
+    );
+    assert!(ok(&["--version"], dir.path()).starts_with("sessdb "));
+    fails(&["no-such-command"], dir.path(), 2);
+    fails(&["show"], dir.path(), 2);
+    assert!(ok(&["export", "--help"], dir.path()).contains("--no-pack"));
+}
