@@ -614,10 +614,8 @@ impl Inner {
     /// Group commit: one `fdatasync` makes everything written so far durable; appenders that
     /// wait meanwhile find their record already covered.
     fn sync_to(&self, lsn: u64) -> Result<()> {
-        let mut synced = self.synced_lsn.lock();
-        if *synced >= lsn {
-            return Ok(());
-        }
+        // Lock order everywhere: `tail` before `synced_lsn` (a checkpoint holds `tail` and
+        // then records what it synced).
         let (file, path, written) = {
             let tail = self.tail.lock();
             let Some(t) = tail.as_ref() else {
@@ -629,11 +627,16 @@ impl Inner {
                 t.next_lsn,
             )
         };
-        // Older segments were synced when they were sealed.
+        let mut synced = self.synced_lsn.lock();
+        if *synced >= lsn {
+            return Ok(());
+        }
+        // Older segments were synced when they were sealed, so syncing the file that was
+        // active when `written` was read covers everything up to `written`.
         if let Err(e) = file.sync_data() {
             return self.poison(Error::io("sync", path, e));
         }
-        *synced = written;
+        *synced = (*synced).max(written);
         Ok(())
     }
 
