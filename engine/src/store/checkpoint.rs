@@ -2,7 +2,7 @@
 //! locations as of a log position, so that open replays only the log after it.
 //!
 //! Files are `checkpoints/<generation, 20 digits>.ckpt`: a 64-byte header (magic, versions,
-//! generation, base generation, covered log position, the LSN and checksum of the last
+//! header checksum, generation, base generation, covered log position, the LSN and checksum of the last
 //! record covered, body checksum and length) and a bincode body. A *full* checkpoint (base 0)
 //! holds every session; a *delta* holds the sessions changed since its base and the ids
 //! deleted since. Written as temp file, sync, rename, directory sync — and only after the
@@ -60,8 +60,18 @@ impl CheckpointMeta {
         h[48..52].copy_from_slice(&crc.to_le_bytes());
         h[52..56].copy_from_slice(&crc32fast::hash(body).to_le_bytes());
         h[56..64].copy_from_slice(&(body.len() as u64).to_le_bytes());
+        let crc = header_crc(&h);
+        h[12..16].copy_from_slice(&crc.to_le_bytes());
         h
     }
+}
+
+/// CRC-32 of the header without its own CRC field (bytes 12..16).
+fn header_crc(h: &[u8]) -> u32 {
+    let mut c = crc32fast::Hasher::new();
+    c.update(&h[..12]);
+    c.update(&h[16..CHECKPOINT_HEADER_LEN]);
+    c.finalize()
 }
 
 /// The body of a checkpoint.
@@ -271,6 +281,9 @@ pub(crate) fn read(
     let u32_at = |at: usize| u32::from_le_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]]);
     if h[0..8] != CHECKPOINT_MAGIC {
         return Err(format!("{path}: bad magic"));
+    }
+    if u32_at(12) != header_crc(h) {
+        return Err(format!("{path}: header checksum mismatch"));
     }
     let version = u16::from_le_bytes([h[8], h[9]]);
     let layout = u16::from_le_bytes([h[10], h[11]]);
