@@ -647,8 +647,7 @@ fn regression_a_flipped_byte_anywhere_in_a_checkpoint_discards_it() {
     let (path, bytes) = storage
         .files()
         .into_iter()
-        .filter(|(p, _)| p.starts_with("checkpoints/"))
-        .next_back()
+        .rfind(|(p, _)| p.starts_with("checkpoints/"))
         .unwrap();
     let at_all: Vec<usize> = (0..CHECKPOINT_HEADER_LEN)
         .chain([CHECKPOINT_HEADER_LEN + 3, bytes.len() - 1])
