@@ -1,0 +1,23 @@
+//! The JSONL importer on arbitrary file contents, raw and zstd: an import report or an error,
+//! never a panic; an imported session reads back.
+#![no_main]
+
+use std::sync::Arc;
+
+use libfuzzer_sys::fuzz_target;
+use sessdb::storage::MemStorage;
+use sessdb::{Store, StoreOptions};
+use sessdb_formats::jsonl::import_jsonl;
+
+fuzz_target!(|data: &[u8]| {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let zstd = data.first().is_some_and(|b| b & 1 == 1);
+    let path = dir.path().join(if zstd { "session.jsonl.zstd" } else { "session.jsonl" });
+    std::fs::write(&path, data).expect("write");
+    let store = Store::open_with(Arc::new(MemStorage::new()), StoreOptions::default()).expect("open");
+    if let Ok(report) = import_jsonl(&store, &path, &mut |_| {}) {
+        for s in report.sessions {
+            assert_eq!(store.events(&s.id, 0, u64::MAX).expect("read").len() as u64, s.events);
+        }
+    }
+});

@@ -1,0 +1,38 @@
+//! The segment header, frame and record decoders on arbitrary bytes: no panic, no unbounded
+//! allocation; a valid frame's payload re-encodes to the same bytes.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use sessdb::log::frame::{FRAME_HEADER_LEN, FrameCheck, RecordKind, check_frame};
+use sessdb::log::record::{BodyRef, RecordBody, decode, encode};
+use sessdb::log::segment::SegmentHeader;
+
+fuzz_target!(|data: &[u8]| {
+    let _ = SegmentHeader::decode(data);
+    if let FrameCheck::Valid { kind, frame_len, .. } = check_frame(data, 1 << 20) {
+        let _ = decode(kind, &data[FRAME_HEADER_LEN..frame_len]);
+    }
+    let Some((&k, payload)) = data.split_first() else { return };
+    let Some(kind) = RecordKind::from_byte(k % 5) else { return };
+    if let Ok(body) = decode(kind, payload) {
+        let events: Vec<_>;
+        let again = match &body {
+            RecordBody::Create { session, header_json, events: e } => {
+                events = e.iter().map(|l| l.event.clone()).collect();
+                BodyRef::Create { session, header_json, events: &events }
+            }
+            RecordBody::Append { session, events: e } => {
+                events = e.iter().map(|l| l.event.clone()).collect();
+                BodyRef::Append { session, events: &events }
+            }
+            RecordBody::Fork { child, header_json, parent, inherited, events: e } => {
+                events = e.iter().map(|l| l.event.clone()).collect();
+                BodyRef::Fork { child, header_json, parent, inherited: *inherited, events: &events }
+            }
+            RecordBody::Delete { session } => BodyRef::Delete { session },
+        };
+        let mut out = Vec::new();
+        encode(&again, &mut out);
+        assert_eq!(decode(kind, &out).ok(), Some(body));
+    }
+});
