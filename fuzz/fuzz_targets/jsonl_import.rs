@@ -1,4 +1,4 @@
-//! The JSONL importer on arbitrary file contents, raw and zstd: an import report or an error,
+//! The JSONL importer on arbitrary file contents, raw or zstd (by the zstd magic number): an import report or an error,
 //! never a panic; an imported session reads back.
 #![no_main]
 
@@ -11,7 +11,8 @@ use sessdb_formats::jsonl::import_jsonl;
 
 fuzz_target!(|data: &[u8]| {
     let dir = tempfile::tempdir().expect("temp dir");
-    let zstd = data.first().is_some_and(|b| b & 1 == 1);
+    // zstd frames start with their magic number; anything else is read as raw JSONL.
+    let zstd = data.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]);
     let path = dir.path().join(if zstd { "session.jsonl.zstd" } else { "session.jsonl" });
     std::fs::write(&path, data).expect("write");
     let store = Store::open_with(Arc::new(MemStorage::new()), StoreOptions::default()).expect("open");

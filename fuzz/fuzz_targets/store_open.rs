@@ -9,8 +9,9 @@ use sessdb::storage::MemStorage;
 use sessdb::{Store, StoreOptions};
 
 fuzz_target!(|data: &[u8]| {
-    let split = data.first().map_or(0, |&b| usize::from(b) * data.len() / 256);
-    let (segment, checkpoint) = data.split_at(split.min(data.len()));
+    // The first byte says where the segment ends and the checkpoint begins.
+    let Some((&at, rest)) = data.split_first() else { return };
+    let (segment, checkpoint) = rest.split_at(usize::from(at) * rest.len() / 256);
     let mut files = vec![("segments/00000000000000000000.seg".to_owned(), segment.to_vec())];
     if !checkpoint.is_empty() {
         files.push(("checkpoints/00000000000000000001.ckpt".to_owned(), checkpoint.to_vec()));
