@@ -25,6 +25,34 @@ fn is_turn_end(d: &Draft) -> bool {
     d.event_type() == "turn/end"
 }
 
+/// Discards everything: the cost of generating the workload itself, to subtract.
+#[derive(Debug, Default)]
+pub struct NullPeer {
+    next: std::collections::HashMap<String, u64>,
+}
+
+impl Sink for NullPeer {
+    fn create(&mut self, header: SessionHeader) -> Result<()> {
+        self.next.insert(header.id, 1);
+        Ok(())
+    }
+
+    fn append(&mut self, session: &str, draft: Draft) -> Result<u64> {
+        let next = self.next.entry(session.to_owned()).or_insert(0);
+        let seq = *next;
+        std::hint::black_box(draft.into_event(seq, 1));
+        *next += 1;
+        Ok(seq)
+    }
+
+    fn fork(&mut self, source: &str, spec: ForkSpec) -> Result<String> {
+        let child = spec.child_id.unwrap_or_else(|| format!("{source}-fork"));
+        let len = self.next.get(source).copied().unwrap_or(0);
+        self.next.insert(child.clone(), len + 1);
+        Ok(child)
+    }
+}
+
 /// sessdb, made durable (`sync`) at every turn end.
 #[derive(Debug)]
 pub struct SessdbPeer {

@@ -30,5 +30,6 @@ pub use repair::{NOT_STARTED_TEXT, OUTCOME_UNKNOWN_TEXT, OpenStep, PendingCall, 
 pub use session::{ResumeReport, Session};
 pub use set::SessionSet;
 pub use state::SessionState;
+pub(crate) use surface::SurfaceChange;
 pub use surface::SurfaceManager;
 pub use turns::TurnMarks;

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::segments::{EventLoc, SegmentList};
 use crate::event::Event;
-use crate::model::{EventSource, SessionHeader, SessionState, SharedVec, plan};
+use crate::model::{EventSource, SessionHeader, SessionState, SharedVec, SurfaceChange, plan};
 use crate::{Limits, Result};
 
 /// One session's resident state.
@@ -55,21 +55,48 @@ impl EventSource for StoredEvents<'_> {
     }
 }
 
-/// Plans every event of a batch in order against `state`; returns the state after the batch.
-/// Nothing is changed when an event is refused.
+/// A planned batch, not yet committed.
+#[derive(Debug)]
+pub(crate) enum Planned {
+    /// One event (the hot path): its surface change, applied to the live state at commit, so
+    /// nothing is copied.
+    One(SurfaceChange),
+    /// Several events: the state after all of them, planned on a copy.
+    Many(SessionState),
+}
+
+impl Planned {
+    /// Commits the batch `events` (the one that was planned) to `state`.
+    pub(crate) fn commit(self, state: &mut SessionState, events: &[Event]) {
+        match self {
+            Planned::One(change) => {
+                if let Some(event) = events.first() {
+                    state.apply(event, &change);
+                }
+            }
+            Planned::Many(after) => *state = after,
+        }
+    }
+}
+
+/// Plans every event of a batch in order against `state`. Nothing is changed: a refused
+/// event refuses the batch.
 pub(crate) fn plan_batch(
     id: &str,
     state: &SessionState,
     source: &StoredEvents<'_>,
     events: &[Event],
     limits: &Limits,
-) -> Result<SessionState> {
+) -> Result<Planned> {
+    if let [event] = events {
+        return plan(id, state, source, event, limits).map(Planned::One);
+    }
     let mut next = state.clone();
     for event in events {
         let change = plan(id, &next, source, event, limits)?;
         next.apply(event, &change);
     }
-    Ok(next)
+    Ok(Planned::Many(next))
 }
 
 impl Catalog {

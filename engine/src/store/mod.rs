@@ -32,7 +32,7 @@ use catalog::{Catalog, SessionEntry, StoredEvents, plan_batch};
 use segments::{SegmentList, Tail};
 
 use crate::event::{Event, LogType, types::names};
-use crate::log::frame::{OFF_CRC, encode_frame};
+use crate::log::frame::{FRAME_HEADER_LEN, seal_frame};
 use crate::log::record::{BodyRef, encode};
 use crate::model::{
     ForkSpec, Message, ResumeReport, SessionHeader, SessionState, child_header, derive_message,
@@ -565,22 +565,21 @@ impl Inner {
     /// Encodes and writes one record; returns its LSN, the event locations' offsets, and the
     /// log end after it. Poisons the store on a write error.
     fn write_record(&self, tail: &mut Tail, body: &BodyRef<'_>) -> Result<Written> {
-        let mut payload = Vec::new();
-        let (kind, offsets) = encode(body, &mut payload);
-        if payload.len() > self.options.record_bytes_max as usize {
+        // The payload is encoded after room for the frame header: one buffer, no copy.
+        let mut frame = vec![0u8; FRAME_HEADER_LEN];
+        let (kind, offsets) = encode(body, &mut frame);
+        let payload_len = frame.len() - FRAME_HEADER_LEN;
+        if payload_len > self.options.record_bytes_max as usize {
             return Err(Error::RecordTooLarge {
-                bytes: payload.len(),
+                bytes: payload_len,
                 limit: self.options.record_bytes_max,
             });
         }
-        let mut frame = Vec::with_capacity(payload.len() + 16);
-        encode_frame(kind, &payload, &mut frame);
-        let crc = u32::from_le_bytes([
-            frame[OFF_CRC],
-            frame[OFF_CRC + 1],
-            frame[OFF_CRC + 2],
-            frame[OFF_CRC + 3],
-        ]);
+        let offsets: Vec<(u32, u32)> = offsets
+            .into_iter()
+            .map(|(o, l)| (o - FRAME_HEADER_LEN as u32, l))
+            .collect();
+        let crc = seal_frame(kind, &mut frame);
         let now = self.options.clock.now_ms();
         match tail.write_frame(
             &*self.storage,
@@ -665,13 +664,9 @@ impl Inner {
             locs: None,
             batch: &events,
         };
-        let state = plan_batch(
-            &id,
-            &SessionState::new(),
-            &source,
-            &events,
-            &self.options.limits,
-        )?;
+        let mut state = SessionState::new();
+        plan_batch(&id, &state, &source, &events, &self.options.limits)?
+            .commit(&mut state, &events);
         let header_json = header.to_json();
         let (lsn, offsets, end) = self.write_record(
             tail,
@@ -714,7 +709,7 @@ impl Inner {
         let mut tail_guard = self.tail.lock();
         let tail = tail_guard.as_mut().ok_or(Error::ReadOnly)?;
         let now = self.options.clock.now_ms();
-        let (events, state, first) = {
+        let (events, planned, first) = {
             let cat = self.catalog.read();
             let entry = cat.get(session)?;
             let events = make(entry, now)?;
@@ -723,14 +718,14 @@ impl Inner {
                 locs: Some(&entry.locs),
                 batch: &events,
             };
-            let state = plan_batch(
+            let planned = plan_batch(
                 session,
                 &entry.state,
                 &source,
                 &events,
                 &self.options.limits,
             )?;
-            (events, state, entry.state.next_seq())
+            (events, planned, entry.state.next_seq())
         };
         if events.is_empty() {
             return Ok(first..first);
@@ -742,11 +737,11 @@ impl Inner {
                 events: &events,
             },
         )?;
-        let range = first..state.next_seq();
+        let range = first..first + events.len() as u64;
         {
             let mut cat = self.catalog.write();
             if let Some(entry) = cat.sessions.get_mut(session) {
-                entry.state = state;
+                planned.commit(&mut entry.state, &events);
                 for (offset, len) in offsets {
                     entry.locs.push(EventLoc { lsn, offset, len });
                 }
@@ -807,7 +802,9 @@ impl Inner {
             locs: Some(&locs),
             batch: &marker,
         };
-        let state = plan_batch(&child_id, &base, &stored, &marker, &self.options.limits)?;
+        let mut state = base;
+        plan_batch(&child_id, &state, &stored, &marker, &self.options.limits)?
+            .commit(&mut state, &marker);
         let header_json = header.to_json();
         let body = BodyRef::Fork {
             child: &child_id,

@@ -603,14 +603,10 @@ fn replay(
                 locs: None,
                 batch: &evs,
             };
-            let state = plan_batch(
-                &session,
-                &SessionState::new(),
-                &source,
-                &evs,
-                &options.limits,
-            )
-            .map_err(|_| inconsistent("a stored event is refused"))?;
+            let mut state = SessionState::new();
+            plan_batch(&session, &state, &source, &evs, &options.limits)
+                .map_err(|_| inconsistent("a stored event is refused"))?
+                .commit(&mut state, &evs);
             let locs = locs_of(lsn, &events, SharedVec::default());
             catalog.sessions.insert(
                 session.clone(),
@@ -636,9 +632,9 @@ fn replay(
                 locs: Some(&entry.locs),
                 batch: &evs,
             };
-            let state = plan_batch(&session, &entry.state, &source, &evs, &options.limits)
+            let planned = plan_batch(&session, &entry.state, &source, &evs, &options.limits)
                 .map_err(|_| inconsistent("a stored event is refused"))?;
-            entry.state = state;
+            planned.commit(&mut entry.state, &evs);
             entry.locs = locs_of(lsn, &events, std::mem::take(&mut entry.locs));
             catalog.touch(&session);
             touched.insert(session);
@@ -665,8 +661,10 @@ fn replay(
                 locs: Some(&locs),
                 batch: &evs,
             };
-            let state = plan_batch(&child, &base, &source, &evs, &options.limits)
-                .map_err(|_| inconsistent("a stored event is refused"))?;
+            let mut state = base;
+            plan_batch(&child, &state, &source, &evs, &options.limits)
+                .map_err(|_| inconsistent("a stored event is refused"))?
+                .commit(&mut state, &evs);
             let locs = locs_of(lsn, &events, locs);
             catalog.sessions.insert(
                 child.clone(),
