@@ -1,0 +1,139 @@
+//! Real process kills. The test re-runs its own binary as a child that appends to a store
+//! under `Durability::Sync` and prints every acknowledged seq; the parent kills it (SIGKILL)
+//! after a varying number of acknowledgements — sometimes while the child is still opening
+//! the store — reopens the store and checks that every acknowledged event is there and that
+//! the session is a prefix of what the child would have written. A child that exits in any
+//! other way than the planned kill fails the test.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers fail loudly"
+)]
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use sessdb::workload::payload as p;
+use sessdb::{
+    Clock, Draft, Durability, LogType, SessionHeader, Store, StoreOptions, SurfaceIntent,
+    SurfaceType,
+};
+
+const CHILD_ENV: &str = "SESSDB_KILL_CHILD_STORE";
+
+fn options() -> StoreOptions {
+    StoreOptions {
+        durability: Durability::Sync,
+        clock: Clock::fixed(7),
+        segment_bytes_max: 8192,
+        checkpoint_interval_bytes: 16_384,
+        ..StoreOptions::tiny()
+    }
+}
+
+/// The i-th draft the child appends: a deterministic stream of turns.
+fn draft(i: u64) -> Draft {
+    let turn = i / 3 + 1;
+    match i % 3 {
+        0 => Draft::log(&LogType::TURN_START, p::turn_start(turn).into_bytes()),
+        1 => Draft::surface(
+            SurfaceType::UserMessage,
+            p::user_message(&format!("u{i}"), "user", "kill me maybe").into_bytes(),
+            SurfaceIntent::append(),
+        ),
+        _ => Draft::log(&LogType::TURN_END, p::turn_end(turn).into_bytes()),
+    }
+}
+
+/// The child: open (creating), append forever, print each acknowledged seq.
+fn child(dir: &Path) -> ! {
+    let store = Store::open(dir, options()).expect("child open");
+    if store.session_len("k").is_err() {
+        store
+            .create_session(SessionHeader::new("k", 0), Vec::new())
+            .expect("create");
+        println!("created");
+    }
+    let mut out = std::io::stdout().lock();
+    loop {
+        let next = store.session_len("k").expect("len");
+        // Seq `next` holds draft `next - 1` (seq 0 is the end-seed marker).
+        let seq = store.append("k", draft(next - 1)).expect("append");
+        use std::io::Write;
+        writeln!(out, "{seq}").expect("stdout");
+        out.flush().expect("flush");
+    }
+}
+
+#[test]
+fn killed_writers_lose_no_acknowledged_event() {
+    if let Some(dir) = std::env::var_os(CHILD_ENV) {
+        child(Path::new(&dir));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut acked: u64 = 0;
+    // Kill after 0 (during open), then a varying number of acknowledgements.
+    for (round, kill_after) in [0u64, 1, 37, 5, 120, 0, 64, 250, 3, 90]
+        .into_iter()
+        .enumerate()
+    {
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "killed_writers_lose_no_acknowledged_event",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(CHILD_ENV, dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut seen = 0;
+        while seen < kill_after {
+            match lines.next() {
+                Some(Ok(line)) => {
+                    if let Ok(seq) = line.trim().parse::<u64>() {
+                        acked = acked.max(seq + 1);
+                        seen += 1;
+                    }
+                }
+                _ => {
+                    let status = child.wait().unwrap();
+                    let mut err = String::new();
+                    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err)
+                        .unwrap();
+                    panic!("round {round}: the child ended on its own ({status}): {err}");
+                }
+            }
+        }
+        child.kill().unwrap();
+        let status = child.wait().unwrap();
+        assert!(
+            !status.success(),
+            "round {round}: the child must die by the kill"
+        );
+        // Reopen: every acknowledged event is there, and the session is a prefix.
+        let store = Store::open(dir.path(), options())
+            .unwrap_or_else(|e| panic!("round {round}: reopen: {e}"));
+        let len = store.session_len("k").unwrap_or(0);
+        assert!(
+            len >= acked,
+            "round {round}: {len} events, {acked} acknowledged"
+        );
+        let events = if len > 0 {
+            store.events("k", 1, len).unwrap()
+        } else {
+            Vec::new()
+        };
+        for (i, e) in events.iter().enumerate() {
+            let expected = draft(i as u64).into_event(i as u64 + 1, 7);
+            assert_eq!(e, &expected, "round {round}: seq {} differs", i + 1);
+        }
+        store.close().unwrap();
+    }
+    assert!(acked > 300, "the children made progress: {acked}");
+}
