@@ -29,6 +29,7 @@
 mod error;
 pub mod jsonl;
 mod progress;
+mod select;
 pub mod sqlite;
 
 pub use error::{Error, Result};

@@ -11,7 +11,10 @@
 use std::path::PathBuf;
 
 use sessdb::json::{JsonKind, JsonRef, write_str};
-use sessdb::{Event, Limits, SessionHeader, SessionState, Store};
+use std::sync::Arc;
+
+use sessdb::storage::MemStorage;
+use sessdb::{Clock, Event, Limits, SessionHeader, SessionState, Store, StoreOptions};
 
 /// The five fixture files.
 pub const FIXTURES: [&str; 5] = [
@@ -255,4 +258,19 @@ pub fn dump_store(store: &Store) -> StoreDump {
             (id, events, state)
         })
         .collect()
+}
+
+/// A store in memory with a fixed clock (time 1000), for format tests.
+///
+/// # Panics
+/// Never in practice: opening an empty memory store cannot fail.
+pub fn mem_store() -> Store {
+    Store::open_with(
+        Arc::new(MemStorage::new()),
+        StoreOptions {
+            clock: Clock::fixed(1_000),
+            ..StoreOptions::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("memory store: {e}"))
 }

@@ -6,25 +6,13 @@
     reason = "test helpers fail loudly"
 )]
 
+use sessdb_tests::mem_store as store;
 use std::io::Write;
 use std::path::Path;
-use std::sync::Arc;
 
-use sessdb::storage::MemStorage;
-use sessdb::{Clock, SessionHeader, Store, StoreOptions};
+use sessdb::SessionHeader;
 use sessdb_formats::Error;
 use sessdb_formats::jsonl::{ExportOptions, export_jsonl, import_jsonl};
-
-fn store() -> Store {
-    Store::open_with(
-        Arc::new(MemStorage::new()),
-        StoreOptions {
-            clock: Clock::fixed(1_000),
-            ..StoreOptions::default()
-        },
-    )
-    .unwrap()
-}
 
 const HEADER: &str =
     "{\"type\":\"session\",\"version\":0,\"id\":\"h\",\"createdAt\":0,\"delegationDepth\":0}\n";

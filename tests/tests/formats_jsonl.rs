@@ -7,26 +7,14 @@
     reason = "test helpers fail loudly"
 )]
 
+use sessdb_tests::mem_store as store;
 use std::path::Path;
-use std::sync::Arc;
 
-use sessdb::storage::MemStorage;
+use sessdb::Store;
 use sessdb::workload::{WorkloadSpec, generate};
-use sessdb::{Clock, Store, StoreOptions};
 use sessdb_formats::Error;
 use sessdb_formats::jsonl::{ExportOptions, export_jsonl, import_jsonl};
 use sessdb_tests::{FIXTURES, load, renumbered_text};
-
-fn store() -> Store {
-    Store::open_with(
-        Arc::new(MemStorage::new()),
-        StoreOptions {
-            clock: Clock::fixed(1_000),
-            ..StoreOptions::default()
-        },
-    )
-    .unwrap()
-}
 
 fn export_all(store: &Store, root: &Path, options: &ExportOptions) -> Vec<(String, Vec<u8>)> {
     let report = export_jsonl(store, root, options, &mut |_| {}).unwrap();

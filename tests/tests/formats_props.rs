@@ -9,25 +9,13 @@
     reason = "test helpers fail loudly"
 )]
 
-use std::sync::Arc;
+use sessdb_tests::mem_store as store;
 
 use proptest::prelude::*;
-use sessdb::storage::MemStorage;
 use sessdb::workload::{WorkloadSpec, generate};
-use sessdb::{Clock, Event, Store, StoreOptions};
+use sessdb::{Event, Store};
 use sessdb_formats::jsonl::{ExportOptions, export_jsonl, import_jsonl};
 use sessdb_formats::sqlite::{SqliteExportOptions, export_sqlite, import_sqlite};
-
-fn store() -> Store {
-    Store::open_with(
-        Arc::new(MemStorage::new()),
-        StoreOptions {
-            clock: Clock::fixed(1_000),
-            ..StoreOptions::default()
-        },
-    )
-    .unwrap()
-}
 
 fn all_events(s: &Store) -> Vec<(String, Vec<Event>)> {
     s.list()

@@ -7,28 +7,16 @@
     reason = "test helpers fail loudly"
 )]
 
+use sessdb_tests::mem_store as store;
 use std::path::Path;
-use std::sync::Arc;
 
 use rusqlite::Connection;
-use sessdb::storage::MemStorage;
+use sessdb::Store;
 use sessdb::workload::{WorkloadSpec, generate};
-use sessdb::{Clock, Store, StoreOptions};
 use sessdb_formats::Error;
 use sessdb_formats::jsonl::{ExportOptions, export_jsonl, import_jsonl};
 use sessdb_formats::sqlite::{SqliteExportOptions, export_sqlite, import_sqlite};
 use sessdb_tests::{FIXTURES, renumbered_text};
-
-fn store() -> Store {
-    Store::open_with(
-        Arc::new(MemStorage::new()),
-        StoreOptions {
-            clock: Clock::fixed(1_000),
-            ..StoreOptions::default()
-        },
-    )
-    .unwrap()
-}
 
 fn jsonl_bytes(store: &Store) -> Vec<(String, Vec<u8>)> {
     let dir = tempfile::tempdir().unwrap();

@@ -59,21 +59,7 @@ pub fn export_jsonl(
     options: &ExportOptions,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<ExportReport> {
-    let all = store.list();
-    let chosen: Vec<_> = if options.sessions.is_empty() {
-        all
-    } else {
-        options
-            .sessions
-            .iter()
-            .map(|id| {
-                all.iter()
-                    .find(|i| &i.header.id == id)
-                    .cloned()
-                    .ok_or_else(|| Error::Store(sessdb::Error::SessionNotFound { id: id.clone() }))
-            })
-            .collect::<Result<_>>()?
-    };
+    let chosen = crate::select::chosen_sessions(store, &options.sessions)?;
     check_one_encoding(root, options.zstd)?;
     let mut report = ExportReport::default();
     let mut done = Progress {

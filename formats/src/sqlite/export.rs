@@ -52,21 +52,7 @@ pub fn export_sqlite(
     options: &SqliteExportOptions,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<u64> {
-    let all = store.list();
-    let chosen: Vec<_> = if options.sessions.is_empty() {
-        all
-    } else {
-        options
-            .sessions
-            .iter()
-            .map(|id| {
-                all.iter()
-                    .find(|i| &i.header.id == id)
-                    .cloned()
-                    .ok_or_else(|| Error::Store(sessdb::Error::SessionNotFound { id: id.clone() }))
-            })
-            .collect::<Result<_>>()?
-    };
+    let chosen = crate::select::chosen_sessions(store, &options.sessions)?;
     let dir = target
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
