@@ -1,6 +1,6 @@
 //! The session model (DESIGN §2): acceptance, surface, messages, seeds, fork and repair, in
 //! memory and independent of storage. The durable store keeps a [`SessionState`] per session
-//! and runs the same [`plan`] before it writes anything.
+//! and runs the same acceptance function (`plan`) before it writes anything.
 
 mod accept;
 #[cfg(test)]
