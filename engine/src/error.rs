@@ -155,6 +155,12 @@ pub enum Violation {
     /// The event type is the empty string.
     #[error("the event type is empty")]
     EmptyType,
+    /// The event type is longer than the log stores (65,535 bytes).
+    #[error("the event type is {len} bytes long, over the limit of 65535")]
+    TypeTooLong {
+        /// Its length in bytes.
+        len: usize,
+    },
     /// A retired DSH type or reason (`request/header-delta`, `request/header` with reason
     /// `fallback`).
     #[error("legacy vocabulary is refused: {what}")]
@@ -264,6 +270,7 @@ impl Violation {
         match self {
             Self::SeqNotContiguous { .. } => "seq-contiguity",
             Self::EmptyType => "type-non-empty",
+            Self::TypeTooLong { .. } => "type-length",
             Self::LegacyVocabulary { .. } => "legacy-vocabulary",
             Self::InvalidData(_) => "lossless-json",
             Self::SurfaceOpOnLogType { .. } | Self::SourcesOnLogType { .. } => {

@@ -141,7 +141,10 @@ pub enum BodyRef<'a> {
     },
 }
 
+/// Strings longer than `u16::MAX` bytes never get here: the acceptance function refuses such
+/// types and header validation such ids.
 fn put_str16(out: &mut Vec<u8>, s: &str) {
+    debug_assert!(s.len() <= usize::from(u16::MAX));
     let len = u16::try_from(s.len()).unwrap_or(u16::MAX);
     out.extend_from_slice(&len.to_le_bytes());
     out.extend_from_slice(&s.as_bytes()[..usize::from(len)]);

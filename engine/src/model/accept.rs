@@ -66,6 +66,9 @@ fn check(
     if ty.is_empty() {
         reject!(Violation::EmptyType);
     }
+    if ty.len() > usize::from(u16::MAX) {
+        reject!(Violation::TypeTooLong { len: ty.len() });
+    }
     if let Err(e) = validate(event.data(), limits) {
         reject!(Violation::InvalidData(e));
     }

@@ -147,6 +147,14 @@ fn type_must_not_be_empty() {
 }
 
 #[test]
+fn type_must_fit_the_log() {
+    assert_eq!(
+        refused(Draft::dynamic("t".repeat(65_536), &b"{}"[..])),
+        Violation::TypeTooLong { len: 65_536 }
+    );
+}
+
+#[test]
 fn legacy_vocabulary_is_refused() {
     assert!(matches!(
         refused(Draft::dynamic("request/header-delta", &b"{}"[..])),

@@ -64,6 +64,10 @@ impl SessionHeader {
         if self.id.is_empty() {
             return bad("id must be a non-empty string");
         }
+        // The log stores ids with a 16-bit length.
+        if self.id.len() > usize::from(u16::MAX) {
+            return bad("id must be at most 65535 bytes long");
+        }
         if !(0..=MAX_SAFE_INTEGER).contains(&self.created_at) {
             return bad("createdAt must be a non-negative safe integer");
         }
@@ -258,5 +262,14 @@ mod tests {
             assert!(err.to_string().contains(needle), "{line}: {err}");
         }
         assert!(is_absolute("C:\\x") && is_absolute("/") && !is_absolute("x"));
+        let long = SessionHeader::new("x".repeat(65_536), 0);
+        assert!(matches!(long.validate(), Err(Error::InvalidHeader { .. })));
+        assert!(SessionHeader::new("x".repeat(65_535), 0).validate().is_ok());
+        let long = SessionHeader::new("x".repeat(65_536), 0);
+        assert!(matches!(long.validate(), Err(Error::InvalidHeader { .. })));
+        assert_eq!(
+            SessionHeader::new("x".repeat(65_535), 0).validate().ok(),
+            Some(())
+        );
     }
 }
