@@ -1,0 +1,79 @@
+//! Taking checkpoints (`docs/DESIGN.md` §3.5): sync the log up to the position covered,
+//! write the changed sessions (or all, every `checkpoint_merge_every`-th time), then drop
+//! chains older than the previous full checkpoint.
+
+use super::Inner;
+use super::checkpoint::{self, CheckpointMeta, checkpoint_path};
+use crate::{Error, Result};
+
+impl Inner {
+    pub(super) fn checkpoint(&self, full: bool) -> Result<Option<CheckpointMeta>> {
+        self.check_writable()?;
+        self.checkpoint_unchecked(full)
+    }
+
+    pub(super) fn checkpoint_unchecked(&self, full: bool) -> Result<Option<CheckpointMeta>> {
+        let tail_guard = self.tail.lock();
+        let Some(tail) = tail_guard.as_ref() else {
+            return Ok(None);
+        };
+        let mut ck = self.ckpt.lock();
+        if tail.next_lsn == ck.covered_lsn && ck.generation > 0 && !full {
+            return Ok(None);
+        }
+        // Never ahead of the durable log: sync what the checkpoint covers first.
+        if let Err(e) = tail.active.file.sync_data() {
+            return self.poison(Error::io("sync", &tail.active.path, e));
+        }
+        *self.synced_lsn.lock() = tail.next_lsn;
+        let full = full
+            || ck.generation == 0
+            || ck.deltas_since_full + 1 >= self.options.checkpoint_merge_every;
+        let mut cat = self.catalog.write();
+        let body = checkpoint::Body {
+            sessions: cat
+                .sessions
+                .iter()
+                .filter(|(id, _)| full || cat.dirty.contains(*id))
+                .map(|(id, e)| checkpoint::snapshot(id, e))
+                .collect(),
+            deleted: if full {
+                Vec::new()
+            } else {
+                cat.deleted.iter().cloned().collect()
+            },
+        };
+        let meta = CheckpointMeta {
+            generation: ck.generation + 1,
+            base: if full { 0 } else { ck.generation },
+            covered_lsn: tail.next_lsn,
+            last_record: tail.last_record,
+        };
+        let bytes = checkpoint::encode_body(&body)?;
+        if let Err(e) = checkpoint::write(&*self.storage, &meta, &bytes) {
+            return self.poison(e);
+        }
+        cat.dirty.clear();
+        cat.deleted.clear();
+        drop(cat);
+        ck.generation = meta.generation;
+        ck.covered_lsn = meta.covered_lsn;
+        ck.bytes_since = 0;
+        if full {
+            // Keep the previous full chain as a fallback; older files go.
+            let keep_from = ck.last_full;
+            ck.previous_full = ck.last_full;
+            ck.last_full = meta.generation;
+            ck.deltas_since_full = 0;
+            for generation in checkpoint::list(&*self.storage)?
+                .into_iter()
+                .filter(|&g| g < keep_from)
+            {
+                let _ = self.storage.remove(&checkpoint_path(generation));
+            }
+        } else {
+            ck.deltas_since_full += 1;
+        }
+        Ok(Some(meta))
+    }
+}

@@ -1,0 +1,346 @@
+//! The recovery scan (`docs/DESIGN.md` §3.6): read the log from a position, replay each
+//! valid record through the acceptance function, and let the decision table
+//! (`log::recovery`) decide what to do where a frame is not valid. Open, `refresh` and
+//! salvage all go through here.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use super::catalog::{Catalog, SessionEntry, StoredEvents, plan_batch};
+use super::open::{corrupt, load_segments};
+use super::report::{OpenReport, Salvaged};
+use super::segments::{EventLoc, Segment, SegmentList, Tail};
+use super::{Inner, StoreOptions};
+use crate::log::frame::{FRAME_HEADER_LEN, FrameCheck, check_frame};
+use crate::log::record::{LocatedEvent, RecordBody, decode};
+use crate::log::recovery::{CorruptionKind, TailAction, TailFacts, decide};
+use crate::log::segment::{SEGMENT_HEADER_LEN, SEGMENTS_DIR};
+use crate::model::{SessionHeader, SessionState, SharedVec};
+use crate::storage::Storage;
+use crate::{Error, Result};
+
+/// Scans from `start_lsn`, replays, repairs; returns the append position.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the recovery scan threads its accumulators explicitly"
+)]
+pub(super) fn scan(
+    storage: &dyn Storage,
+    list: &SegmentList,
+    options: &StoreOptions,
+    read_only: bool,
+    start_lsn: u64,
+    last_record: &mut Option<(u64, u32)>,
+    catalog: &mut Catalog,
+    touched: &mut BTreeSet<String>,
+    report: &mut OpenReport,
+    end: &mut u64,
+) -> Result<Option<Tail>> {
+    let segs = list.all();
+    let Some(first) = segs.iter().rposition(|s| s.first_lsn <= start_lsn) else {
+        return Ok(None);
+    };
+    let mut end_lsn = start_lsn;
+    for (i, seg) in segs.iter().enumerate().skip(first) {
+        let is_last = i + 1 == segs.len();
+        let len = seg
+            .file
+            .len()
+            .map_err(|e| Error::io("stat", &seg.path, e))?;
+        let mut bytes = vec![0u8; usize::try_from(len).unwrap_or(0)];
+        seg.file
+            .read_at(&mut bytes, 0)
+            .map_err(|e| Error::io("read", &seg.path, e))?;
+        let mut pos = seg.offset_of(end_lsn.max(seg.first_lsn)) as usize;
+        loop {
+            let rest = bytes.get(pos..).unwrap_or_default();
+            let check = check_frame(rest, options.record_bytes_max);
+            let lsn = seg.first_lsn + (pos - SEGMENT_HEADER_LEN) as u64;
+            let stop = match check {
+                FrameCheck::End => None,
+                FrameCheck::Valid {
+                    kind,
+                    frame_len,
+                    crc,
+                } => {
+                    let payload = &rest[FRAME_HEADER_LEN..frame_len];
+                    match decode(kind, payload)
+                        .map_err(CorruptionKind::BadPayload)
+                        .and_then(|body| replay(list, options, catalog, touched, body, lsn))
+                    {
+                        Ok(()) => {
+                            report.records_replayed += 1;
+                            *last_record = Some((lsn, crc));
+                            pos += frame_len;
+                            continue;
+                        }
+                        Err(kind) => Some(TailAction::Corrupt(kind)),
+                    }
+                }
+                ref damaged => {
+                    let from = match damaged {
+                        FrameCheck::BadLength => pos + FRAME_HEADER_LEN,
+                        FrameCheck::BadChecksum { frame_len }
+                        | FrameCheck::UnknownKind { frame_len, .. } => pos + frame_len,
+                        _ => bytes.len(),
+                    };
+                    let zeros_after = bytes
+                        .get(from..)
+                        .unwrap_or_default()
+                        .iter()
+                        .all(|&b| b == 0);
+                    let facts =
+                        TailFacts::from_check(damaged, is_last, lsn >= start_lsn, zeros_after);
+                    let action = decide(facts);
+                    Some(match (action, damaged) {
+                        (TailAction::Corrupt(_), FrameCheck::UnknownKind { kind, .. }) => {
+                            TailAction::Corrupt(CorruptionKind::UnknownKind(*kind))
+                        }
+                        _ => action,
+                    })
+                }
+            };
+            match stop {
+                None => break,
+                Some(TailAction::Accept) => unreachable_accept()?,
+                Some(TailAction::Truncate) => {
+                    if !read_only {
+                        seg.file
+                            .set_len(pos as u64)
+                            .map_err(|e| Error::io("truncate", &seg.path, e))?;
+                        seg.file
+                            .sync_data()
+                            .map_err(|e| Error::io("sync", &seg.path, e))?;
+                        report.bytes_truncated += (bytes.len() - pos) as u64;
+                    } else {
+                        report.torn_tail_ignored += (bytes.len() - pos) as u64;
+                    }
+                    break;
+                }
+                Some(TailAction::Corrupt(kind)) => {
+                    if !options.salvage || read_only {
+                        return Err(corrupt(&seg.path, pos as u64, kind));
+                    }
+                    let mut dropped = (bytes.len() - pos) as u64;
+                    seg.file
+                        .set_len(pos as u64)
+                        .map_err(|e| Error::io("truncate", &seg.path, e))?;
+                    seg.file
+                        .sync_data()
+                        .map_err(|e| Error::io("sync", &seg.path, e))?;
+                    for later in &segs[i + 1..] {
+                        dropped += later
+                            .file
+                            .len()
+                            .unwrap_or(0)
+                            .saturating_sub(SEGMENT_HEADER_LEN as u64);
+                        storage
+                            .remove(&later.path)
+                            .map_err(|e| Error::io("remove", &later.path, e))?;
+                        report.segments_removed.push(later.path.clone());
+                    }
+                    storage
+                        .sync_dir(SEGMENTS_DIR)
+                        .map_err(|e| Error::io("sync directory", SEGMENTS_DIR, e))?;
+                    report.salvaged = Some(Salvaged {
+                        segment: seg.path.clone(),
+                        offset: pos as u64,
+                        kind,
+                        bytes_dropped: dropped,
+                    });
+                    let active =
+                        Arc::new(Segment::new(seg.first_lsn, Arc::clone(&seg.file), false));
+                    let kept: Vec<Arc<Segment>> = segs[..i]
+                        .iter()
+                        .cloned()
+                        .chain([Arc::clone(&active)])
+                        .collect();
+                    *list.write() = kept;
+                    *end = lsn;
+                    return Ok(Some(Tail {
+                        active,
+                        next_lsn: lsn,
+                        last_record: *last_record,
+                    }));
+                }
+            }
+        }
+        if is_last {
+            let active = Arc::clone(seg);
+            let next_lsn = seg.first_lsn + (pos - SEGMENT_HEADER_LEN) as u64;
+            *end = next_lsn;
+            return Ok((!read_only).then_some(Tail {
+                active,
+                next_lsn,
+                last_record: *last_record,
+            }));
+        }
+        end_lsn = segs[i + 1].first_lsn;
+    }
+    Ok(None)
+}
+
+fn unreachable_accept() -> Result<()> {
+    // `decide` answers Accept only for a valid frame, which the scan replays before asking.
+    Err(Error::Corruption {
+        segment: SEGMENTS_DIR.to_owned(),
+        offset: 0,
+        kind: CorruptionKind::Inconsistent("recovery table accepted a damaged frame"),
+    })
+}
+
+fn locs_of(
+    lsn: u64,
+    events: &[LocatedEvent],
+    mut locs: SharedVec<EventLoc>,
+) -> SharedVec<EventLoc> {
+    for e in events {
+        locs.push(EventLoc {
+            lsn,
+            offset: e.offset,
+            len: e.len,
+        });
+    }
+    locs
+}
+
+/// Applies one decoded record to the catalog, validating it as a live write would be.
+fn replay(
+    list: &SegmentList,
+    options: &StoreOptions,
+    catalog: &mut Catalog,
+    touched: &mut BTreeSet<String>,
+    body: RecordBody,
+    lsn: u64,
+) -> std::result::Result<(), CorruptionKind> {
+    let inconsistent = CorruptionKind::Inconsistent;
+    let events_of = |v: &[LocatedEvent]| v.iter().map(|l| l.event.clone()).collect::<Vec<_>>();
+    match body {
+        RecordBody::Create {
+            session,
+            header_json,
+            events,
+        } => {
+            if catalog.sessions.contains_key(&session) {
+                return Err(inconsistent("a session is created twice"));
+            }
+            let header = SessionHeader::from_json(&header_json)
+                .map_err(|_| inconsistent("a stored header does not parse"))?;
+            let evs = events_of(&events);
+            let source = StoredEvents {
+                segments: list,
+                locs: None,
+                batch: &evs,
+            };
+            let mut state = SessionState::new();
+            plan_batch(&session, &state, &source, &evs, &options.limits)
+                .map_err(|_| inconsistent("a stored event is refused"))?
+                .commit(&mut state, &evs);
+            let locs = locs_of(lsn, &events, SharedVec::default());
+            catalog.sessions.insert(
+                session.clone(),
+                SessionEntry {
+                    header,
+                    state,
+                    locs,
+                    parent: None,
+                    created_lsn: lsn,
+                },
+            );
+            catalog.touch(&session);
+            touched.insert(session);
+        }
+        RecordBody::Append { session, events } => {
+            let evs = events_of(&events);
+            let entry = catalog
+                .sessions
+                .get_mut(&session)
+                .ok_or(inconsistent("events for an unknown session"))?;
+            let source = StoredEvents {
+                segments: list,
+                locs: Some(&entry.locs),
+                batch: &evs,
+            };
+            let planned = plan_batch(&session, &entry.state, &source, &evs, &options.limits)
+                .map_err(|_| inconsistent("a stored event is refused"))?;
+            planned.commit(&mut entry.state, &evs);
+            entry.locs = locs_of(lsn, &events, std::mem::take(&mut entry.locs));
+            catalog.touch(&session);
+            touched.insert(session);
+        }
+        RecordBody::Fork {
+            child,
+            header_json,
+            parent,
+            inherited,
+            events,
+        } => {
+            if catalog.sessions.contains_key(&child) {
+                return Err(inconsistent("a fork reuses a session id"));
+            }
+            let header = SessionHeader::from_json(&header_json)
+                .map_err(|_| inconsistent("a stored header does not parse"))?;
+            let (base, locs) = catalog
+                .fork_base(list, &child, &parent, inherited, &options.limits)
+                .map_err(|_| inconsistent("a fork's inherited events are refused"))?
+                .ok_or(inconsistent("a fork of an unknown session"))?;
+            let evs = events_of(&events);
+            let source = StoredEvents {
+                segments: list,
+                locs: Some(&locs),
+                batch: &evs,
+            };
+            let mut state = base;
+            plan_batch(&child, &state, &source, &evs, &options.limits)
+                .map_err(|_| inconsistent("a stored event is refused"))?
+                .commit(&mut state, &evs);
+            let locs = locs_of(lsn, &events, locs);
+            catalog.sessions.insert(
+                child.clone(),
+                SessionEntry {
+                    header,
+                    state,
+                    locs,
+                    parent: Some((parent, inherited)),
+                    created_lsn: lsn,
+                },
+            );
+            catalog.touch(&child);
+            touched.insert(child);
+        }
+        RecordBody::Delete { session } => {
+            catalog
+                .delete(&session)
+                .ok_or(inconsistent("deletion of an unknown session"))?;
+            touched.insert(session);
+        }
+    }
+    Ok(())
+}
+
+/// Catches a read-only store up with what a live writer appended since: new records of the
+/// last segment and new segments. Returns the records replayed.
+pub(super) fn refresh(inner: &Inner) -> Result<u64> {
+    let mut report = OpenReport::default();
+    let segments = load_segments(&*inner.storage, true, &inner.options, &mut report)?;
+    *inner.segments.write() = segments;
+    let mut read_end = inner.read_end.lock();
+    let (start, mut last_record) = *read_end;
+    let mut catalog = inner.catalog.write();
+    let mut touched = BTreeSet::new();
+    let mut end = start;
+    scan(
+        &*inner.storage,
+        &inner.segments,
+        &inner.options,
+        true,
+        start,
+        &mut last_record,
+        &mut catalog,
+        &mut touched,
+        &mut report,
+        &mut end,
+    )?;
+    *read_end = (end, last_record);
+    Ok(report.records_replayed)
+}

@@ -1,0 +1,352 @@
+//! The write path (`docs/DESIGN.md` §3.2): plan with the acceptance function, encode one
+//! frame, write it at the tail, commit to the catalog, then wake subscribers, sync (group
+//! commit) and checkpoint when due. A failed write or sync poisons the store.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use super::catalog::{SessionEntry, StoredEvents, plan_batch};
+use super::segments::{EventLoc, Tail};
+use super::{Inner, options};
+use crate::event::{Event, LogType, types::names};
+use crate::log::frame::{FRAME_HEADER_LEN, seal_frame};
+use crate::log::record::{BodyRef, encode};
+use crate::model::{ForkSpec, SessionHeader, SessionState, child_header, inherited_len};
+use crate::{Draft, Error, Result};
+
+/// A record written: its LSN, each event's `(offset, len)` in its payload, the log end.
+type Written = (u64, Vec<(u32, u32)>, u64);
+
+impl Inner {
+    pub(super) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    pub(super) fn notify(&self) {
+        *self.changes.0.lock() += 1;
+        self.changes.1.notify_all();
+    }
+
+    pub(super) fn check_writable(&self) -> Result<()> {
+        if self.read_only {
+            return Err(Error::ReadOnly);
+        }
+        if self.is_closed() {
+            return Err(Error::Closed);
+        }
+        if let Some(cause) = self.poisoned.lock().clone() {
+            return Err(Error::Poisoned { cause });
+        }
+        Ok(())
+    }
+
+    pub(super) fn poison<T>(&self, e: Error) -> Result<T> {
+        let mut p = self.poisoned.lock();
+        if p.is_none() {
+            *p = Some(e.to_string());
+        }
+        Err(e)
+    }
+
+    pub(super) fn event_at(&self, session: &str, seq: u64) -> Result<Option<Event>> {
+        let loc = {
+            let cat = self.catalog.read();
+            let e = cat.get(session)?;
+            e.locs.get(seq).copied()
+        };
+        loc.map(|l| self.segments.read_event(l, seq)).transpose()
+    }
+
+    /// Encodes and writes one record; returns its LSN, the event locations' offsets, and the
+    /// log end after it. Poisons the store on a write error.
+    pub(super) fn write_record(&self, tail: &mut Tail, body: &BodyRef<'_>) -> Result<Written> {
+        // The payload is encoded after room for the frame header: one buffer, no copy.
+        let mut frame = vec![0u8; FRAME_HEADER_LEN];
+        let (kind, offsets) = encode(body, &mut frame);
+        let payload_len = frame.len() - FRAME_HEADER_LEN;
+        if payload_len > self.options.record_bytes_max as usize {
+            return Err(Error::RecordTooLarge {
+                bytes: payload_len,
+                limit: self.options.record_bytes_max,
+            });
+        }
+        let offsets: Vec<(u32, u32)> = offsets
+            .into_iter()
+            .map(|(o, l)| (o - FRAME_HEADER_LEN as u32, l))
+            .collect();
+        let crc = seal_frame(kind, &mut frame);
+        let now = self.options.clock.now_ms();
+        match tail.write_frame(
+            &*self.storage,
+            &self.segments,
+            &frame,
+            crc,
+            self.options.segment_bytes_max,
+            now,
+        ) {
+            Ok(lsn) => {
+                self.ckpt.lock().bytes_since += frame.len() as u64;
+                Ok((lsn, offsets, tail.next_lsn))
+            }
+            Err(e) => self.poison(e),
+        }
+    }
+
+    /// After a write: wake subscribers, sync if the durability asks, checkpoint if due.
+    pub(super) fn after_write(&self, end_lsn: u64) -> Result<()> {
+        self.notify();
+        if self.options.durability == options::Durability::Sync {
+            self.sync_to(end_lsn)?;
+        }
+        let due = self.ckpt.lock().bytes_since >= self.options.checkpoint_interval_bytes;
+        if due {
+            self.checkpoint(false)?;
+        }
+        Ok(())
+    }
+
+    /// Group commit: one `fdatasync` makes everything written so far durable; appenders that
+    /// wait meanwhile find their record already covered.
+    pub(super) fn sync_to(&self, lsn: u64) -> Result<()> {
+        // Lock order everywhere: `tail` before `synced_lsn` (a checkpoint holds `tail` and
+        // then records what it synced).
+        let (file, path, written) = {
+            let tail = self.tail.lock();
+            let Some(t) = tail.as_ref() else {
+                return Ok(());
+            };
+            (
+                Arc::clone(&t.active.file),
+                t.active.path.clone(),
+                t.next_lsn,
+            )
+        };
+        let mut synced = self.synced_lsn.lock();
+        if *synced >= lsn {
+            return Ok(());
+        }
+        // Older segments were synced when they were sealed, so syncing the file that was
+        // active when `written` was read covers everything up to `written`.
+        if let Err(e) = file.sync_data() {
+            return self.poison(Error::io("sync", path, e));
+        }
+        *synced = (*synced).max(written);
+        Ok(())
+    }
+
+    pub(super) fn create(
+        &self,
+        header: SessionHeader,
+        mut events: Vec<Event>,
+        end_seed: bool,
+    ) -> Result<u64> {
+        self.check_writable()?;
+        header.validate()?;
+        let mut tail_guard = self.tail.lock();
+        let tail = tail_guard.as_mut().ok_or(Error::ReadOnly)?;
+        let id = header.id.clone();
+        if self.catalog.read().sessions.contains_key(&id) {
+            return Err(Error::SessionExists { id });
+        }
+        if end_seed
+            && events
+                .last()
+                .is_none_or(|e| e.event_type() != names::END_SEED)
+        {
+            let seq = events.len() as u64;
+            events.push(
+                Draft::log(&LogType::END_SEED, &b"{}"[..])
+                    .into_event(seq, self.options.clock.now_ms()),
+            );
+        }
+        let source = StoredEvents {
+            segments: &self.segments,
+            locs: None,
+            batch: &events,
+        };
+        let mut state = SessionState::new();
+        plan_batch(&id, &state, &source, &events, &self.options.limits)?
+            .commit(&mut state, &events);
+        let header_json = header.to_json();
+        let (lsn, offsets, end) = self.write_record(
+            tail,
+            &BodyRef::Create {
+                session: &id,
+                header_json: &header_json,
+                events: &events,
+            },
+        )?;
+        let mut locs = crate::model::SharedVec::default();
+        for (offset, len) in offsets {
+            locs.push(EventLoc { lsn, offset, len });
+        }
+        let len = state.next_seq();
+        {
+            let mut cat = self.catalog.write();
+            cat.sessions.insert(
+                id.clone(),
+                SessionEntry {
+                    header,
+                    state,
+                    locs,
+                    parent: None,
+                    created_lsn: lsn,
+                },
+            );
+            cat.touch(&id);
+        }
+        drop(tail_guard);
+        self.after_write(end)?;
+        Ok(len)
+    }
+
+    pub(super) fn write_events(
+        &self,
+        session: &str,
+        make: impl FnOnce(&SessionEntry, i64) -> Result<Vec<Event>>,
+    ) -> Result<std::ops::Range<u64>> {
+        self.check_writable()?;
+        let mut tail_guard = self.tail.lock();
+        let tail = tail_guard.as_mut().ok_or(Error::ReadOnly)?;
+        let now = self.options.clock.now_ms();
+        let (events, planned, first) = {
+            let cat = self.catalog.read();
+            let entry = cat.get(session)?;
+            let events = make(entry, now)?;
+            let source = StoredEvents {
+                segments: &self.segments,
+                locs: Some(&entry.locs),
+                batch: &events,
+            };
+            let planned = plan_batch(
+                session,
+                &entry.state,
+                &source,
+                &events,
+                &self.options.limits,
+            )?;
+            (events, planned, entry.state.next_seq())
+        };
+        if events.is_empty() {
+            return Ok(first..first);
+        }
+        let (lsn, offsets, end) = self.write_record(
+            tail,
+            &BodyRef::Append {
+                session,
+                events: &events,
+            },
+        )?;
+        let range = first..first + events.len() as u64;
+        {
+            let mut cat = self.catalog.write();
+            if let Some(entry) = cat.sessions.get_mut(session) {
+                planned.commit(&mut entry.state, &events);
+                for (offset, len) in offsets {
+                    entry.locs.push(EventLoc { lsn, offset, len });
+                }
+            }
+            cat.touch(session);
+        }
+        drop(tail_guard);
+        self.after_write(end)?;
+        Ok(range)
+    }
+
+    pub(super) fn fork(&self, source: &str, spec: ForkSpec) -> Result<String> {
+        use crate::ForkErrorCode;
+        self.check_writable()?;
+        let mut tail_guard = self.tail.lock();
+        let tail = tail_guard.as_mut().ok_or(Error::ReadOnly)?;
+        let now = self.options.clock.now_ms();
+        let mut cat = self.catalog.write();
+        let refuse = |code, detail: String| Err(Error::Fork { code, detail });
+        let Some(parent) = cat.sessions.get(source) else {
+            return refuse(
+                ForkErrorCode::SessionNotFound,
+                format!("no session {source:?}"),
+            );
+        };
+        let child_id = match spec.child_id.clone() {
+            Some(id) if cat.sessions.contains_key(&id) => {
+                return refuse(
+                    ForkErrorCode::SessionAlreadyExists,
+                    format!("a session {id:?} exists already"),
+                );
+            }
+            Some(id) => id,
+            None => (1..)
+                .map(|n| format!("session-{n}"))
+                .find(|id| !cat.sessions.contains_key(id))
+                .unwrap_or_default(),
+        };
+        let inherited = inherited_len(source, &parent.state, spec.boundary)?;
+        let header = child_header(&parent.header, child_id.clone(), now, inherited, &spec);
+        header.validate()?;
+        let Some((base, locs)) = cat.fork_base(
+            &self.segments,
+            &child_id,
+            source,
+            inherited,
+            &self.options.limits,
+        )?
+        else {
+            return refuse(
+                ForkErrorCode::SessionNotFound,
+                format!("no session {source:?}"),
+            );
+        };
+        let marker = vec![Draft::log(&LogType::END_SEED, &b"{}"[..]).into_event(inherited, now)];
+        let stored = StoredEvents {
+            segments: &self.segments,
+            locs: Some(&locs),
+            batch: &marker,
+        };
+        let mut state = base;
+        plan_batch(&child_id, &state, &stored, &marker, &self.options.limits)?
+            .commit(&mut state, &marker);
+        let header_json = header.to_json();
+        let body = BodyRef::Fork {
+            child: &child_id,
+            header_json: &header_json,
+            parent: source,
+            inherited,
+            events: &marker,
+        };
+        let (lsn, offsets, end) = self.write_record(tail, &body)?;
+        let mut locs = locs;
+        for (offset, len) in offsets {
+            locs.push(EventLoc { lsn, offset, len });
+        }
+        cat.sessions.insert(
+            child_id.clone(),
+            SessionEntry {
+                header,
+                state,
+                locs,
+                parent: Some((source.to_owned(), inherited)),
+                created_lsn: lsn,
+            },
+        );
+        cat.touch(&child_id);
+        drop(cat);
+        drop(tail_guard);
+        self.after_write(end)?;
+        Ok(child_id)
+    }
+
+    pub(super) fn delete(&self, session: &str) -> Result<()> {
+        self.check_writable()?;
+        let mut tail_guard = self.tail.lock();
+        let tail = tail_guard.as_mut().ok_or(Error::ReadOnly)?;
+        if !self.catalog.read().sessions.contains_key(session) {
+            return Err(Error::SessionNotFound {
+                id: session.to_owned(),
+            });
+        }
+        let (_, _, end) = self.write_record(tail, &BodyRef::Delete { session })?;
+        self.catalog.write().delete(session);
+        drop(tail_guard);
+        self.after_write(end)
+    }
+}
