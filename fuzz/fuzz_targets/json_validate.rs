@@ -6,7 +6,15 @@ use sessdb::Limits;
 use sessdb::json::{JsonRef, validate};
 
 fuzz_target!(|data: &[u8]| {
-    if validate(data, &Limits { max_depth: 64, max_data_bytes: 1 << 20 }).is_ok() {
+    if validate(
+        data,
+        &Limits {
+            max_depth: 64,
+            max_data_bytes: 1 << 20,
+        },
+    )
+    .is_ok()
+    {
         let v = JsonRef::new(data);
         assert!(v.deep_eq(&v));
         for (k, x) in v.members() {

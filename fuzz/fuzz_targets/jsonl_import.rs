@@ -13,12 +13,20 @@ fuzz_target!(|data: &[u8]| {
     let dir = tempfile::tempdir().expect("temp dir");
     // zstd frames start with their magic number; anything else is read as raw JSONL.
     let zstd = data.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]);
-    let path = dir.path().join(if zstd { "session.jsonl.zstd" } else { "session.jsonl" });
+    let path = dir.path().join(if zstd {
+        "session.jsonl.zstd"
+    } else {
+        "session.jsonl"
+    });
     std::fs::write(&path, data).expect("write");
-    let store = Store::open_with(Arc::new(MemStorage::new()), StoreOptions::default()).expect("open");
+    let store =
+        Store::open_with(Arc::new(MemStorage::new()), StoreOptions::default()).expect("open");
     if let Ok(report) = import_jsonl(&store, &path, &mut |_| {}) {
         for s in report.sessions {
-            assert_eq!(store.events(&s.id, 0, u64::MAX).expect("read").len() as u64, s.events);
+            assert_eq!(
+                store.events(&s.id, 0, u64::MAX).expect("read").len() as u64,
+                s.events
+            );
         }
     }
 });

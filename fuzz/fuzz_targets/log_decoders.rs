@@ -9,25 +9,55 @@ use sessdb::log::segment::SegmentHeader;
 
 fuzz_target!(|data: &[u8]| {
     let _ = SegmentHeader::decode(data);
-    if let FrameCheck::Valid { kind, frame_len, .. } = check_frame(data, 1 << 20) {
+    if let FrameCheck::Valid {
+        kind, frame_len, ..
+    } = check_frame(data, 1 << 20)
+    {
         let _ = decode(kind, &data[FRAME_HEADER_LEN..frame_len]);
     }
-    let Some((&k, payload)) = data.split_first() else { return };
-    let Some(kind) = RecordKind::from_byte(k % 5) else { return };
+    let Some((&k, payload)) = data.split_first() else {
+        return;
+    };
+    let Some(kind) = RecordKind::from_byte(k % 5) else {
+        return;
+    };
     if let Ok(body) = decode(kind, payload) {
         let events: Vec<_>;
         let again = match &body {
-            RecordBody::Create { session, header_json, events: e } => {
+            RecordBody::Create {
+                session,
+                header_json,
+                events: e,
+            } => {
                 events = e.iter().map(|l| l.event.clone()).collect();
-                BodyRef::Create { session, header_json, events: &events }
+                BodyRef::Create {
+                    session,
+                    header_json,
+                    events: &events,
+                }
             }
             RecordBody::Append { session, events: e } => {
                 events = e.iter().map(|l| l.event.clone()).collect();
-                BodyRef::Append { session, events: &events }
+                BodyRef::Append {
+                    session,
+                    events: &events,
+                }
             }
-            RecordBody::Fork { child, header_json, parent, inherited, events: e } => {
+            RecordBody::Fork {
+                child,
+                header_json,
+                parent,
+                inherited,
+                events: e,
+            } => {
                 events = e.iter().map(|l| l.event.clone()).collect();
-                BodyRef::Fork { child, header_json, parent, inherited: *inherited, events: &events }
+                BodyRef::Fork {
+                    child,
+                    header_json,
+                    parent,
+                    inherited: *inherited,
+                    events: &events,
+                }
             }
             RecordBody::Delete { session } => BodyRef::Delete { session },
         };

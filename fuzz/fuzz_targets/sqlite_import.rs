@@ -12,6 +12,7 @@ fuzz_target!(|data: &[u8]| {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("in.sqlite");
     std::fs::write(&path, data).expect("write");
-    let store = Store::open_with(Arc::new(MemStorage::new()), StoreOptions::default()).expect("open");
+    let store =
+        Store::open_with(Arc::new(MemStorage::new()), StoreOptions::default()).expect("open");
     let _ = import_sqlite(&store, &path, &mut |_| {});
 });
