@@ -65,6 +65,18 @@ pub(super) fn open(
             .map_err(|e| Error::io("create directory", checkpoint::CHECKPOINTS_DIR, e))?;
     }
     let mut report = OpenReport::default();
+    if !read_only {
+        // A checkpoint interrupted before its rename leaves a temp file: garbage.
+        let names = storage
+            .list(checkpoint::CHECKPOINTS_DIR)
+            .map_err(|e| Error::io("list", checkpoint::CHECKPOINTS_DIR, e))?;
+        for name in names.iter().filter(|n| n.ends_with(".tmp")) {
+            let path = format!("{}/{name}", checkpoint::CHECKPOINTS_DIR);
+            storage
+                .remove(&path)
+                .map_err(|e| Error::io("remove", &path, e))?;
+        }
+    }
     let mut segments = load_segments(&*storage, read_only, &options, &mut report)?;
     if segments.is_empty() && !read_only {
         segments.push(create_segment(&*storage, 0, options.clock.now_ms())?);

@@ -669,3 +669,18 @@ fn regression_a_flipped_byte_anywhere_in_a_checkpoint_discards_it() {
         );
     }
 }
+
+#[test]
+fn an_interrupted_checkpoint_leaves_no_garbage_after_the_next_open() {
+    let storage = MemStorage::new();
+    let mut store = open(&storage);
+    workload(&mut store);
+    store.close().unwrap();
+    storage.put(
+        "checkpoints/00000000000000000099.ckpt.tmp",
+        b"half a checkpoint".to_vec(),
+    );
+    let reopened = open(&storage);
+    assert!(reopened.open_report().checkpoints_discarded.is_empty());
+    assert!(storage.files().iter().all(|(p, _)| !p.ends_with(".tmp")));
+}
