@@ -189,11 +189,30 @@ fn unreachable_accept() -> Result<()> {
     })
 }
 
-fn locs_of(
-    lsn: u64,
-    events: &[LocatedEvent],
+/// Replays a record's events onto a session's state and locations, validating them as a
+/// live write would be.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the replay threads the session's parts explicitly"
+)]
+fn replay_events(
+    list: &SegmentList,
+    options: &StoreOptions,
+    id: &str,
+    state: &mut SessionState,
     mut locs: SharedVec<EventLoc>,
-) -> SharedVec<EventLoc> {
+    events: &[LocatedEvent],
+    lsn: u64,
+) -> std::result::Result<SharedVec<EventLoc>, CorruptionKind> {
+    let evs: Vec<_> = events.iter().map(|l| l.event.clone()).collect();
+    let source = StoredEvents {
+        segments: list,
+        locs: Some(&locs),
+        batch: &evs,
+    };
+    plan_batch(id, state, &source, &evs, &options.limits)
+        .map_err(|_| CorruptionKind::Inconsistent("a stored event is refused"))?
+        .commit(state, &evs);
     for e in events {
         locs.push(EventLoc {
             lsn,
@@ -201,7 +220,7 @@ fn locs_of(
             len: e.len,
         });
     }
-    locs
+    Ok(locs)
 }
 
 /// Applies one decoded record to the catalog, validating it as a live write would be.
@@ -214,60 +233,45 @@ fn replay(
     lsn: u64,
 ) -> std::result::Result<(), CorruptionKind> {
     let inconsistent = CorruptionKind::Inconsistent;
-    let events_of = |v: &[LocatedEvent]| v.iter().map(|l| l.event.clone()).collect::<Vec<_>>();
-    match body {
-        RecordBody::Create {
-            session,
-            header_json,
-            events,
-        } => {
-            if catalog.sessions.contains_key(&session) {
-                return Err(inconsistent("a session is created twice"));
-            }
-            let header = SessionHeader::from_json(&header_json)
-                .map_err(|_| inconsistent("a stored header does not parse"))?;
-            let evs = events_of(&events);
-            let source = StoredEvents {
-                segments: list,
-                locs: None,
-                batch: &evs,
-            };
-            let mut state = SessionState::new();
-            plan_batch(&session, &state, &source, &evs, &options.limits)
-                .map_err(|_| inconsistent("a stored event is refused"))?
-                .commit(&mut state, &evs);
-            let locs = locs_of(lsn, &events, SharedVec::default());
-            catalog.sessions.insert(
-                session.clone(),
-                SessionEntry {
-                    header,
-                    state,
-                    locs,
-                    parent: None,
-                    created_lsn: lsn,
-                },
-            );
-            catalog.touch(&session);
-            touched.insert(session);
-        }
+    let (id, header_json, mut state, locs, parent, events) = match body {
         RecordBody::Append { session, events } => {
-            let evs = events_of(&events);
             let entry = catalog
                 .sessions
                 .get_mut(&session)
                 .ok_or(inconsistent("events for an unknown session"))?;
-            let source = StoredEvents {
-                segments: list,
-                locs: Some(&entry.locs),
-                batch: &evs,
-            };
-            let planned = plan_batch(&session, &entry.state, &source, &evs, &options.limits)
-                .map_err(|_| inconsistent("a stored event is refused"))?;
-            planned.commit(&mut entry.state, &evs);
-            entry.locs = locs_of(lsn, &events, std::mem::take(&mut entry.locs));
+            let locs = std::mem::take(&mut entry.locs);
+            entry.locs = replay_events(
+                list,
+                options,
+                &session,
+                &mut entry.state,
+                locs,
+                &events,
+                lsn,
+            )?;
             catalog.touch(&session);
             touched.insert(session);
+            return Ok(());
         }
+        RecordBody::Delete { session } => {
+            catalog
+                .delete(&session)
+                .ok_or(inconsistent("deletion of an unknown session"))?;
+            touched.insert(session);
+            return Ok(());
+        }
+        RecordBody::Create {
+            session,
+            header_json,
+            events,
+        } => (
+            session,
+            header_json,
+            SessionState::new(),
+            SharedVec::default(),
+            None,
+            events,
+        ),
         RecordBody::Fork {
             child,
             header_json,
@@ -278,43 +282,39 @@ fn replay(
             if catalog.sessions.contains_key(&child) {
                 return Err(inconsistent("a fork reuses a session id"));
             }
-            let header = SessionHeader::from_json(&header_json)
-                .map_err(|_| inconsistent("a stored header does not parse"))?;
             let (base, locs) = catalog
                 .fork_base(list, &child, &parent, inherited, &options.limits)
                 .map_err(|_| inconsistent("a fork's inherited events are refused"))?
                 .ok_or(inconsistent("a fork of an unknown session"))?;
-            let evs = events_of(&events);
-            let source = StoredEvents {
-                segments: list,
-                locs: Some(&locs),
-                batch: &evs,
-            };
-            let mut state = base;
-            plan_batch(&child, &state, &source, &evs, &options.limits)
-                .map_err(|_| inconsistent("a stored event is refused"))?
-                .commit(&mut state, &evs);
-            let locs = locs_of(lsn, &events, locs);
-            catalog.sessions.insert(
-                child.clone(),
-                SessionEntry {
-                    header,
-                    state,
-                    locs,
-                    parent: Some((parent, inherited)),
-                    created_lsn: lsn,
-                },
-            );
-            catalog.touch(&child);
-            touched.insert(child);
+            (
+                child,
+                header_json,
+                base,
+                locs,
+                Some((parent, inherited)),
+                events,
+            )
         }
-        RecordBody::Delete { session } => {
-            catalog
-                .delete(&session)
-                .ok_or(inconsistent("deletion of an unknown session"))?;
-            touched.insert(session);
-        }
+    };
+    // A new session: created, or forked.
+    if catalog.sessions.contains_key(&id) {
+        return Err(inconsistent("a session is created twice"));
     }
+    let header = SessionHeader::from_json(&header_json)
+        .map_err(|_| inconsistent("a stored header does not parse"))?;
+    let locs = replay_events(list, options, &id, &mut state, locs, &events, lsn)?;
+    catalog.sessions.insert(
+        id.clone(),
+        SessionEntry {
+            header,
+            state,
+            locs,
+            parent,
+            created_lsn: lsn,
+        },
+    );
+    catalog.touch(&id);
+    touched.insert(id);
     Ok(())
 }
 
