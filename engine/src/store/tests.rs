@@ -38,6 +38,23 @@ fn dump(store: &Store) -> Vec<(String, Vec<Vec<u8>>, SessionState)> {
         .collect()
 }
 
+/// A copy of `storage` without its checkpoints: opening it replays the whole log.
+fn without_checkpoints(storage: &MemStorage) -> MemStorage {
+    MemStorage::from_files(
+        storage
+            .files()
+            .into_iter()
+            .filter(|(p, _)| !p.starts_with("checkpoints/")),
+    )
+}
+
+/// A copy of `storage` with the file `path` holding `bytes`.
+fn image_with(storage: &MemStorage, path: &str, bytes: &[u8]) -> MemStorage {
+    let image = MemStorage::from_files(storage.files());
+    image.put(path, bytes.to_vec());
+    image
+}
+
 fn workload(store: &mut Store) -> crate::workload::WorkloadSummary {
     generate(
         &WorkloadSpec {
@@ -340,13 +357,7 @@ fn a_torn_tail_is_cut_at_every_offset_of_the_final_records() {
     drop(store);
     let (path, full) = last_segment(&storage);
     for cut in ends[0].1..=full.len() {
-        let image = MemStorage::from_files(storage.files().into_iter().map(|(p, b)| {
-            if p == path {
-                (p, b[..cut].to_vec())
-            } else {
-                (p, b)
-            }
-        }));
+        let image = image_with(&storage, &path, &full[..cut]);
         let store = Store::open_with(Arc::new(image), opts())
             .unwrap_or_else(|e| panic!("cut at {cut}: {e}"));
         let (expected_len, kept_end) = *ends.iter().rfind(|(_, end)| *end <= cut).unwrap();
@@ -379,19 +390,7 @@ fn a_flipped_byte_in_a_sealed_record_is_corruption_at_its_offset() {
     let at = crate::log::segment::SEGMENT_HEADER_LEN + 20; // inside the first record's payload
     let mut damaged = bytes.clone();
     damaged[at] ^= 0x01;
-    let image = MemStorage::from_files(
-        storage
-            .files()
-            .into_iter()
-            .filter(|(p, _)| !p.starts_with("checkpoints/"))
-            .map(|(p, b)| {
-                if &p == path {
-                    (p, damaged.clone())
-                } else {
-                    (p, b)
-                }
-            }),
-    );
+    let image = image_with(&without_checkpoints(&storage), path, &damaged);
     let err = Store::open_with(Arc::new(image.clone()), opts()).unwrap_err();
     match err {
         Error::Corruption {
@@ -444,12 +443,7 @@ fn the_resident_index_costs_16_bytes_per_event_after_open() {
     .unwrap();
     drop(store);
     // Replay the whole log (no checkpoint) and measure.
-    let image = MemStorage::from_files(
-        storage
-            .files()
-            .into_iter()
-            .filter(|(p, _)| !p.starts_with("checkpoints/")),
-    );
+    let image = without_checkpoints(&storage);
     let store = Store::open_with(Arc::new(image), opts()).unwrap();
     let m = store.memory_usage();
     assert!(m.indexed_events > 1000, "{m:?}");
@@ -521,12 +515,7 @@ fn fork_inside_the_log_replays_the_prefix_and_survives_reopen() {
     assert_eq!(store.header(&child).unwrap().seed_length, Some(7));
     let before = dump(&store);
     drop(store);
-    let image = MemStorage::from_files(
-        storage
-            .files()
-            .into_iter()
-            .filter(|(p, _)| !p.starts_with("checkpoints/")),
-    );
+    let image = without_checkpoints(&storage);
     assert_eq!(
         dump(&Store::open_with(Arc::new(image), opts()).unwrap()),
         before
@@ -546,17 +535,15 @@ fn salvage_drops_a_segment_with_a_damaged_header_and_everything_after() {
         .filter(|p| p.starts_with("segments/"))
         .collect();
     let victim = &segments[2];
-    let files = storage
+    let image = without_checkpoints(&storage);
+    let mut header = image
         .files()
         .into_iter()
-        .filter(|(p, _)| !p.starts_with("checkpoints/"))
-        .map(|(p, mut b)| {
-            if &p == victim {
-                b[0] = b'X';
-            }
-            (p, b)
-        });
-    let image = MemStorage::from_files(files);
+        .find(|(p, _)| p == victim)
+        .unwrap()
+        .1;
+    header[0] = b'X';
+    image.put(victim, header);
     let err = Store::open_with(Arc::new(image.clone()), opts()).unwrap_err();
     assert!(
         matches!(&err, Error::Corruption { segment, offset: 0, kind: CorruptionKind::SegmentHeader(_) } if segment == victim),
@@ -655,13 +642,7 @@ fn regression_a_flipped_byte_anywhere_in_a_checkpoint_discards_it() {
     for at in at_all {
         let mut damaged = bytes.clone();
         damaged[at] ^= 0x04;
-        let image = MemStorage::from_files(storage.files().into_iter().map(|(p, b)| {
-            if p == path {
-                (p, damaged.clone())
-            } else {
-                (p, b)
-            }
-        }));
+        let image = image_with(&storage, &path, &damaged);
         let reopened = Store::open_with(Arc::new(image), opts()).unwrap();
         assert!(
             !reopened.open_report().checkpoints_discarded.is_empty(),
