@@ -49,15 +49,23 @@ pub struct Fixture {
     pub events: Vec<Event>,
 }
 
+/// The text of a fixture with `{{cwd}}` replaced.
+///
+/// # Panics
+/// On an unreadable fixture.
+pub fn fixture_text(name: &str) -> String {
+    let path = fixtures_dir().join(name);
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read fixture {}: {e}", path.display()))
+        .replace("{{cwd}}", FIXTURE_CWD)
+}
+
 /// Loads and renumbers one fixture.
 ///
 /// # Panics
 /// On an unreadable or malformed fixture: these are test inputs.
 pub fn load(name: &str) -> Fixture {
-    let path = fixtures_dir().join(name);
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("cannot read fixture {}: {e}", path.display()))
-        .replace("{{cwd}}", FIXTURE_CWD);
+    let text = fixture_text(name);
     let mut lines = text.lines();
     let header = SessionHeader::from_json(lines.next().unwrap_or_default().as_bytes())
         .unwrap_or_else(|e| panic!("{name}: header: {e}"));
@@ -176,10 +184,7 @@ fn insert_seq_time(line: &[u8], seq: u64, time: i64) -> Vec<u8> {
 /// # Panics
 /// On an unreadable fixture.
 pub fn renumbered_text(name: &str) -> String {
-    let path = fixtures_dir().join(name);
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("cannot read fixture {}: {e}", path.display()))
-        .replace("{{cwd}}", FIXTURE_CWD);
+    let text = fixture_text(name);
     let mut lines = text.lines();
     let mut out = String::new();
     out.push_str(lines.next().unwrap_or_default());
@@ -273,4 +278,40 @@ pub fn mem_store() -> Store {
         },
     )
     .unwrap_or_else(|e| panic!("memory store: {e}"))
+}
+
+/// Every session of `store` exported to raw JSONL under `root`: `(id, file bytes)`.
+///
+/// # Panics
+/// On an export or read error: a test helper.
+pub fn export_jsonl_files(
+    store: &Store,
+    root: &std::path::Path,
+    options: &sessdb_formats::jsonl::ExportOptions,
+) -> Vec<(String, Vec<u8>)> {
+    let report = sessdb_formats::jsonl::export_jsonl(store, root, options, &mut |_| {})
+        .unwrap_or_else(|e| panic!("export: {e}"));
+    report
+        .files
+        .into_iter()
+        .map(|(id, f)| {
+            let bytes = std::fs::read(&f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+            (id, bytes)
+        })
+        .collect()
+}
+
+/// Writes a fixture's renumbered text to a temp file and imports it into `store`; returns
+/// the text and the report.
+///
+/// # Panics
+/// On any error: a test helper.
+pub fn import_fixture(store: &Store, name: &str) -> (String, sessdb_formats::jsonl::ImportReport) {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("temp dir: {e}"));
+    let input = dir.path().join("session.jsonl");
+    let text = renumbered_text(name);
+    std::fs::write(&input, &text).unwrap_or_else(|e| panic!("write: {e}"));
+    let report = sessdb_formats::jsonl::import_jsonl(store, &input, &mut |_| {})
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    (text, report)
 }

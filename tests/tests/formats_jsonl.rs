@@ -13,28 +13,18 @@ use std::path::Path;
 use sessdb::Store;
 use sessdb::workload::{WorkloadSpec, generate};
 use sessdb_formats::Error;
-use sessdb_formats::jsonl::{ExportOptions, export_jsonl, import_jsonl};
+use sessdb_formats::jsonl::{ExportOptions, import_jsonl};
 use sessdb_tests::{FIXTURES, load, renumbered_text};
 
 fn export_all(store: &Store, root: &Path, options: &ExportOptions) -> Vec<(String, Vec<u8>)> {
-    let report = export_jsonl(store, root, options, &mut |_| {}).unwrap();
-    report
-        .files
-        .into_iter()
-        .map(|(id, f)| (id, std::fs::read(f).unwrap()))
-        .collect()
+    sessdb_tests::export_jsonl_files(store, root, options)
 }
 
 #[test]
 fn every_fixture_imports_and_exports_byte_for_byte() {
     for name in FIXTURES {
-        let dir = tempfile::tempdir().unwrap();
-        let input = dir.path().join("session.jsonl");
-        let text = renumbered_text(name);
-        std::fs::write(&input, &text).unwrap();
         let s = store();
-        let report =
-            import_jsonl(&s, &input, &mut |_| {}).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let (text, report) = sessdb_tests::import_fixture(&s, name);
         let imported = &report.sessions[0];
         assert!(imported.torn.is_none(), "{name}");
         // The same events as the fixture loader's expansion.

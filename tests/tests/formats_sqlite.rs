@@ -14,18 +14,13 @@ use rusqlite::Connection;
 use sessdb::Store;
 use sessdb::workload::{WorkloadSpec, generate};
 use sessdb_formats::Error;
-use sessdb_formats::jsonl::{ExportOptions, export_jsonl, import_jsonl};
+use sessdb_formats::jsonl::ExportOptions;
 use sessdb_formats::sqlite::{SqliteExportOptions, export_sqlite, import_sqlite};
-use sessdb_tests::{FIXTURES, renumbered_text};
+use sessdb_tests::FIXTURES;
 
 fn jsonl_bytes(store: &Store) -> Vec<(String, Vec<u8>)> {
     let dir = tempfile::tempdir().unwrap();
-    let report = export_jsonl(store, dir.path(), &ExportOptions::default(), &mut |_| {}).unwrap();
-    report
-        .files
-        .into_iter()
-        .map(|(id, f)| (id, std::fs::read(f).unwrap()))
-        .collect()
+    sessdb_tests::export_jsonl_files(store, dir.path(), &ExportOptions::default())
 }
 
 fn through_sqlite(original: &Store) -> Store {
@@ -54,12 +49,8 @@ fn a_store_round_trips_through_sqlite_exactly() {
 #[test]
 fn every_fixture_survives_sqlite_byte_for_byte() {
     for name in FIXTURES {
-        let dir = tempfile::tempdir().unwrap();
-        let input = dir.path().join("session.jsonl");
-        let text = renumbered_text(name);
-        std::fs::write(&input, &text).unwrap();
         let s = store();
-        import_jsonl(&s, &input, &mut |_| {}).unwrap();
+        let (text, _) = sessdb_tests::import_fixture(&s, name);
         let copy = through_sqlite(&s);
         let out = jsonl_bytes(&copy);
         assert_eq!(String::from_utf8(out[0].1.clone()).unwrap(), text, "{name}");
