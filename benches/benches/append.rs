@@ -4,8 +4,8 @@
 #![allow(clippy::expect_used, reason = "a benchmark aborts on any failure")]
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use sessdb::workload::{Sink, WorkloadSpec, generate};
 use sessdb_benches::{JsonlPeer, SessdbPeer, SqlitePeer};
+use sessdb_workload::{Sink, WorkloadSpec, generate};
 
 fn spec() -> WorkloadSpec {
     WorkloadSpec {

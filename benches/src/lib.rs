@@ -10,8 +10,8 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use sessdb::workload::Sink;
 use sessdb::{Draft, ForkSpec, Result, SessionHeader, Store, StoreOptions};
+use sessdb_workload::Sink;
 
 fn io(e: std::io::Error) -> sessdb::Error {
     sessdb::Error::Io {

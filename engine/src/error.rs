@@ -1,7 +1,7 @@
 //! The crate's one error type.
 
+use crate::codec::CorruptionKind;
 use crate::json::JsonError;
-use crate::log::recovery::CorruptionKind;
 
 /// Everything that can go wrong in `sessdb`.
 #[derive(Debug, thiserror::Error)]
@@ -299,6 +299,15 @@ impl Error {
             op,
             path: path.into(),
             source,
+        }
+    }
+
+    /// Corruption of `kind` at `offset` of the file `segment`.
+    pub(crate) fn corruption(segment: &str, offset: u64, kind: CorruptionKind) -> Self {
+        Self::Corruption {
+            segment: segment.to_owned(),
+            offset,
+            kind,
         }
     }
 }

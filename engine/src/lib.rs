@@ -49,21 +49,19 @@
 //!
 //! Module map: [`json`] (validation and zero-copy navigation of stored JSON), [`event`] (the
 //! envelope and its JSONL line), [`model`] (acceptance, surface, messages, seeds, fork,
-//! repair), [`storage`] (the I/O seam), [`log`] (on-disk codecs and the recovery table),
-//! [`store`] (the durable store), [`workload`] (the deterministic DSH workload generator shared by the demo, tests
-//! and benchmarks).
+//! repair), [`storage`] (the I/O seam), [`codec`] (every byte on disk),
+//! [`store`] (the durable store).
 
 #![deny(unsafe_code)] // allowed only in `storage::mmap`, the module that maps sealed segments
 
+pub mod codec;
 mod error;
 pub mod event;
 pub mod json;
 mod limits;
-pub mod log;
 pub mod model;
 pub mod storage;
 pub mod store;
-pub mod workload;
 
 pub use error::{Error, ForkErrorCode, Result, Violation};
 pub use event::{Event, LogType, SurfaceOp, SurfaceType};

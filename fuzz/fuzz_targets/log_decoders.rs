@@ -3,9 +3,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use sessdb::log::frame::{FRAME_HEADER_LEN, FrameCheck, RecordKind, check_frame};
-use sessdb::log::record::{BodyRef, RecordBody, decode, encode};
-use sessdb::log::segment::SegmentHeader;
+use sessdb::codec::frame::{FRAME_HEADER_LEN, FrameCheck, RecordKind, check_frame};
+use sessdb::codec::record::{BodyRef, RecordBody, decode, encode};
+use sessdb::codec::segment::SegmentHeader;
 
 fuzz_target!(|data: &[u8]| {
     let _ = SegmentHeader::decode(data);
@@ -62,7 +62,7 @@ fuzz_target!(|data: &[u8]| {
             RecordBody::Delete { session } => BodyRef::Delete { session },
         };
         let mut out = Vec::new();
-        encode(&again, &mut out);
+        assert!(encode(&again, &mut out).is_ok(), "a decoded body re-encodes");
         assert_eq!(decode(kind, &out).ok(), Some(body));
     }
 });

@@ -8,6 +8,10 @@
 
 #![forbid(unsafe_code)]
 
+mod backend;
+
+pub use backend::Backend;
+
 use std::path::PathBuf;
 
 use sessdb::json::{JsonKind, JsonRef, write_str};

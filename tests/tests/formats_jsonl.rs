@@ -11,10 +11,10 @@ use sessdb_tests::mem_store as store;
 use std::path::Path;
 
 use sessdb::Store;
-use sessdb::workload::{WorkloadSpec, generate};
 use sessdb_formats::Error;
 use sessdb_formats::jsonl::{ExportOptions, import_jsonl};
 use sessdb_tests::{FIXTURES, load, renumbered_text};
+use sessdb_workload::{WorkloadSpec, generate};
 
 fn export_all(store: &Store, root: &Path, options: &ExportOptions) -> Vec<(String, Vec<u8>)> {
     sessdb_tests::export_jsonl_files(store, root, options)

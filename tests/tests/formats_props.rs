@@ -12,10 +12,10 @@
 use sessdb_tests::mem_store as store;
 
 use proptest::prelude::*;
-use sessdb::workload::{WorkloadSpec, generate};
 use sessdb::{Event, Store};
 use sessdb_formats::jsonl::{ExportOptions, export_jsonl, import_jsonl};
 use sessdb_formats::sqlite::{SqliteExportOptions, export_sqlite, import_sqlite};
+use sessdb_workload::{WorkloadSpec, generate};
 
 fn all_events(s: &Store) -> Vec<(String, Vec<Event>)> {
     s.list()

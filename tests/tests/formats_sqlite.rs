@@ -12,11 +12,11 @@ use std::path::Path;
 
 use rusqlite::Connection;
 use sessdb::Store;
-use sessdb::workload::{WorkloadSpec, generate};
 use sessdb_formats::Error;
 use sessdb_formats::jsonl::ExportOptions;
 use sessdb_formats::sqlite::{SqliteExportOptions, export_sqlite, import_sqlite};
 use sessdb_tests::FIXTURES;
+use sessdb_workload::{WorkloadSpec, generate};
 
 fn jsonl_bytes(store: &Store) -> Vec<(String, Vec<u8>)> {
     let dir = tempfile::tempdir().unwrap();

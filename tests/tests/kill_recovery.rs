@@ -15,11 +15,11 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use sessdb::workload::payload as p;
 use sessdb::{
     Clock, Draft, Durability, LogType, SessionHeader, Store, StoreOptions, SurfaceIntent,
     SurfaceType,
 };
+use sessdb_workload::payload as p;
 
 const CHILD_ENV: &str = "SESSDB_KILL_CHILD_STORE";
 

@@ -12,11 +12,11 @@
 use std::collections::HashMap;
 
 use proptest::prelude::*;
-use sessdb::workload::payload as p;
 use sessdb::{
     Clock, Config, Draft, Event, LogType, Session, SessionHeader, SurfaceIntent, SurfaceOp,
     SurfaceType,
 };
+use sessdb_workload::payload as p;
 
 /// What the reference model remembers of a surface event.
 #[derive(Clone)]

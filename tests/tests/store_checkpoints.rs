@@ -12,9 +12,9 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 use sessdb::storage::MemStorage;
-use sessdb::workload::{WorkloadSpec, generate};
 use sessdb::{Clock, Store, StoreOptions};
 use sessdb_tests::{StoreDump, dump_store};
+use sessdb_workload::{WorkloadSpec, generate};
 
 fn options() -> StoreOptions {
     StoreOptions {

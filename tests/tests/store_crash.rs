@@ -14,11 +14,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use sessdb::storage::{CrashStorage, MemStorage, Storage};
-use sessdb::workload::payload as p;
 use sessdb::{
     Clock, Draft, Durability, Event, ForkSpec, LogType, SessionHeader, Store, StoreOptions,
     SurfaceIntent, SurfaceType,
 };
+use sessdb_workload::payload as p;
 
 fn options(durability: Durability) -> StoreOptions {
     StoreOptions {

@@ -7,8 +7,8 @@
     reason = "test helpers fail loudly"
 )]
 
-use sessdb::workload::{WorkloadSpec, generate, payload as p};
 use sessdb::{Clock, Draft, Durability, Error, Event, LogType, SessionHeader, Store, StoreOptions};
+use sessdb_workload::{WorkloadSpec, generate, payload as p};
 
 fn options() -> StoreOptions {
     StoreOptions {

@@ -5,8 +5,8 @@
 
 use std::time::{Duration, Instant};
 
-use sessdb::workload::{Sink, WorkloadSpec, generate};
 use sessdb_benches::{JsonlPeer, NullPeer, SessdbPeer, SqlitePeer};
+use sessdb_workload::{Sink, WorkloadSpec, generate};
 
 fn median<S: Sink>(spec: &WorkloadSpec, make: impl Fn(&std::path::Path) -> S) -> (Duration, u64) {
     let mut times = Vec::new();

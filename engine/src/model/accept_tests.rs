@@ -1,10 +1,10 @@
 //! One test per acceptance rule: the exact violation, and the session unchanged afterwards.
 
-use crate::workload::payload as p;
 use crate::{
     Clock, Config, Draft, Error, Event, LogType, Session, SessionHeader, SurfaceIntent, SurfaceOp,
     SurfaceType, Violation,
 };
+use sessdb_workload::payload as p;
 
 /// seqs: 0 turn/start, 1 user, 2 step/start, 3 assistant (calls c1), 4 tool/call,
 /// 5 tool/result, 6 user. Surface: [1, 3, 5, 6].

@@ -6,10 +6,11 @@ use std::borrow::Cow;
 use super::accept::{EventSource, plan};
 use super::draft::Draft;
 use super::header::SessionHeader;
-use super::log::EventLog;
+use super::lifecycle::{ResumeReport, end_seed_after, resume_events};
 use super::messages::{Message, derive_message};
+use super::shared_vec::EventList;
 use super::state::SessionState;
-use crate::event::{Event, LogType, types::names};
+use crate::event::Event;
 use crate::{Config, Result};
 
 /// One session held in memory.
@@ -17,23 +18,14 @@ use crate::{Config, Result};
 pub struct Session {
     header: SessionHeader,
     state: SessionState,
-    log: EventLog,
+    log: EventList,
     config: Config,
 }
 
-impl EventSource for EventLog {
+impl EventSource for EventList {
     fn event(&self, seq: u64) -> Result<Option<Cow<'_, Event>>> {
         Ok(self.get(seq).map(Cow::Borrowed))
     }
-}
-
-/// What [`Session::resume`] appended.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ResumeReport {
-    /// Seqs of the repair closers (empty when no turn was open).
-    pub closers: Vec<u64>,
-    /// Seq of the `session/end-seed` marker, unless the log already ended with one.
-    pub end_seed: Option<u64>,
 }
 
 impl Session {
@@ -69,7 +61,7 @@ impl Session {
         let mut session = Self {
             header,
             state: SessionState::new(),
-            log: EventLog::default(),
+            log: EventList::default(),
             config,
         };
         for event in events {
@@ -82,7 +74,7 @@ impl Session {
     /// acceptance function to build its state.
     pub(crate) fn from_shared(
         header: SessionHeader,
-        log: EventLog,
+        log: EventList,
         config: Config,
     ) -> Result<Self> {
         header.validate()?;
@@ -99,11 +91,11 @@ impl Session {
         })
     }
 
-    pub(crate) fn log_mut(&mut self) -> &mut EventLog {
+    pub(crate) fn log_mut(&mut self) -> &mut EventList {
         &mut self.log
     }
 
-    fn accept(&mut self, event: Event) -> Result<u64> {
+    pub(crate) fn accept(&mut self, event: Event) -> Result<u64> {
         let change = plan(
             &self.header.id,
             &self.state,
@@ -155,21 +147,21 @@ impl Session {
     /// # Errors
     /// As [`Session::repair`].
     pub fn resume(&mut self) -> Result<ResumeReport> {
-        let closers = self.repair()?;
-        let end_seed = self.mark_end_seed()?;
-        Ok(ResumeReport { closers, end_seed })
+        let last = self.log.last().map(Event::event_type);
+        let (events, report) = resume_events(&self.state, last, self.config.clock.now_ms());
+        for event in events {
+            self.accept(event)?;
+        }
+        Ok(report)
     }
 
-    pub(crate) fn mark_end_seed(&mut self) -> Result<Option<u64>> {
-        if self
-            .log
-            .last()
-            .is_some_and(|e| e.event_type() == names::END_SEED)
-        {
-            return Ok(None);
-        }
-        self.append(Draft::log(&LogType::END_SEED, &b"{}"[..]))
-            .map(Some)
+    /// Appends the end-seed marker unless the log ends with one.
+    fn mark_end_seed(&mut self) -> Result<Option<u64>> {
+        let last = self.log.last().map(Event::event_type);
+        let now = self.config.clock.now_ms();
+        end_seed_after(last, self.state.next_seq(), now)
+            .map(|marker| self.accept(marker))
+            .transpose()
     }
 
     /// The header.

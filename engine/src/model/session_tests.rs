@@ -1,10 +1,10 @@
 //! Seeds, restore, resume and fork of in-memory sessions.
 
-use crate::workload::payload as p;
 use crate::{
     Clock, Config, Draft, Error, Event, ForkErrorCode, ForkSpec, LogType, Session, SessionHeader,
     SessionSet, SurfaceIntent, SurfaceOp, SurfaceType, Violation,
 };
+use sessdb_workload::payload as p;
 
 fn config() -> Config {
     Config {

@@ -2,18 +2,18 @@
 
 use std::collections::BTreeMap;
 
-use super::fork::{ForkSpec, child_header, inherited_len};
+use super::fork::ForkSpec;
 use super::header::SessionHeader;
+use super::lifecycle::plan_fork;
 use super::session::Session;
 use crate::event::Event;
-use crate::{Config, Error, ForkErrorCode, Result};
+use crate::{Config, Error, Result};
 
 /// Sessions by id.
 #[derive(Debug, Default)]
 pub struct SessionSet {
     sessions: BTreeMap<String, Session>,
     config: Config,
-    minted: u64,
 }
 
 impl SessionSet {
@@ -22,7 +22,6 @@ impl SessionSet {
         Self {
             sessions: BTreeMap::new(),
             config,
-            minted: 0,
         }
     }
 
@@ -69,45 +68,23 @@ impl SessionSet {
     /// [`Error::Fork`] with `SESSION_NOT_FOUND`, `SESSION_ALREADY_EXISTS`,
     /// `INVALID_BOUNDARY` or `OPEN_TURN`.
     pub fn fork(&mut self, source: &str, spec: ForkSpec) -> Result<&mut Session> {
-        let child_id = match &spec.child_id {
-            Some(id) if self.sessions.contains_key(id) => {
-                return Err(Error::Fork {
-                    code: ForkErrorCode::SessionAlreadyExists,
-                    detail: format!("a session {id:?} exists already"),
-                });
-            }
-            Some(id) => id.clone(),
-            None => self.mint_id(),
-        };
+        let now = self.config.clock.now_ms();
+        let plan = plan_fork(
+            source,
+            self.sessions.get(source).map(|p| (p.header(), p.state())),
+            &spec,
+            |id| self.sessions.contains_key(id),
+            now,
+        )?;
         let Some(parent) = self.sessions.get_mut(source) else {
-            return Err(Error::Fork {
-                code: ForkErrorCode::SessionNotFound,
-                detail: format!("no session {source:?}"),
+            return Err(Error::SessionNotFound {
+                id: source.to_owned(),
             });
         };
-        let inherited = inherited_len(source, parent.state(), spec.boundary)?;
-        let created_at = self.config.clock.now_ms();
-        let header = child_header(
-            parent.header(),
-            child_id.clone(),
-            created_at,
-            inherited,
-            &spec,
-        );
-        let log = parent.log_mut().share_prefix(inherited);
-        let mut child = Session::from_shared(header, log, self.config.clone())?;
-        child.mark_end_seed()?;
-        Ok(self.sessions.entry(child_id).or_insert(child))
-    }
-
-    fn mint_id(&mut self) -> String {
-        loop {
-            self.minted += 1;
-            let id = format!("session-{}", self.minted);
-            if !self.sessions.contains_key(&id) {
-                return id;
-            }
-        }
+        let log = parent.log_mut().share_prefix(plan.inherited);
+        let mut child = Session::from_shared(plan.header, log, self.config.clone())?;
+        child.accept(plan.marker)?;
+        Ok(self.sessions.entry(plan.child_id).or_insert(child))
     }
 
     /// The session `id`.

@@ -1,4 +1,4 @@
-//! The in-memory backend: fast tests, and the image a [`CrashStorage`](super::CrashStorage)
+//! The in-memory backend: fast tests, and the image the crash simulator (`testkit` feature)
 //! leaves after a simulated crash.
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -1,22 +1,26 @@
 //! The storage seam: every byte the store reads or writes goes through [`Storage`] and
 //! [`StorageFile`], so the same store runs on real files ([`FsStorage`]), on memory
-//! ([`MemStorage`]) and on a crash simulator ([`CrashStorage`]) that fails the Nth operation
-//! or forgets what was not synced.
+//! ([`MemStorage`]) and, with the `testkit` feature, on a crash simulator (`CrashStorage`)
+//! that fails the Nth operation or forgets what was not synced.
 //!
 //! Paths are relative to the store root and use `/` separators.
 
+#[cfg(any(test, feature = "testkit"))]
 mod crash;
 mod fs;
 mod mem;
 mod mmap;
+mod replace;
 
 use std::io;
 use std::ops::Deref;
 use std::sync::Arc;
 
+#[cfg(any(test, feature = "testkit"))]
 pub use crash::CrashStorage;
 pub use fs::FsStorage;
 pub use mem::MemStorage;
+pub use replace::{FileWriter, Replacement, temp_name};
 
 /// How to open a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

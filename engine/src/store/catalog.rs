@@ -5,7 +5,8 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::segments::{EventLoc, SegmentList};
+use super::segments::SegmentList;
+use crate::codec::EventLoc;
 use crate::event::Event;
 use crate::model::{EventSource, SessionHeader, SessionState, SharedVec, SurfaceChange, plan};
 use crate::{Limits, Result};
@@ -20,6 +21,8 @@ pub(crate) struct SessionEntry {
     pub(crate) parent: Option<(String, u64)>,
     /// LSN of the record that created the session (orders parents before children).
     pub(crate) created_lsn: u64,
+    /// How many of `locs` the checkpoint chain holds: a delta writes only the ones after.
+    pub(crate) checkpointed_locs: u64,
 }
 
 /// Every live session, and what changed since the last checkpoint.

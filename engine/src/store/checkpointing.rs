@@ -2,8 +2,9 @@
 //! write the changed sessions (or all, every `checkpoint_merge_every`-th time), then drop
 //! chains older than the previous full checkpoint.
 
-use super::Inner;
-use super::checkpoint::{self, CheckpointMeta, checkpoint_path};
+use super::checkpoint;
+use super::inner::Inner;
+use crate::codec::checkpoint::{CheckpointMeta, checkpoint_path};
 use crate::{Error, Result};
 
 impl Inner {
@@ -30,28 +31,18 @@ impl Inner {
             || ck.generation == 0
             || ck.deltas_since_full + 1 >= self.options.checkpoint_merge_every;
         let mut cat = self.catalog.write();
-        let body = checkpoint::Body {
-            sessions: cat
-                .sessions
-                .iter()
-                .filter(|(id, _)| full || cat.dirty.contains(*id))
-                .map(|(id, e)| checkpoint::snapshot(id, e))
-                .collect(),
-            deleted: if full {
-                Vec::new()
-            } else {
-                cat.deleted.iter().cloned().collect()
-            },
-        };
+        let bytes = checkpoint::encode(&cat, full)?;
         let meta = CheckpointMeta {
             generation: ck.generation + 1,
             base: if full { 0 } else { ck.generation },
             covered_lsn: tail.next_lsn,
             last_record: tail.last_record,
         };
-        let bytes = checkpoint::encode_body(&body)?;
         if let Err(e) = checkpoint::write(&*self.storage, &meta, &bytes) {
             return self.poison(e);
+        }
+        for e in cat.sessions.values_mut() {
+            e.checkpointed_locs = e.locs.len();
         }
         cat.dirty.clear();
         cat.deleted.clear();

@@ -15,26 +15,21 @@ use std::sync::atomic::AtomicBool;
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use super::catalog::Catalog;
-use super::checkpoint::{self, CheckpointMeta};
-use super::report::{OpenReport, Salvaged};
+use super::checkpoint;
+use super::discover::load_segments;
+use super::inner::{CheckpointState, Inner};
+use super::options::StoreOptions;
+use super::report::OpenReport;
 use super::scan::scan;
-use super::segments::{Segment, SegmentList, create_segment};
-use super::{CheckpointState, Inner, StoreOptions};
-use crate::log::frame::{FRAME_HEADER_LEN, FrameCheck, check_frame};
-use crate::log::recovery::CorruptionKind;
-use crate::log::segment::{SEGMENT_HEADER_LEN, SEGMENTS_DIR, SegmentHeader, parse_segment_name};
-use crate::storage::{OpenMode, Storage};
+use super::segments::{SegmentList, create_segment};
+use crate::codec::CorruptionKind;
+use crate::codec::checkpoint::{Body, CHECKPOINTS_DIR, CheckpointMeta, checkpoint_path};
+use crate::codec::frame::{FRAME_HEADER_LEN, FrameCheck, check_frame};
+use crate::codec::segment::SEGMENTS_DIR;
+use crate::storage::Storage;
 use crate::{Error, Result};
 
 const LOCK_FILE: &str = "LOCK";
-
-pub(super) fn corrupt(segment: &str, offset: u64, kind: CorruptionKind) -> Error {
-    Error::Corruption {
-        segment: segment.to_owned(),
-        offset,
-        kind,
-    }
-}
 
 pub(super) fn open(
     storage: Arc<dyn Storage>,
@@ -61,17 +56,17 @@ pub(super) fn open(
             .create_dir_all(SEGMENTS_DIR)
             .map_err(|e| Error::io("create directory", SEGMENTS_DIR, e))?;
         storage
-            .create_dir_all(checkpoint::CHECKPOINTS_DIR)
-            .map_err(|e| Error::io("create directory", checkpoint::CHECKPOINTS_DIR, e))?;
+            .create_dir_all(CHECKPOINTS_DIR)
+            .map_err(|e| Error::io("create directory", CHECKPOINTS_DIR, e))?;
     }
     let mut report = OpenReport::default();
     if !read_only {
         // A checkpoint interrupted before its rename leaves a temp file: garbage.
         let names = storage
-            .list(checkpoint::CHECKPOINTS_DIR)
-            .map_err(|e| Error::io("list", checkpoint::CHECKPOINTS_DIR, e))?;
+            .list(CHECKPOINTS_DIR)
+            .map_err(|e| Error::io("list", CHECKPOINTS_DIR, e))?;
         for name in names.iter().filter(|n| n.ends_with(".tmp")) {
-            let path = format!("{}/{name}", checkpoint::CHECKPOINTS_DIR);
+            let path = format!("{}/{name}", CHECKPOINTS_DIR);
             storage
                 .remove(&path)
                 .map_err(|e| Error::io("remove", &path, e))?;
@@ -96,8 +91,8 @@ pub(super) fn open(
     if let Some((chain, meta, base)) = chosen {
         for body in chain {
             if let Err(why) = checkpoint::apply(body, &mut catalog) {
-                return Err(corrupt(
-                    &checkpoint::checkpoint_path(meta.generation),
+                return Err(Error::corruption(
+                    &checkpoint_path(meta.generation),
                     0,
                     CorruptionKind::Inconsistent(why),
                 ));
@@ -142,7 +137,7 @@ pub(super) fn open(
     if report.salvaged.is_some() && !read_only {
         // Checkpoints may cover what salvage dropped: none of them can be trusted now.
         for generation in checkpoint::list(&*storage)? {
-            let path = checkpoint::checkpoint_path(generation);
+            let path = checkpoint_path(generation);
             storage
                 .remove(&path)
                 .map_err(|e| Error::io("remove", &path, e))?;
@@ -174,140 +169,8 @@ pub(super) fn open(
     })
 }
 
-/// Opens every segment, checks its header and that it continues the previous one.
-pub(super) fn load_segments(
-    storage: &dyn Storage,
-    read_only: bool,
-    options: &StoreOptions,
-    report: &mut OpenReport,
-) -> Result<Vec<Arc<Segment>>> {
-    let names = storage
-        .list(SEGMENTS_DIR)
-        .map_err(|e| Error::io("list", SEGMENTS_DIR, e))?;
-    let mut lsns: Vec<u64> = names.iter().filter_map(|n| parse_segment_name(n)).collect();
-    lsns.sort_unstable();
-    let mode = if read_only {
-        OpenMode::Read
-    } else {
-        OpenMode::ReadWrite
-    };
-    let mut out: Vec<Arc<Segment>> = Vec::new();
-    let count = lsns.len();
-    let all_paths: Vec<String> = lsns
-        .iter()
-        .map(|&l| crate::log::segment::segment_path(l))
-        .collect();
-    for (i, lsn) in lsns.into_iter().enumerate() {
-        let last = i + 1 == count;
-        let path = crate::log::segment::segment_path(lsn);
-        let file = storage
-            .open(&path, mode)
-            .map_err(|e| Error::io("open", &path, e))?;
-        let len = file.len().map_err(|e| Error::io("stat", &path, e))?;
-        let mut head = vec![0u8; usize::try_from(len.min(SEGMENT_HEADER_LEN as u64)).unwrap_or(0)];
-        file.read_at(&mut head, 0)
-            .map_err(|e| Error::io("read", &path, e))?;
-        match SegmentHeader::decode(&head) {
-            Ok(h) if h.first_lsn == lsn => {}
-            Ok(_) => {
-                return Err(corrupt(
-                    &path,
-                    0,
-                    CorruptionKind::Inconsistent("segment name and header disagree"),
-                ));
-            }
-            Err(e) => {
-                // A crash while creating the newest segment leaves a short or empty header
-                // and nothing after it: that segment never held a record.
-                let rest_zero = len <= SEGMENT_HEADER_LEN as u64 || {
-                    let mut rest =
-                        vec![0u8; usize::try_from(len).unwrap_or(0) - SEGMENT_HEADER_LEN];
-                    file.read_at(&mut rest, SEGMENT_HEADER_LEN as u64).is_ok()
-                        && rest.iter().all(|&b| b == 0)
-                };
-                if last && rest_zero && !read_only {
-                    storage
-                        .remove(&path)
-                        .map_err(|e| Error::io("remove", &path, e))?;
-                    storage
-                        .sync_dir(SEGMENTS_DIR)
-                        .map_err(|e| Error::io("sync directory", SEGMENTS_DIR, e))?;
-                    report.segments_removed.push(path);
-                    continue;
-                }
-                if last && rest_zero {
-                    continue;
-                }
-                if options.salvage && !read_only {
-                    // Nothing of this segment or later ones can be trusted.
-                    salvage_from(
-                        storage,
-                        &all_paths[i..],
-                        report,
-                        CorruptionKind::SegmentHeader(e),
-                    )?;
-                    break;
-                }
-                return Err(corrupt(&path, 0, CorruptionKind::SegmentHeader(e)));
-            }
-        }
-        if let Some(prev) = out.last() {
-            let prev_len = prev
-                .file
-                .len()
-                .map_err(|e| Error::io("stat", &prev.path, e))?;
-            let expected = prev.first_lsn + prev_len.saturating_sub(SEGMENT_HEADER_LEN as u64);
-            if lsn != expected {
-                if options.salvage && !read_only {
-                    salvage_from(
-                        storage,
-                        &all_paths[i..],
-                        report,
-                        CorruptionKind::SegmentGap { expected },
-                    )?;
-                    break;
-                }
-                return Err(corrupt(&path, 0, CorruptionKind::SegmentGap { expected }));
-            }
-        }
-        out.push(Arc::new(Segment::new(lsn, Arc::from(file), !last)));
-    }
-    Ok(out)
-}
-
-/// Salvage of damage at the start of a segment: that segment and every later one go.
-fn salvage_from(
-    storage: &dyn Storage,
-    paths: &[String],
-    report: &mut OpenReport,
-    kind: CorruptionKind,
-) -> Result<()> {
-    let mut dropped = 0;
-    for path in paths {
-        if let Ok(f) = storage.open(path, OpenMode::Read) {
-            dropped += f.len().unwrap_or(0);
-        }
-        storage
-            .remove(path)
-            .map_err(|e| Error::io("remove", path, e))?;
-        report.segments_removed.push(path.clone());
-    }
-    storage
-        .sync_dir(SEGMENTS_DIR)
-        .map_err(|e| Error::io("sync directory", SEGMENTS_DIR, e))?;
-    if let Some(first) = paths.first() {
-        report.salvaged = Some(Salvaged {
-            segment: first.clone(),
-            offset: 0,
-            kind,
-            bytes_dropped: dropped,
-        });
-    }
-    Ok(())
-}
-
 /// A checkpoint chain to apply in order, its newest checkpoint, and its full base's generation.
-type Chain = (Vec<checkpoint::Body>, CheckpointMeta, u64);
+type Chain = (Vec<Body>, CheckpointMeta, u64);
 
 /// Loads checkpoint chains newest first; returns the first whose last record the log
 /// confirms, with the bodies to apply in order.
@@ -333,7 +196,7 @@ fn choose_checkpoint(
         if let Err(why) = confirm(segments, meta) {
             report
                 .checkpoints_discarded
-                .push(format!("{}: {why}", checkpoint::checkpoint_path(g)));
+                .push(format!("{}: {why}", checkpoint_path(g)));
             continue;
         }
         // Walk the chain back to its full checkpoint.
@@ -350,10 +213,9 @@ fn choose_checkpoint(
             .get(chain.last().unwrap_or(&g))
             .is_some_and(|(m, _)| m.base == 0);
         if !complete {
-            report.checkpoints_discarded.push(format!(
-                "{}: its chain lacks a base",
-                checkpoint::checkpoint_path(g)
-            ));
+            report
+                .checkpoints_discarded
+                .push(format!("{}: its chain lacks a base", checkpoint_path(g)));
             continue;
         }
         let meta = *meta;

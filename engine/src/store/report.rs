@@ -1,6 +1,6 @@
 //! What opening a store found and did.
 
-use crate::log::recovery::CorruptionKind;
+use crate::codec::CorruptionKind;
 
 /// The result of the recovery performed by `Store::open`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

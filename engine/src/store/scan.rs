@@ -7,14 +7,16 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use super::catalog::{Catalog, SessionEntry, StoredEvents, plan_batch};
-use super::open::{corrupt, load_segments};
+use super::discover::load_segments;
+use super::inner::Inner;
+use super::options::StoreOptions;
+use super::recovery::{TailAction, TailFacts, decide};
 use super::report::{OpenReport, Salvaged};
-use super::segments::{EventLoc, Segment, SegmentList, Tail};
-use super::{Inner, StoreOptions};
-use crate::log::frame::{FRAME_HEADER_LEN, FrameCheck, check_frame};
-use crate::log::record::{LocatedEvent, RecordBody, decode};
-use crate::log::recovery::{CorruptionKind, TailAction, TailFacts, decide};
-use crate::log::segment::{SEGMENT_HEADER_LEN, SEGMENTS_DIR};
+use super::segments::{Segment, SegmentList, Tail};
+use crate::codec::frame::{FRAME_HEADER_LEN, FrameCheck, check_frame};
+use crate::codec::record::{LocatedEvent, RecordBody, decode};
+use crate::codec::segment::{SEGMENT_HEADER_LEN, SEGMENTS_DIR};
+use crate::codec::{CorruptionKind, EventLoc};
 use crate::model::{SessionHeader, SessionState, SharedVec};
 use crate::storage::Storage;
 use crate::{Error, Result};
@@ -119,7 +121,7 @@ pub(super) fn scan(
                 }
                 Some(TailAction::Corrupt(kind)) => {
                     if !options.salvage || read_only {
-                        return Err(corrupt(&seg.path, pos as u64, kind));
+                        return Err(Error::corruption(&seg.path, pos as u64, kind));
                     }
                     let mut dropped = (bytes.len() - pos) as u64;
                     seg.file
@@ -311,6 +313,7 @@ fn replay(
             locs,
             parent,
             created_lsn: lsn,
+            checkpointed_locs: 0,
         },
     );
     catalog.touch(&id);

@@ -12,27 +12,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::RwLock;
 
+use crate::codec::CorruptionKind;
+pub use crate::codec::EventLoc;
+use crate::codec::frame::FRAME_HEADER_LEN;
+use crate::codec::record::decode_event;
+use crate::codec::segment::{SEGMENT_HEADER_LEN, SEGMENTS_DIR, SegmentHeader, segment_path};
 use crate::event::Event;
-use crate::log::frame::FRAME_HEADER_LEN;
-use crate::log::record::decode_event;
-use crate::log::recovery::CorruptionKind;
-use crate::log::segment::{SEGMENT_HEADER_LEN, SEGMENTS_DIR, SegmentHeader, segment_path};
 use crate::storage::{FileView, OpenMode, Storage, StorageFile};
 use crate::{Error, Result};
-
-/// Where one event's bytes are: the record's LSN and the event encoding inside its payload.
-/// 16 bytes: the resident index costs this per event.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct EventLoc {
-    /// LSN of the record's frame.
-    pub lsn: u64,
-    /// Offset of the event encoding within the record payload.
-    pub offset: u32,
-    /// Length of the event encoding.
-    pub len: u32,
-}
-
-const _: () = assert!(std::mem::size_of::<EventLoc>() == 16);
 
 /// One segment file.
 #[derive(Debug)]

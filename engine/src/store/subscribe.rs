@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::Inner;
+use super::inner::Inner;
 use crate::event::Event;
 use crate::{Error, Result};
 

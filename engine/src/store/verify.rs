@@ -3,7 +3,8 @@
 
 use std::sync::Arc;
 
-use super::{Store, StoreOptions};
+use super::api::Store;
+use super::options::StoreOptions;
 use crate::storage::Storage;
 use crate::{Error, Result};
 

@@ -6,13 +6,14 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use super::catalog::{SessionEntry, StoredEvents, plan_batch};
+use super::inner::Inner;
+use super::options;
 use super::segments::{EventLoc, Tail};
-use super::{Inner, options};
-use crate::event::{Event, LogType, types::names};
-use crate::log::frame::{FRAME_HEADER_LEN, seal_frame};
-use crate::log::record::{BodyRef, encode};
-use crate::model::{ForkSpec, SessionHeader, SessionState, child_header, inherited_len};
-use crate::{Draft, Error, Result};
+use crate::codec::frame::{FRAME_HEADER_LEN, seal_frame};
+use crate::codec::record::{BodyRef, encode};
+use crate::event::Event;
+use crate::model::{ForkPlan, ForkSpec, SessionHeader, SessionState, end_seed_after, plan_fork};
+use crate::{Error, Result};
 
 /// A record written: its LSN, each event's `(offset, len)` in its payload, the log end.
 type Written = (u64, Vec<(u32, u32)>, u64);
@@ -48,21 +49,16 @@ impl Inner {
         Err(e)
     }
 
-    pub(super) fn event_at(&self, session: &str, seq: u64) -> Result<Option<Event>> {
-        let loc = {
-            let cat = self.catalog.read();
-            let e = cat.get(session)?;
-            e.locs.get(seq).copied()
-        };
-        loc.map(|l| self.segments.read_event(l, seq)).transpose()
-    }
-
     /// Encodes and writes one record; returns its LSN, the event locations' offsets, and the
     /// log end after it. Poisons the store on a write error.
     pub(super) fn write_record(&self, tail: &mut Tail, body: &BodyRef<'_>) -> Result<Written> {
         // The payload is encoded after room for the frame header: one buffer, no copy.
         let mut frame = vec![0u8; FRAME_HEADER_LEN];
-        let (kind, offsets) = encode(body, &mut frame);
+        let too_large = |_| Error::RecordTooLarge {
+            bytes: usize::MAX,
+            limit: self.options.record_bytes_max,
+        };
+        let (kind, offsets) = encode(body, &mut frame).map_err(too_large)?;
         let payload_len = frame.len() - FRAME_HEADER_LEN;
         if payload_len > self.options.record_bytes_max as usize {
             return Err(Error::RecordTooLarge {
@@ -148,16 +144,10 @@ impl Inner {
         if self.catalog.read().sessions.contains_key(&id) {
             return Err(Error::SessionExists { id });
         }
-        if end_seed
-            && events
-                .last()
-                .is_none_or(|e| e.event_type() != names::END_SEED)
-        {
-            let seq = events.len() as u64;
-            events.push(
-                Draft::log(&LogType::END_SEED, &b"{}"[..])
-                    .into_event(seq, self.options.clock.now_ms()),
-            );
+        if end_seed {
+            let last = events.last().map(Event::event_type);
+            let marker = end_seed_after(last, events.len() as u64, self.options.clock.now_ms());
+            events.extend(marker);
         }
         let source = StoredEvents {
             segments: &self.segments,
@@ -191,6 +181,7 @@ impl Inner {
                     locs,
                     parent: None,
                     created_lsn: lsn,
+                    checkpointed_locs: 0,
                 },
             );
             cat.touch(&id);
@@ -254,35 +245,24 @@ impl Inner {
     }
 
     pub(super) fn fork(&self, source: &str, spec: ForkSpec) -> Result<String> {
-        use crate::ForkErrorCode;
         self.check_writable()?;
         let mut tail_guard = self.tail.lock();
         let tail = tail_guard.as_mut().ok_or(Error::ReadOnly)?;
         let now = self.options.clock.now_ms();
         let mut cat = self.catalog.write();
-        let refuse = |code, detail: String| Err(Error::Fork { code, detail });
-        let Some(parent) = cat.sessions.get(source) else {
-            return refuse(
-                ForkErrorCode::SessionNotFound,
-                format!("no session {source:?}"),
-            );
-        };
-        let child_id = match spec.child_id.clone() {
-            Some(id) if cat.sessions.contains_key(&id) => {
-                return refuse(
-                    ForkErrorCode::SessionAlreadyExists,
-                    format!("a session {id:?} exists already"),
-                );
-            }
-            Some(id) => id,
-            None => (1..)
-                .map(|n| format!("session-{n}"))
-                .find(|id| !cat.sessions.contains_key(id))
-                .unwrap_or_default(),
-        };
-        let inherited = inherited_len(source, &parent.state, spec.boundary)?;
-        let header = child_header(&parent.header, child_id.clone(), now, inherited, &spec);
-        header.validate()?;
+        let plan = plan_fork(
+            source,
+            cat.sessions.get(source).map(|p| (&p.header, &p.state)),
+            &spec,
+            |id| cat.sessions.contains_key(id),
+            now,
+        )?;
+        let ForkPlan {
+            child_id,
+            inherited,
+            header,
+            marker,
+        } = plan;
         let Some((base, locs)) = cat.fork_base(
             &self.segments,
             &child_id,
@@ -291,12 +271,11 @@ impl Inner {
             &self.options.limits,
         )?
         else {
-            return refuse(
-                ForkErrorCode::SessionNotFound,
-                format!("no session {source:?}"),
-            );
+            return Err(Error::SessionNotFound {
+                id: source.to_owned(),
+            });
         };
-        let marker = vec![Draft::log(&LogType::END_SEED, &b"{}"[..]).into_event(inherited, now)];
+        let marker = vec![marker];
         let stored = StoredEvents {
             segments: &self.segments,
             locs: Some(&locs),
@@ -326,6 +305,7 @@ impl Inner {
                 locs,
                 parent: Some((source.to_owned(), inherited)),
                 created_lsn: lsn,
+                checkpointed_locs: 0,
             },
         );
         cat.touch(&child_id);

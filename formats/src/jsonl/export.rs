@@ -1,11 +1,11 @@
 //! Export of a store to the DSH v0 JSONL layout, streaming: events are read in windows,
 //! written through the packer, and each file is written to a temp name and renamed.
 
-use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use sessdb::Store;
+use sessdb::storage::{FileWriter, FsStorage, Replacement, temp_name};
 
 use super::layout::{RAW_FILE, ZSTD_FILE, session_dir};
 use super::pack::Packer;
@@ -69,14 +69,12 @@ pub fn export_jsonl(
     for info in chosen {
         let dir = session_dir(root, &info.header.id, info.header.cwd.as_deref());
         std::fs::create_dir_all(&dir).map_err(|e| Error::io("create directory", &dir, e))?;
-        let path = dir.join(if options.zstd { ZSTD_FILE } else { RAW_FILE });
-        let tmp = dir.join(format!(
-            ".{}.{}.tmp",
-            if options.zstd { ZSTD_FILE } else { RAW_FILE },
-            std::process::id()
-        ));
-        let file = File::create(&tmp).map_err(|e| Error::io("create", &tmp, e))?;
-        let mut sink = Sink::new(BufWriter::new(file), options.zstd);
+        let name = if options.zstd { ZSTD_FILE } else { RAW_FILE };
+        let path = dir.join(name);
+        let tmp = dir.join(temp_name(name));
+        let storage = FsStorage::new(&dir);
+        let file = Replacement::create(&storage, name).map_err(|e| Error::io("create", &tmp, e))?;
+        let mut sink = Sink::new(BufWriter::new(FileWriter::new(file.file())), options.zstd);
         let mut header = info.header.to_json();
         header.push(b'\n');
         sink.write(&header)
@@ -107,7 +105,7 @@ pub fn export_jsonl(
         packer.flush(&mut out);
         sink.write(&out).map_err(|e| Error::io("write", &tmp, e))?;
         let written = sink.finish().map_err(|e| Error::io("write", &tmp, e))?;
-        std::fs::rename(&tmp, &path).map_err(|e| Error::io("rename", &tmp, e))?;
+        file.commit().map_err(|e| Error::io("replace", &path, e))?;
         done.bytes_done += written;
         report.events += info.events;
         report.bytes += written;
@@ -142,14 +140,14 @@ fn check_one_encoding(root: &Path, zstd: bool) -> Result<()> {
 }
 
 /// Raw bytes, or one zstd frame per `write`.
-struct Sink {
-    out: BufWriter<File>,
+struct Sink<'a> {
+    out: BufWriter<FileWriter<'a>>,
     zstd: bool,
     written: u64,
 }
 
-impl Sink {
-    fn new(out: BufWriter<File>, zstd: bool) -> Self {
+impl<'a> Sink<'a> {
+    fn new(out: BufWriter<FileWriter<'a>>, zstd: bool) -> Self {
         Self {
             out,
             zstd,
@@ -175,10 +173,9 @@ impl Sink {
         Ok(())
     }
 
+    /// Flushes; the replacement's commit syncs.
     fn finish(mut self) -> std::io::Result<u64> {
         self.out.flush()?;
-        let file = self.out.into_inner().map_err(|e| e.into_error())?;
-        file.sync_all()?;
         Ok(self.written)
     }
 }

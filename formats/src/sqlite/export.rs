@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, params};
+use sessdb::storage::{FsStorage, Replacement};
 use sessdb::{Event, Store, SurfaceOp};
 
 use super::schema::{APPLICATION_ID, DDL, SCHEMA_VERSION, sqlite_err};
@@ -61,8 +62,9 @@ pub fn export_sqlite(
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "export.sqlite".into());
-    let tmp: PathBuf = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let _ = std::fs::remove_file(&tmp);
+    let storage = FsStorage::new(dir);
+    let file = Replacement::create(&storage, &name).map_err(|e| Error::io("create", target, e))?;
+    let tmp: PathBuf = dir.join(file.temp_path());
     let err = sqlite_err(&tmp);
     let mut conn = Connection::open(&tmp).map_err(&err)?;
     conn.execute_batch("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;")
@@ -110,7 +112,7 @@ pub fn export_sqlite(
                         Error::Store(sessdb::Error::Corruption {
                             segment: String::new(),
                             offset: 0,
-                            kind: sessdb::log::recovery::CorruptionKind::BadPayload(
+                            kind: sessdb::codec::CorruptionKind::BadPayload(
                                 "stored data is not UTF-8",
                             ),
                         })
@@ -137,12 +139,7 @@ pub fn export_sqlite(
     }
     tx.commit().map_err(&err)?;
     conn.close().map_err(|(_, e)| err(e))?;
-    std::fs::File::open(&tmp)
-        .and_then(|f| f.sync_all())
-        .map_err(|e| Error::io("sync", &tmp, e))?;
-    std::fs::rename(&tmp, target).map_err(|e| Error::io("rename", &tmp, e))?;
-    if let Ok(d) = std::fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
+    // The replacement's file is the same inode SQLite wrote: its sync covers SQLite's writes.
+    file.commit().map_err(|e| Error::io("replace", target, e))?;
     Ok(done.events_done)
 }

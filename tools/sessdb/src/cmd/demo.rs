@@ -8,10 +8,10 @@ use std::time::Instant;
 
 use sessdb::storage::FsStorage;
 use sessdb::store::verify;
-use sessdb::workload::{WorkloadSpec, generate};
 use sessdb::{Store, StoreOptions};
 use sessdb_formats::jsonl::{ExportOptions, export_jsonl};
 use sessdb_formats::sqlite::{SqliteExportOptions, export_sqlite};
+use sessdb_workload::{WorkloadSpec, generate};
 
 use crate::cmd::{is_store, open_writer};
 use crate::error::{CliError, CliResult, code};

@@ -6,7 +6,11 @@
 
 use crate::event::{Event, SurfaceOp};
 
+use super::cursor::{Cursor, Decoded, len32};
 use super::frame::RecordKind;
+
+/// The smallest event encoding: type length, time, flags, data length.
+const MIN_EVENT_BYTES: usize = 2 + 8 + 1 + 4;
 
 const FLAG_IGNORABLE: u8 = 1;
 const FLAG_SOURCES: u8 = 2;
@@ -67,20 +71,24 @@ pub struct LocatedEvent {
 
 /// Encodes a record payload; returns the kind and, for each event, `(offset, len)` of its
 /// encoding within the payload.
-pub fn encode(body: &BodyRef<'_>, out: &mut Vec<u8>) -> (RecordKind, Vec<(u32, u32)>) {
-    match body {
+///
+/// # Errors
+/// A part whose length does not fit its length field (a payload past 4 GiB); the store
+/// refuses records far below that (`record_bytes_max`).
+pub fn encode(body: &BodyRef<'_>, out: &mut Vec<u8>) -> Decoded<(RecordKind, Vec<(u32, u32)>)> {
+    Ok(match body {
         BodyRef::Create {
             session,
             header_json,
             events,
         } => {
             put_str16(out, session);
-            put_bytes32(out, header_json);
-            (RecordKind::Create, put_events(out, events))
+            put_bytes32(out, header_json)?;
+            (RecordKind::Create, put_events(out, events)?)
         }
         BodyRef::Append { session, events } => {
             put_str16(out, session);
-            (RecordKind::Append, put_events(out, events))
+            (RecordKind::Append, put_events(out, events)?)
         }
         BodyRef::Fork {
             child,
@@ -90,16 +98,16 @@ pub fn encode(body: &BodyRef<'_>, out: &mut Vec<u8>) -> (RecordKind, Vec<(u32, u
             events,
         } => {
             put_str16(out, child);
-            put_bytes32(out, header_json);
+            put_bytes32(out, header_json)?;
             put_str16(out, parent);
             out.extend_from_slice(&inherited.to_le_bytes());
-            (RecordKind::Fork, put_events(out, events))
+            (RecordKind::Fork, put_events(out, events)?)
         }
         BodyRef::Delete { session } => {
             put_str16(out, session);
             (RecordKind::Delete, Vec::new())
         }
-    }
+    })
 }
 
 /// A payload to encode, borrowing its parts.
@@ -147,36 +155,43 @@ fn put_str16(out: &mut Vec<u8>, s: &str) {
     debug_assert!(s.len() <= usize::from(u16::MAX));
     let len = u16::try_from(s.len()).unwrap_or(u16::MAX);
     out.extend_from_slice(&len.to_le_bytes());
-    out.extend_from_slice(&s.as_bytes()[..usize::from(len)]);
+    out.extend_from_slice(s.as_bytes().get(..usize::from(len)).unwrap_or_default());
 }
 
-fn put_bytes32(out: &mut Vec<u8>, b: &[u8]) {
-    out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+const TOO_LARGE: &str = "a length past 4 GiB";
+
+fn put_bytes32(out: &mut Vec<u8>, b: &[u8]) -> Decoded<()> {
+    out.extend_from_slice(&len32(b.len()).ok_or(TOO_LARGE)?.to_le_bytes());
     out.extend_from_slice(b);
+    Ok(())
 }
 
-fn put_events(out: &mut Vec<u8>, events: &[Event]) -> Vec<(u32, u32)> {
+fn put_events(out: &mut Vec<u8>, events: &[Event]) -> Decoded<Vec<(u32, u32)>> {
     let first = events.first().map_or(0, Event::seq);
     out.extend_from_slice(&first.to_le_bytes());
-    out.extend_from_slice(&(events.len() as u32).to_le_bytes());
+    out.extend_from_slice(&len32(events.len()).ok_or(TOO_LARGE)?.to_le_bytes());
     let mut locs = Vec::with_capacity(events.len());
     for e in events {
         let len_at = out.len();
         out.extend_from_slice(&0u32.to_le_bytes());
         let start = out.len();
-        encode_event(e, out);
-        let len = (out.len() - start) as u32;
-        out[len_at..start].copy_from_slice(&len.to_le_bytes());
-        locs.push((start as u32, len));
+        encode_event(e, out)?;
+        let len = len32(out.len() - start).ok_or(TOO_LARGE)?;
+        if let Some(field) = out.get_mut(len_at..start) {
+            field.copy_from_slice(&len.to_le_bytes());
+        }
+        locs.push((len32(start).ok_or(TOO_LARGE)?, len));
     }
-    locs
+    Ok(locs)
 }
 
 /// Appends the encoding of one event (its seq is implied by its place).
-pub fn encode_event(e: &Event, out: &mut Vec<u8>) {
+///
+/// # Errors
+/// As [`encode`].
+pub fn encode_event(e: &Event, out: &mut Vec<u8>) -> Decoded<()> {
     let ty = e.event_type();
-    out.extend_from_slice(&(ty.len() as u16).to_le_bytes());
-    out.extend_from_slice(ty.as_bytes());
+    put_str16(out, ty);
     out.extend_from_slice(&e.time().to_le_bytes());
     let mut flags = 0u8;
     if e.ignorable() {
@@ -199,81 +214,36 @@ pub fn encode_event(e: &Event, out: &mut Vec<u8>) {
         out.extend_from_slice(&end.to_le_bytes());
     }
     if let Some(sources) = e.sources() {
-        out.extend_from_slice(&(sources.len() as u32).to_le_bytes());
+        out.extend_from_slice(&len32(sources.len()).ok_or(TOO_LARGE)?.to_le_bytes());
         for s in sources {
             out.extend_from_slice(&s.to_le_bytes());
         }
     }
-    put_bytes32(out, e.data());
+    put_bytes32(out, e.data())
 }
 
-/// A cursor over payload bytes; every read is bounds-checked.
-struct Cursor<'a> {
-    b: &'a [u8],
-    pos: usize,
-}
-
-type Decoded<T> = Result<T, &'static str>;
-
-impl<'a> Cursor<'a> {
-    fn take(&mut self, n: usize, what: &'static str) -> Decoded<&'a [u8]> {
-        let s = self
-            .b
-            .get(self.pos..self.pos.checked_add(n).ok_or(what)?)
-            .ok_or(what)?;
-        self.pos += n;
-        Ok(s)
+/// Reads an events section.
+fn read_events(c: &mut Cursor<'_>) -> Decoded<Vec<LocatedEvent>> {
+    let first = c.u64("events section: first seq")?;
+    let count = c.u32("events section: count")?;
+    // Each event takes at least 19 bytes: never trust a count the bytes cannot hold.
+    let count = c.count(
+        u64::from(count),
+        MIN_EVENT_BYTES,
+        "events section: count larger than the payload",
+    )?;
+    let mut out = Vec::with_capacity(count);
+    for seq in (first..).take(count) {
+        let len = c.u32("event length")?;
+        let offset = u32::try_from(c.pos()).map_err(|_| "event offset past 4 GiB")?;
+        let bytes = c.take(
+            usize::try_from(len).map_err(|_| "event length")?,
+            "event bytes",
+        )?;
+        let event = decode_event(bytes, seq)?;
+        out.push(LocatedEvent { event, offset, len });
     }
-    fn u8(&mut self, what: &'static str) -> Decoded<u8> {
-        Ok(self.take(1, what)?[0])
-    }
-    fn u16(&mut self, what: &'static str) -> Decoded<u16> {
-        let s = self.take(2, what)?;
-        Ok(u16::from_le_bytes([s[0], s[1]]))
-    }
-    fn u32(&mut self, what: &'static str) -> Decoded<u32> {
-        let s = self.take(4, what)?;
-        Ok(u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
-    }
-    fn u64(&mut self, what: &'static str) -> Decoded<u64> {
-        let s = self.take(8, what)?;
-        let mut w = [0u8; 8];
-        w.copy_from_slice(s);
-        Ok(u64::from_le_bytes(w))
-    }
-    fn str16(&mut self, what: &'static str) -> Decoded<String> {
-        let n = self.u16(what)?;
-        let s = self.take(usize::from(n), what)?;
-        String::from_utf8(s.to_vec()).map_err(|_| what)
-    }
-    fn bytes32(&mut self, what: &'static str) -> Decoded<&'a [u8]> {
-        let n = self.u32(what)?;
-        self.take(n as usize, what)
-    }
-    fn events(&mut self) -> Decoded<Vec<LocatedEvent>> {
-        let first = self.u64("events section: first seq")?;
-        let count = self.u32("events section: count")?;
-        // Each event takes at least 19 bytes: never trust a count the bytes cannot hold.
-        if count as usize > self.b.len().saturating_sub(self.pos) / 19 {
-            return Err("events section: count larger than the payload");
-        }
-        let mut out = Vec::with_capacity(count as usize);
-        for i in 0..u64::from(count) {
-            let len = self.u32("event length")?;
-            let offset = self.pos as u32;
-            let bytes = self.take(len as usize, "event bytes")?;
-            let event = decode_event(bytes, first + i)?;
-            out.push(LocatedEvent { event, offset, len });
-        }
-        Ok(out)
-    }
-    fn finish<T>(&self, value: T) -> Decoded<T> {
-        if self.pos == self.b.len() {
-            Ok(value)
-        } else {
-            Err("trailing bytes after the payload")
-        }
-    }
+    Ok(out)
 }
 
 /// Decodes a payload of `kind`.
@@ -281,23 +251,23 @@ impl<'a> Cursor<'a> {
 /// # Errors
 /// A short description of the first inconsistency.
 pub fn decode(kind: RecordKind, payload: &[u8]) -> Decoded<RecordBody> {
-    let mut c = Cursor { b: payload, pos: 0 };
+    let mut c = Cursor::new(payload);
     let body = match kind {
         RecordKind::Create => RecordBody::Create {
             session: c.str16("session id")?,
             header_json: c.bytes32("header")?.to_vec(),
-            events: c.events()?,
+            events: read_events(&mut c)?,
         },
         RecordKind::Append => RecordBody::Append {
             session: c.str16("session id")?,
-            events: c.events()?,
+            events: read_events(&mut c)?,
         },
         RecordKind::Fork => RecordBody::Fork {
             child: c.str16("child id")?,
             header_json: c.bytes32("header")?.to_vec(),
             parent: c.str16("parent id")?,
             inherited: c.u64("inherited count")?,
-            events: c.events()?,
+            events: read_events(&mut c)?,
         },
         RecordKind::Delete => RecordBody::Delete {
             session: c.str16("session id")?,
@@ -311,9 +281,9 @@ pub fn decode(kind: RecordKind, payload: &[u8]) -> Decoded<RecordBody> {
 /// # Errors
 /// A short description of the first inconsistency.
 pub fn decode_event(bytes: &[u8], seq: u64) -> Decoded<Event> {
-    let mut c = Cursor { b: bytes, pos: 0 };
+    let mut c = Cursor::new(bytes);
     let ty = c.str16("event type")?;
-    let time = c.u64("event time")? as i64;
+    let time = c.i64("event time")?;
     let flags = c.u8("event flags")?;
     let op = match (flags >> OP_SHIFT) & 3 {
         0 => None,
@@ -328,10 +298,8 @@ pub fn decode_event(bytes: &[u8], seq: u64) -> Decoded<Event> {
         return Err("event flags: unknown bits");
     }
     let sources = if flags & FLAG_SOURCES != 0 {
-        let n = c.u32("sources count")? as usize;
-        if n > bytes.len() / 8 {
-            return Err("sources count larger than the event");
-        }
+        let n = c.u32("sources count")?;
+        let n = c.count(u64::from(n), 8, "sources count larger than the event")?;
         Some(
             (0..n)
                 .map(|_| c.u64("source seq"))
@@ -393,7 +361,7 @@ mod tests {
         ];
         for body in bodies {
             let mut payload = Vec::new();
-            let (kind, locs) = encode(&body, &mut payload);
+            let (kind, locs) = encode(&body, &mut payload).unwrap();
             let decoded = decode(kind, &payload).unwrap();
             let located = match &decoded {
                 RecordBody::Create { events, .. }

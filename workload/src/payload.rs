@@ -1,6 +1,6 @@
 //! Builders of DSH v0 event payloads (`data` JSON), shared by the generator and the tests.
 
-use crate::json::write_str;
+use sessdb::json::write_str;
 
 fn s(text: &str) -> String {
     let mut out = Vec::with_capacity(text.len() + 2);

@@ -1,11 +1,13 @@
 //! `docs/FORMAT.md` is the specification of the bytes on disk; these tests build each of its
 //! worked examples with the real encoders and require the document's hex to match exactly.
 
+use super::checkpoint::{BodyWriter, CheckpointMeta, SessionRef};
 use super::frame::encode_frame;
+use super::location::EventLoc;
 use super::record::{BodyRef, encode};
 use super::segment::SegmentHeader;
 use crate::event::{Event, SurfaceOp};
-use crate::store::CheckpointMeta;
+use crate::model::{RepairState, SessionState, SurfaceManager, TurnMarks};
 
 const DOC: &str = include_str!("../../../docs/FORMAT.md");
 
@@ -79,7 +81,8 @@ fn append_frame() -> Vec<u8> {
             events: &events,
         },
         &mut payload,
-    );
+    )
+    .unwrap();
     let mut frame = Vec::new();
     encode_frame(kind, &payload, &mut frame);
     frame
@@ -95,12 +98,59 @@ fn checkpoint_header() -> Vec<u8> {
     meta.encode_header(b"body").to_vec()
 }
 
+fn checkpoint_body() -> Vec<u8> {
+    let state = SessionState {
+        next_seq: 3,
+        last_time: Some(1_767_225_600_007),
+        surface: SurfaceManager::from_parts(vec![2], 0),
+        repair: RepairState {
+            open_turn: Some(Some(Box::from("1"))),
+            open_step: None,
+            pending: Vec::new(),
+        },
+        turns: TurnMarks::from_encoded(vec![3]),
+    };
+    let locs = [
+        EventLoc {
+            lsn: 0,
+            offset: 14,
+            len: 31,
+        },
+        EventLoc {
+            lsn: 76,
+            offset: 20,
+            len: 31,
+        },
+        EventLoc {
+            lsn: 76,
+            offset: 55,
+            len: 99,
+        },
+    ];
+    let mut w = BodyWriter::new();
+    w.session(
+        &SessionRef {
+            id: "s1",
+            header_json:
+                br#"{"type":"session","version":0,"id":"s1","createdAt":0,"delegationDepth":0}"#,
+            created_lsn: 0,
+            parent: None,
+            loc_base: 0,
+            state: &state,
+        },
+        locs.into_iter(),
+    )
+    .unwrap();
+    w.finish(["old"].into_iter()).unwrap()
+}
+
 #[test]
 fn the_document_shows_exactly_the_bytes_the_code_writes() {
     for (name, bytes) in [
         ("segment-header", segment_header()),
         ("append-frame", append_frame()),
         ("checkpoint-header", checkpoint_header()),
+        ("checkpoint-body", checkpoint_body()),
     ] {
         // On a mismatch the message carries the block the document should hold.
         assert!(

@@ -7,14 +7,25 @@
 //! a compaction (a `user/message` replacing a surface range), a `tool/result` prune, a fork
 //! at a turn end, and a session left with an interrupted turn (a started tool call and one
 //! that never started). The same [`WorkloadSpec`] always produces the same events.
+//!
+//! ```
+//! use sessdb::{Config, SessionSet};
+//! use sessdb_workload::{WorkloadSpec, generate};
+//!
+//! let mut set = SessionSet::new(Config::default());
+//! let summary = generate(&WorkloadSpec::default(), &mut set).unwrap();
+//! assert_eq!(set.len(), summary.sessions.len());
+//! ```
+
+#![forbid(unsafe_code)]
 
 pub mod payload;
 mod rng;
 
 pub use rng::Rng;
 
-use crate::{
-    Draft, ForkSpec, LogType, Result, SessionHeader, SessionSet, SurfaceIntent, SurfaceType,
+use sessdb::{
+    Draft, ForkSpec, LogType, Result, SessionHeader, SessionSet, Store, SurfaceIntent, SurfaceType,
 };
 
 /// What to generate.
@@ -72,7 +83,7 @@ impl Sink for SessionSet {
     fn append(&mut self, session: &str, draft: Draft) -> Result<u64> {
         let s = self
             .get_mut(session)
-            .ok_or_else(|| crate::Error::SessionNotFound {
+            .ok_or_else(|| sessdb::Error::SessionNotFound {
                 id: session.to_owned(),
             })?;
         s.append(draft)
@@ -80,6 +91,20 @@ impl Sink for SessionSet {
 
     fn fork(&mut self, source: &str, spec: ForkSpec) -> Result<String> {
         SessionSet::fork(self, source, spec).map(|c| c.id().to_owned())
+    }
+}
+
+impl Sink for Store {
+    fn create(&mut self, header: SessionHeader) -> Result<()> {
+        self.create_session(header, Vec::new()).map(|_| ())
+    }
+
+    fn append(&mut self, session: &str, draft: Draft) -> Result<u64> {
+        Store::append(self, session, draft)
+    }
+
+    fn fork(&mut self, source: &str, spec: ForkSpec) -> Result<String> {
+        Store::fork(self, source, spec)
     }
 }
 
@@ -138,8 +163,8 @@ impl<S: Sink> Writer<'_, S> {
         let op = intent.op();
         let seq = self.put(Draft::surface(ty, data.into_bytes(), intent))?;
         match op {
-            crate::SurfaceOp::Append => self.surface.push(seq),
-            crate::SurfaceOp::Replace { start, end } => {
+            sessdb::SurfaceOp::Append => self.surface.push(seq),
+            sessdb::SurfaceOp::Replace { start, end } => {
                 let a = self.surface.iter().position(|&s| s == start);
                 let b = self.surface.iter().position(|&s| s == end);
                 if let (Some(a), Some(b)) = (a, b) {
@@ -231,7 +256,7 @@ impl<S: Sink> Writer<'_, S> {
 
 fn json_str(s: &str) -> String {
     let mut out = Vec::new();
-    crate::json::write_str(&mut out, s);
+    sessdb::json::write_str(&mut out, s);
     String::from_utf8_lossy(&out).into_owned()
 }
 
@@ -457,7 +482,7 @@ fn prune<S: Sink>(w: &mut Writer<'_, S>) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Clock, Config};
+    use sessdb::{Clock, Config};
 
     #[test]
     fn default_workload_is_valid_deterministic_and_has_every_feature() {

@@ -1,4 +1,5 @@
-//! The in-memory event list of a session, shareable between a parent and its forks.
+//! `SharedVec`: an append-only vector whose prefixes a fork shares without copying. It holds
+//! an in-memory session's events and the durable store's per-event locations.
 //!
 //! A fork must not copy its parent's events (DESIGN §2). The log is a list of frozen,
 //! reference-counted chunks plus a private tail: forking freezes the parent's tail into a
@@ -10,7 +11,7 @@ use std::sync::Arc;
 use crate::event::Event;
 
 /// The events of one in-memory session.
-pub(crate) type EventLog = SharedVec<crate::event::Event>;
+pub(crate) type EventList = SharedVec<crate::event::Event>;
 
 /// An append-only vector whose prefixes can be shared without copying: frozen
 /// reference-counted chunks plus a private tail. Also holds the durable store's per-event
@@ -108,15 +109,20 @@ impl<T> SharedVec<T> {
         self.tail.shrink_to_fit();
     }
 
-    /// The items after the first `from`, as owned copies.
-    pub(crate) fn suffix(&self, from: u64) -> Vec<T>
+    /// Copies of the items at `range` (clamped to the length), with an exact length.
+    pub(crate) fn range(&self, range: std::ops::Range<u64>) -> impl ExactSizeIterator<Item = T>
     where
-        T: Clone,
+        T: Copy,
     {
-        self.iter()
-            .skip(usize::try_from(from).unwrap_or(usize::MAX))
-            .cloned()
-            .collect()
+        let end = range.end.min(self.len());
+        let left = usize::try_from(end.saturating_sub(range.start)).unwrap_or(0);
+        Exact {
+            inner: self
+                .iter()
+                .skip(usize::try_from(range.start).unwrap_or(usize::MAX))
+                .copied(),
+            left,
+        }
     }
 
     /// Copies shared chunks into a private tail, so that this vector no longer depends on
@@ -150,6 +156,30 @@ impl<T> SharedVec<T> {
     }
 }
 
+/// An iterator that knows how many items it yields.
+struct Exact<I> {
+    inner: I,
+    left: usize,
+}
+
+impl<I: Iterator> Iterator for Exact<I> {
+    type Item = I::Item;
+
+    fn next(&mut self) -> Option<I::Item> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        self.inner.next()
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl<I: Iterator> ExactSizeIterator for Exact<I> {}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -160,7 +190,7 @@ mod tests {
 
     #[test]
     fn shared_prefix_reads_the_same_events_without_copying() {
-        let mut log = EventLog::default();
+        let mut log = EventList::default();
         for s in 0..5 {
             log.push(ev(s));
         }

@@ -1,13 +1,26 @@
-//! Store behaviour on the memory and crash backends: round trips through reopen, locking,
-//! read-only opens, poisoning, subscription, fork by reference, torn tails, corruption.
+//! Store scenarios, each run on memory and on real files (`on_both_storages!`): round trips
+//! through reopen, locking, read-only opens, subscription, fork by reference, torn tails,
+//! corruption, salvage, verify; and poisoning on the crash simulator.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers fail loudly"
+)]
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::*;
-use crate::storage::{CrashStorage, MemStorage};
-use crate::workload::{WorkloadSpec, generate, payload as p};
-use crate::{Clock, Config, ForkErrorCode, SessionSet, SurfaceIntent, SurfaceType};
+use sessdb::codec::CorruptionKind;
+use sessdb::codec::segment::SEGMENT_HEADER_LEN;
+use sessdb::storage::CrashStorage;
+use sessdb::store::{CHECKPOINT_HEADER_LEN, verify};
+use sessdb::{
+    Clock, Config, Draft, Error, Event, ForkErrorCode, ForkSpec, LogType, ResumeReport,
+    SessionHeader, SessionSet, SessionState, Store, StoreOptions, SurfaceIntent, SurfaceType,
+};
+use sessdb_tests::{Backend, on_both_storages};
+use sessdb_workload::{WorkloadSpec, generate, payload as p};
 
 fn opts() -> StoreOptions {
     StoreOptions {
@@ -16,8 +29,8 @@ fn opts() -> StoreOptions {
     }
 }
 
-fn open(storage: &MemStorage) -> Store {
-    Store::open_with(Arc::new(storage.clone()), opts()).unwrap()
+fn open(storage: &Backend) -> Store {
+    Store::open_with(storage.storage(), opts()).unwrap()
 }
 
 /// Every session's events as JSONL lines plus its state, for whole-store comparisons.
@@ -38,24 +51,7 @@ fn dump(store: &Store) -> Vec<(String, Vec<Vec<u8>>, SessionState)> {
         .collect()
 }
 
-/// A copy of `storage` without its checkpoints: opening it replays the whole log.
-fn without_checkpoints(storage: &MemStorage) -> MemStorage {
-    MemStorage::from_files(
-        storage
-            .files()
-            .into_iter()
-            .filter(|(p, _)| !p.starts_with("checkpoints/")),
-    )
-}
-
-/// A copy of `storage` with the file `path` holding `bytes`.
-fn image_with(storage: &MemStorage, path: &str, bytes: &[u8]) -> MemStorage {
-    let image = MemStorage::from_files(storage.files());
-    image.put(path, bytes.to_vec());
-    image
-}
-
-fn workload(store: &mut Store) -> crate::workload::WorkloadSummary {
+fn workload(store: &mut Store) -> sessdb_workload::WorkloadSummary {
     generate(
         &WorkloadSpec {
             sessions: 3,
@@ -68,16 +64,14 @@ fn workload(store: &mut Store) -> crate::workload::WorkloadSummary {
     .unwrap()
 }
 
-#[test]
-fn a_workload_reads_back_the_same_after_reopen_and_matches_the_model() {
-    let storage = MemStorage::new();
-    let mut store = open(&storage);
+fn a_workload_reads_back_the_same_after_reopen_and_matches_the_model(storage: &Backend) {
+    let mut store = open(storage);
     let summary = workload(&mut store);
     let before = dump(&store);
     assert!(store.stats().segments > 3, "tiny segments roll");
     store.close().unwrap();
 
-    let reopened = open(&storage);
+    let reopened = open(storage);
     assert_eq!(dump(&reopened), before);
     assert_eq!(
         reopened.open_report().records_replayed,
@@ -119,10 +113,8 @@ fn a_workload_reads_back_the_same_after_reopen_and_matches_the_model() {
     assert_eq!(summary.sessions.len(), before.len());
 }
 
-#[test]
-fn replay_without_any_checkpoint_gives_the_same_state() {
-    let storage = MemStorage::new();
-    let mut store = open(&storage);
+fn replay_without_any_checkpoint_gives_the_same_state(storage: &Backend) {
+    let mut store = open(storage);
     workload(&mut store);
     let before = dump(&store);
     drop(store); // no close: the lock goes with the last handle
@@ -131,32 +123,30 @@ fn replay_without_any_checkpoint_gives_the_same_state() {
             storage.put(&path, b"garbage".to_vec());
         }
     }
-    let reopened = open(&storage);
+    let reopened = open(storage);
     assert_eq!(dump(&reopened), before);
     assert!(reopened.open_report().checkpoint.is_none());
     assert!(!reopened.open_report().checkpoints_discarded.is_empty());
 }
 
-#[test]
-fn a_second_writer_is_locked_out_and_a_reader_is_not() {
-    let storage = MemStorage::new();
-    let store = open(&storage);
+fn a_second_writer_is_locked_out_and_a_reader_is_not(storage: &Backend) {
+    let store = open(storage);
     store
         .create_session(SessionHeader::new("s", 0), Vec::new())
         .unwrap();
-    let err = Store::open_with(Arc::new(storage.clone()), opts()).unwrap_err();
+    let err = Store::open_with(storage.storage(), opts()).unwrap_err();
     assert!(
         matches!(&err, Error::Locked { lock_file } if lock_file.contains("LOCK")),
         "{err}"
     );
-    let reader = Store::open_read_only_with(Arc::new(storage.clone()), opts()).unwrap();
+    let reader = Store::open_read_only_with(storage.storage(), opts()).unwrap();
     assert_eq!(reader.session_len("s").unwrap(), 1);
     assert!(matches!(
         reader.append("s", Draft::log(&LogType::TURN_START, &b"{}"[..])),
         Err(Error::ReadOnly)
     ));
     store.close().unwrap();
-    Store::open_with(Arc::new(storage), opts()).unwrap();
+    Store::open_with(storage.storage(), opts()).unwrap();
 }
 
 #[test]
@@ -177,10 +167,8 @@ fn a_failed_write_poisons_the_store() {
     assert!(matches!(err, Error::Poisoned { .. }), "{err}");
 }
 
-#[test]
-fn a_refused_event_writes_nothing() {
-    let storage = MemStorage::new();
-    let store = open(&storage);
+fn a_refused_event_writes_nothing(storage: &Backend) {
+    let store = open(storage);
     store
         .create_session(SessionHeader::new("s", 0), Vec::new())
         .unwrap();
@@ -200,10 +188,8 @@ fn a_refused_event_writes_nothing() {
     assert_eq!(store.session_len("s").unwrap(), 1);
 }
 
-#[test]
-fn subscribers_see_new_events() {
-    let storage = MemStorage::new();
-    let store = open(&storage);
+fn subscribers_see_new_events(storage: &Backend) {
+    let store = open(storage);
     store
         .create_session(SessionHeader::new("s", 0), Vec::new())
         .unwrap();
@@ -229,10 +215,8 @@ fn subscribers_see_new_events() {
     ));
 }
 
-#[test]
-fn fork_by_reference_adds_a_small_record() {
-    let storage = MemStorage::new();
-    let mut store = open(&storage);
+fn fork_by_reference_adds_a_small_record(storage: &Backend) {
+    let mut store = open(storage);
     let summary = workload(&mut store);
     let parent = &summary.sessions[1];
     let before = store.stats().log_bytes;
@@ -257,7 +241,7 @@ fn fork_by_reference_adds_a_small_record() {
     store.delete_session(parent).unwrap();
     let child_events = store.events(&child, 0, u64::MAX).unwrap();
     store.close().unwrap();
-    let reopened = open(&storage);
+    let reopened = open(storage);
     assert_eq!(reopened.events(&child, 0, u64::MAX).unwrap(), child_events);
     assert!(matches!(
         reopened.session_len(parent),
@@ -281,10 +265,8 @@ fn fork_by_reference_adds_a_small_record() {
     ));
 }
 
-#[test]
-fn resume_appends_closers_and_marker_once() {
-    let storage = MemStorage::new();
-    let mut store = open(&storage);
+fn resume_appends_closers_and_marker_once(storage: &Backend) {
+    let mut store = open(storage);
     let summary = workload(&mut store);
     let id = &summary.interrupted[0];
     let len = store.session_len(id).unwrap();
@@ -296,7 +278,7 @@ fn resume_appends_closers_and_marker_once() {
 }
 
 /// The segment files and the byte offsets where each of the last segment's records starts.
-fn last_segment(storage: &MemStorage) -> (String, Vec<u8>) {
+fn last_segment(storage: &Backend) -> (String, Vec<u8>) {
     storage
         .files()
         .into_iter()
@@ -304,11 +286,9 @@ fn last_segment(storage: &MemStorage) -> (String, Vec<u8>) {
         .unwrap()
 }
 
-#[test]
-fn a_torn_tail_is_cut_at_every_offset_of_the_final_records() {
-    let storage = MemStorage::new();
+fn a_torn_tail_is_cut_at_every_offset_of_the_final_records(storage: &Backend) {
     let store = Store::open_with(
-        Arc::new(storage.clone()),
+        storage.storage(),
         StoreOptions {
             checkpoint_interval_bytes: u64::MAX,
             ..opts()
@@ -318,7 +298,7 @@ fn a_torn_tail_is_cut_at_every_offset_of_the_final_records() {
     store
         .create_session(SessionHeader::new("s", 0), Vec::new())
         .unwrap();
-    let mut ends = vec![(1, last_segment(&storage).1.len())];
+    let mut ends = vec![(1, last_segment(storage).1.len())];
     for turn in 1..=3 {
         store
             .append(
@@ -328,7 +308,7 @@ fn a_torn_tail_is_cut_at_every_offset_of_the_final_records() {
             .unwrap();
         ends.push((
             store.session_len("s").unwrap(),
-            last_segment(&storage).1.len(),
+            last_segment(storage).1.len(),
         ));
         store
             .append(
@@ -342,7 +322,7 @@ fn a_torn_tail_is_cut_at_every_offset_of_the_final_records() {
             .unwrap();
         ends.push((
             store.session_len("s").unwrap(),
-            last_segment(&storage).1.len(),
+            last_segment(storage).1.len(),
         ));
     }
     assert_eq!(
@@ -355,10 +335,10 @@ fn a_torn_tail_is_cut_at_every_offset_of_the_final_records() {
         "one segment"
     );
     drop(store);
-    let (path, full) = last_segment(&storage);
+    let (path, full) = last_segment(storage);
     for cut in ends[0].1..=full.len() {
-        let image = image_with(&storage, &path, &full[..cut]);
-        let store = Store::open_with(Arc::new(image), opts())
+        let image = storage.image_with(&path, &full[..cut]);
+        let store = Store::open_with(image.storage(), opts())
             .unwrap_or_else(|e| panic!("cut at {cut}: {e}"));
         let (expected_len, kept_end) = *ends.iter().rfind(|(_, end)| *end <= cut).unwrap();
         assert_eq!(
@@ -374,10 +354,8 @@ fn a_torn_tail_is_cut_at_every_offset_of_the_final_records() {
     }
 }
 
-#[test]
-fn a_flipped_byte_in_a_sealed_record_is_corruption_at_its_offset() {
-    let storage = MemStorage::new();
-    let mut store = open(&storage);
+fn a_flipped_byte_in_a_sealed_record_is_corruption_at_its_offset(storage: &Backend) {
+    let mut store = open(storage);
     workload(&mut store);
     drop(store);
     let segments: Vec<(String, Vec<u8>)> = storage
@@ -387,11 +365,11 @@ fn a_flipped_byte_in_a_sealed_record_is_corruption_at_its_offset() {
         .collect();
     assert!(segments.len() >= 3);
     let (path, bytes) = &segments[1];
-    let at = crate::log::segment::SEGMENT_HEADER_LEN + 20; // inside the first record's payload
+    let at = SEGMENT_HEADER_LEN + 20; // inside the first record's payload
     let mut damaged = bytes.clone();
     damaged[at] ^= 0x01;
-    let image = image_with(&without_checkpoints(&storage), path, &damaged);
-    let err = Store::open_with(Arc::new(image.clone()), opts()).unwrap_err();
+    let image = storage.without_checkpoints().image_with(path, &damaged);
+    let err = Store::open_with(image.storage(), opts()).unwrap_err();
     match err {
         Error::Corruption {
             segment,
@@ -399,14 +377,14 @@ fn a_flipped_byte_in_a_sealed_record_is_corruption_at_its_offset() {
             kind,
         } => {
             assert_eq!(&segment, path);
-            assert_eq!(offset, crate::log::segment::SEGMENT_HEADER_LEN as u64);
+            assert_eq!(offset, SEGMENT_HEADER_LEN as u64);
             assert_eq!(kind, CorruptionKind::ChecksumMismatch);
         }
         other => panic!("expected corruption, got {other}"),
     }
     // Salvage keeps everything before the bad record and says what it dropped.
     let salvaged = Store::open_with(
-        Arc::new(image),
+        image.storage(),
         StoreOptions {
             salvage: true,
             ..opts()
@@ -416,21 +394,14 @@ fn a_flipped_byte_in_a_sealed_record_is_corruption_at_its_offset() {
     let s = salvaged.open_report().salvaged.clone().unwrap();
     assert_eq!(
         (s.segment.as_str(), s.offset),
-        (
-            path.as_str(),
-            crate::log::segment::SEGMENT_HEADER_LEN as u64
-        )
+        (path.as_str(), SEGMENT_HEADER_LEN as u64)
     );
     assert!(s.bytes_dropped > 0);
     assert!(!salvaged.open_report().segments_removed.is_empty());
 }
 
-use crate::log::recovery::CorruptionKind;
-
-#[test]
-fn the_resident_index_costs_16_bytes_per_event_after_open() {
-    let storage = MemStorage::new();
-    let mut store = open(&storage);
+fn the_resident_index_costs_16_bytes_per_event_after_open(storage: &Backend) {
+    let mut store = open(storage);
     generate(
         &WorkloadSpec {
             sessions: 6,
@@ -443,18 +414,16 @@ fn the_resident_index_costs_16_bytes_per_event_after_open() {
     .unwrap();
     drop(store);
     // Replay the whole log (no checkpoint) and measure.
-    let image = without_checkpoints(&storage);
-    let store = Store::open_with(Arc::new(image), opts()).unwrap();
+    let image = storage.without_checkpoints();
+    let store = Store::open_with(image.storage(), opts()).unwrap();
     let m = store.memory_usage();
     assert!(m.indexed_events > 1000, "{m:?}");
     assert_eq!(m.index_bytes as u64, 16 * m.indexed_events, "{m:?}");
     assert_eq!(m.surface_bytes, 8 * m.surface_entries, "{m:?}");
 }
 
-#[test]
-fn fork_inside_the_log_replays_the_prefix_and_survives_reopen() {
-    let storage = MemStorage::new();
-    let store = open(&storage);
+fn fork_inside_the_log_replays_the_prefix_and_survives_reopen(storage: &Backend) {
+    let store = open(storage);
     store
         .create_session(SessionHeader::new("p", 0), Vec::new())
         .unwrap();
@@ -515,17 +484,15 @@ fn fork_inside_the_log_replays_the_prefix_and_survives_reopen() {
     assert_eq!(store.header(&child).unwrap().seed_length, Some(7));
     let before = dump(&store);
     drop(store);
-    let image = without_checkpoints(&storage);
+    let image = storage.without_checkpoints();
     assert_eq!(
-        dump(&Store::open_with(Arc::new(image), opts()).unwrap()),
+        dump(&Store::open_with(image.storage(), opts()).unwrap()),
         before
     );
 }
 
-#[test]
-fn salvage_drops_a_segment_with_a_damaged_header_and_everything_after() {
-    let storage = MemStorage::new();
-    let mut store = open(&storage);
+fn salvage_drops_a_segment_with_a_damaged_header_and_everything_after(storage: &Backend) {
+    let mut store = open(storage);
     workload(&mut store);
     drop(store);
     let segments: Vec<String> = storage
@@ -535,7 +502,7 @@ fn salvage_drops_a_segment_with_a_damaged_header_and_everything_after() {
         .filter(|p| p.starts_with("segments/"))
         .collect();
     let victim = &segments[2];
-    let image = without_checkpoints(&storage);
+    let image = storage.without_checkpoints();
     let mut header = image
         .files()
         .into_iter()
@@ -544,13 +511,13 @@ fn salvage_drops_a_segment_with_a_damaged_header_and_everything_after() {
         .1;
     header[0] = b'X';
     image.put(victim, header);
-    let err = Store::open_with(Arc::new(image.clone()), opts()).unwrap_err();
+    let err = Store::open_with(image.storage(), opts()).unwrap_err();
     assert!(
         matches!(&err, Error::Corruption { segment, offset: 0, kind: CorruptionKind::SegmentHeader(_) } if segment == victim),
         "{err}"
     );
     let salvaged = Store::open_with(
-        Arc::new(image.clone()),
+        image.storage(),
         StoreOptions {
             salvage: true,
             ..opts()
@@ -564,17 +531,15 @@ fn salvage_drops_a_segment_with_a_damaged_header_and_everything_after() {
     assert_eq!(salvaged.stats().segments, 2);
     drop(salvaged);
     // The salvaged store opens cleanly and takes writes.
-    let again = Store::open_with(Arc::new(image), opts()).unwrap();
+    let again = Store::open_with(image.storage(), opts()).unwrap();
     assert!(again.open_report().salvaged.is_none());
 }
 
-#[test]
-fn verify_finds_nothing_on_a_sound_store_and_names_damage() {
-    let storage = MemStorage::new();
-    let mut store = open(&storage);
+fn verify_finds_nothing_on_a_sound_store_and_names_damage(storage: &Backend) {
+    let mut store = open(storage);
     workload(&mut store);
     store.close().unwrap();
-    let report = verify(Arc::new(storage.clone())).unwrap();
+    let report = verify(storage.storage()).unwrap();
     assert!(report.ok(), "{:?}", report.problems);
     assert!(
         report.records > 10 && report.sessions == 4 && report.checkpoint.is_some(),
@@ -587,21 +552,19 @@ fn verify_finds_nothing_on_a_sound_store_and_names_damage() {
         .into_iter()
         .find(|(p, _)| p.starts_with("segments/"))
         .unwrap();
-    bytes[crate::log::segment::SEGMENT_HEADER_LEN + 30] ^= 0x20;
+    bytes[SEGMENT_HEADER_LEN + 30] ^= 0x20;
     storage.put(&path, bytes);
-    let report = verify(Arc::new(storage)).unwrap();
+    let report = verify(storage.storage()).unwrap();
     assert!(!report.ok());
     assert!(report.problems[0].contains(&path), "{:?}", report.problems);
 }
 
-#[test]
-fn a_reader_catches_up_with_a_live_writer() {
-    let storage = MemStorage::new();
-    let writer = open(&storage);
+fn a_reader_catches_up_with_a_live_writer(storage: &Backend) {
+    let writer = open(storage);
     writer
         .create_session(SessionHeader::new("s", 0), Vec::new())
         .unwrap();
-    let reader = Store::open_read_only_with(Arc::new(storage.clone()), opts()).unwrap();
+    let reader = Store::open_read_only_with(storage.storage(), opts()).unwrap();
     let mut sub = reader.subscribe("s", 1).unwrap();
     assert_eq!(sub.try_next().unwrap(), None);
     for turn in 1..=40 {
@@ -625,10 +588,8 @@ fn a_reader_catches_up_with_a_live_writer() {
 /// Regression (found by the `store_checkpoints` property test): a flipped byte in the
 /// checkpoint header's reserved field went unnoticed, because nothing covered it. The header
 /// now carries its own CRC; every byte of a checkpoint file is checked.
-#[test]
-fn regression_a_flipped_byte_anywhere_in_a_checkpoint_discards_it() {
-    let storage = MemStorage::new();
-    let mut store = open(&storage);
+fn regression_a_flipped_byte_anywhere_in_a_checkpoint_discards_it(storage: &Backend) {
+    let mut store = open(storage);
     workload(&mut store);
     store.close().unwrap();
     let (path, bytes) = storage
@@ -642,8 +603,8 @@ fn regression_a_flipped_byte_anywhere_in_a_checkpoint_discards_it() {
     for at in at_all {
         let mut damaged = bytes.clone();
         damaged[at] ^= 0x04;
-        let image = image_with(&storage, &path, &damaged);
-        let reopened = Store::open_with(Arc::new(image), opts()).unwrap();
+        let image = storage.image_with(&path, &damaged);
+        let reopened = Store::open_with(image.storage(), opts()).unwrap();
         assert!(
             !reopened.open_report().checkpoints_discarded.is_empty(),
             "flip at byte {at} went unnoticed"
@@ -651,17 +612,34 @@ fn regression_a_flipped_byte_anywhere_in_a_checkpoint_discards_it() {
     }
 }
 
-#[test]
-fn an_interrupted_checkpoint_leaves_no_garbage_after_the_next_open() {
-    let storage = MemStorage::new();
-    let mut store = open(&storage);
+fn an_interrupted_checkpoint_leaves_no_garbage_after_the_next_open(storage: &Backend) {
+    let mut store = open(storage);
     workload(&mut store);
     store.close().unwrap();
     storage.put(
         "checkpoints/00000000000000000099.ckpt.tmp",
         b"half a checkpoint".to_vec(),
     );
-    let reopened = open(&storage);
+    let reopened = open(storage);
     assert!(reopened.open_report().checkpoints_discarded.is_empty());
     assert!(storage.files().iter().all(|(p, _)| !p.ends_with(".tmp")));
 }
+
+on_both_storages!(
+    a_workload_reads_back_the_same_after_reopen_and_matches_the_model,
+    replay_without_any_checkpoint_gives_the_same_state,
+    a_second_writer_is_locked_out_and_a_reader_is_not,
+    a_refused_event_writes_nothing,
+    subscribers_see_new_events,
+    fork_by_reference_adds_a_small_record,
+    resume_appends_closers_and_marker_once,
+    a_torn_tail_is_cut_at_every_offset_of_the_final_records,
+    a_flipped_byte_in_a_sealed_record_is_corruption_at_its_offset,
+    the_resident_index_costs_16_bytes_per_event_after_open,
+    fork_inside_the_log_replays_the_prefix_and_survives_reopen,
+    salvage_drops_a_segment_with_a_damaged_header_and_everything_after,
+    verify_finds_nothing_on_a_sound_store_and_names_damage,
+    a_reader_catches_up_with_a_live_writer,
+    regression_a_flipped_byte_anywhere_in_a_checkpoint_discards_it,
+    an_interrupted_checkpoint_leaves_no_garbage_after_the_next_open,
+);

@@ -1,0 +1,545 @@
+//! The checkpoint file (`docs/FORMAT.md` §5): a 64-byte header and a body holding, per
+//! session, the header line, the derived state and the raw location array, as of a log
+//! position. Pure codec; the store decides what goes in and where the files live.
+//!
+//! A *full* checkpoint (base 0) holds every session; a *delta* holds the sessions changed
+//! since its base, each with only the locations added since (from `loc_base`), and the ids
+//! deleted since.
+
+use super::cursor::{Cursor, Decoded, len32};
+use super::location::EventLoc;
+use crate::model::{OpenStep, PendingCall, RepairState, SessionState, SurfaceManager, TurnMarks};
+
+/// The checkpoint magic.
+pub const CHECKPOINT_MAGIC: [u8; 8] = *b"SESSDBCP";
+/// The checkpoint file format version (2: the hand-specified body of `docs/FORMAT.md` §5.2).
+pub const CHECKPOINT_FORMAT_VERSION: u16 = 2;
+/// The body layout version; a change of the body bumps it.
+pub const CHECKPOINT_BODY_LAYOUT: u16 = 1;
+/// Bytes in a checkpoint header.
+pub const CHECKPOINT_HEADER_LEN: usize = 64;
+/// The directory holding checkpoints.
+pub const CHECKPOINTS_DIR: &str = "checkpoints";
+/// `last_record_lsn` when the log was empty.
+const NO_RECORD: u64 = u64::MAX;
+
+/// The path of a generation's file.
+pub fn checkpoint_path(generation: u64) -> String {
+    format!("{CHECKPOINTS_DIR}/{generation:020}.ckpt")
+}
+
+/// The generation a file name stands for (`<20 digits>.ckpt`).
+pub fn parse_checkpoint_name(name: &str) -> Option<u64> {
+    let digits = name.strip_suffix(".ckpt")?;
+    if digits.len() != 20 || !digits.bytes().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// What a checkpoint covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CheckpointMeta {
+    /// Monotonic generation (also the file name).
+    pub generation: u64,
+    /// The generation this is a delta on; 0 for a full checkpoint.
+    pub base: u64,
+    /// The log position after the last record covered.
+    pub covered_lsn: u64,
+    /// LSN and frame checksum of the last record covered.
+    pub last_record: Option<(u64, u32)>,
+}
+
+/// A header as read: what it covers and what it says of the body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CheckpointHeader {
+    /// What the checkpoint covers.
+    pub meta: CheckpointMeta,
+    /// CRC-32 of the body.
+    pub body_crc: u32,
+    /// Length of the body in bytes.
+    pub body_len: u64,
+}
+
+impl CheckpointMeta {
+    /// The 64 header bytes for a body.
+    pub fn encode_header(&self, body: &[u8]) -> [u8; CHECKPOINT_HEADER_LEN] {
+        let mut h = Vec::with_capacity(CHECKPOINT_HEADER_LEN);
+        h.extend_from_slice(&CHECKPOINT_MAGIC);
+        h.extend_from_slice(&CHECKPOINT_FORMAT_VERSION.to_le_bytes());
+        h.extend_from_slice(&CHECKPOINT_BODY_LAYOUT.to_le_bytes());
+        h.extend_from_slice(&[0; 4]); // the header CRC, below
+        h.extend_from_slice(&self.generation.to_le_bytes());
+        h.extend_from_slice(&self.base.to_le_bytes());
+        h.extend_from_slice(&self.covered_lsn.to_le_bytes());
+        let (lsn, crc) = self.last_record.unwrap_or((NO_RECORD, 0));
+        h.extend_from_slice(&lsn.to_le_bytes());
+        h.extend_from_slice(&crc.to_le_bytes());
+        h.extend_from_slice(&crc32fast::hash(body).to_le_bytes());
+        h.extend_from_slice(&(body.len() as u64).to_le_bytes());
+        let mut out = [0u8; CHECKPOINT_HEADER_LEN];
+        out.copy_from_slice(&h);
+        let crc = header_crc(&out);
+        out[12..16].copy_from_slice(&crc.to_le_bytes());
+        out
+    }
+}
+
+/// CRC-32 of the header without its own CRC field (bytes 12..16).
+fn header_crc(h: &[u8; CHECKPOINT_HEADER_LEN]) -> u32 {
+    let mut c = crc32fast::Hasher::new();
+    c.update(&h[..12]);
+    c.update(&h[16..]);
+    c.finalize()
+}
+
+/// Decodes and checks a header: magic, its own CRC, versions.
+///
+/// # Errors
+/// What is wrong with it.
+pub fn decode_header(bytes: &[u8]) -> Decoded<CheckpointHeader> {
+    let mut h = [0u8; CHECKPOINT_HEADER_LEN];
+    h.copy_from_slice(bytes.get(..CHECKPOINT_HEADER_LEN).ok_or("short header")?);
+    let mut c = Cursor::new(&h);
+    if c.take(8, "magic")? != CHECKPOINT_MAGIC {
+        return Err("bad magic");
+    }
+    let version = c.u16("version")?;
+    let layout = c.u16("body layout")?;
+    if c.u32("header checksum")? != header_crc(&h) {
+        return Err("header checksum mismatch");
+    }
+    if version != CHECKPOINT_FORMAT_VERSION || layout != CHECKPOINT_BODY_LAYOUT {
+        return Err("format version or body layout not supported");
+    }
+    let generation = c.u64("generation")?;
+    let base = c.u64("base")?;
+    let covered_lsn = c.u64("covered LSN")?;
+    let last_lsn = c.u64("last record LSN")?;
+    let last_crc = c.u32("last record CRC")?;
+    let body_crc = c.u32("body CRC")?;
+    let body_len = c.u64("body length")?;
+    c.finish(CheckpointHeader {
+        meta: CheckpointMeta {
+            generation,
+            base,
+            covered_lsn,
+            last_record: (last_lsn != NO_RECORD).then_some((last_lsn, last_crc)),
+        },
+        body_crc,
+        body_len,
+    })
+}
+
+/// One session of a body, as decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionSnap {
+    /// The session id.
+    pub id: String,
+    /// The header as its DSH JSON line.
+    pub header_json: Vec<u8>,
+    /// LSN of the record that created the session.
+    pub created_lsn: u64,
+    /// The parent whose first `n` locations a fork shares.
+    pub parent: Option<(String, u64)>,
+    /// The index of the first location in `locs`: the fork's inherited count in a full
+    /// checkpoint, the number already checkpointed in a delta.
+    pub loc_base: u64,
+    /// Locations `loc_base..`.
+    pub locs: Vec<EventLoc>,
+    /// The derived state.
+    pub state: SessionState,
+}
+
+/// A decoded body.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Body {
+    /// Sessions, in the order written (creation order: parents before forks).
+    pub sessions: Vec<SessionSnap>,
+    /// Ids deleted since the base (empty in a full checkpoint).
+    pub deleted: Vec<String>,
+}
+
+/// Writes a body incrementally: `session` per session, then `finish` with the deleted ids.
+#[derive(Debug, Default)]
+pub struct BodyWriter {
+    out: Vec<u8>,
+    sessions: u32,
+}
+
+const TOO_LARGE: &str = "a checkpoint part past its length field";
+
+fn put_str16(out: &mut Vec<u8>, s: &str) -> Decoded<()> {
+    let n = u16::try_from(s.len()).map_err(|_| TOO_LARGE)?;
+    out.extend_from_slice(&n.to_le_bytes());
+    out.extend_from_slice(s.as_bytes());
+    Ok(())
+}
+
+fn put_bytes32(out: &mut Vec<u8>, b: &[u8]) -> Decoded<()> {
+    out.extend_from_slice(&len32(b.len()).ok_or(TOO_LARGE)?.to_le_bytes());
+    out.extend_from_slice(b);
+    Ok(())
+}
+
+/// An optional raw JSON number text: tag 0 = absent, 1 = present with a `u32` length.
+fn put_opt_str(out: &mut Vec<u8>, s: Option<&str>) -> Decoded<()> {
+    match s {
+        None => out.push(0),
+        Some(s) => {
+            out.push(1);
+            put_bytes32(out, s.as_bytes())?;
+        }
+    }
+    Ok(())
+}
+
+fn put_u64s(out: &mut Vec<u8>, v: &[u64]) {
+    out.extend_from_slice(&(v.len() as u64).to_le_bytes());
+    for x in v {
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+}
+
+/// The parts of one session to write.
+#[derive(Debug, Clone, Copy)]
+pub struct SessionRef<'a> {
+    /// The session id.
+    pub id: &'a str,
+    /// The header JSON line.
+    pub header_json: &'a [u8],
+    /// LSN of the record that created the session.
+    pub created_lsn: u64,
+    /// The parent and the inherited count of a fork.
+    pub parent: Option<(&'a str, u64)>,
+    /// The index of the first location written.
+    pub loc_base: u64,
+    /// The derived state.
+    pub state: &'a SessionState,
+}
+
+impl BodyWriter {
+    /// An empty body.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a session with its locations `loc_base..` (`locs` yields exactly those).
+    ///
+    /// # Errors
+    /// A part too long for its length field.
+    pub fn session(
+        &mut self,
+        s: &SessionRef<'_>,
+        locs: impl ExactSizeIterator<Item = EventLoc>,
+    ) -> Decoded<()> {
+        let out = &mut self.out;
+        put_str16(out, s.id)?;
+        put_bytes32(out, s.header_json)?;
+        out.extend_from_slice(&s.created_lsn.to_le_bytes());
+        match s.parent {
+            None => out.push(0),
+            Some((parent, inherited)) => {
+                out.push(1);
+                put_str16(out, parent)?;
+                out.extend_from_slice(&inherited.to_le_bytes());
+            }
+        }
+        let st = s.state;
+        out.extend_from_slice(&st.next_seq.to_le_bytes());
+        match st.last_time {
+            None => out.push(0),
+            Some(t) => {
+                out.push(1);
+                out.extend_from_slice(&t.to_le_bytes());
+            }
+        }
+        out.extend_from_slice(&st.surface.replace_generation().to_le_bytes());
+        out.extend_from_slice(&s.loc_base.to_le_bytes());
+        out.extend_from_slice(&(locs.len() as u64).to_le_bytes());
+        out.reserve(locs.len() * EventLoc::ENCODED_LEN);
+        for loc in locs {
+            loc.encode(out);
+        }
+        put_u64s(out, st.surface.seqs());
+        put_u64s(out, st.turns.encoded());
+        let r = &st.repair;
+        match &r.open_turn {
+            None => out.push(0),
+            Some(turn) => {
+                out.push(1);
+                put_opt_str(out, turn.as_deref())?;
+            }
+        }
+        match &r.open_step {
+            None => out.push(0),
+            Some(step) => {
+                out.push(1);
+                put_opt_str(out, step.turn.as_deref())?;
+                put_opt_str(out, step.step.as_deref())?;
+            }
+        }
+        out.extend_from_slice(&len32(r.pending.len()).ok_or(TOO_LARGE)?.to_le_bytes());
+        for p in &r.pending {
+            put_bytes32(out, p.call_id.as_bytes())?;
+            put_opt_str(out, p.step.as_deref())?;
+            match p.tool_call_seq {
+                None => out.push(0),
+                Some(seq) => {
+                    out.push(1);
+                    out.extend_from_slice(&seq.to_le_bytes());
+                }
+            }
+        }
+        self.sessions = self.sessions.checked_add(1).ok_or(TOO_LARGE)?;
+        Ok(())
+    }
+
+    /// The body: the session count, the sessions, the deleted ids.
+    ///
+    /// # Errors
+    /// Too many deleted ids, or an id too long.
+    pub fn finish<'a>(self, deleted: impl ExactSizeIterator<Item = &'a str>) -> Decoded<Vec<u8>> {
+        let mut body = Vec::with_capacity(self.out.len() + 8);
+        body.extend_from_slice(&self.sessions.to_le_bytes());
+        body.extend_from_slice(&self.out);
+        body.extend_from_slice(&len32(deleted.len()).ok_or(TOO_LARGE)?.to_le_bytes());
+        for id in deleted {
+            put_str16(&mut body, id)?;
+        }
+        Ok(body)
+    }
+}
+
+fn read_opt_str(c: &mut Cursor<'_>, what: &'static str) -> Decoded<Option<Box<str>>> {
+    match c.u8(what)? {
+        0 => Ok(None),
+        1 => {
+            let b = c.bytes32(what)?;
+            std::str::from_utf8(b)
+                .map(|s| Some(Box::from(s)))
+                .map_err(|_| what)
+        }
+        _ => Err(what),
+    }
+}
+
+fn read_u64s(c: &mut Cursor<'_>, what: &'static str) -> Decoded<Vec<u64>> {
+    let n = c.u64(what)?;
+    let n = c.count(n, 8, what)?;
+    (0..n).map(|_| c.u64(what)).collect()
+}
+
+fn read_session(c: &mut Cursor<'_>) -> Decoded<SessionSnap> {
+    let id = c.str16("session id")?;
+    let header_json = c.bytes32("session header")?.to_vec();
+    let created_lsn = c.u64("created LSN")?;
+    let parent = match c.u8("parent tag")? {
+        0 => None,
+        1 => Some((c.str16("parent id")?, c.u64("inherited count")?)),
+        _ => return Err("parent tag"),
+    };
+    let next_seq = c.u64("next seq")?;
+    let last_time = match c.u8("last time tag")? {
+        0 => None,
+        1 => Some(c.i64("last time")?),
+        _ => return Err("last time tag"),
+    };
+    let replace_generation = c.u64("replace generation")?;
+    let loc_base = c.u64("location base")?;
+    let n = c.u64("location count")?;
+    let n = c.count(n, EventLoc::ENCODED_LEN, "location count")?;
+    let raw = c.take(n * EventLoc::ENCODED_LEN, "locations")?;
+    let locs = raw
+        .chunks_exact(EventLoc::ENCODED_LEN)
+        .filter_map(|b| b.try_into().ok().map(EventLoc::decode))
+        .collect();
+    let surface = read_u64s(c, "surface")?;
+    let turns = read_u64s(c, "turn marks")?;
+    let open_turn = match c.u8("open turn tag")? {
+        0 => None,
+        1 => Some(read_opt_str(c, "open turn")?),
+        _ => return Err("open turn tag"),
+    };
+    let open_step = match c.u8("open step tag")? {
+        0 => None,
+        1 => Some(OpenStep {
+            turn: read_opt_str(c, "open step turn")?,
+            step: read_opt_str(c, "open step step")?,
+        }),
+        _ => return Err("open step tag"),
+    };
+    let pending_count = c.u32("pending count")?;
+    // A pending call takes at least 9 bytes.
+    let pending_count = c.count(u64::from(pending_count), 9, "pending count")?;
+    let mut pending = Vec::with_capacity(pending_count);
+    for _ in 0..pending_count {
+        let call_id = std::str::from_utf8(c.bytes32("call id")?)
+            .map_err(|_| "call id")?
+            .to_owned();
+        let step = read_opt_str(c, "call step")?;
+        let tool_call_seq = match c.u8("tool call tag")? {
+            0 => None,
+            1 => Some(c.u64("tool call seq")?),
+            _ => return Err("tool call tag"),
+        };
+        pending.push(PendingCall {
+            call_id,
+            step,
+            tool_call_seq,
+        });
+    }
+    Ok(SessionSnap {
+        id,
+        header_json,
+        created_lsn,
+        parent,
+        loc_base,
+        locs,
+        state: SessionState {
+            next_seq,
+            last_time,
+            surface: SurfaceManager::from_parts(surface, replace_generation),
+            repair: RepairState {
+                open_turn,
+                open_step,
+                pending,
+            },
+            turns: TurnMarks::from_encoded(turns),
+        },
+    })
+}
+
+/// Decodes a body.
+///
+/// # Errors
+/// The first field that is short or malformed.
+pub fn decode_body(bytes: &[u8]) -> Decoded<Body> {
+    let mut c = Cursor::new(bytes);
+    let n = c.u32("session count")?;
+    // A session takes at least 80 bytes.
+    let n = c.count(u64::from(n), 80, "session count")?;
+    let sessions = (0..n)
+        .map(|_| read_session(&mut c))
+        .collect::<Decoded<Vec<_>>>()?;
+    let d = c.u32("deleted count")?;
+    let d = c.count(u64::from(d), 2, "deleted count")?;
+    let deleted = (0..d)
+        .map(|_| c.str16("deleted id"))
+        .collect::<Decoded<Vec<_>>>()?;
+    c.finish(Body { sessions, deleted })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn state(seed: u64) -> SessionState {
+        SessionState {
+            next_seq: 3 + seed,
+            last_time: seed.is_multiple_of(2).then_some(-5 - seed as i64),
+            surface: SurfaceManager::from_parts(vec![1, seed + 2], seed),
+            repair: RepairState {
+                open_turn: Some(seed.is_multiple_of(3).then(|| Box::from("7"))),
+                open_step: Some(OpenStep {
+                    turn: Some(Box::from("7")),
+                    step: None,
+                }),
+                pending: vec![PendingCall {
+                    call_id: format!("call-{seed}"),
+                    step: Some(Box::from("2")),
+                    tool_call_seq: (seed % 2 == 1).then_some(seed),
+                }],
+            },
+            turns: TurnMarks::from_encoded(vec![3, 8]),
+        }
+    }
+
+    fn encode(sessions: &[SessionSnap], deleted: &[String]) -> Vec<u8> {
+        let mut w = BodyWriter::new();
+        for s in sessions {
+            let r = SessionRef {
+                id: &s.id,
+                header_json: &s.header_json,
+                created_lsn: s.created_lsn,
+                parent: s.parent.as_ref().map(|(p, n)| (p.as_str(), *n)),
+                loc_base: s.loc_base,
+                state: &s.state,
+            };
+            w.session(&r, s.locs.iter().copied()).unwrap();
+        }
+        w.finish(deleted.iter().map(String::as_str)).unwrap()
+    }
+
+    fn snap(seed: u64, n_locs: u64) -> SessionSnap {
+        SessionSnap {
+            id: format!("s{seed}"),
+            header_json: format!("{{\"id\":\"s{seed}\"}}").into_bytes(),
+            created_lsn: seed * 100,
+            parent: (seed % 2 == 1).then(|| ("p".to_owned(), seed)),
+            loc_base: seed,
+            locs: (0..n_locs)
+                .map(|i| EventLoc {
+                    lsn: i * 7,
+                    offset: u32::try_from(i).unwrap(),
+                    len: 9,
+                })
+                .collect(),
+            state: state(seed),
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn bodies_round_trip(seeds in proptest::collection::vec((0u64..50, 0u64..20), 0..6), deleted in proptest::collection::vec("[a-z]{0,8}", 0..4)) {
+            let sessions: Vec<SessionSnap> = seeds.iter().map(|&(s, n)| snap(s, n)).collect();
+            let bytes = encode(&sessions, &deleted);
+            prop_assert_eq!(decode_body(&bytes), Ok(Body { sessions, deleted }));
+        }
+
+        #[test]
+        fn arbitrary_bodies_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
+            let _ = decode_body(&bytes);
+            let _ = decode_header(&bytes);
+        }
+    }
+
+    #[test]
+    fn every_truncation_of_a_body_is_an_error() {
+        let bytes = encode(&[snap(1, 3), snap(2, 0)], &["gone".to_owned()]);
+        for cut in 0..bytes.len() {
+            assert!(decode_body(&bytes[..cut]).is_err(), "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn headers_round_trip_and_every_flipped_bit_is_refused() {
+        let meta = CheckpointMeta {
+            generation: 3,
+            base: 2,
+            covered_lsn: 999,
+            last_record: Some((900, 0xABCD)),
+        };
+        let h = meta.encode_header(b"body");
+        let back = decode_header(&h).unwrap();
+        assert_eq!(back.meta, meta);
+        assert_eq!(back.body_len, 4);
+        assert_eq!(back.body_crc, crc32fast::hash(b"body"));
+        for i in 0..h.len() * 8 {
+            let mut bad = h;
+            bad[i / 8] ^= 1 << (i % 8);
+            assert!(decode_header(&bad).is_err(), "bit {i}");
+        }
+    }
+
+    #[test]
+    fn file_names_parse_back() {
+        assert_eq!(
+            parse_checkpoint_name(checkpoint_path(42).trim_start_matches("checkpoints/")),
+            Some(42)
+        );
+        assert_eq!(parse_checkpoint_name("42.ckpt"), None);
+        assert_eq!(parse_checkpoint_name("0000000000000000004x.ckpt"), None);
+    }
+}

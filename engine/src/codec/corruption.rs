@@ -1,0 +1,42 @@
+//! The kinds of damage a decoder or the recovery scan can find, as `Error::Corruption`
+//! reports them.
+
+/// What is wrong with a log or a checkpoint, as `Error::Corruption` reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
+#[non_exhaustive]
+pub enum CorruptionKind {
+    /// A frame header was cut short inside the log.
+    #[error("frame header cut short")]
+    ShortHeader,
+    /// The length field fails its checksum or exceeds the maximum record size.
+    #[error("record length fails its check")]
+    BadLength,
+    /// A frame runs past the end of its segment.
+    #[error("record runs past the end of its segment")]
+    Incomplete,
+    /// The frame checksum does not match.
+    #[error("record checksum mismatch")]
+    ChecksumMismatch,
+    /// Checksums hold but the record kind is unknown.
+    #[error("unknown record kind {0}")]
+    UnknownKind(u8),
+    /// The segment header is damaged or of another version.
+    #[error("bad segment header: {0}")]
+    SegmentHeader(super::segment::SegmentHeaderError),
+    /// The segment's first LSN does not continue the previous segment.
+    #[error("segment does not continue the log (expected first LSN {expected})")]
+    SegmentGap {
+        /// The LSN the segment should start at.
+        expected: u64,
+    },
+    /// A record's payload does not decode.
+    #[error("record payload does not decode: {0}")]
+    BadPayload(&'static str),
+    /// A record decodes but contradicts the log before it (unknown session, seq gap,
+    /// an event the acceptance function refuses).
+    #[error("record contradicts the log: {0}")]
+    Inconsistent(&'static str),
+    /// The bytes after the frame are not zero: something follows a damaged record.
+    #[error("damaged record followed by data")]
+    DataAfterDamage,
+}

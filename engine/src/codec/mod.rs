@@ -1,0 +1,17 @@
+//! Every byte on disk: segment headers, record frames, record payloads, checkpoint files.
+//! All pure (`&[u8]` in, values out, no I/O); `docs/FORMAT.md` is their specification and
+//! `format_doc` checks that the document's hex examples are what these encoders write.
+
+pub mod checkpoint;
+mod corruption;
+mod cursor;
+#[cfg(test)]
+mod format_doc;
+pub mod frame;
+mod location;
+pub mod record;
+pub mod segment;
+
+pub use corruption::CorruptionKind;
+pub use cursor::Decoded;
+pub use location::EventLoc;

@@ -1,0 +1,107 @@
+//! The session life-cycle rules, written once: the `session/end-seed` marker, what resume
+//! appends, and how a fork is planned (child id, inherited count, child header, marker). The
+//! in-memory [`Session`](super::Session)/[`SessionSet`](super::SessionSet) and the durable
+//! store both call these and only differ in where the events go.
+
+use super::draft::Draft;
+use super::fork::{ForkSpec, child_header, inherited_len};
+use super::header::SessionHeader;
+use super::state::SessionState;
+use crate::event::{Event, LogType, types::names};
+use crate::{Error, ForkErrorCode, Result};
+
+/// What resume appended.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ResumeReport {
+    /// Seqs of the repair closers (empty when no turn was open).
+    pub closers: Vec<u64>,
+    /// Seq of the `session/end-seed` marker, unless the log already ended with one.
+    pub end_seed: Option<u64>,
+}
+
+/// The `session/end-seed {}` marker at `seq`, unless the log (whose last event has type
+/// `last_type`) already ends with one. Creation from a seed and resume both end this way.
+pub fn end_seed_after(last_type: Option<&str>, seq: u64, time: i64) -> Option<Event> {
+    (last_type != Some(names::END_SEED))
+        .then(|| Draft::log(&LogType::END_SEED, &b"{}"[..]).into_event(seq, time))
+}
+
+/// What resume appends to a session in `state` whose last event has type `last_type`: the
+/// repair closers if the last turn is open (at the last event's time), then the end-seed
+/// marker unless the log ends with one.
+pub fn resume_events(
+    state: &SessionState,
+    last_type: Option<&str>,
+    now: i64,
+) -> (Vec<Event>, ResumeReport) {
+    let next = state.next_seq();
+    let mut events = state
+        .repair()
+        .closers(next, state.last_time().unwrap_or(now));
+    let closers: Vec<u64> = events.iter().map(Event::seq).collect();
+    let last = events.last().map(Event::event_type).or(last_type);
+    let seq = next + events.len() as u64;
+    let marker = end_seed_after(last, seq, now);
+    let end_seed = marker.as_ref().map(Event::seq);
+    events.extend(marker);
+    (events, ResumeReport { closers, end_seed })
+}
+
+/// A fork, planned: nothing is written until the caller stores it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForkPlan {
+    /// The child id.
+    pub child_id: String,
+    /// How many of the source's events the child inherits.
+    pub inherited: u64,
+    /// The child's header (`parentSession`, `seedLength`, the source's `cwd`).
+    pub header: SessionHeader,
+    /// The child's `session/end-seed` marker at seq `inherited`.
+    pub marker: Event,
+}
+
+/// Plans a fork of `source` (`None`: no such session) under DSH v0 rules; `exists` says
+/// whether an id is taken. The child id is the one asked for, else the first free
+/// `session-<n>` from 1.
+///
+/// # Errors
+/// [`Error::Fork`] with `SESSION_NOT_FOUND`, `SESSION_ALREADY_EXISTS`, `INVALID_BOUNDARY`
+/// or `OPEN_TURN`; `InvalidHeader` if the child header is invalid.
+pub fn plan_fork(
+    source_id: &str,
+    source: Option<(&SessionHeader, &SessionState)>,
+    spec: &ForkSpec,
+    exists: impl Fn(&str) -> bool,
+    now: i64,
+) -> Result<ForkPlan> {
+    let refuse = |code, detail: String| Err(Error::Fork { code, detail });
+    let Some((source_header, source_state)) = source else {
+        return refuse(
+            ForkErrorCode::SessionNotFound,
+            format!("no session {source_id:?}"),
+        );
+    };
+    let child_id = match &spec.child_id {
+        Some(id) if exists(id) => {
+            return refuse(
+                ForkErrorCode::SessionAlreadyExists,
+                format!("a session {id:?} exists already"),
+            );
+        }
+        Some(id) => id.clone(),
+        None => (1u64..)
+            .map(|n| format!("session-{n}"))
+            .find(|id| !exists(id))
+            .unwrap_or_default(),
+    };
+    let inherited = inherited_len(source_id, source_state, spec.boundary)?;
+    let header = child_header(source_header, child_id.clone(), now, inherited, spec);
+    header.validate()?;
+    let marker = Draft::log(&LogType::END_SEED, &b"{}"[..]).into_event(inherited, now);
+    Ok(ForkPlan {
+        child_id,
+        inherited,
+        header,
+        marker,
+    })
+}

@@ -1,0 +1,396 @@
+//! The [`Store`] API: what embedders call; each method sequences the shared [`Inner`]'s
+//! parts (look up, plan, write, read).
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use super::catalog::SessionEntry;
+use super::info::{MemoryUsage, SessionInfo, StoreStats};
+use super::inner::Inner;
+use super::options::StoreOptions;
+use super::report::OpenReport;
+use super::subscribe::Subscription;
+use super::{open, scan};
+use crate::codec::EventLoc;
+use crate::codec::checkpoint::CheckpointMeta;
+use crate::event::Event;
+use crate::model::{
+    ForkSpec, Message, ResumeReport, SessionHeader, SessionState, derive_message, resume_events,
+};
+use crate::storage::{FsStorage, Storage};
+use crate::{Draft, Error, Result};
+
+/// An open store. Clones share it; it is `Send + Sync`.
+#[derive(Debug, Clone)]
+pub struct Store {
+    pub(super) inner: Arc<Inner>,
+}
+
+impl Store {
+    /// Opens (creating if needed) the store in directory `dir` for writing.
+    ///
+    /// # Errors
+    /// `Locked` if another writer has it, `Corruption` for damage that is not a torn tail
+    /// (unless `options.salvage`), I/O errors.
+    pub fn open(dir: impl AsRef<std::path::Path>, options: StoreOptions) -> Result<Store> {
+        let dir = dir.as_ref();
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Error::io("create directory", dir.display().to_string(), e))?;
+        Self::open_with(Arc::new(FsStorage::new(dir)), options)
+    }
+
+    /// Opens the store in `dir` read-only: works while a writer is live, treats an
+    /// incomplete tail as the end, repairs nothing.
+    ///
+    /// # Errors
+    /// `Corruption`, I/O errors.
+    pub fn open_read_only(dir: impl AsRef<std::path::Path>) -> Result<Store> {
+        Self::open_read_only_with(
+            Arc::new(FsStorage::new(dir.as_ref())),
+            StoreOptions::default(),
+        )
+    }
+
+    /// Opens a store on any storage backend for writing.
+    ///
+    /// # Errors
+    /// As [`Store::open`].
+    pub fn open_with(storage: Arc<dyn Storage>, options: StoreOptions) -> Result<Store> {
+        open::open(storage, options, false).map(|inner| Store {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// Opens a store on any storage backend read-only.
+    ///
+    /// # Errors
+    /// As [`Store::open_read_only`].
+    pub fn open_read_only_with(storage: Arc<dyn Storage>, options: StoreOptions) -> Result<Store> {
+        open::open(storage, options, true).map(|inner| Store {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// What the open found and did.
+    pub fn open_report(&self) -> &OpenReport {
+        &self.inner.report
+    }
+
+    /// Creates a session from a header and seed (as `Session::create`): every seed event is
+    /// accepted in order, then `session/end-seed {}` is appended unless the seed ends with
+    /// one. One record: all or nothing on recovery. Returns the session's length.
+    ///
+    /// # Errors
+    /// `SessionExists`, `InvalidHeader`, `Rejected`, write errors.
+    pub fn create_session(&self, header: SessionHeader, seed: Vec<Event>) -> Result<u64> {
+        self.inner.create(header, seed, true)
+    }
+
+    /// Stores a session exactly as given (every event accepted, nothing appended): what
+    /// import uses. Returns the session's length.
+    ///
+    /// # Errors
+    /// As [`Store::create_session`].
+    pub fn restore_session(&self, header: SessionHeader, events: Vec<Event>) -> Result<u64> {
+        self.inner.create(header, events, false)
+    }
+
+    /// Appends one event; returns its seq.
+    ///
+    /// # Errors
+    /// `SessionNotFound`, `Rejected`, `ReadOnly`, `Poisoned`, write errors.
+    pub fn append(&self, session: &str, draft: Draft) -> Result<u64> {
+        self.append_batch(session, vec![draft]).map(|r| r.start)
+    }
+
+    /// Appends a batch atomically (all or none, also on recovery); returns the seqs taken.
+    ///
+    /// # Errors
+    /// As [`Store::append`]; a refused event refuses the whole batch.
+    pub fn append_batch(&self, session: &str, drafts: Vec<Draft>) -> Result<std::ops::Range<u64>> {
+        self.inner.write_events(session, |entry, now| {
+            let first = entry.state.next_seq();
+            Ok(drafts
+                .into_iter()
+                .enumerate()
+                .map(|(i, d)| d.into_event(first + i as u64, now))
+                .collect())
+        })
+    }
+
+    /// Appends complete events (their seqs must continue the session): the runtime-checked
+    /// path for callers with dynamic events.
+    ///
+    /// # Errors
+    /// As [`Store::append_batch`].
+    pub fn append_events(&self, session: &str, events: Vec<Event>) -> Result<std::ops::Range<u64>> {
+        self.inner.write_events(session, |_, _| Ok(events))
+    }
+
+    /// Prepares a session for writing after a crash (DSH resume): if its last turn is open,
+    /// appends the repair closers, then `session/end-seed {}` unless the log already ends with
+    /// one. One record.
+    ///
+    /// # Errors
+    /// As [`Store::append_batch`].
+    pub fn resume(&self, session: &str) -> Result<ResumeReport> {
+        let mut report = ResumeReport::default();
+        let inner = &self.inner;
+        inner.write_events(session, |entry, now| {
+            let last = match entry.state.next_seq().checked_sub(1) {
+                Some(seq) => inner.event_at_loc(entry, seq)?,
+                None => None,
+            };
+            let (events, r) =
+                resume_events(&entry.state, last.as_ref().map(Event::event_type), now);
+            report = r;
+            Ok(events)
+        })?;
+        Ok(report)
+    }
+
+    /// Forks `source` by reference (DSH v0 rules): the child shares the parent's records for
+    /// seqs `0..seedLength`; the log grows by one small record. Returns the child id.
+    ///
+    /// # Errors
+    /// `Fork` with its DSH code, write errors.
+    pub fn fork(&self, source: &str, spec: ForkSpec) -> Result<String> {
+        self.inner.fork(source, spec)
+    }
+
+    /// Deletes a session. Its records stay in the log (segments are immutable); forks of it
+    /// keep their inherited events.
+    ///
+    /// # Errors
+    /// `SessionNotFound`, write errors.
+    pub fn delete_session(&self, session: &str) -> Result<()> {
+        self.inner.delete(session)
+    }
+
+    /// Events `from..to` (clamped to the session's length).
+    ///
+    /// # Errors
+    /// `SessionNotFound`, read errors.
+    pub fn events(&self, session: &str, from: u64, to: u64) -> Result<Vec<Event>> {
+        let locs: Vec<(u64, EventLoc)> = {
+            let cat = self.inner.catalog.read();
+            let e = cat.get(session)?;
+            let to = to.min(e.state.next_seq());
+            (from..to)
+                .filter_map(|s| e.locs.get(s).map(|l| (s, *l)))
+                .collect()
+        };
+        locs.into_iter()
+            .map(|(s, l)| self.inner.segments.read_event(l, s))
+            .collect()
+    }
+
+    /// The last `n` events.
+    ///
+    /// # Errors
+    /// As [`Store::events`].
+    pub fn last_events(&self, session: &str, n: u64) -> Result<Vec<Event>> {
+        let len = self.session_len(session)?;
+        self.events(session, len.saturating_sub(n), len)
+    }
+
+    /// The number of events of a session.
+    ///
+    /// # Errors
+    /// `SessionNotFound`.
+    pub fn session_len(&self, session: &str) -> Result<u64> {
+        self.with_entry(session, |e| e.state.next_seq())
+    }
+
+    /// The header of a session.
+    ///
+    /// # Errors
+    /// `SessionNotFound`.
+    pub fn header(&self, session: &str) -> Result<SessionHeader> {
+        self.with_entry(session, |e| e.header.clone())
+    }
+
+    /// The derived state of a session (surface, repair state, turn marks).
+    ///
+    /// # Errors
+    /// `SessionNotFound`.
+    pub fn state(&self, session: &str) -> Result<SessionState> {
+        self.with_entry(session, |e| e.state.clone())
+    }
+
+    /// The surface of a session.
+    ///
+    /// # Errors
+    /// `SessionNotFound`.
+    pub fn surface(&self, session: &str) -> Result<Vec<u64>> {
+        self.with_entry(session, |e| e.state.surface().seqs().to_vec())
+    }
+
+    /// `deriveMessages()`: `(seq, message JSON)` per surface node, the JSON exactly as stored.
+    ///
+    /// # Errors
+    /// As [`Store::events`].
+    pub fn messages(&self, session: &str) -> Result<Vec<(u64, Vec<u8>)>> {
+        let locs: Vec<(u64, EventLoc)> = self.with_entry(session, |e| {
+            e.state
+                .surface()
+                .seqs()
+                .iter()
+                .filter_map(|&s| e.locs.get(s).map(|l| (s, *l)))
+                .collect()
+        })?;
+        let mut out = Vec::with_capacity(locs.len());
+        for (seq, loc) in locs {
+            let event = self.inner.segments.read_event(loc, seq)?;
+            if let Some(Message { json, .. }) = derive_message(&event) {
+                out.push((seq, json.to_vec()));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every live session, in id order.
+    pub fn list(&self) -> Vec<SessionInfo> {
+        let cat = self.inner.catalog.read();
+        cat.sessions
+            .values()
+            .map(|e| SessionInfo {
+                header: e.header.clone(),
+                events: e.state.next_seq(),
+                surface_len: e.state.surface().seqs().len(),
+                last_time: e.state.last_time(),
+                turn_open: e.state.repair().turn_is_open(),
+            })
+            .collect()
+    }
+
+    /// Figures about the store.
+    pub fn stats(&self) -> StoreStats {
+        let (sessions, events) = {
+            let cat = self.inner.catalog.read();
+            (
+                cat.sessions.len(),
+                cat.sessions.values().map(|e| e.state.next_seq()).sum(),
+            )
+        };
+        let segs = self.inner.segments.all();
+        let log_bytes = self.inner.tail.lock().as_ref().map_or_else(
+            || {
+                segs.last().map_or(0, |s| {
+                    s.first_lsn
+                        + s.file
+                            .len()
+                            .unwrap_or(0)
+                            .saturating_sub(crate::codec::segment::SEGMENT_HEADER_LEN as u64)
+                })
+            },
+            |t| t.next_lsn,
+        );
+        let ck = self.inner.ckpt.lock();
+        StoreStats {
+            sessions,
+            events,
+            segments: segs.len(),
+            log_bytes,
+            checkpoint_lsn: ck.covered_lsn,
+            checkpoint_generation: ck.generation,
+        }
+    }
+
+    /// What the resident index and the surfaces cost in memory.
+    pub fn memory_usage(&self) -> MemoryUsage {
+        let cat = self.inner.catalog.read();
+        let mut seen = std::collections::BTreeSet::new();
+        let mut index_bytes = 0;
+        let mut indexed_events = 0;
+        let (mut surface_entries, mut surface_bytes) = (0, 0);
+        for e in cat.sessions.values() {
+            index_bytes += e.locs.heap_bytes(|addr, bytes| {
+                if seen.insert(addr) {
+                    index_bytes += bytes;
+                }
+            });
+            indexed_events += e.state.next_seq() - e.parent.as_ref().map_or(0, |(_, n)| *n);
+            surface_entries += e.state.surface().seqs().len();
+            surface_bytes += e.state.surface().heap_bytes();
+        }
+        MemoryUsage {
+            indexed_events,
+            index_bytes,
+            surface_entries,
+            surface_bytes,
+        }
+    }
+
+    /// A read-only store: reads what a live writer appended since the open (or the last
+    /// refresh). Returns the number of records read; wakes subscribers when there were some.
+    ///
+    /// # Errors
+    /// `Corruption` and I/O errors, as on open. A writable store has nothing to catch up
+    /// with and returns 0.
+    pub fn refresh(&self) -> Result<u64> {
+        if !self.inner.read_only {
+            return Ok(0);
+        }
+        let n = scan::refresh(&self.inner)?;
+        if n > 0 {
+            self.inner.notify();
+        }
+        Ok(n)
+    }
+
+    /// Follows a session from `from_seq` on.
+    ///
+    /// # Errors
+    /// `SessionNotFound`.
+    pub fn subscribe(&self, session: &str, from_seq: u64) -> Result<Subscription> {
+        self.with_entry(session, |_| ())?;
+        Ok(Subscription {
+            inner: Arc::clone(&self.inner),
+            session: session.to_owned(),
+            next_seq: from_seq,
+        })
+    }
+
+    /// Makes every acknowledged record durable.
+    ///
+    /// # Errors
+    /// Sync errors (they poison the store).
+    pub fn sync(&self) -> Result<()> {
+        let end = self.inner.tail.lock().as_ref().map_or(0, |t| t.next_lsn);
+        self.inner.sync_to(end)
+    }
+
+    /// Writes a checkpoint now (a delta, or a full one every `checkpoint_merge_every`);
+    /// returns what it covers, or `None` if nothing changed since the last one.
+    ///
+    /// # Errors
+    /// Write errors.
+    pub fn checkpoint(&self) -> Result<Option<CheckpointMeta>> {
+        self.inner.checkpoint(false)
+    }
+
+    /// Checkpoints, syncs, releases the writer lock. Later calls on any clone fail with
+    /// `Closed`; subscribers are woken.
+    ///
+    /// # Errors
+    /// Checkpoint or sync errors.
+    pub fn close(&self) -> Result<()> {
+        if self.inner.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let result = if self.inner.read_only || self.inner.poisoned.lock().is_some() {
+            Ok(())
+        } else {
+            self.inner.checkpoint_unchecked(false).map(|_| ())
+        };
+        self.inner.lock.lock().take();
+        self.inner.notify();
+        result
+    }
+
+    fn with_entry<T>(&self, session: &str, f: impl FnOnce(&SessionEntry) -> T) -> Result<T> {
+        let cat = self.inner.catalog.read();
+        cat.get(session).map(f)
+    }
+}

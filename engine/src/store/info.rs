@@ -1,0 +1,48 @@
+//! What the store reports about itself: session rows, figures, memory.
+
+use crate::model::SessionHeader;
+
+/// One row of [`Store::list`](super::Store::list).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionInfo {
+    /// The header.
+    pub header: SessionHeader,
+    /// Number of events.
+    pub events: u64,
+    /// Number of surface entries.
+    pub surface_len: usize,
+    /// Time of the last event.
+    pub last_time: Option<i64>,
+    /// Whether the last turn is open.
+    pub turn_open: bool,
+}
+
+/// Figures of [`Store::stats`](super::Store::stats).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreStats {
+    /// Live sessions.
+    pub sessions: usize,
+    /// Events over all sessions (inherited events counted in each fork).
+    pub events: u64,
+    /// Segment files.
+    pub segments: usize,
+    /// Log bytes (record bytes, without segment headers).
+    pub log_bytes: u64,
+    /// The log position covered by the newest checkpoint.
+    pub checkpoint_lsn: u64,
+    /// The newest checkpoint generation (0: none).
+    pub checkpoint_generation: u64,
+}
+
+/// Resident memory of the per-event index and the surfaces ([`Store::memory_usage`](super::Store::memory_usage)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryUsage {
+    /// Events of live sessions, each counted once even when forks share it.
+    pub indexed_events: u64,
+    /// Heap bytes of the per-event locations (shared chunks counted once).
+    pub index_bytes: usize,
+    /// Surface entries over all sessions.
+    pub surface_entries: usize,
+    /// Heap bytes of the surfaces.
+    pub surface_bytes: usize,
+}

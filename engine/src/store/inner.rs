@@ -1,0 +1,44 @@
+//! The shared state of an open store: the storage, the segment list, the write tail, the
+//! catalog, and the bookkeeping of syncs and checkpoints. `write`, `checkpointing`, `scan`
+//! and `read` add its behaviour; the [`Store`](super::Store) API wraps it.
+
+use std::sync::atomic::AtomicBool;
+
+use parking_lot::{Condvar, Mutex, RwLock};
+
+use super::catalog::Catalog;
+use super::options::StoreOptions;
+use super::report::OpenReport;
+use super::segments::{SegmentList, Tail};
+use crate::storage::{LockGuard, Storage};
+use std::sync::Arc;
+
+#[derive(Debug, Default)]
+pub(crate) struct CheckpointState {
+    pub(crate) generation: u64,
+    pub(crate) last_full: u64,
+    pub(crate) previous_full: u64,
+    pub(crate) deltas_since_full: u32,
+    pub(crate) covered_lsn: u64,
+    pub(crate) bytes_since: u64,
+}
+
+#[derive(Debug)]
+pub(crate) struct Inner {
+    pub(crate) storage: Arc<dyn Storage>,
+    pub(crate) options: StoreOptions,
+    pub(crate) read_only: bool,
+    pub(crate) lock: Mutex<Option<LockGuard>>,
+    pub(crate) segments: SegmentList,
+    /// The write path: held while a record is planned, written and applied.
+    pub(crate) tail: Mutex<Option<Tail>>,
+    /// Read-only stores: where the last scan stopped, and the last record seen.
+    pub(crate) read_end: Mutex<(u64, Option<(u64, u32)>)>,
+    pub(crate) catalog: RwLock<Catalog>,
+    pub(crate) synced_lsn: Mutex<u64>,
+    pub(crate) poisoned: Mutex<Option<String>>,
+    pub(crate) ckpt: Mutex<CheckpointState>,
+    pub(crate) changes: (Mutex<u64>, Condvar),
+    pub(crate) closed: AtomicBool,
+    pub(crate) report: OpenReport,
+}
