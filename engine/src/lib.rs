@@ -52,7 +52,17 @@
 //! repair), [`storage`] (the I/O seam), [`codec`] (every byte on disk),
 //! [`store`] (the durable store).
 
-#![deny(unsafe_code)] // allowed only in `storage::mmap`, the module that maps sealed segments
+#![deny(unsafe_code)]
+// allowed only in `storage::mmap`, the module that maps sealed segments
+// No silent narrowing: lengths and offsets convert with `try_from` or a documented helper.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_possible_wrap
+    )
+)]
 
 pub mod codec;
 mod error;

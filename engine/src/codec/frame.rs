@@ -7,6 +7,9 @@
 
 /// Bytes in a frame header.
 pub const FRAME_HEADER_LEN: usize = 16;
+/// [`FRAME_HEADER_LEN`] as a `u32`, for offsets inside a record.
+pub const FRAME_HEADER_LEN_U32: u32 = 16;
+const _: () = assert!(FRAME_HEADER_LEN_U32 as usize == FRAME_HEADER_LEN);
 /// Offset of the payload length (u32).
 pub const OFF_LEN: usize = 0;
 /// Offset of the CRC-32 of the length's 4 bytes (u32).
@@ -54,19 +57,37 @@ pub fn len_crc(len: u32) -> u32 {
     crc32fast::hash(&len.to_le_bytes())
 }
 
+/// The 12 header bytes the frame checksum covers before the payload.
+fn header_head(kind: RecordKind, len: u32) -> [u8; OFF_CRC] {
+    let mut v = Vec::with_capacity(OFF_CRC);
+    v.extend_from_slice(&len.to_le_bytes());
+    v.extend_from_slice(&len_crc(len).to_le_bytes());
+    v.push(kind as u8);
+    v.push(0); // flags
+    v.extend_from_slice(&0u16.to_le_bytes()); // reserved
+    let mut h = [0u8; OFF_CRC];
+    h.copy_from_slice(&v);
+    h
+}
+
+fn frame_crc(head: &[u8], payload: &[u8]) -> u32 {
+    let mut h = crc32fast::Hasher::new();
+    h.update(head);
+    h.update(payload);
+    h.finalize()
+}
+
+/// The payload length as its field holds it; payloads are refused far below 4 GiB
+/// (`record_bytes_max`), and a longer one gets a length that no check accepts.
+fn len_field(payload: &[u8]) -> u32 {
+    u32::try_from(payload.len()).unwrap_or(u32::MAX)
+}
+
 /// Appends one frame holding `payload`.
 pub fn encode_frame(kind: RecordKind, payload: &[u8], out: &mut Vec<u8>) {
-    let start = out.len();
-    let len = u32::try_from(payload.len()).unwrap_or(u32::MAX);
-    out.extend_from_slice(&len.to_le_bytes());
-    out.extend_from_slice(&len_crc(len).to_le_bytes());
-    out.push(kind as u8);
-    out.push(0);
-    out.extend_from_slice(&0u16.to_le_bytes());
-    let mut h = crc32fast::Hasher::new();
-    h.update(&out[start..start + OFF_CRC]);
-    h.update(payload);
-    out.extend_from_slice(&h.finalize().to_le_bytes());
+    let head = header_head(kind, len_field(payload));
+    out.extend_from_slice(&head);
+    out.extend_from_slice(&frame_crc(&head, payload).to_le_bytes());
     out.extend_from_slice(payload);
 }
 
@@ -76,17 +97,11 @@ pub fn seal_frame(kind: RecordKind, frame: &mut [u8]) -> u32 {
     let Some((header, payload)) = frame.split_at_mut_checked(FRAME_HEADER_LEN) else {
         return 0;
     };
-    let len = u32::try_from(payload.len()).unwrap_or(u32::MAX);
-    header[OFF_LEN..OFF_LEN_CRC].copy_from_slice(&len.to_le_bytes());
-    header[OFF_LEN_CRC..OFF_KIND].copy_from_slice(&len_crc(len).to_le_bytes());
-    header[OFF_KIND] = kind as u8;
-    header[OFF_FLAGS] = 0;
-    header[OFF_RESERVED..OFF_CRC].copy_from_slice(&0u16.to_le_bytes());
-    let mut h = crc32fast::Hasher::new();
-    h.update(&header[..OFF_CRC]);
-    h.update(payload);
-    let crc = h.finalize();
-    header[OFF_CRC..].copy_from_slice(&crc.to_le_bytes());
+    let head = header_head(kind, len_field(payload));
+    let crc = frame_crc(&head, payload);
+    for (dst, src) in header.iter_mut().zip(head.iter().chain(&crc.to_le_bytes())) {
+        *dst = *src;
+    }
     crc
 }
 
@@ -129,7 +144,7 @@ pub enum FrameCheck {
 
 fn u32_at(b: &[u8], at: usize) -> u32 {
     let mut w = [0u8; 4];
-    if let Some(s) = b.get(at..at + 4) {
+    if let Some(s) = at.checked_add(4).and_then(|end| b.get(at..end)) {
         w.copy_from_slice(s);
     }
     u32::from_le_bytes(w)
@@ -140,32 +155,36 @@ pub fn check_frame(bytes: &[u8], max_payload_bytes: u32) -> FrameCheck {
     if bytes.is_empty() {
         return FrameCheck::End;
     }
-    if bytes.len() < FRAME_HEADER_LEN {
+    let Some((head, _)) = bytes.split_at_checked(FRAME_HEADER_LEN) else {
         return FrameCheck::ShortHeader;
-    }
-    let len = u32_at(bytes, OFF_LEN);
-    if u32_at(bytes, OFF_LEN_CRC) != len_crc(len) || len > max_payload_bytes {
+    };
+    let len = u32_at(head, OFF_LEN);
+    if u32_at(head, OFF_LEN_CRC) != len_crc(len) || len > max_payload_bytes {
         return FrameCheck::BadLength;
     }
-    let frame_len = FRAME_HEADER_LEN + len as usize;
-    let Some(frame) = bytes.get(..frame_len) else {
+    let Some(frame_len) = usize::try_from(len)
+        .ok()
+        .and_then(|l| l.checked_add(FRAME_HEADER_LEN))
+    else {
+        return FrameCheck::BadLength;
+    };
+    let Some(payload) = bytes.get(FRAME_HEADER_LEN..frame_len) else {
         return FrameCheck::Incomplete { frame_len };
     };
-    let mut h = crc32fast::Hasher::new();
-    h.update(&frame[..OFF_CRC]);
-    h.update(&frame[FRAME_HEADER_LEN..]);
-    let crc = h.finalize();
-    if crc != u32_at(frame, OFF_CRC) {
+    let (covered, _) = head.split_at(OFF_CRC);
+    let crc = frame_crc(covered, payload);
+    if crc != u32_at(head, OFF_CRC) {
         return FrameCheck::BadChecksum { frame_len };
     }
-    match RecordKind::from_byte(frame[OFF_KIND]) {
+    let kind_byte = head.get(OFF_KIND).copied().unwrap_or(0);
+    match RecordKind::from_byte(kind_byte) {
         Some(kind) => FrameCheck::Valid {
             kind,
             frame_len,
             crc,
         },
         None => FrameCheck::UnknownKind {
-            kind: frame[OFF_KIND],
+            kind: kind_byte,
             frame_len,
         },
     }

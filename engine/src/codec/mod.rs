@@ -2,6 +2,9 @@
 //! All pure (`&[u8]` in, values out, no I/O); `docs/FORMAT.md` is their specification and
 //! `format_doc` checks that the document's hex examples are what these encoders write.
 
+// Decoders read bytes from disk: no indexing that can panic.
+#![cfg_attr(not(test), deny(clippy::indexing_slicing))]
+
 pub mod checkpoint;
 mod corruption;
 mod cursor;

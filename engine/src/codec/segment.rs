@@ -1,5 +1,7 @@
 //! The segment file header and file names (`docs/FORMAT.md` §2).
 
+use super::cursor::Cursor;
+
 /// The segment magic: identifies a sessdb log segment.
 pub const SEGMENT_MAGIC: [u8; 8] = *b"SESSDBLG";
 /// The segment format version this code writes and reads.
@@ -21,6 +23,9 @@ pub const OFF_RESERVED2: usize = OFF_CREATED + 8;
 /// Offset of the CRC-32 of bytes `0..36` (u32).
 pub const OFF_HEADER_CRC: usize = OFF_RESERVED2 + 4;
 const _: () = assert!(OFF_HEADER_CRC + 4 == SEGMENT_HEADER_LEN);
+/// The header length as its `u16` field holds it.
+const HEADER_LEN_FIELD: u16 = 40;
+const _: () = assert!(HEADER_LEN_FIELD as usize == SEGMENT_HEADER_LEN);
 
 /// A decoded segment header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,14 +56,18 @@ pub enum SegmentHeaderError {
 impl SegmentHeader {
     /// The 40 header bytes.
     pub fn encode(&self) -> [u8; SEGMENT_HEADER_LEN] {
+        let mut v = Vec::with_capacity(SEGMENT_HEADER_LEN);
+        v.extend_from_slice(&SEGMENT_MAGIC);
+        v.extend_from_slice(&SEGMENT_FORMAT_VERSION.to_le_bytes());
+        v.extend_from_slice(&HEADER_LEN_FIELD.to_le_bytes());
+        v.extend_from_slice(&0u32.to_le_bytes());
+        v.extend_from_slice(&self.first_lsn.to_le_bytes());
+        v.extend_from_slice(&self.created_ms.to_le_bytes());
+        v.extend_from_slice(&0u32.to_le_bytes());
+        let crc = crc32fast::hash(&v);
+        v.extend_from_slice(&crc.to_le_bytes());
         let mut b = [0u8; SEGMENT_HEADER_LEN];
-        b[..OFF_VERSION].copy_from_slice(&SEGMENT_MAGIC);
-        b[OFF_VERSION..OFF_HEADER_LEN].copy_from_slice(&SEGMENT_FORMAT_VERSION.to_le_bytes());
-        b[OFF_HEADER_LEN..OFF_RESERVED].copy_from_slice(&(SEGMENT_HEADER_LEN as u16).to_le_bytes());
-        b[OFF_FIRST_LSN..OFF_CREATED].copy_from_slice(&self.first_lsn.to_le_bytes());
-        b[OFF_CREATED..OFF_RESERVED2].copy_from_slice(&self.created_ms.to_le_bytes());
-        let crc = crc32fast::hash(&b[..OFF_HEADER_CRC]);
-        b[OFF_HEADER_CRC..].copy_from_slice(&crc.to_le_bytes());
+        b.copy_from_slice(&v);
         b
     }
 
@@ -70,24 +79,24 @@ impl SegmentHeader {
         let b = bytes
             .get(..SEGMENT_HEADER_LEN)
             .ok_or(SegmentHeaderError::Short)?;
-        if b[..OFF_VERSION] != SEGMENT_MAGIC {
+        let (covered, crc) = b.split_at(OFF_HEADER_CRC);
+        let mut c = Cursor::new(covered);
+        let short = |_| SegmentHeaderError::Short;
+        if c.take(SEGMENT_MAGIC.len(), "magic").map_err(short)? != SEGMENT_MAGIC {
             return Err(SegmentHeaderError::BadMagic);
         }
-        let crc = u32::from_le_bytes([b[36], b[37], b[38], b[39]]);
-        if crc != crc32fast::hash(&b[..OFF_HEADER_CRC]) {
+        if Cursor::new(crc).u32("crc").map_err(short)? != crc32fast::hash(covered) {
             return Err(SegmentHeaderError::BadChecksum);
         }
-        let version = u16::from_le_bytes([b[OFF_VERSION], b[OFF_VERSION + 1]]);
+        let version = c.u16("version").map_err(short)?;
         if version != SEGMENT_FORMAT_VERSION {
             return Err(SegmentHeaderError::UnsupportedVersion(version));
         }
-        let mut w = [0u8; 8];
-        w.copy_from_slice(&b[OFF_FIRST_LSN..OFF_CREATED]);
-        let first_lsn = u64::from_le_bytes(w);
-        w.copy_from_slice(&b[OFF_CREATED..OFF_RESERVED2]);
+        c.u16("header length").map_err(short)?;
+        c.u32("reserved").map_err(short)?;
         Ok(Self {
-            first_lsn,
-            created_ms: i64::from_le_bytes(w),
+            first_lsn: c.u64("first LSN").map_err(short)?,
+            created_ms: c.i64("created").map_err(short)?,
         })
     }
 }

@@ -53,7 +53,13 @@ pub(super) fn scan(
         seg.file
             .read_at(&mut bytes, 0)
             .map_err(|e| Error::io("read", &seg.path, e))?;
-        let mut pos = seg.offset_of(end_lsn.max(seg.first_lsn)) as usize;
+        let mut pos = usize::try_from(seg.offset_of(end_lsn.max(seg.first_lsn))).map_err(|_| {
+            Error::corruption(
+                &seg.path,
+                0,
+                CorruptionKind::Inconsistent("a position past the address space"),
+            )
+        })?;
         loop {
             let rest = bytes.get(pos..).unwrap_or_default();
             let check = check_frame(rest, options.record_bytes_max);

@@ -9,7 +9,7 @@ use super::catalog::{SessionEntry, StoredEvents, plan_batch};
 use super::inner::Inner;
 use super::options;
 use super::segments::{EventLoc, Tail};
-use crate::codec::frame::{FRAME_HEADER_LEN, seal_frame};
+use crate::codec::frame::{FRAME_HEADER_LEN, FRAME_HEADER_LEN_U32, seal_frame};
 use crate::codec::record::{BodyRef, encode};
 use crate::event::Event;
 use crate::model::{ForkPlan, ForkSpec, SessionHeader, SessionState, end_seed_after, plan_fork};
@@ -68,7 +68,7 @@ impl Inner {
         }
         let offsets: Vec<(u32, u32)> = offsets
             .into_iter()
-            .map(|(o, l)| (o - FRAME_HEADER_LEN as u32, l))
+            .map(|(o, l)| (o.saturating_sub(FRAME_HEADER_LEN_U32), l))
             .collect();
         let crc = seal_frame(kind, &mut frame);
         let now = self.options.clock.now_ms();
