@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::mem::{read_slice, write_slice};
-use super::{FileView, LockGuard, MemStorage, OpenMode, Storage, StorageFile, parent_dir};
+use super::mem::{MemStorage, read_slice, write_slice};
+use super::seam::{FileView, LockGuard, OpenMode, Storage, StorageFile, parent_dir};
 
 /// A crash-simulating directory. Clones share state.
 #[derive(Debug, Clone, Default)]

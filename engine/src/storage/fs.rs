@@ -5,7 +5,7 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use super::{FileView, LockGuard, OpenMode, Storage, StorageFile};
+use super::seam::{FileView, LockGuard, OpenMode, Storage, StorageFile};
 
 /// Files under a root directory.
 #[derive(Debug, Clone)]

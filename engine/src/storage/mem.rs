@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::{FileView, LockGuard, OpenMode, Storage, StorageFile, parent_dir};
+use super::seam::{FileView, LockGuard, OpenMode, Storage, StorageFile, parent_dir};
 
 /// Files in memory. Clones share the same files.
 #[derive(Debug, Clone, Default)]

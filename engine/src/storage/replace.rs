@@ -5,7 +5,7 @@
 
 use std::io;
 
-use super::{OpenMode, Storage, StorageFile, parent_dir};
+use super::seam::{OpenMode, Storage, StorageFile, parent_dir};
 
 /// A file being written under a temp name; [`commit`](Self::commit) puts it in place.
 #[derive(Debug)]

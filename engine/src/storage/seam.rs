@@ -1,0 +1,139 @@
+//! The seam's traits and the types they share: how the store sees a directory of files.
+
+use std::io;
+use std::ops::Deref;
+use std::sync::Arc;
+
+/// How to open a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenMode {
+    /// Existing file, read only.
+    Read,
+    /// Existing file, read and write.
+    ReadWrite,
+    /// A new file; fails if it exists.
+    CreateNew,
+}
+
+/// The immutable bytes of a file that no longer changes (a sealed segment): mapped from disk
+/// by the file backend, a shared copy in memory otherwise.
+#[derive(Debug, Clone)]
+pub struct FileView(Arc<ViewInner>);
+
+#[derive(Debug)]
+enum ViewInner {
+    Mapped(memmap2::Mmap),
+    Owned(Vec<u8>),
+}
+
+impl FileView {
+    pub(crate) fn owned(bytes: Vec<u8>) -> Self {
+        Self(Arc::new(ViewInner::Owned(bytes)))
+    }
+
+    pub(crate) fn mapped(map: memmap2::Mmap) -> Self {
+        Self(Arc::new(ViewInner::Mapped(map)))
+    }
+}
+
+impl Deref for FileView {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match &*self.0 {
+            ViewInner::Mapped(m) => m,
+            ViewInner::Owned(v) => v,
+        }
+    }
+}
+
+/// A held lock on a store directory; dropping it releases the lock.
+pub type LockGuard = Box<dyn std::any::Any + Send + Sync>;
+
+/// A directory of files.
+pub trait Storage: Send + Sync + std::fmt::Debug {
+    /// Creates `dir` and its parents.
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn create_dir_all(&self, dir: &str) -> io::Result<()>;
+    /// The names of the files in `dir` (not recursive); empty if `dir` does not exist.
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn list(&self, dir: &str) -> io::Result<Vec<String>>;
+    /// Opens `path`.
+    ///
+    /// # Errors
+    /// `NotFound`, `AlreadyExists` (for [`OpenMode::CreateNew`]), other I/O errors.
+    fn open(&self, path: &str, mode: OpenMode) -> io::Result<Box<dyn StorageFile>>;
+    /// Atomically replaces `to` by `from`.
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn rename(&self, from: &str, to: &str) -> io::Result<()>;
+    /// Removes a file.
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn remove(&self, path: &str) -> io::Result<()>;
+    /// Makes the entries of `dir` (creations, renames, removals) durable.
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn sync_dir(&self, dir: &str) -> io::Result<()>;
+    /// Takes the exclusive writer lock `path` without waiting: `Ok(None)` if another holder
+    /// has it.
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn try_lock(&self, path: &str) -> io::Result<Option<LockGuard>>;
+    /// A description of where the files are, for messages.
+    fn describe(&self, path: &str) -> String;
+}
+
+/// One open file, read and written at explicit offsets.
+pub trait StorageFile: Send + Sync + std::fmt::Debug {
+    /// The file size.
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn len(&self) -> io::Result<u64>;
+    /// Whether the file is empty.
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn is_empty(&self) -> io::Result<bool> {
+        Ok(self.len()? == 0)
+    }
+    /// Fills `buf` from `offset`.
+    ///
+    /// # Errors
+    /// `UnexpectedEof` past the end, other I/O errors.
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()>;
+    /// Writes all of `buf` at `offset`.
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()>;
+    /// Truncates or extends the file.
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn set_len(&self, len: u64) -> io::Result<()>;
+    /// Makes the file's data durable (`fdatasync`).
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn sync_data(&self) -> io::Result<()>;
+    /// The whole content as an immutable view; the caller promises the file no longer changes.
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn view(&self) -> io::Result<FileView>;
+}
+
+/// The directory part of `path` (`""` for the root).
+pub(crate) fn parent_dir(path: &str) -> &str {
+    path.rfind('/').map_or("", |i| &path[..i])
+}

@@ -1,0 +1,265 @@
+//! The module tree keeps the architecture: no source file imports a file that imports it back,
+//! and the pure layers (`json`, `event`, `model`, `codec`) never reach into I/O (`storage`,
+//! `store`). Read from the sources' own `use` lines and `crate::`/`super::` paths, following
+//! one level of `pub use` re-exports, as a newcomer reading the imports would.
+
+#![allow(clippy::unwrap_used, reason = "test code fails loudly")]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+type Module = Vec<String>;
+
+struct Crate {
+    /// Module path -> file.
+    files: BTreeMap<Module, PathBuf>,
+    /// Module -> item name -> the path it re-exports.
+    reexports: BTreeMap<Module, BTreeMap<String, Vec<String>>>,
+    /// Module -> every `crate::`/`super::`/relative path it names.
+    paths: BTreeMap<Module, Vec<Vec<String>>>,
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = entry.path();
+        if p.is_dir() {
+            walk(&p, out);
+        } else if p.extension().is_some_and(|e| e == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// The code before a file's unit tests, without line comments.
+fn code_of(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap();
+    let text = text
+        .find("#[cfg(test)]\nmod tests")
+        .map_or(text.as_str(), |i| &text[..i]);
+    text.lines()
+        .map(|l| l.find("//").map_or(l, |i| &l[..i]))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `a::{b, c::{d, e as f}}` -> `a::b`, `a::c::d`, `a::c::e`.
+fn expand(prefix: &str, body: &str, out: &mut Vec<String>) {
+    let body: String = body.chars().filter(|c| !c.is_whitespace()).collect();
+    if let Some(open) = body.find('{').filter(|_| body.ends_with('}')) {
+        let pre = format!("{prefix}{}", &body[..open]);
+        let inner = &body[open + 1..body.len() - 1];
+        let (mut depth, mut start) = (0, 0);
+        for (i, c) in inner.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    expand(&pre, &inner[start..i], out);
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        expand(&pre, &inner[start..], out);
+    } else if !body.is_empty() {
+        let body = body.split("as").next().unwrap_or(&body);
+        out.push(format!("{prefix}{body}"));
+    }
+}
+
+fn segments(path: &str) -> Vec<String> {
+    path.split("::")
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+fn load(src: &Path) -> Crate {
+    let mut files_list = Vec::new();
+    walk(src, &mut files_list);
+    let mut krate = Crate {
+        files: BTreeMap::new(),
+        reexports: BTreeMap::new(),
+        paths: BTreeMap::new(),
+    };
+    for file in files_list {
+        let rel = file.strip_prefix(src).unwrap().with_extension("");
+        let mut module: Module = rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        if matches!(module.last().map(String::as_str), Some("lib" | "mod")) {
+            module.pop();
+        }
+        let code = code_of(&file);
+        let mut paths = Vec::new();
+        let mut rest = code.as_str();
+        while let Some(at) = rest.find("use ") {
+            let before = &rest[..at];
+            let is_pub = before.trim_end().ends_with("pub") || before.trim_end().ends_with(')');
+            let word_start = at == 0 || !rest.as_bytes()[at - 1].is_ascii_alphanumeric();
+            let Some(end) = rest[at..].find(';') else {
+                break;
+            };
+            if word_start {
+                let mut expanded = Vec::new();
+                expand("", &rest[at + 4..at + end], &mut expanded);
+                for p in expanded {
+                    let segs = segments(&p);
+                    if is_pub && let Some(last) = segs.last() {
+                        krate
+                            .reexports
+                            .entry(module.clone())
+                            .or_default()
+                            .insert(last.clone(), segs.clone());
+                    }
+                    paths.push(segs);
+                }
+            }
+            rest = &rest[at + end..];
+        }
+        // Paths written inline: `crate::a::b` and `super::a`.
+        for start in ["crate::", "super::"] {
+            let mut from = 0;
+            while let Some(i) = code[from..].find(start) {
+                let at = from + i;
+                let len = code[at..]
+                    .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+                    .unwrap_or(code.len() - at);
+                let segs = segments(&code[at..at + len]);
+                if segs.len() > 1 {
+                    paths.push(segs); // `crate::{..}` was read with its `use`
+                }
+                from = at + len.max(1);
+            }
+        }
+        krate.paths.insert(module.clone(), paths);
+        krate.files.insert(module, file);
+    }
+    krate
+}
+
+impl Crate {
+    fn is_module(&self, m: &Module) -> bool {
+        self.files.contains_key(m)
+    }
+
+    /// The file (module) a path names, from inside `module`.
+    fn resolve(&self, module: &Module, path: &[String], depth: u32) -> Option<Module> {
+        let (mut cur, rest): (Module, &[String]) = match path.first().map(String::as_str) {
+            Some("crate") => (Vec::new(), &path[1..]),
+            Some("super") => {
+                let mut base = module.clone();
+                base.pop();
+                let mut rest = &path[1..];
+                while rest.first().is_some_and(|s| s == "super") {
+                    base.pop();
+                    rest = &rest[1..];
+                }
+                (base, rest)
+            }
+            Some("self") => (module.clone(), &path[1..]),
+            Some(first) => {
+                let mut child = module.clone();
+                child.push(first.to_owned());
+                if !self.is_module(&child) {
+                    return None; // an external crate or a prelude name
+                }
+                (module.clone(), path)
+            }
+            None => return None,
+        };
+        for seg in rest {
+            let mut next = cur.clone();
+            next.push(seg.clone());
+            if self.is_module(&next) {
+                cur = next;
+                continue;
+            }
+            // An item of `cur`: where does `cur` re-export it from?
+            if depth < 4
+                && let Some(target) = self.reexports.get(&cur).and_then(|r| r.get(seg))
+                && let Some(m) = self.resolve(&cur, target, depth + 1)
+            {
+                return Some(m);
+            }
+            break;
+        }
+        Some(cur)
+    }
+
+    fn edges(&self) -> BTreeMap<Module, BTreeSet<Module>> {
+        let mut out: BTreeMap<Module, BTreeSet<Module>> = BTreeMap::new();
+        for (module, paths) in &self.paths {
+            for p in paths {
+                if let Some(target) = self.resolve(module, p, 0)
+                    && &target != module
+                    && self.is_module(&target)
+                {
+                    out.entry(module.clone()).or_default().insert(target);
+                }
+            }
+        }
+        out
+    }
+}
+
+fn src(krate: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(krate)
+        .join("src")
+}
+
+fn name(m: &Module) -> String {
+    if m.is_empty() {
+        "crate".into()
+    } else {
+        m.join("::")
+    }
+}
+
+#[test]
+fn no_source_file_imports_a_file_that_imports_it_back() {
+    for krate in ["engine", "workload", "formats", "tools/sessdb"] {
+        let c = load(&src(krate));
+        let edges = c.edges();
+        if krate == "engine" {
+            let n = edges.values().map(BTreeSet::len).sum::<usize>();
+            assert!(n > 100, "the import reader found only {n} edges");
+        }
+        let mut cycles = Vec::new();
+        for (a, targets) in &edges {
+            for b in targets {
+                if a < b && edges.get(b).is_some_and(|t| t.contains(a)) {
+                    cycles.push(format!("{} <-> {}", name(a), name(b)));
+                }
+            }
+        }
+        assert!(cycles.is_empty(), "{krate}: {cycles:#?}");
+    }
+}
+
+#[test]
+fn the_pure_layers_do_not_reach_into_io() {
+    let c = load(&src("engine"));
+    let edges = c.edges();
+    let mut wrong = Vec::new();
+    for (from, targets) in &edges {
+        let layer = from.first().map(String::as_str).unwrap_or("");
+        if !matches!(layer, "json" | "event" | "model" | "codec") {
+            continue;
+        }
+        for to in targets {
+            if matches!(to.first().map(String::as_str), Some("store" | "storage")) {
+                wrong.push(format!("{} -> {}", name(from), name(to)));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+    // The reader sees real edges: the store plans with the model and encodes with the codec.
+    let store_write = vec!["store".to_owned(), "write".to_owned()];
+    let targets = edges.get(&store_write).unwrap();
+    assert!(targets.contains(&vec!["codec".to_owned(), "record".to_owned()]));
+    assert!(targets.contains(&vec!["model".to_owned(), "lifecycle".to_owned()]));
+}
