@@ -1,5 +1,5 @@
 //! Shared helpers of sessdb's cross-crate tests: loading the DSH v0 fixtures of
-//! `shared/fixtures/dsh/`.
+//! `tests/fixtures/dsh/` (copied from DSH, with its MIT notice).
 //!
 //! The fixtures are in DSH's normalized layout: `seq`, `time`, `seq0` and `time0` are
 //! stripped and `{{cwd}}`-style placeholders stand for values. [`load`] renumbers them (seq =
@@ -35,13 +35,13 @@ pub const FIXTURE_CWD: &str = "/workspace/project";
 /// Time given to seq 0; seq `n` gets `FIXTURE_TIME0 + 10 n` (packed members follow `dt`).
 pub const FIXTURE_TIME0: i64 = 1_783_352_000_000;
 
-/// The fixtures directory: `$SESSDB_FIXTURES`, else `shared/fixtures/dsh` beside the
-/// checkout.
+/// The fixtures directory: `$SESSDB_FIXTURES`, else `tests/fixtures/dsh` in the repository
+/// (DSH's files with DSH's MIT notice).
 pub fn fixtures_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("SESSDB_FIXTURES") {
         return PathBuf::from(dir);
     }
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/dsh")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/dsh")
 }
 
 /// A renumbered fixture.
