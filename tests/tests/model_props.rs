@@ -1,5 +1,5 @@
-//! Property tests of the session model against a naive reference model written here,
-//! independently of the engine: random valid operation sequences (appends, replaces, nested
+//! Property tests of the session model against the naive reference model
+//! (`sessdb_tests::reference`, written independently of the engine): random valid operation sequences (appends, replaces, nested
 //! replaces, tool/result prunes) must give the same surface and messages; random invalid
 //! candidates must be refused without changing anything.
 
@@ -9,59 +9,13 @@
     reason = "test helpers fail loudly"
 )]
 
-use std::collections::HashMap;
-
 use proptest::prelude::*;
 use sessdb::{
     Clock, Config, Draft, Event, LogType, Session, SessionHeader, SurfaceIntent, SurfaceOp,
     SurfaceType,
 };
+use sessdb_tests::reference::{Node, Reference};
 use sessdb_workload::payload as p;
-
-/// What the reference model remembers of a surface event.
-#[derive(Clone)]
-struct Node {
-    ty: SurfaceType,
-    /// The message JSON the engine must derive (None: skipped, an empty assistant message).
-    message: Option<String>,
-    /// For tool results: (id, call id, turn, step).
-    tool: Option<(String, String, u64, u64)>,
-}
-
-#[derive(Default)]
-struct Reference {
-    next: u64,
-    surface: Vec<u64>,
-    nodes: HashMap<u64, Node>,
-}
-
-impl Reference {
-    /// Surface after a replace, computed by rebuilding rather than splicing.
-    fn replaced(&self, start: u64, end: u64, seq: u64) -> Vec<u64> {
-        let mut out = Vec::new();
-        let mut inside = false;
-        for &s in &self.surface {
-            if s == start {
-                inside = true;
-                out.push(seq);
-            }
-            if !inside {
-                out.push(s);
-            }
-            if s == end {
-                inside = false;
-            }
-        }
-        out
-    }
-
-    fn expected_messages(&self) -> Vec<(u64, String)> {
-        self.surface
-            .iter()
-            .filter_map(|s| self.nodes[s].message.clone().map(|m| (*s, m)))
-            .collect()
-    }
-}
 
 fn user_msg(seq: u64) -> String {
     p::user_message(&format!("u{seq}"), "user", &format!("text {seq}"))
