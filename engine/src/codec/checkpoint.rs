@@ -7,6 +7,7 @@
 //! deleted since.
 
 use super::cursor::{Cursor, Decoded, len32};
+use super::file_names::{numbered_path, parse_numbered};
 use super::location::EventLoc;
 use crate::model::{OpenStep, PendingCall, RepairState, SessionState, SurfaceManager, TurnMarks};
 
@@ -25,16 +26,12 @@ const NO_RECORD: u64 = u64::MAX;
 
 /// The path of a generation's file.
 pub fn checkpoint_path(generation: u64) -> String {
-    format!("{CHECKPOINTS_DIR}/{generation:020}.ckpt")
+    numbered_path(CHECKPOINTS_DIR, generation, "ckpt")
 }
 
 /// The generation a file name stands for (`<20 digits>.ckpt`).
 pub fn parse_checkpoint_name(name: &str) -> Option<u64> {
-    let digits = name.strip_suffix(".ckpt")?;
-    if digits.len() != 20 || !digits.bytes().all(|c| c.is_ascii_digit()) {
-        return None;
-    }
-    digits.parse().ok()
+    parse_numbered(name, "ckpt")
 }
 
 /// What a checkpoint covers.

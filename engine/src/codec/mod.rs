@@ -8,6 +8,7 @@
 pub mod checkpoint;
 mod corruption;
 mod cursor;
+mod file_names;
 #[cfg(test)]
 mod format_doc;
 pub mod frame;

@@ -1,6 +1,7 @@
 //! The segment file header and file names (`docs/FORMAT.md` §2).
 
 use super::cursor::Cursor;
+use super::file_names::{numbered_path, parse_numbered};
 
 /// The segment magic: identifies a sessdb log segment.
 pub const SEGMENT_MAGIC: [u8; 8] = *b"SESSDBLG";
@@ -106,16 +107,12 @@ pub const SEGMENTS_DIR: &str = "segments";
 
 /// `segments/<first-lsn, 20 digits>.seg`.
 pub fn segment_path(first_lsn: u64) -> String {
-    format!("{SEGMENTS_DIR}/{first_lsn:020}.seg")
+    numbered_path(SEGMENTS_DIR, first_lsn, "seg")
 }
 
 /// The first LSN named by a segment file name, if it is one.
 pub fn parse_segment_name(name: &str) -> Option<u64> {
-    let digits = name.strip_suffix(".seg")?;
-    if digits.len() != 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    digits.parse().ok()
+    parse_numbered(name, "seg")
 }
 
 #[cfg(test)]
