@@ -149,6 +149,36 @@ fn a_second_writer_is_locked_out_and_a_reader_is_not(storage: &Backend) {
     Store::open_with(storage.storage(), opts()).unwrap();
 }
 
+/// fsyncgate: after a failed `fdatasync`, a later one may report success although the pages
+/// were dropped. No call may acknowledge data the failed sync should have covered.
+#[test]
+fn a_failed_sync_is_never_followed_by_an_acknowledgement() {
+    let storage = CrashStorage::new();
+    let options = StoreOptions {
+        durability: sessdb::Durability::Sync,
+        ..opts()
+    };
+    let store = Store::open_with(Arc::new(storage.clone()), options).unwrap();
+    store
+        .create_session(SessionHeader::new("s", 0), Vec::new())
+        .unwrap();
+    // The append's write is the next operation, its group-commit sync the one after.
+    storage.fail_at(storage.ops() + 2);
+    let err = store
+        .append("s", Draft::log(&LogType::TURN_START, &br#"{"turn":1}"#[..]))
+        .unwrap_err();
+    assert!(matches!(err, Error::Io { .. }), "{err}");
+    assert!(
+        matches!(store.sync(), Err(Error::Poisoned { .. })),
+        "sync after a failed sync"
+    );
+    assert!(matches!(store.checkpoint(), Err(Error::Poisoned { .. })));
+    assert!(matches!(
+        store.append("s", Draft::log(&LogType::TURN_START, &br#"{"turn":1}"#[..])),
+        Err(Error::Poisoned { .. })
+    ));
+}
+
 #[test]
 fn a_failed_write_poisons_the_store() {
     let storage = CrashStorage::new();

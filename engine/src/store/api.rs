@@ -355,8 +355,12 @@ impl Store {
     /// Makes every acknowledged record durable.
     ///
     /// # Errors
-    /// Sync errors (they poison the store).
+    /// Sync errors (they poison the store); `Poisoned` once a write or sync has failed, until
+    /// the store is reopened.
     pub fn sync(&self) -> Result<()> {
+        if let Some(cause) = self.inner.poisoned.lock().clone() {
+            return Err(Error::Poisoned { cause });
+        }
         let end = self.inner.tail.lock().as_ref().map_or(0, |t| t.next_lsn);
         self.inner.sync_to(end)
     }

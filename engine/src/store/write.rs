@@ -121,6 +121,12 @@ impl Inner {
         if *synced >= lsn {
             return Ok(());
         }
+        // After a failed fdatasync the page cache may have dropped the dirty pages while a
+        // later fdatasync reports success (fsyncgate): nothing not yet covered is ever
+        // acknowledged again. The failed sync poisoned the store while holding this lock.
+        if let Some(cause) = self.poisoned.lock().clone() {
+            return Err(Error::Poisoned { cause });
+        }
         // Older segments were synced when they were sealed, so syncing the file that was
         // active when `written` was read covers everything up to `written`.
         if let Err(e) = file.sync_data() {
