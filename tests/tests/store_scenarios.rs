@@ -179,6 +179,60 @@ fn a_failed_sync_is_never_followed_by_an_acknowledgement() {
     ));
 }
 
+/// Group commit with eight appenders and one injected failure (each of the first operations in
+/// turn, writes and syncs alike): after a power loss, every acknowledged event is there.
+#[test]
+fn concurrent_appenders_with_a_failed_operation_acknowledge_only_durable_events() {
+    for nth in 1..=24 {
+        let storage = CrashStorage::new();
+        let options = StoreOptions {
+            durability: sessdb::Durability::Sync,
+            ..opts()
+        };
+        let store = Store::open_with(Arc::new(storage.clone()), options).unwrap();
+        for t in 0..8 {
+            store
+                .create_session(SessionHeader::new(format!("s{t}"), 0), Vec::new())
+                .unwrap();
+        }
+        storage.fail_at(storage.ops() + nth);
+        let threads: Vec<_> = (0..8)
+            .map(|t| {
+                let store = store.clone();
+                std::thread::spawn(move || {
+                    let mut acked = None;
+                    for turn in 1..=6 {
+                        let draft =
+                            Draft::log(&LogType::TURN_START, p::turn_start(turn).into_bytes());
+                        match store.append(&format!("s{t}"), draft) {
+                            Ok(seq) => acked = Some(seq),
+                            Err(_) => break,
+                        }
+                    }
+                    acked
+                })
+            })
+            .collect();
+        let acked: Vec<Option<u64>> = threads.into_iter().map(|h| h.join().unwrap()).collect();
+        drop(store);
+        let after = Store::open_with(Arc::new(storage.crash()), opts())
+            .unwrap_or_else(|e| panic!("failure at op {nth}: reopen: {e}"));
+        for (t, acked) in acked.iter().enumerate() {
+            let len = after.session_len(&format!("s{t}")).unwrap();
+            if let Some(seq) = acked {
+                assert!(
+                    len > *seq,
+                    "failure at op {nth}: s{t} acknowledged seq {seq} but holds {len} events"
+                );
+            }
+        }
+        assert!(
+            acked.iter().any(Option::is_none) || acked.iter().flatten().count() < 8 * 6,
+            "failure at op {nth} was never hit"
+        );
+    }
+}
+
 #[test]
 fn a_failed_write_poisons_the_store() {
     let storage = CrashStorage::new();

@@ -23,6 +23,9 @@ pub struct CrashStorage {
 struct SimFile {
     live: Vec<u8>,
     durable: Vec<u8>,
+    /// Byte ranges a failed `sync_data` covered: the kernel marks such pages clean anyway
+    /// (fsyncgate), so no later sync makes them durable.
+    lost: Vec<std::ops::Range<usize>>,
 }
 
 #[derive(Debug, Default)]
@@ -233,10 +236,26 @@ impl StorageFile for CrashFile {
     }
 
     fn sync_data(&self) -> io::Result<()> {
-        self.with(Some("sync_data"), |f| {
-            f.durable.clone_from(&f.live);
-            Ok(())
-        })
+        let mut s = self.state.lock();
+        let result = s.op("sync_data");
+        let f = s
+            .files
+            .get_mut(&self.id)
+            .ok_or_else(|| not_found("(removed)"))?;
+        if result.is_err() {
+            f.lost.push(f.durable.len().min(f.live.len())..f.live.len());
+            return result;
+        }
+        let mut durable = f.live.clone();
+        for range in &f.lost {
+            for i in range.clone() {
+                if let Some(b) = durable.get_mut(i) {
+                    *b = f.durable.get(i).copied().unwrap_or(0);
+                }
+            }
+        }
+        f.durable = durable;
+        Ok(())
     }
 
     fn view(&self) -> io::Result<FileView> {
