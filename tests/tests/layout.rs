@@ -42,9 +42,25 @@ fn code_of(path: &Path) -> String {
         .join("\n")
 }
 
-/// `a::{b, c::{d, e as f}}` -> `a::b`, `a::c::d`, `a::c::e`.
+/// `use` text without white space and without `as` aliases: `a::{b as c, d}` -> `a::{b,d}`.
+fn drop_aliases(text: &str) -> String {
+    let mut out = String::new();
+    let mut words = text.split_whitespace();
+    while let Some(word) = words.next() {
+        if word == "as" {
+            // Keep the punctuation that follows the alias name.
+            let alias = words.next().unwrap_or_default();
+            out.extend(alias.chars().filter(|c| matches!(c, ',' | '}')));
+        } else {
+            out.push_str(word);
+        }
+    }
+    out
+}
+
+/// `a::{b, c::{d, e}}` (aliases dropped) -> `a::b`, `a::c::d`, `a::c::e`.
 fn expand(prefix: &str, body: &str, out: &mut Vec<String>) {
-    let body: String = body.chars().filter(|c| !c.is_whitespace()).collect();
+    let body = body.to_owned();
     if let Some(open) = body.find('{').filter(|_| body.ends_with('}')) {
         let pre = format!("{prefix}{}", &body[..open]);
         let inner = &body[open + 1..body.len() - 1];
@@ -62,7 +78,6 @@ fn expand(prefix: &str, body: &str, out: &mut Vec<String>) {
         }
         expand(&pre, &inner[start..], out);
     } else if !body.is_empty() {
-        let body = body.split("as").next().unwrap_or(&body);
         out.push(format!("{prefix}{body}"));
     }
 }
@@ -103,7 +118,7 @@ fn load(src: &Path) -> Crate {
             };
             if word_start {
                 let mut expanded = Vec::new();
-                expand("", &rest[at + 4..at + end], &mut expanded);
+                expand("", &drop_aliases(&rest[at + 4..at + end]), &mut expanded);
                 for p in expanded {
                     let segs = segments(&p);
                     if is_pub && let Some(last) = segs.last() {
@@ -217,6 +232,20 @@ fn name(m: &Module) -> String {
     } else {
         m.join("::")
     }
+}
+
+#[test]
+fn use_lines_expand_to_full_paths_without_aliases() {
+    let mut out = Vec::new();
+    expand(
+        "",
+        &drop_aliases("super::{base, c::{d as e, Class}, f as _}"),
+        &mut out,
+    );
+    assert_eq!(
+        out,
+        ["super::base", "super::c::d", "super::c::Class", "super::f"]
+    );
 }
 
 #[test]

@@ -33,6 +33,14 @@ fn open(storage: &Backend) -> Store {
     Store::open_with(storage.storage(), opts()).unwrap()
 }
 
+fn open_salvaging(storage: &Backend) -> Store {
+    let options = StoreOptions {
+        salvage: true,
+        ..opts()
+    };
+    Store::open_with(storage.storage(), options).unwrap()
+}
+
 /// Every session's events as JSONL lines plus its state, for whole-store comparisons.
 fn dump(store: &Store) -> Vec<(String, Vec<Vec<u8>>, SessionState)> {
     store
@@ -467,14 +475,7 @@ fn a_flipped_byte_in_a_sealed_record_is_corruption_at_its_offset(storage: &Backe
         other => panic!("expected corruption, got {other}"),
     }
     // Salvage keeps everything before the bad record and says what it dropped.
-    let salvaged = Store::open_with(
-        image.storage(),
-        StoreOptions {
-            salvage: true,
-            ..opts()
-        },
-    )
-    .unwrap();
+    let salvaged = open_salvaging(&image);
     let s = salvaged.open_report().salvaged.clone().unwrap();
     assert_eq!(
         (s.segment.as_str(), s.offset),
@@ -600,14 +601,7 @@ fn salvage_drops_a_segment_with_a_damaged_header_and_everything_after(storage: &
         matches!(&err, Error::Corruption { segment, offset: 0, kind: CorruptionKind::SegmentHeader(_) } if segment == victim),
         "{err}"
     );
-    let salvaged = Store::open_with(
-        image.storage(),
-        StoreOptions {
-            salvage: true,
-            ..opts()
-        },
-    )
-    .unwrap();
+    let salvaged = open_salvaging(&image);
     assert_eq!(
         salvaged.open_report().segments_removed,
         segments[2..].to_vec()

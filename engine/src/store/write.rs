@@ -54,11 +54,12 @@ impl Inner {
     pub(super) fn write_record(&self, tail: &mut Tail, body: &BodyRef<'_>) -> Result<Written> {
         // The payload is encoded after room for the frame header: one buffer, no copy.
         let mut frame = vec![0u8; FRAME_HEADER_LEN];
-        let too_large = |_| Error::RecordTooLarge {
-            bytes: usize::MAX,
+        // Only a part past its 4 GiB length field fails to encode.
+        let encoded = encode(body, &mut frame);
+        let (kind, offsets) = encoded.map_err(|_| Error::RecordTooLarge {
+            bytes: frame.len().saturating_sub(FRAME_HEADER_LEN),
             limit: self.options.record_bytes_max,
-        };
-        let (kind, offsets) = encode(body, &mut frame).map_err(too_large)?;
+        })?;
         let payload_len = frame.len() - FRAME_HEADER_LEN;
         if payload_len > self.options.record_bytes_max as usize {
             return Err(Error::RecordTooLarge {
