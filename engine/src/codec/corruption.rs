@@ -17,6 +17,9 @@ pub enum CorruptionKind {
     /// The frame checksum does not match.
     #[error("record checksum mismatch")]
     ChecksumMismatch,
+    /// An event's own checksum does not match: the bytes a read would hand out are damaged.
+    #[error("event checksum mismatch")]
+    EventChecksumMismatch,
     /// Checksums hold but the record kind is unknown.
     #[error("unknown record kind {0}")]
     UnknownKind(u8),

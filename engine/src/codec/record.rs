@@ -9,8 +9,11 @@ use crate::event::{Event, SurfaceOp};
 use super::cursor::{Cursor, Decoded, len32};
 use super::frame::RecordKind;
 
-/// The smallest event encoding: type length, time, flags, data length.
-const MIN_EVENT_BYTES: usize = 2 + 8 + 1 + 4;
+/// The smallest event encoding: type length, time, flags, data length, checksum.
+const MIN_EVENT_BYTES: usize = 2 + 8 + 1 + 4 + EVENT_CRC_LEN;
+
+/// Bytes of the checksum that ends every event encoding.
+pub const EVENT_CRC_LEN: usize = 4;
 
 const FLAG_IGNORABLE: u8 = 1;
 const FLAG_SOURCES: u8 = 2;
@@ -160,6 +163,9 @@ fn put_str16(out: &mut Vec<u8>, s: &str) {
 
 const TOO_LARGE: &str = "a length past 4 GiB";
 
+/// What [`decode_event`] says when an event's checksum does not match.
+pub const EVENT_CHECKSUM: &str = "event checksum mismatch";
+
 fn put_bytes32(out: &mut Vec<u8>, b: &[u8]) -> Decoded<()> {
     out.extend_from_slice(&len32(b.len()).ok_or(TOO_LARGE)?.to_le_bytes());
     out.extend_from_slice(b);
@@ -185,11 +191,38 @@ fn put_events(out: &mut Vec<u8>, events: &[Event]) -> Decoded<Vec<(u32, u32)>> {
     Ok(locs)
 }
 
-/// Appends the encoding of one event (its seq is implied by its place).
+/// Appends the encoding of one event (its seq is implied by its place), ending with its
+/// checksum: CRC-32 of the seq (u64 LE) followed by the encoding before the checksum. The seq
+/// is covered so that a read through a wrong index entry fails too.
 ///
 /// # Errors
 /// As [`encode`].
 pub fn encode_event(e: &Event, out: &mut Vec<u8>) -> Decoded<()> {
+    let start = out.len();
+    encode_event_fields(e, out)?;
+    let crc = event_crc(e.seq(), out.get(start..).unwrap_or_default());
+    out.extend_from_slice(&crc.to_le_bytes());
+    Ok(())
+}
+
+/// The checksum of an event encoding's fields (`bytes` without the checksum itself).
+pub fn event_crc(seq: u64, bytes: &[u8]) -> u32 {
+    let mut h = crc32fast::Hasher::new();
+    h.update(&seq.to_le_bytes());
+    h.update(bytes);
+    h.finalize()
+}
+
+/// Splits an event encoding into its fields and checks its checksum; `None` if it is too
+/// short or the checksum does not match.
+pub fn check_event(bytes: &[u8], seq: u64) -> Option<&[u8]> {
+    let split = bytes.len().checked_sub(EVENT_CRC_LEN)?;
+    let (fields, crc) = bytes.split_at_checked(split)?;
+    let stored = u32::from_le_bytes(crc.try_into().ok()?);
+    (event_crc(seq, fields) == stored).then_some(fields)
+}
+
+fn encode_event_fields(e: &Event, out: &mut Vec<u8>) -> Decoded<()> {
     let ty = e.event_type();
     put_str16(out, ty);
     out.extend_from_slice(&e.time().to_le_bytes());
@@ -276,12 +309,22 @@ pub fn decode(kind: RecordKind, payload: &[u8]) -> Decoded<RecordBody> {
     c.finish(body)
 }
 
-/// Decodes one event's encoding; `seq` comes from its place in the section.
+/// Decodes one event's encoding after checking its checksum; `seq` comes from its place in
+/// the section.
+///
+/// # Errors
+/// A short description of the first inconsistency ([`EVENT_CHECKSUM`] for a checksum that
+/// does not match).
+pub fn decode_event(bytes: &[u8], seq: u64) -> Decoded<Event> {
+    decode_event_fields(check_event(bytes, seq).ok_or(EVENT_CHECKSUM)?, seq)
+}
+
+/// Decodes the fields of an event encoding that [`check_event`] has checked.
 ///
 /// # Errors
 /// A short description of the first inconsistency.
-pub fn decode_event(bytes: &[u8], seq: u64) -> Decoded<Event> {
-    let mut c = Cursor::new(bytes);
+pub fn decode_event_fields(fields: &[u8], seq: u64) -> Decoded<Event> {
+    let mut c = Cursor::new(fields);
     let ty = c.str16("event type")?;
     let time = c.i64("event time")?;
     let flags = c.u8("event flags")?;

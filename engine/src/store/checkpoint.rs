@@ -145,33 +145,47 @@ pub(crate) fn list(storage: &dyn Storage) -> Result<Vec<u64>> {
     Ok(gens)
 }
 
-/// Reads and checks one checkpoint file. `Err` carries why it is unusable.
+/// Why a checkpoint file is unusable; its header when that alone is valid (the header still
+/// vouches that the log was synced past its covered LSN).
+#[derive(Debug)]
+pub(crate) struct Unusable {
+    pub(crate) why: String,
+    pub(crate) header: Option<CheckpointMeta>,
+}
+
+/// Reads and checks one checkpoint file.
 pub(crate) fn read(
     storage: &dyn Storage,
     generation: u64,
-) -> std::result::Result<(CheckpointMeta, Body), String> {
+) -> std::result::Result<(CheckpointMeta, Body), Unusable> {
     let path = checkpoint_path(generation);
+    let no_header = |why: String| Unusable { why, header: None };
     let file = storage
         .open(&path, OpenMode::Read)
-        .map_err(|e| format!("{path}: {e}"))?;
-    let len = file.len().map_err(|e| format!("{path}: {e}"))?;
-    let mut bytes = vec![0u8; usize::try_from(len).map_err(|_| format!("{path}: too large"))?];
+        .map_err(|e| no_header(format!("{path}: {e}")))?;
+    let len = file.len().map_err(|e| no_header(format!("{path}: {e}")))?;
+    let mut bytes =
+        vec![0u8; usize::try_from(len).map_err(|_| no_header(format!("{path}: too large")))?];
     file.read_at(&mut bytes, 0)
-        .map_err(|e| format!("{path}: {e}"))?;
-    let header = decode_header(&bytes).map_err(|why| format!("{path}: {why}"))?;
+        .map_err(|e| no_header(format!("{path}: {e}")))?;
+    let header = decode_header(&bytes).map_err(|why| no_header(format!("{path}: {why}")))?;
+    if header.meta.generation != generation {
+        return Err(no_header(format!(
+            "{path}: generation {} in a file named {generation}",
+            header.meta.generation
+        )));
+    }
+    let unusable = |why: String| Unusable {
+        why,
+        header: Some(header.meta),
+    };
     let body = bytes
         .get(CHECKPOINT_HEADER_LEN..)
         .filter(|b| b.len() as u64 == header.body_len)
-        .ok_or_else(|| format!("{path}: body length mismatch"))?;
+        .ok_or_else(|| unusable(format!("{path}: body length mismatch")))?;
     if crc32fast::hash(body) != header.body_crc {
-        return Err(format!("{path}: body checksum mismatch"));
+        return Err(unusable(format!("{path}: body checksum mismatch")));
     }
-    if header.meta.generation != generation {
-        return Err(format!(
-            "{path}: generation {} in a file named {generation}",
-            header.meta.generation
-        ));
-    }
-    let decoded = decode_body(body).map_err(|why| format!("{path}: body: {why}"))?;
+    let decoded = decode_body(body).map_err(|why| unusable(format!("{path}: body: {why}")))?;
     Ok((header.meta, decoded))
 }

@@ -83,11 +83,9 @@ pub(super) fn open(
     let mut ck_state = CheckpointState::default();
     let mut start_lsn = 0;
     let mut last_record = None;
-    let chosen = if options.ignore_checkpoints {
-        None
-    } else {
-        choose_checkpoint(&*storage, &list, &mut report)?
-    };
+    let mut durable_lsn = 0;
+    let chosen = choose_checkpoint(&*storage, &list, &mut report, &mut durable_lsn)?
+        .filter(|_| !options.ignore_checkpoints);
     if let Some((chain, meta, base)) = chosen {
         for body in chain {
             if let Err(why) = checkpoint::apply(body, &mut catalog) {
@@ -127,6 +125,7 @@ pub(super) fn open(
         &options,
         read_only,
         start_lsn,
+        durable_lsn.max(start_lsn),
         &mut last_record,
         &mut catalog,
         &mut touched,
@@ -173,11 +172,13 @@ pub(super) fn open(
 type Chain = (Vec<Body>, CheckpointMeta, u64);
 
 /// Loads checkpoint chains newest first; returns the first whose last record the log
-/// confirms, with the bodies to apply in order.
+/// confirms, with the bodies to apply in order. Raises `durable_lsn` to the furthest position
+/// any checkpoint header vouches for.
 fn choose_checkpoint(
     storage: &dyn Storage,
     segments: &SegmentList,
     report: &mut OpenReport,
+    durable_lsn: &mut u64,
 ) -> Result<Option<Chain>> {
     let gens = checkpoint::list(storage)?;
     let mut loaded = std::collections::BTreeMap::new();
@@ -186,8 +187,16 @@ fn choose_checkpoint(
             Ok(c) => {
                 loaded.insert(g, c);
             }
-            Err(why) => report.checkpoints_discarded.push(why),
+            Err(unusable) => {
+                *durable_lsn = (*durable_lsn).max(unusable.header.map_or(0, |m| m.covered_lsn));
+                report.checkpoints_discarded.push(unusable.why);
+            }
         }
+    }
+    // Every checkpoint with a valid header vouches for the log before its covered LSN,
+    // whether or not its state can be used.
+    for (meta, _) in loaded.values() {
+        *durable_lsn = (*durable_lsn).max(meta.covered_lsn);
     }
     for &g in gens.iter().rev() {
         let Some((meta, _)) = loaded.get(&g) else {

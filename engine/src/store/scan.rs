@@ -21,7 +21,8 @@ use crate::model::{SessionHeader, SessionState, SharedVec};
 use crate::storage::Storage;
 use crate::{Error, Result};
 
-/// Scans from `start_lsn`, replays, repairs; returns the append position.
+/// Scans from `start_lsn`, replays, repairs; returns the append position. Damage before
+/// `durable_lsn` (the furthest position a checkpoint header vouches for) is never a torn tail.
 #[allow(
     clippy::too_many_arguments,
     reason = "the recovery scan threads its accumulators explicitly"
@@ -32,6 +33,7 @@ pub(super) fn scan(
     options: &StoreOptions,
     read_only: bool,
     start_lsn: u64,
+    durable_lsn: u64,
     last_record: &mut Option<(u64, u32)>,
     catalog: &mut Catalog,
     touched: &mut BTreeSet<String>,
@@ -98,7 +100,7 @@ pub(super) fn scan(
                         .iter()
                         .all(|&b| b == 0);
                     let facts =
-                        TailFacts::from_check(damaged, is_last, lsn >= start_lsn, zeros_after);
+                        TailFacts::from_check(damaged, !is_last, lsn < durable_lsn, zeros_after);
                     let action = decide(facts);
                     Some(match (action, damaged) {
                         (TailAction::Corrupt(_), FrameCheck::UnknownKind { kind, .. }) => {
@@ -343,6 +345,7 @@ pub(super) fn refresh(inner: &Inner) -> Result<u64> {
         &inner.segments,
         &inner.options,
         true,
+        start,
         start,
         &mut last_record,
         &mut catalog,

@@ -15,7 +15,7 @@ use parking_lot::RwLock;
 use crate::codec::CorruptionKind;
 pub use crate::codec::EventLoc;
 use crate::codec::frame::FRAME_HEADER_LEN;
-use crate::codec::record::decode_event;
+use crate::codec::record::{check_event, decode_event_fields};
 use crate::codec::segment::{SEGMENT_HEADER_LEN, SEGMENTS_DIR, SegmentHeader, segment_path};
 use crate::event::Event;
 use crate::storage::{FileView, OpenMode, Storage, StorageFile};
@@ -51,9 +51,14 @@ impl Segment {
         SEGMENT_HEADER_LEN as u64 + (lsn - self.first_lsn)
     }
 
-    /// Reads `len` bytes at file offset `at`: from the mapped view once sealed, else from the
-    /// file.
-    pub(crate) fn read(&self, at: u64, len: usize) -> Result<Vec<u8>> {
+    /// Hands `len` bytes at file offset `at` to `use_bytes`: borrowed from the mapped view
+    /// once sealed, else read from the file into a buffer.
+    pub(crate) fn with_bytes<R>(
+        &self,
+        at: u64,
+        len: usize,
+        use_bytes: impl FnOnce(&[u8]) -> R,
+    ) -> Result<R> {
         if self.sealed.load(Ordering::Acquire) {
             let view = match self.view.get() {
                 Some(v) => v,
@@ -68,7 +73,7 @@ impl Segment {
             let start = usize::try_from(at).unwrap_or(usize::MAX);
             return view
                 .get(start..start.saturating_add(len))
-                .map(<[u8]>::to_vec)
+                .map(use_bytes)
                 .ok_or_else(|| Error::Corruption {
                     segment: self.path.clone(),
                     offset: at,
@@ -79,7 +84,7 @@ impl Segment {
         self.file
             .read_at(&mut buf, at)
             .map_err(|e| Error::io("read", &self.path, e))?;
-        Ok(buf)
+        Ok(use_bytes(&buf))
     }
 }
 
@@ -123,11 +128,18 @@ impl SegmentList {
             kind: CorruptionKind::Inconsistent("an indexed record lies in no segment"),
         })?;
         let at = seg.offset_of(loc.lsn) + FRAME_HEADER_LEN as u64 + u64::from(loc.offset);
-        let bytes = seg.read(at, loc.len as usize)?;
-        decode_event(&bytes, seq).map_err(|what| Error::Corruption {
+        let decoded = seg.with_bytes(at, loc.len as usize, |bytes| {
+            // The event's own checksum covers exactly the bytes handed out (and its seq).
+            check_event(bytes, seq)
+                .ok_or(CorruptionKind::EventChecksumMismatch)
+                .and_then(|fields| {
+                    decode_event_fields(fields, seq).map_err(CorruptionKind::BadPayload)
+                })
+        })?;
+        decoded.map_err(|kind| Error::Corruption {
             segment: seg.path.clone(),
             offset: at,
-            kind: CorruptionKind::BadPayload(what),
+            kind,
         })
     }
 }
