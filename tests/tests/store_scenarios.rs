@@ -474,15 +474,60 @@ fn a_flipped_byte_in_a_sealed_record_is_corruption_at_its_offset(storage: &Backe
         }
         other => panic!("expected corruption, got {other}"),
     }
-    // Salvage keeps everything before the bad record and says what it dropped.
+    // Salvage voids the damaged record, cuts only the session it belonged to (at its last
+    // intact event), and keeps every other session whole, byte for byte.
+    let before = dump(&Store::open_read_only_with(storage.storage(), opts()).unwrap());
+    let untouched = image.files();
+    let dry = sessdb::store::salvage_plan(&*image.storage(), &opts()).unwrap();
+    assert_eq!(image.files(), untouched, "a dry run changes nothing");
     let salvaged = open_salvaging(&image);
     let s = salvaged.open_report().salvaged.clone().unwrap();
+    assert_eq!(s.damage, dry.damage, "the dry run plans what salvage does");
+    assert_eq!(s.sessions, dry.sessions);
+    assert_eq!(s.damage.len(), 1, "{s:?}");
+    let d = &s.damage[0];
     assert_eq!(
-        (s.segment.as_str(), s.offset),
-        (path.as_str(), SEGMENT_HEADER_LEN as u64)
+        (d.segment.as_str(), d.offset, d.kind, d.repair),
+        (
+            path.as_str(),
+            SEGMENT_HEADER_LEN as u64,
+            CorruptionKind::ChecksumMismatch,
+            sessdb::store::DamageRepair::Voided
+        )
     );
-    assert!(s.bytes_dropped > 0);
-    assert!(!salvaged.open_report().segments_removed.is_empty());
+    // The damaged record's session (its id was damaged too, so its next record shows the
+    // gap) and the fork of it that inherits the lost events.
+    assert!(!s.sessions.is_empty(), "{s:?}");
+    let after: std::collections::BTreeMap<_, _> = dump(&salvaged)
+        .into_iter()
+        .map(|(id, events, state)| (id, (events, state)))
+        .collect();
+    let mut whole = 0;
+    for (id, events, state) in &before {
+        match s.sessions.iter().find(|l| &l.session == id) {
+            Some(loss) if loss.kept == 0 => assert!(!after.contains_key(id), "{id} lost whole"),
+            Some(loss) => {
+                let (kept, _) = &after[id];
+                assert_eq!(kept.len() as u64, loss.kept, "{id}");
+                assert_eq!(&events[..kept.len()], &kept[..], "{id}: an intact prefix");
+                assert!(loss.lost_through.unwrap() >= loss.kept, "{loss:?}");
+            }
+            None => {
+                whole += 1;
+                assert_eq!(
+                    after.get(id),
+                    Some(&(events.clone(), state.clone())),
+                    "{id} kept whole"
+                );
+            }
+        }
+    }
+    assert!(whole >= 2, "the other sessions are kept whole");
+    let after = dump(&salvaged);
+    drop(salvaged);
+    let again = open(&image);
+    assert!(again.open_report().salvaged.is_none());
+    assert_eq!(dump(&again), after, "the salvaged store reopens the same");
 }
 
 fn the_resident_index_costs_16_bytes_per_event_after_open(storage: &Backend) {
@@ -576,9 +621,10 @@ fn fork_inside_the_log_replays_the_prefix_and_survives_reopen(storage: &Backend)
     );
 }
 
-fn salvage_drops_a_segment_with_a_damaged_header_and_everything_after(storage: &Backend) {
+fn salvage_rewrites_a_damaged_segment_header_and_loses_nothing(storage: &Backend) {
     let mut store = open(storage);
     workload(&mut store);
+    let before = dump(&store);
     drop(store);
     let segments: Vec<String> = storage
         .files()
@@ -602,15 +648,19 @@ fn salvage_drops_a_segment_with_a_damaged_header_and_everything_after(storage: &
         "{err}"
     );
     let salvaged = open_salvaging(&image);
+    let report = salvaged.open_report().salvaged.clone().unwrap();
+    assert_eq!(report.damage.len(), 1);
     assert_eq!(
-        salvaged.open_report().segments_removed,
-        segments[2..].to_vec()
+        report.damage[0].repair,
+        sessdb::store::DamageRepair::HeaderRewritten
     );
-    assert_eq!(salvaged.stats().segments, 2);
+    assert!(report.sessions.is_empty(), "{report:?}");
+    assert_eq!(dump(&salvaged), before);
     drop(salvaged);
     // The salvaged store opens cleanly and takes writes.
     let again = Store::open_with(image.storage(), opts()).unwrap();
     assert!(again.open_report().salvaged.is_none());
+    assert_eq!(dump(&again), before);
 }
 
 fn verify_finds_nothing_on_a_sound_store_and_names_damage(storage: &Backend) {
@@ -715,7 +765,7 @@ on_both_storages!(
     a_flipped_byte_in_a_sealed_record_is_corruption_at_its_offset,
     the_resident_index_costs_16_bytes_per_event_after_open,
     fork_inside_the_log_replays_the_prefix_and_survives_reopen,
-    salvage_drops_a_segment_with_a_damaged_header_and_everything_after,
+    salvage_rewrites_a_damaged_segment_header_and_loses_nothing,
     verify_finds_nothing_on_a_sound_store_and_names_damage,
     a_reader_catches_up_with_a_live_writer,
     regression_a_flipped_byte_anywhere_in_a_checkpoint_discards_it,

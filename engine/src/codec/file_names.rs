@@ -1,4 +1,8 @@
-//! Numbered file names: `<dir>/<n as 20 digits>.<ext>`, so names sort as their numbers do.
+//! File names: the writer's lock file, and numbered files `<dir>/<n as 20 digits>.<ext>`, so
+//! names sort as their numbers do.
+
+/// The lock file a writer holds (`docs/FORMAT.md` §1).
+pub const LOCK_FILE: &str = "LOCK";
 
 /// `dir/<n, 20 digits>.ext`.
 pub(crate) fn numbered_path(dir: &str, n: u64, ext: &str) -> String {

@@ -37,6 +37,11 @@ pub enum RecordKind {
     Fork = 3,
     /// A session was deleted.
     Delete = 4,
+    /// Space salvage took over: a damaged record, or an intact one of a session cut at its
+    /// last intact event. The payload is zeros; replay skips it. Keeping the space (rather
+    /// than cutting the file) keeps every other record at its LSN, so sessions salvage keeps
+    /// stay byte for byte where their locations say.
+    Void = 5,
 }
 
 impl RecordKind {
@@ -47,6 +52,7 @@ impl RecordKind {
             2 => Some(Self::Append),
             3 => Some(Self::Fork),
             4 => Some(Self::Delete),
+            5 => Some(Self::Void),
             _ => None,
         }
     }
@@ -89,6 +95,29 @@ pub fn encode_frame(kind: RecordKind, payload: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(&head);
     out.extend_from_slice(&frame_crc(&head, payload).to_le_bytes());
     out.extend_from_slice(payload);
+}
+
+/// Appends void frames (zero payloads) that fill exactly `len` bytes, none with a payload
+/// past `max_payload`. `None` (nothing appended) when `len` is below one frame header.
+pub fn encode_voids(len: usize, max_payload: u32, out: &mut Vec<u8>) -> Option<()> {
+    let max_frame = usize::try_from(max_payload)
+        .ok()?
+        .checked_add(FRAME_HEADER_LEN)?;
+    if len < FRAME_HEADER_LEN || max_frame < 2 * FRAME_HEADER_LEN {
+        return None;
+    }
+    let mut left = len;
+    while left > 0 {
+        let mut take = left.min(max_frame);
+        // Never leave a remainder too short for a header of its own.
+        if (1..FRAME_HEADER_LEN).contains(&(left - take)) {
+            take -= FRAME_HEADER_LEN;
+        }
+        let zeros = vec![0u8; take - FRAME_HEADER_LEN];
+        encode_frame(RecordKind::Void, &zeros, out);
+        left -= take;
+    }
+    Some(())
 }
 
 /// Fills in the header of a frame whose payload was written after [`FRAME_HEADER_LEN`]

@@ -7,8 +7,9 @@
 
 pub mod checkpoint;
 mod corruption;
-mod cursor;
+pub(crate) mod cursor;
 mod file_names;
+pub use file_names::LOCK_FILE;
 #[cfg(test)]
 mod format_doc;
 pub mod frame;

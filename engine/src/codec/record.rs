@@ -59,6 +59,8 @@ pub enum RecordBody {
         /// The session id.
         session: String,
     },
+    /// Space salvage took over (`RecordKind::Void`): nothing to replay.
+    Void,
 }
 
 /// An event and where its bytes are inside the payload.
@@ -305,6 +307,12 @@ pub fn decode(kind: RecordKind, payload: &[u8]) -> Decoded<RecordBody> {
         RecordKind::Delete => RecordBody::Delete {
             session: c.str16("session id")?,
         },
+        RecordKind::Void => {
+            if payload.iter().any(|&b| b != 0) {
+                return Err("void record with a non-zero payload");
+            }
+            return Ok(RecordBody::Void);
+        }
     };
     c.finish(body)
 }
@@ -414,6 +422,7 @@ mod tests {
                     assert_eq!(session, "gone");
                     Vec::new()
                 }
+                RecordBody::Void => unreachable!("not encoded here"),
             };
             assert_eq!(
                 located.iter().map(|l| l.event.clone()).collect::<Vec<_>>(),

@@ -1,11 +1,10 @@
 //! Finding the segment files on open: every header checked, each segment continuing the
-//! previous one; a newest segment whose creation was interrupted is removed; with salvage,
-//! a segment whose header is damaged goes with every later one.
+//! previous one; a newest segment whose creation was interrupted is removed. (Damaged headers
+//! are salvage's: `salvage.rs`.)
 
 use std::sync::Arc;
 
-use super::options::StoreOptions;
-use super::report::{OpenReport, Salvaged};
+use super::report::OpenReport;
 use super::segments::Segment;
 use crate::codec::CorruptionKind;
 use crate::codec::segment::{
@@ -22,7 +21,6 @@ fn corrupt(segment: &str, offset: u64, kind: CorruptionKind) -> Error {
 pub(super) fn load_segments(
     storage: &dyn Storage,
     read_only: bool,
-    options: &StoreOptions,
     report: &mut OpenReport,
 ) -> Result<Vec<Arc<Segment>>> {
     let names = storage
@@ -37,7 +35,6 @@ pub(super) fn load_segments(
     };
     let mut out: Vec<Arc<Segment>> = Vec::new();
     let count = lsns.len();
-    let all_paths: Vec<String> = lsns.iter().map(|&l| segment_path(l)).collect();
     for (i, lsn) in lsns.into_iter().enumerate() {
         let last = i + 1 == count;
         let path = segment_path(lsn);
@@ -79,16 +76,6 @@ pub(super) fn load_segments(
                 if last && rest_zero {
                     continue;
                 }
-                if options.salvage && !read_only {
-                    // Nothing of this segment or later ones can be trusted.
-                    salvage_from(
-                        storage,
-                        &all_paths[i..],
-                        report,
-                        CorruptionKind::SegmentHeader(e),
-                    )?;
-                    break;
-                }
                 return Err(corrupt(&path, 0, CorruptionKind::SegmentHeader(e)));
             }
         }
@@ -99,50 +86,10 @@ pub(super) fn load_segments(
                 .map_err(|e| Error::io("stat", &prev.path, e))?;
             let expected = prev.first_lsn + prev_len.saturating_sub(SEGMENT_HEADER_LEN as u64);
             if lsn != expected {
-                if options.salvage && !read_only {
-                    salvage_from(
-                        storage,
-                        &all_paths[i..],
-                        report,
-                        CorruptionKind::SegmentGap { expected },
-                    )?;
-                    break;
-                }
                 return Err(corrupt(&path, 0, CorruptionKind::SegmentGap { expected }));
             }
         }
         out.push(Arc::new(Segment::new(lsn, Arc::from(file), !last)));
     }
     Ok(out)
-}
-
-/// Salvage of damage at the start of a segment: that segment and every later one go.
-fn salvage_from(
-    storage: &dyn Storage,
-    paths: &[String],
-    report: &mut OpenReport,
-    kind: CorruptionKind,
-) -> Result<()> {
-    let mut dropped = 0;
-    for path in paths {
-        if let Ok(f) = storage.open(path, OpenMode::Read) {
-            dropped += f.len().unwrap_or(0);
-        }
-        storage
-            .remove(path)
-            .map_err(|e| Error::io("remove", path, e))?;
-        report.segments_removed.push(path.clone());
-    }
-    storage
-        .sync_dir(SEGMENTS_DIR)
-        .map_err(|e| Error::io("sync directory", SEGMENTS_DIR, e))?;
-    if let Some(first) = paths.first() {
-        report.salvaged = Some(Salvaged {
-            segment: first.clone(),
-            offset: 0,
-            kind,
-            bytes_dropped: dropped,
-        });
-    }
-    Ok(())
 }

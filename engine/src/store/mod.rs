@@ -12,6 +12,7 @@
 //! | `open.rs` | open: lock, segments, checkpoint choice, then the scan |
 //! | `scan.rs` | the recovery scan: replay and repair (open, salvage, `refresh`) |
 //! | `recovery.rs` | **the recovery decision table** |
+//! | `salvage.rs` | salvage: plan (resync past damage, cut only damaged sessions), apply by replacement files |
 //! | `write.rs` | the write path and group commit |
 //! | `read.rs` | reads by location |
 //! | `checkpoint.rs` | checkpoint files and the catalog |
@@ -31,6 +32,7 @@ mod options;
 mod read;
 mod recovery;
 mod report;
+mod salvage;
 mod scan;
 mod segments;
 mod subscribe;
@@ -44,6 +46,7 @@ pub use crate::codec::checkpoint::{
 pub use api::Store;
 pub use info::{MemoryUsage, SessionInfo, StoreStats};
 pub use options::{Durability, StoreOptions};
-pub use report::{OpenReport, Salvaged};
+pub use report::OpenReport;
+pub use salvage::{Damage, DamageRepair, SalvageReport, SessionLoss, salvage_plan};
 pub use subscribe::Subscription;
 pub use verify::{VerifyReport, verify};

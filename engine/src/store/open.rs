@@ -20,16 +20,16 @@ use super::discover::load_segments;
 use super::inner::{CheckpointState, Inner};
 use super::options::StoreOptions;
 use super::report::OpenReport;
+use super::salvage;
 use super::scan::scan;
 use super::segments::{SegmentList, create_segment};
-use crate::codec::CorruptionKind;
+use crate::codec::{CorruptionKind, LOCK_FILE};
 use crate::codec::checkpoint::{Body, CHECKPOINTS_DIR, CheckpointMeta, checkpoint_path};
 use crate::codec::frame::{FRAME_HEADER_LEN, FrameCheck, check_frame};
 use crate::codec::segment::SEGMENTS_DIR;
 use crate::storage::Storage;
 use crate::{Error, Result};
 
-const LOCK_FILE: &str = "LOCK";
 
 pub(super) fn open(
     storage: Arc<dyn Storage>,
@@ -61,18 +61,26 @@ pub(super) fn open(
     }
     let mut report = OpenReport::default();
     if !read_only {
-        // A checkpoint interrupted before its rename leaves a temp file: garbage.
-        let names = storage
-            .list(CHECKPOINTS_DIR)
-            .map_err(|e| Error::io("list", CHECKPOINTS_DIR, e))?;
-        for name in names.iter().filter(|n| n.ends_with(".tmp")) {
-            let path = format!("{}/{name}", CHECKPOINTS_DIR);
-            storage
-                .remove(&path)
-                .map_err(|e| Error::io("remove", &path, e))?;
+        // A checkpoint or salvage replacement interrupted before its rename leaves a temp
+        // file: garbage.
+        for dir in [CHECKPOINTS_DIR, SEGMENTS_DIR] {
+            let names = storage.list(dir).map_err(|e| Error::io("list", dir, e))?;
+            for name in names.iter().filter(|n| n.ends_with(".tmp")) {
+                let path = format!("{dir}/{name}");
+                storage
+                    .remove(&path)
+                    .map_err(|e| Error::io("remove", &path, e))?;
+            }
         }
     }
-    let mut segments = load_segments(&*storage, read_only, &options, &mut report)?;
+    if options.salvage && !read_only {
+        let mut plan = salvage::plan(&*storage, &options)?;
+        salvage::apply(&*storage, &options, &mut plan)?;
+        if !plan.report.is_empty() {
+            report.salvaged = Some(plan.report);
+        }
+    }
+    let mut segments = load_segments(&*storage, read_only, &mut report)?;
     if segments.is_empty() && !read_only {
         segments.push(create_segment(&*storage, 0, options.clock.now_ms())?);
     }
@@ -120,7 +128,6 @@ pub(super) fn open(
     let mut touched = BTreeSet::new();
     let mut end = start_lsn;
     let tail = scan(
-        &*storage,
         &list,
         &options,
         read_only,
@@ -133,17 +140,6 @@ pub(super) fn open(
         &mut end,
     )?;
     report.sessions_touched = touched.into_iter().collect();
-    if report.salvaged.is_some() && !read_only {
-        // Checkpoints may cover what salvage dropped: none of them can be trusted now.
-        for generation in checkpoint::list(&*storage)? {
-            let path = checkpoint_path(generation);
-            storage
-                .remove(&path)
-                .map_err(|e| Error::io("remove", &path, e))?;
-        }
-        ck_state.covered_lsn = u64::MAX;
-        ck_state.deltas_since_full = u32::MAX - 1;
-    }
     // Replay grew vectors by doubling; the resident index keeps only what it holds.
     for e in catalog.sessions.values_mut() {
         e.locs.shrink_to_fit();

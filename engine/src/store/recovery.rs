@@ -297,7 +297,11 @@ mod tests {
             }
         }
         assert_eq!(possible + impossible, 128);
-        assert_eq!((possible, impossible), (32, 96), "as docs/FORMAT.md §6 says");
+        assert_eq!(
+            (possible, impossible),
+            (32, 96),
+            "as docs/FORMAT.md §6 says"
+        );
         // No dead rows.
         for r in TABLE {
             assert!(used.contains(r.name), "row {:?} is never used", r.name);

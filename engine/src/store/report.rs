@@ -1,6 +1,6 @@
 //! What opening a store found and did.
 
-use crate::codec::CorruptionKind;
+use super::salvage::SalvageReport;
 
 /// The result of the recovery performed by `Store::open`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -16,24 +16,10 @@ pub struct OpenReport {
     /// Read-only opens: bytes after the last complete record of the last segment, left alone
     /// (a writer may be in the middle of appending them).
     pub torn_tail_ignored: u64,
-    /// Segment files removed (a torn segment creation, or everything after salvaged
-    /// corruption).
+    /// Segment files removed (a torn segment creation).
     pub segments_removed: Vec<String>,
     /// Sessions whose state changed during replay.
     pub sessions_touched: Vec<String>,
-    /// With salvage: where the first corrupt record was and how much was dropped from there.
-    pub salvaged: Option<Salvaged>,
-}
-
-/// What a salvaging open dropped.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Salvaged {
-    /// The segment holding the first corrupt record.
-    pub segment: String,
-    /// Its offset in that segment.
-    pub offset: u64,
-    /// What was wrong.
-    pub kind: CorruptionKind,
-    /// Bytes dropped from there to the end of the log.
-    pub bytes_dropped: u64,
+    /// With salvage: what was damaged, which sessions lost which events, what was done.
+    pub salvaged: Option<SalvageReport>,
 }

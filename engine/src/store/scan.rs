@@ -11,14 +11,13 @@ use super::discover::load_segments;
 use super::inner::Inner;
 use super::options::StoreOptions;
 use super::recovery::{TailAction, TailFacts, decide};
-use super::report::{OpenReport, Salvaged};
-use super::segments::{Segment, SegmentList, Tail};
+use super::report::OpenReport;
+use super::segments::{SegmentList, Tail};
 use crate::codec::frame::{FRAME_HEADER_LEN, FrameCheck, check_frame};
 use crate::codec::record::{LocatedEvent, RecordBody, decode};
 use crate::codec::segment::{SEGMENT_HEADER_LEN, SEGMENTS_DIR};
 use crate::codec::{CorruptionKind, EventLoc};
 use crate::model::{SessionHeader, SessionState, SharedVec};
-use crate::storage::Storage;
 use crate::{Error, Result};
 
 /// Scans from `start_lsn`, replays, repairs; returns the append position. Damage before
@@ -28,7 +27,6 @@ use crate::{Error, Result};
     reason = "the recovery scan threads its accumulators explicitly"
 )]
 pub(super) fn scan(
-    storage: &dyn Storage,
     list: &SegmentList,
     options: &StoreOptions,
     read_only: bool,
@@ -128,50 +126,7 @@ pub(super) fn scan(
                     break;
                 }
                 Some(TailAction::Corrupt(kind)) => {
-                    if !options.salvage || read_only {
-                        return Err(Error::corruption(&seg.path, pos as u64, kind));
-                    }
-                    let mut dropped = (bytes.len() - pos) as u64;
-                    seg.file
-                        .set_len(pos as u64)
-                        .map_err(|e| Error::io("truncate", &seg.path, e))?;
-                    seg.file
-                        .sync_data()
-                        .map_err(|e| Error::io("sync", &seg.path, e))?;
-                    for later in &segs[i + 1..] {
-                        dropped += later
-                            .file
-                            .len()
-                            .unwrap_or(0)
-                            .saturating_sub(SEGMENT_HEADER_LEN as u64);
-                        storage
-                            .remove(&later.path)
-                            .map_err(|e| Error::io("remove", &later.path, e))?;
-                        report.segments_removed.push(later.path.clone());
-                    }
-                    storage
-                        .sync_dir(SEGMENTS_DIR)
-                        .map_err(|e| Error::io("sync directory", SEGMENTS_DIR, e))?;
-                    report.salvaged = Some(Salvaged {
-                        segment: seg.path.clone(),
-                        offset: pos as u64,
-                        kind,
-                        bytes_dropped: dropped,
-                    });
-                    let active =
-                        Arc::new(Segment::new(seg.first_lsn, Arc::clone(&seg.file), false));
-                    let kept: Vec<Arc<Segment>> = segs[..i]
-                        .iter()
-                        .cloned()
-                        .chain([Arc::clone(&active)])
-                        .collect();
-                    *list.write() = kept;
-                    *end = lsn;
-                    return Ok(Some(Tail {
-                        active,
-                        next_lsn: lsn,
-                        last_record: *last_record,
-                    }));
+                    return Err(Error::corruption(&seg.path, pos as u64, kind));
                 }
             }
         }
@@ -200,24 +155,20 @@ fn unreachable_accept() -> Result<()> {
 }
 
 /// Replays a record's events onto a session's state and locations, validating them as a
-/// live write would be.
-#[allow(
-    clippy::too_many_arguments,
-    reason = "the replay threads the session's parts explicitly"
-)]
+/// live write would be. On a refusal nothing changes.
 fn replay_events(
     list: &SegmentList,
     options: &StoreOptions,
     id: &str,
     state: &mut SessionState,
-    mut locs: SharedVec<EventLoc>,
+    locs: &mut SharedVec<EventLoc>,
     events: &[LocatedEvent],
     lsn: u64,
-) -> std::result::Result<SharedVec<EventLoc>, CorruptionKind> {
+) -> std::result::Result<(), CorruptionKind> {
     let evs: Vec<_> = events.iter().map(|l| l.event.clone()).collect();
     let source = StoredEvents {
         segments: list,
-        locs: Some(&locs),
+        locs: Some(locs),
         batch: &evs,
     };
     plan_batch(id, state, &source, &evs, &options.limits)
@@ -230,11 +181,12 @@ fn replay_events(
             len: e.len,
         });
     }
-    Ok(locs)
+    Ok(())
 }
 
-/// Applies one decoded record to the catalog, validating it as a live write would be.
-fn replay(
+/// Applies one decoded record to the catalog, validating it as a live write would be. On a
+/// refusal the catalog is unchanged.
+pub(super) fn replay(
     list: &SegmentList,
     options: &StoreOptions,
     catalog: &mut Catalog,
@@ -249,13 +201,12 @@ fn replay(
                 .sessions
                 .get_mut(&session)
                 .ok_or(inconsistent("events for an unknown session"))?;
-            let locs = std::mem::take(&mut entry.locs);
-            entry.locs = replay_events(
+            replay_events(
                 list,
                 options,
                 &session,
                 &mut entry.state,
-                locs,
+                &mut entry.locs,
                 &events,
                 lsn,
             )?;
@@ -263,6 +214,7 @@ fn replay(
             touched.insert(session);
             return Ok(());
         }
+        RecordBody::Void => return Ok(()),
         RecordBody::Delete { session } => {
             catalog
                 .delete(&session)
@@ -312,7 +264,8 @@ fn replay(
     }
     let header = SessionHeader::from_json(&header_json)
         .map_err(|_| inconsistent("a stored header does not parse"))?;
-    let locs = replay_events(list, options, &id, &mut state, locs, &events, lsn)?;
+    let mut locs = locs;
+    replay_events(list, options, &id, &mut state, &mut locs, &events, lsn)?;
     catalog.sessions.insert(
         id.clone(),
         SessionEntry {
@@ -333,7 +286,7 @@ fn replay(
 /// last segment and new segments. Returns the records replayed.
 pub(super) fn refresh(inner: &Inner) -> Result<u64> {
     let mut report = OpenReport::default();
-    let segments = load_segments(&*inner.storage, true, &inner.options, &mut report)?;
+    let segments = load_segments(&*inner.storage, true, &mut report)?;
     *inner.segments.write() = segments;
     let mut read_end = inner.read_end.lock();
     let (start, mut last_record) = *read_end;
@@ -341,7 +294,6 @@ pub(super) fn refresh(inner: &Inner) -> Result<u64> {
     let mut touched = BTreeSet::new();
     let mut end = start;
     scan(
-        &*inner.storage,
         &inner.segments,
         &inner.options,
         true,

@@ -1,8 +1,10 @@
-//! `sessdb repair STORE [--salvage]`
+//! `sessdb repair STORE [--salvage [--dry-run]]`
 
 use sessdb::StoreOptions;
+use sessdb::storage::FsStorage;
+use sessdb::store::{DamageRepair, SalvageReport, salvage_plan};
 
-use crate::cmd::{PathArg, open_writer};
+use crate::cmd::{PathArg, is_store, open_writer};
 use crate::error::{CliError, CliResult, code};
 use crate::out::println;
 
@@ -10,12 +12,41 @@ use crate::out::println;
 pub struct Args {
     /// The store directory.
     store: PathArg,
-    /// Keep everything before the first corrupt record and drop the rest (reported).
+    /// Skip damaged records: cut only the sessions that had events in them, each at its last
+    /// intact event; keep every other session whole. Prints what each session lost.
     #[arg(long)]
     salvage: bool,
+    /// With --salvage: print the salvage plan and change nothing.
+    #[arg(long, requires = "salvage")]
+    dry_run: bool,
 }
 
 pub fn run(a: &Args) -> CliResult {
+    if !is_store(&a.store) {
+        return Err(CliError::new(
+            code::OTHER,
+            format!("no sessdb store at {}", a.store.display()),
+        )
+        .hint("a store is a directory with a segments/ subdirectory"));
+    }
+    if a.dry_run {
+        let storage = FsStorage::new(&a.store);
+        let report = salvage_plan(&storage, &StoreOptions::default()).map_err(|e| {
+            let locked = matches!(e, sessdb::Error::Locked { .. });
+            let err = CliError::from(e);
+            if locked {
+                err.hint("another process writes to this store; stop it first")
+            } else {
+                err
+            }
+        })?;
+        if report.is_empty() {
+            println("nothing to salvage");
+        } else {
+            print_salvage(&report, true);
+        }
+        return Ok(code::OK);
+    }
     // Repair reads the whole log, not only what follows the checkpoint: damage anywhere is
     // found here, as `verify` finds it.
     let options = StoreOptions {
@@ -26,7 +57,7 @@ pub fn run(a: &Args) -> CliResult {
     let store = open_writer(&a.store, options).map_err(|e| {
         if e.message.contains("corruption") && !a.salvage {
             CliError {
-                hint: Some("rerun with --salvage to keep what precedes the damage"),
+                hint: Some("rerun with --salvage --dry-run to see what salvage would keep"),
                 ..e
             }
         } else {
@@ -41,10 +72,7 @@ pub fn run(a: &Args) -> CliResult {
         ));
     }
     if let Some(s) = &report.salvaged {
-        println(&format!(
-            "salvaged: dropped {} byte(s) from {} at byte {} ({})",
-            s.bytes_dropped, s.segment, s.offset, s.kind
-        ));
+        print_salvage(s, false);
     }
     for seg in &report.segments_removed {
         println(&format!("removed {seg}"));
@@ -55,7 +83,7 @@ pub fn run(a: &Args) -> CliResult {
         closed += 1;
         println(&format!(
             "closed the open turn of {}: {} closer(s), end-seed marker {}",
-            info.header.id,
+            info.header.id.escape_debug(),
             r.closers.len(),
             r.end_seed
                 .map_or_else(|| "already there".to_owned(), |s| format!("at seq {s}"))
@@ -67,4 +95,53 @@ pub fn run(a: &Args) -> CliResult {
         println("nothing to repair");
     }
     Ok(code::OK)
+}
+
+/// The salvage report, one line per damaged place and per session that loses events.
+fn print_salvage(r: &SalvageReport, dry_run: bool) {
+    let (void, cut, remove, header) = if dry_run {
+        ("would void", "would cut", "would remove", "would rewrite")
+    } else {
+        ("voided", "cut", "removed", "rewrote")
+    };
+    for d in &r.damage {
+        let what = match d.repair {
+            DamageRepair::Voided => format!("{void} {} byte(s)", d.bytes),
+            DamageRepair::Cut => format!("{cut} a torn tail of {} byte(s)", d.bytes),
+            DamageRepair::SegmentRemoved => format!("{remove} the segment"),
+            DamageRepair::HeaderRewritten => format!("{header} the segment header"),
+            _ => "left alone".to_owned(),
+        };
+        println(&format!(
+            "damage: {} at byte {} ({}): {what}",
+            d.segment, d.offset, d.kind
+        ));
+    }
+    for s in &r.sessions {
+        let through = s
+            .lost_through
+            .map_or_else(String::new, |l| format!(" through {l}"));
+        let kept = if s.kept == 0 {
+            "lost whole".to_owned()
+        } else {
+            format!("keeps seqs 0..={}", s.kept - 1)
+        };
+        println(&format!(
+            "session {}: {kept}; loses seqs from {}{through}",
+            s.session.escape_debug(),
+            s.kept
+        ));
+    }
+    if r.records_dropped > 0 {
+        println(&format!(
+            "{} intact record(s) of cut sessions dropped",
+            r.records_dropped
+        ));
+    }
+    println(&format!(
+        "salvage{}: {} damaged place(s), {} session(s) lose events; every other session is kept whole",
+        if dry_run { " plan" } else { "d" },
+        r.damage.len(),
+        r.sessions.len()
+    ));
 }
