@@ -7,15 +7,23 @@ use std::io;
 
 /// Maps the whole of `file` read-only.
 ///
-/// Callers map only sealed segments: files the store has finished writing, never truncates
-/// and never writes again while a mapping exists (repair truncates only the last segment,
-/// and does so before anything maps it).
+/// Callers map only sealed segments: files the store has finished writing and never
+/// truncates or writes again (see the invariant below).
 pub(crate) fn map_sealed(file: &File) -> io::Result<memmap2::Mmap> {
     // SAFETY: memmap2 requires that the mapped file is not modified or truncated while the
-    // map is alive, or reads could observe changing bytes or fault. The store upholds this:
-    // a segment is mapped only once sealed (its last record written and synced, a newer
-    // segment created), sealed segments are immutable by design, and the single writer
-    // process holds the store's lock. Read-only opens map only segments that are not the
-    // last one, which a live writer no longer touches.
+    // map is alive, or reads could observe changing bytes or fault (SIGBUS). The invariant
+    // the store keeps, in every process: **a file that any process may have mapped is never
+    // written, truncated or rewritten in place.**
+    // - A segment is mapped only once sealed: its last record written and synced and a newer
+    //   segment created. Nothing writes to a sealed segment again.
+    // - Salvage (`store/salvage.rs`), the one operation that changes old records, writes a
+    //   whole replacement file and renames it over the segment; a live mapping keeps the old
+    //   file's pages, so a reader beside a salvage reads the old bytes, never a fault
+    //   (`tests/tests/store_files.rs` exercises it). Removing a mapped file is equally safe.
+    // - The only truncation is the torn-tail cut of the newest segment on a writable open.
+    //   No process maps the newest segment (read-only opens map only segments with a
+    //   successor); and a segment with a successor was synced whole before that successor was
+    //   created, so it never has a torn tail, even when open removes an interrupted successor.
+    // - The single writer holds the store's lock for all of this.
     unsafe { memmap2::Mmap::map(file) }
 }

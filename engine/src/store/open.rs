@@ -23,13 +23,12 @@ use super::report::OpenReport;
 use super::salvage;
 use super::scan::scan;
 use super::segments::{SegmentList, create_segment};
-use crate::codec::{CorruptionKind, LOCK_FILE};
 use crate::codec::checkpoint::{Body, CHECKPOINTS_DIR, CheckpointMeta, checkpoint_path};
 use crate::codec::frame::{FRAME_HEADER_LEN, FrameCheck, check_frame};
 use crate::codec::segment::SEGMENTS_DIR;
+use crate::codec::{CorruptionKind, LOCK_FILE};
 use crate::storage::Storage;
 use crate::{Error, Result};
-
 
 pub(super) fn open(
     storage: Arc<dyn Storage>,

@@ -22,7 +22,6 @@ use super::options::StoreOptions;
 use super::recovery::{TailAction, TailFacts, decide};
 use super::scan::replay;
 use super::segments::{Segment, SegmentList};
-use crate::codec::{CorruptionKind, LOCK_FILE};
 use crate::codec::checkpoint::{CHECKPOINTS_DIR, checkpoint_path};
 use crate::codec::cursor::Cursor;
 use crate::codec::frame::{FRAME_HEADER_LEN, FrameCheck, check_frame, encode_voids};
@@ -30,6 +29,7 @@ use crate::codec::record::{RecordBody, decode};
 use crate::codec::segment::{
     SEGMENT_HEADER_LEN, SEGMENTS_DIR, SegmentHeader, parse_segment_name, segment_path,
 };
+use crate::codec::{CorruptionKind, LOCK_FILE};
 use crate::storage::{OpenMode, Replacement, Storage};
 use crate::{Error, Result};
 
