@@ -8,6 +8,7 @@ mod ls;
 mod repair;
 mod show;
 mod stats;
+mod stress;
 mod tail;
 mod verify;
 
@@ -43,6 +44,9 @@ pub enum Command {
     Repair(repair::Args),
     /// Sessions, events, segments, bytes, checkpoint position, and what opening found.
     Stats(stats::Args),
+    /// Append a realistic workload for N seconds, printing `ack <session> <seq>` after every
+    /// acknowledged write (for kill loops and disk tests).
+    Stress(stress::Args),
 }
 
 /// Runs one command; returns the exit code.
@@ -58,11 +62,12 @@ pub fn run(command: Command, quiet: bool) -> CliResult {
         Command::Verify(a) => verify::run(&a),
         Command::Repair(a) => repair::run(&a),
         Command::Stats(a) => stats::run(&a),
+        Command::Stress(a) => stress::run(&a),
     }
 }
 
 /// Whether `dir` holds a store.
-fn is_store(dir: &Path) -> bool {
+pub(crate) fn is_store(dir: &Path) -> bool {
     dir.join("segments").is_dir()
 }
 
