@@ -192,3 +192,61 @@ fn a_reader_beside_a_salvage_keeps_reading_the_bytes_it_mapped() {
         assert_eq!(&old[..events.len()], &events[..], "{id}");
     }
 }
+
+#[test]
+fn verify_beside_a_live_writer_reports_no_damage() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), options()).unwrap();
+    store
+        .create_session(SessionHeader::new("w", 0), Vec::new())
+        .unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let writer = {
+        let (store, stop, done) = (
+            store.clone(),
+            std::sync::Arc::clone(&stop),
+            std::sync::Arc::clone(&done),
+        );
+        std::thread::spawn(move || {
+            let mut turn = 1;
+            // Tiny segments and checkpoint intervals: rolls, checkpoints, merges and
+            // retention all happen while verify reads.
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                store
+                    .append(
+                        "w",
+                        Draft::log(&LogType::TURN_START, p::turn_start(turn).into_bytes()),
+                    )
+                    .unwrap();
+                store
+                    .append(
+                        "w",
+                        Draft::log(&LogType::TURN_END, p::turn_end(turn).into_bytes()),
+                    )
+                    .unwrap();
+                done.store(turn, std::sync::atomic::Ordering::Relaxed);
+                turn += 1;
+            }
+            turn
+        })
+    };
+    let storage: std::sync::Arc<dyn sessdb::storage::Storage> =
+        std::sync::Arc::new(sessdb::storage::FsStorage::new(dir.path()));
+    let mut runs = 0;
+    let mut problems = Vec::new();
+    // Verify runs until the writer has gone through many rolls and checkpoints meanwhile.
+    while runs < 15 || done.load(std::sync::atomic::Ordering::Relaxed) < 3000 {
+        let report = sessdb::store::verify(std::sync::Arc::clone(&storage)).unwrap();
+        problems.extend(report.problems);
+        runs += 1;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let turns = writer.join().unwrap();
+    assert!(problems.is_empty(), "{runs} runs: {problems:?}");
+    assert!(
+        turns > 10,
+        "the writer made progress during the runs: {turns}"
+    );
+    store.close().unwrap();
+}

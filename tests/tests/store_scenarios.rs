@@ -753,7 +753,58 @@ fn an_interrupted_checkpoint_leaves_no_garbage_after_the_next_open(storage: &Bac
     assert!(storage.files().iter().all(|(p, _)| !p.ends_with(".tmp")));
 }
 
+fn a_checkpoint_newer_than_a_readers_view_is_not_damage_but_missing_vouched_records_are(
+    storage: &Backend,
+) {
+    // A reader lists the segments, then a live writer appends and checkpoints before the
+    // reader lists the checkpoints: the image holds the older segments and the newer
+    // checkpoint.
+    let mut store = open(storage);
+    workload(&mut store);
+    store.checkpoint().unwrap();
+    let early = storage.files();
+    let before = dump(&store);
+    generate(
+        &WorkloadSpec {
+            seed: 9,
+            sessions: 2,
+            ..WorkloadSpec::default()
+        },
+        &mut store,
+    )
+    .unwrap();
+    store.checkpoint().unwrap();
+    let late = storage.files();
+    drop(store);
+    let image = storage.image(
+        early
+            .into_iter()
+            .filter(|(p, _)| p.starts_with("segments/"))
+            .chain(
+                late.into_iter()
+                    .filter(|(p, _)| p.starts_with("checkpoints/")),
+            ),
+    );
+    let reader = Store::open_read_only_with(image.storage(), opts()).unwrap();
+    assert!(
+        reader.open_report().checkpoints_discarded.is_empty(),
+        "{:?}",
+        reader.open_report().checkpoints_discarded
+    );
+    assert_eq!(dump(&reader), before, "the reader's view is the older log");
+    let report = verify(image.storage()).unwrap();
+    assert!(report.ok(), "{:?}", report.problems);
+    // To a writer the same image means records a checkpoint vouches for are gone.
+    match Store::open_with(image.storage(), opts()) {
+        Err(Error::Corruption { kind, .. }) => {
+            assert!(matches!(kind, CorruptionKind::Inconsistent(_)), "{kind}");
+        }
+        other => panic!("expected corruption, got {other:?}"),
+    }
+}
+
 on_both_storages!(
+    a_checkpoint_newer_than_a_readers_view_is_not_damage_but_missing_vouched_records_are,
     a_workload_reads_back_the_same_after_reopen_and_matches_the_model,
     replay_without_any_checkpoint_gives_the_same_state,
     a_second_writer_is_locked_out_and_a_reader_is_not,

@@ -56,7 +56,7 @@ impl Store {
     /// # Errors
     /// As [`Store::open`].
     pub fn open_with(storage: Arc<dyn Storage>, options: StoreOptions) -> Result<Store> {
-        open::open(storage, options, false).map(|inner| Store {
+        open::open(storage, options, false, u64::MAX).map(|inner| Store {
             inner: Arc::new(inner),
         })
     }
@@ -66,7 +66,7 @@ impl Store {
     /// # Errors
     /// As [`Store::open_read_only`].
     pub fn open_read_only_with(storage: Arc<dyn Storage>, options: StoreOptions) -> Result<Store> {
-        open::open(storage, options, true).map(|inner| Store {
+        open::open(storage, options, true, u64::MAX).map(|inner| Store {
             inner: Arc::new(inner),
         })
     }

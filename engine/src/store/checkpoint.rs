@@ -151,6 +151,9 @@ pub(crate) fn list(storage: &dyn Storage) -> Result<Vec<u64>> {
 pub(crate) struct Unusable {
     pub(crate) why: String,
     pub(crate) header: Option<CheckpointMeta>,
+    /// The file was gone when read: retention removed it after it was listed (a reader beside
+    /// a live writer). Not damage.
+    pub(crate) gone: bool,
 }
 
 /// Reads and checks one checkpoint file.
@@ -159,10 +162,15 @@ pub(crate) fn read(
     generation: u64,
 ) -> std::result::Result<(CheckpointMeta, Body), Unusable> {
     let path = checkpoint_path(generation);
-    let no_header = |why: String| Unusable { why, header: None };
-    let file = storage
-        .open(&path, OpenMode::Read)
-        .map_err(|e| no_header(format!("{path}: {e}")))?;
+    let no_header = |why: String| Unusable {
+        why,
+        header: None,
+        gone: false,
+    };
+    let file = storage.open(&path, OpenMode::Read).map_err(|e| Unusable {
+        gone: e.kind() == std::io::ErrorKind::NotFound,
+        ..no_header(format!("{path}: {e}"))
+    })?;
     let len = file.len().map_err(|e| no_header(format!("{path}: {e}")))?;
     let mut bytes =
         vec![0u8; usize::try_from(len).map_err(|_| no_header(format!("{path}: too large")))?];
@@ -178,6 +186,7 @@ pub(crate) fn read(
     let unusable = |why: String| Unusable {
         why,
         header: Some(header.meta),
+        gone: false,
     };
     let body = bytes
         .get(CHECKPOINT_HEADER_LEN..)

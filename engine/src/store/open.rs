@@ -25,15 +25,18 @@ use super::scan::scan;
 use super::segments::{SegmentList, create_segment};
 use crate::codec::checkpoint::{Body, CHECKPOINTS_DIR, CheckpointMeta, checkpoint_path};
 use crate::codec::frame::{FRAME_HEADER_LEN, FrameCheck, check_frame};
-use crate::codec::segment::SEGMENTS_DIR;
+use crate::codec::segment::{SEGMENT_HEADER_LEN, SEGMENTS_DIR};
 use crate::codec::{CorruptionKind, LOCK_FILE};
 use crate::storage::Storage;
 use crate::{Error, Result};
 
+/// Opens the store; a read-only open with `stop_lsn` other than `u64::MAX` sees the log only up
+/// to that position (a snapshot: `verify` compares two views of the same log prefix).
 pub(super) fn open(
     storage: Arc<dyn Storage>,
     options: StoreOptions,
     read_only: bool,
+    stop_lsn: u64,
 ) -> Result<Inner> {
     let lock = if read_only {
         None
@@ -91,8 +94,18 @@ pub(super) fn open(
     let mut start_lsn = 0;
     let mut last_record = None;
     let mut durable_lsn = 0;
-    let chosen = choose_checkpoint(&*storage, &list, &mut report, &mut durable_lsn)?
+    let chosen = choose_checkpoint(&*storage, &list, read_only, &mut report, &mut durable_lsn)?
         .filter(|_| !options.ignore_checkpoints);
+    if !read_only && durable_lsn > log_end(&list)? {
+        // A checkpoint vouches for records the log no longer has: acknowledged data is gone.
+        return Err(Error::corruption(
+            SEGMENTS_DIR,
+            durable_lsn,
+            CorruptionKind::Inconsistent(
+                "the log ends before a checkpoint's covered position: vouched records are missing",
+            ),
+        ));
+    }
     if let Some((chain, meta, base)) = chosen {
         for body in chain {
             if let Err(why) = checkpoint::apply(body, &mut catalog) {
@@ -132,6 +145,7 @@ pub(super) fn open(
         read_only,
         start_lsn,
         durable_lsn.max(start_lsn),
+        stop_lsn,
         &mut last_record,
         &mut catalog,
         &mut touched,
@@ -172,31 +186,45 @@ type Chain = (Vec<Body>, CheckpointMeta, u64);
 fn choose_checkpoint(
     storage: &dyn Storage,
     segments: &SegmentList,
+    read_only: bool,
     report: &mut OpenReport,
     durable_lsn: &mut u64,
 ) -> Result<Option<Chain>> {
     let gens = checkpoint::list(storage)?;
+    let log_end = log_end(segments)?;
     let mut loaded = std::collections::BTreeMap::new();
+    let mut any_gone = false;
     for &g in &gens {
         match checkpoint::read(storage, g) {
             Ok(c) => {
                 loaded.insert(g, c);
             }
             Err(unusable) => {
-                *durable_lsn = (*durable_lsn).max(unusable.header.map_or(0, |m| m.covered_lsn));
-                report.checkpoints_discarded.push(unusable.why);
+                if let Some(meta) = unusable.header.filter(|m| vouches(segments, m)) {
+                    *durable_lsn = (*durable_lsn).max(meta.covered_lsn);
+                }
+                any_gone |= unusable.gone;
+                if !unusable.gone {
+                    report.checkpoints_discarded.push(unusable.why);
+                }
             }
         }
     }
     // Every checkpoint with a valid header vouches for the log before its covered LSN,
-    // whether or not its state can be used.
-    for (meta, _) in loaded.values() {
+    // whether or not its state can be used — unless the log holds another valid record where
+    // it points (it belongs to another store's log).
+    for (meta, _) in loaded.values().filter(|(m, _)| vouches(segments, m)) {
         *durable_lsn = (*durable_lsn).max(meta.covered_lsn);
     }
     for &g in gens.iter().rev() {
         let Some((meta, _)) = loaded.get(&g) else {
             continue;
         };
+        if read_only && meta.covered_lsn > log_end {
+            // Written by a live writer after this reader listed the segments: newer than
+            // this view, not damage.
+            continue;
+        }
         if let Err(why) = confirm(segments, meta) {
             report
                 .checkpoints_discarded
@@ -217,9 +245,12 @@ fn choose_checkpoint(
             .get(chain.last().unwrap_or(&g))
             .is_some_and(|(m, _)| m.base == 0);
         if !complete {
-            report
-                .checkpoints_discarded
-                .push(format!("{}: its chain lacks a base", checkpoint_path(g)));
+            // A base that retention removed after the listing is not damage.
+            if !any_gone {
+                report
+                    .checkpoints_discarded
+                    .push(format!("{}: its chain lacks a base", checkpoint_path(g)));
+            }
             continue;
         }
         let meta = *meta;
@@ -232,6 +263,26 @@ fn choose_checkpoint(
         return Ok(Some((bodies, meta, base)));
     }
     Ok(None)
+}
+
+const STALE: &str = "the log has another record where it points (stale checkpoint)";
+
+/// Whether a checkpoint header vouches for the log before its covered LSN: its named record is
+/// there, damaged, or missing — anything but another valid record.
+fn vouches(segments: &SegmentList, meta: &CheckpointMeta) -> bool {
+    confirm(segments, meta) != Err(STALE)
+}
+
+/// The LSN just past the last byte of the segments loaded.
+fn log_end(segments: &SegmentList) -> Result<u64> {
+    let Some(last) = segments.all().pop() else {
+        return Ok(0);
+    };
+    let len = last
+        .file
+        .len()
+        .map_err(|e| Error::io("stat", &last.path, e))?;
+    Ok(last.first_lsn + len.saturating_sub(SEGMENT_HEADER_LEN as u64))
 }
 
 /// Whether the log holds the record a checkpoint names, with its checksum, ending where the
@@ -261,9 +312,7 @@ fn confirm(segments: &SegmentList, meta: &CheckpointMeta) -> std::result::Result
         FrameCheck::Valid {
             crc: c, frame_len, ..
         } if c == crc && lsn + frame_len as u64 == meta.covered_lsn => Ok(()),
-        FrameCheck::Valid { .. } => {
-            Err("the log has another record where it points (stale checkpoint)")
-        }
+        FrameCheck::Valid { .. } => Err(STALE),
         _ => Err("the record it names is damaged"),
     }
 }

@@ -20,8 +20,9 @@ use crate::codec::{CorruptionKind, EventLoc};
 use crate::model::{SessionHeader, SessionState, SharedVec};
 use crate::{Error, Result};
 
-/// Scans from `start_lsn`, replays, repairs; returns the append position. Damage before
-/// `durable_lsn` (the furthest position a checkpoint header vouches for) is never a torn tail.
+/// Scans from `start_lsn` up to `stop_lsn` (`u64::MAX`: to the end), replays, repairs;
+/// returns the append position. Damage before `durable_lsn` (the furthest position a
+/// checkpoint header vouches for) is never a torn tail.
 #[allow(
     clippy::too_many_arguments,
     reason = "the recovery scan threads its accumulators explicitly"
@@ -32,6 +33,7 @@ pub(super) fn scan(
     read_only: bool,
     start_lsn: u64,
     durable_lsn: u64,
+    stop_lsn: u64,
     last_record: &mut Option<(u64, u32)>,
     catalog: &mut Catalog,
     touched: &mut BTreeSet<String>,
@@ -44,11 +46,18 @@ pub(super) fn scan(
     };
     let mut end_lsn = start_lsn;
     for (i, seg) in segs.iter().enumerate().skip(first) {
-        let is_last = i + 1 == segs.len();
-        let len = seg
+        // A scan told to stop (a snapshot at a position) treats the stop as the end.
+        let stops_here = stop_lsn != u64::MAX
+            && seg.first_lsn <= stop_lsn
+            && segs.get(i + 1).is_none_or(|n| n.first_lsn > stop_lsn);
+        let is_last = i + 1 == segs.len() || stops_here;
+        let mut len = seg
             .file
             .len()
             .map_err(|e| Error::io("stat", &seg.path, e))?;
+        if stops_here {
+            len = len.min(seg.offset_of(stop_lsn));
+        }
         let mut bytes = vec![0u8; usize::try_from(len).unwrap_or(0)];
         seg.file
             .read_at(&mut bytes, 0)
@@ -299,6 +308,7 @@ pub(super) fn refresh(inner: &Inner) -> Result<u64> {
         true,
         start,
         start,
+        u64::MAX,
         &mut last_record,
         &mut catalog,
         &mut touched,

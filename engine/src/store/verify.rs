@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use super::api::Store;
+use super::open;
 use super::options::StoreOptions;
 use crate::storage::Storage;
 use crate::{Error, Result};
@@ -46,8 +47,21 @@ pub fn verify(storage: Arc<dyn Storage>) -> Result<VerifyReport> {
         ignore_checkpoints: true,
         ..StoreOptions::default()
     };
-    let full = match Store::open_read_only_with(Arc::clone(&storage), full_options) {
-        Ok(s) => s,
+    // One snapshot: the view from the checkpoint first, then a full replay of exactly the
+    // same log prefix, so a live writer's later appends never look like a mismatch.
+    let checked = open::open(
+        Arc::clone(&storage),
+        StoreOptions::default(),
+        true,
+        u64::MAX,
+    );
+    let stop = checked
+        .as_ref()
+        .map_or(u64::MAX, |inner| inner.read_end.lock().0);
+    let full = match open::open(storage, full_options, true, stop) {
+        Ok(inner) => Store {
+            inner: Arc::new(inner),
+        },
         Err(e @ Error::Corruption { .. }) => {
             report.problems.push(e.to_string());
             return Ok(report);
@@ -59,8 +73,10 @@ pub fn verify(storage: Arc<dyn Storage>) -> Result<VerifyReport> {
     report.log_bytes = stats.log_bytes;
     report.records = full.open_report().records_replayed;
     report.incomplete_tail_bytes = full.open_report().torn_tail_ignored;
-    let checked = match Store::open_read_only_with(storage, StoreOptions::default()) {
-        Ok(s) => s,
+    let checked = match checked {
+        Ok(inner) => Store {
+            inner: Arc::new(inner),
+        },
         Err(e) => {
             report
                 .problems
