@@ -2,7 +2,8 @@
 //! storage operation failing, for every N. After the failure the store is "powered off"
 //! (only synced bytes and directory entries survive) and reopened. Reopen must succeed, every
 //! session must be a prefix of what the full run appended, and under `Durability::Sync` every
-//! acknowledged event must be there.
+//! acknowledged event must be there. The failure is EIO, ENOSPC, or a short write (half of
+//! the bytes, then ENOSPC).
 
 #![allow(
     clippy::unwrap_used,
@@ -13,7 +14,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use sessdb::storage::{CrashStorage, MemStorage, Storage};
+use sessdb::storage::{CrashStorage, Fault, MemStorage, Storage};
 use sessdb::{
     Clock, Draft, Durability, Event, ForkSpec, LogType, SessionHeader, Store, StoreOptions,
     SurfaceIntent, SurfaceType,
@@ -137,7 +138,7 @@ fn dump(store: &Store) -> BTreeMap<String, Vec<Vec<u8>>> {
         .collect()
 }
 
-fn check_every_failure_point(durability: Durability) {
+fn check_every_failure_point(durability: Durability, fault: Fault) {
     // The full run: what every session would hold, and how many operations it takes.
     let full_storage = CrashStorage::new();
     let full = {
@@ -159,7 +160,7 @@ fn check_every_failure_point(durability: Durability) {
     let mut acked_somewhere = 0;
     for n in 1..=total_ops {
         let storage = CrashStorage::new();
-        storage.fail_at(n);
+        storage.fail_at_with(n, fault);
         let acked = match Store::open_with(Arc::new(storage.clone()), options(durability)) {
             Ok(store) => script(&store),
             Err(_) => BTreeMap::new(),
@@ -208,12 +209,28 @@ fn check_every_failure_point(durability: Durability) {
 
 #[test]
 fn every_failure_point_under_sync_keeps_acknowledged_events() {
-    check_every_failure_point(Durability::Sync);
+    check_every_failure_point(Durability::Sync, Fault::Eio);
+}
+
+#[test]
+fn a_full_disk_at_every_point_under_sync_keeps_acknowledged_events() {
+    check_every_failure_point(Durability::Sync, Fault::NoSpace);
+}
+
+#[test]
+fn a_short_write_at_every_point_under_sync_keeps_acknowledged_events() {
+    // ENOSPC in the middle of a record: half of it reaches the file.
+    check_every_failure_point(Durability::Sync, Fault::ShortWrite);
+}
+
+#[test]
+fn a_short_write_at_every_point_under_buffered_recovers_a_prefix() {
+    check_every_failure_point(Durability::Buffered, Fault::ShortWrite);
 }
 
 #[test]
 fn every_failure_point_under_buffered_recovers_a_prefix() {
-    check_every_failure_point(Durability::Buffered);
+    check_every_failure_point(Durability::Buffered, Fault::Eio);
 }
 
 #[test]

@@ -37,6 +37,21 @@ struct State {
     locks: BTreeSet<String>,
     ops: u64,
     fail_at: Option<u64>,
+    fault: Fault,
+}
+
+/// How the chosen operation fails.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Fault {
+    /// `EIO`; nothing of the operation happens (a failed `sync_data` still loses its pages).
+    #[default]
+    Eio,
+    /// `ENOSPC`; nothing of the operation happens.
+    NoSpace,
+    /// A write stores the first half of its bytes, then fails with `ENOSPC` (a full disk in
+    /// the middle of a record); other operations fail as [`Fault::NoSpace`].
+    ShortWrite,
 }
 
 impl State {
@@ -44,10 +59,17 @@ impl State {
     fn op(&mut self, what: &str) -> io::Result<()> {
         self.ops += 1;
         if self.fail_at == Some(self.ops) {
-            return Err(io::Error::other(format!(
-                "injected failure of operation {} ({what})",
-                self.ops
-            )));
+            let kind = match self.fault {
+                Fault::Eio => io::ErrorKind::Other,
+                Fault::NoSpace | Fault::ShortWrite => io::ErrorKind::StorageFull,
+            };
+            return Err(io::Error::new(
+                kind,
+                format!(
+                    "injected {:?} of operation {} ({what})",
+                    self.fault, self.ops
+                ),
+            ));
         }
         Ok(())
     }
@@ -59,9 +81,16 @@ impl CrashStorage {
         Self::default()
     }
 
-    /// Makes the `n`th mutating operation from the start (1-based) fail.
+    /// Makes the `n`th mutating operation from the start (1-based) fail with `EIO`.
     pub fn fail_at(&self, n: u64) {
-        self.inner.lock().fail_at = Some(n);
+        self.fail_at_with(n, Fault::Eio);
+    }
+
+    /// Makes the `n`th mutating operation from the start (1-based) fail as `fault` says.
+    pub fn fail_at_with(&self, n: u64, fault: Fault) {
+        let mut s = self.inner.lock();
+        s.fail_at = Some(n);
+        s.fault = fault;
     }
 
     /// How many mutating operations have run.
@@ -222,7 +251,22 @@ impl StorageFile for CrashFile {
     }
 
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
-        self.with(Some("write"), |f| write_slice(&mut f.live, buf, offset))
+        let mut s = self.state.lock();
+        let result = s.op("write");
+        let short = s.fault == Fault::ShortWrite;
+        let f = s
+            .files
+            .get_mut(&self.id)
+            .ok_or_else(|| not_found("(removed)"))?;
+        match result {
+            Ok(()) => write_slice(&mut f.live, buf, offset),
+            Err(e) => {
+                if short {
+                    write_slice(&mut f.live, buf.get(..buf.len() / 2).unwrap_or(buf), offset)?;
+                }
+                Err(e)
+            }
+        }
     }
 
     fn set_len(&self, len: u64) -> io::Result<()> {

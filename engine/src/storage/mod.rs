@@ -14,7 +14,7 @@ mod replace;
 mod seam;
 
 #[cfg(any(test, feature = "testkit"))]
-pub use crash::CrashStorage;
+pub use crash::{CrashStorage, Fault};
 pub use fs::FsStorage;
 pub use mem::MemStorage;
 pub use replace::{FileWriter, Replacement, temp_name};
