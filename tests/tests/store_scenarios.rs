@@ -444,6 +444,10 @@ fn a_torn_tail_is_cut_at_every_offset_of_the_final_records(storage: &Backend) {
             "cut at {cut}"
         );
     }
+    eprintln!(
+        "{} torn cuts, each recovered to the last whole record",
+        full.len() + 1 - ends[0].1
+    );
 }
 
 fn a_flipped_byte_in_a_sealed_record_is_corruption_at_its_offset(storage: &Backend) {
