@@ -134,3 +134,43 @@ fn zstd_frame_encoder() -> zstd::stream::write::Encoder<'static, Vec<u8>> {
     e.include_checksum(true).unwrap();
     e
 }
+
+#[test]
+fn a_packed_row_of_a_million_pieces_is_refused_before_it_expands() {
+    // A million empty texts: 3 MB of line, a few KB compressed, hundreds of MB as events.
+    let dir = tempfile::tempdir().unwrap();
+    let mut line = b"{\"type\":\"text-chunks\",\"seq0\":0,\"time0\":0,\"data\":{\"turn\":1,\"step\":1,\"index\":0,\"dt\":[".to_vec();
+    let n = 1_000_000;
+    for i in 0..n - 1 {
+        if i > 0 {
+            line.push(b',');
+        }
+        line.push(b'0');
+    }
+    line.extend_from_slice(b"],\"texts\":[");
+    for i in 0..n {
+        if i > 0 {
+            line.push(b',');
+        }
+        line.extend_from_slice(b"\"\"");
+    }
+    line.extend_from_slice(b"]}}\n");
+    let mut bytes = HEADER.as_bytes().to_vec();
+    bytes.extend_from_slice(&line);
+    let err = import_bytes(dir.path(), &bytes).unwrap_err();
+    assert!(matches!(err, Error::Corrupt { line: Some(2), .. }), "{err}");
+    assert!(err.to_string().contains("65536 pieces"), "{err}");
+}
+
+#[test]
+fn a_row_at_the_piece_cap_still_imports() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = sessdb_formats::jsonl::MAX_PIECES_PER_ROW;
+    let dt = vec!["1"; n - 1].join(",");
+    let texts = vec!["\"a\""; n].join(",");
+    let line = format!(
+        "{{\"type\":\"text-chunks\",\"seq0\":0,\"time0\":0,\"data\":{{\"turn\":1,\"step\":1,\"index\":0,\"dt\":[{dt}],\"texts\":[{texts}]}}}}\n"
+    );
+    let report = import_bytes(dir.path(), format!("{HEADER}{line}").as_bytes()).unwrap();
+    assert_eq!(report.sessions[0].events, n as u64);
+}

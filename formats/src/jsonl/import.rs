@@ -16,7 +16,7 @@ use sessdb::{Error as StoreError, Event, Limits, SessionHeader, Store};
 
 use super::layout::{NO_CWD_DIR, RAW_FILE, ZSTD_FILE, session_dir};
 use super::lines::LineReader;
-use super::pack::{is_packed_row, unpack};
+use super::pack::{TOO_MANY_PIECES, is_packed_row, unpack};
 use crate::{Error, Progress, Result};
 
 /// What an import did.
@@ -238,6 +238,7 @@ pub(crate) fn read_session(file: &Path, limits: &Limits) -> Result<Scanned> {
         max_data_bytes: max_line,
     };
     let mut events: Vec<(Event, u64)> = Vec::new();
+    let mut expanded = 0u64;
     let mut bad: Option<(u64, String)> = None;
     let mut dropped = 0;
     while let Some(line) = reader.next_line()? {
@@ -270,6 +271,15 @@ pub(crate) fn read_session(file: &Path, limits: &Limits) -> Result<Scanned> {
             limits,
         ) {
             Ok(decoded) => {
+                expanded = decoded.iter().map(expanded_bytes).sum::<u64>() + expanded;
+                if expanded > MAX_SESSION_BYTES {
+                    return Err(corrupt(
+                        Some(line.number),
+                        format!(
+                            "the session expands past {MAX_SESSION_BYTES} bytes of events: refused to bound memory"
+                        ),
+                    ));
+                }
                 for e in decoded {
                     if !is_known_event_type(e.event_type()) && !e.ignorable() {
                         return Err(Error::UnsupportedFormat {
@@ -284,6 +294,9 @@ pub(crate) fn read_session(file: &Path, limits: &Limits) -> Result<Scanned> {
                     }
                     events.push((e, line.number));
                 }
+            }
+            Err(problem) if problem.ends_with(TOO_MANY_PIECES) => {
+                return Err(corrupt(Some(line.number), problem));
             }
             Err(problem) => {
                 bad = Some((line.number, problem));
@@ -322,6 +335,16 @@ fn read_header(file: &Path, bytes: &[u8]) -> Result<SessionHeader> {
             source: other,
         },
     })
+}
+
+/// The most bytes the events of one imported session may take once unpacked (their `data`
+/// plus a fixed per-event overhead): the importer holds a session in memory to store it whole,
+/// so this bounds its memory whatever the input's compression hides.
+pub const MAX_SESSION_BYTES: u64 = 1 << 30;
+
+/// Bytes an event is counted as against [`MAX_SESSION_BYTES`].
+fn expanded_bytes(e: &Event) -> u64 {
+    (e.data().len() + e.event_type().len() + 96) as u64
 }
 
 /// The events of one line, or why it is a bad line.

@@ -256,6 +256,14 @@ pub fn is_packed_row(row: &JsonRef<'_>) -> bool {
         .is_some_and(|t| Kind::from_row_type(&t).is_some())
 }
 
+/// The most pieces one packed row may hold. DSH packs the chunks of one write batch (200 ms
+/// of streaming) into a row, a few hundred at most; the cap keeps a tiny hostile row (ten
+/// million empty strings compress to a few KB) from expanding into gigabytes of events.
+pub const MAX_PIECES_PER_ROW: usize = 65_536;
+
+/// What [`unpack`] says of a row with more than [`MAX_PIECES_PER_ROW`] pieces.
+pub const TOO_MANY_PIECES: &str = "a packed row holds more than 65536 pieces";
+
 /// The member events of a packed row (validated JSON). `Err` says what is malformed.
 pub fn unpack(row: &JsonRef<'_>) -> Result<Vec<Event>, &'static str> {
     let kind = row
@@ -336,8 +344,11 @@ pub fn unpack(row: &JsonRef<'_>) -> Result<Vec<Event>, &'static str> {
         } else {
             "texts"
         })
-        .map(|a| a.elements().collect())
+        .map(|a| a.elements().take(MAX_PIECES_PER_ROW + 1).collect())
         .unwrap_or_default();
+    if pieces.len() > MAX_PIECES_PER_ROW {
+        return Err(TOO_MANY_PIECES);
+    }
     if pieces.is_empty() || pieces.iter().any(|p| p.kind() != JsonKind::String) {
         return Err("the pieces must be a non-empty array of strings");
     }
