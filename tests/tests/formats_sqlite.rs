@@ -169,3 +169,41 @@ fn an_invalid_row_is_named_and_nothing_is_stored() {
     assert!(err.to_string().contains("surface-op-required"), "{err}");
     assert!(s.list().is_empty());
 }
+
+#[test]
+fn an_input_database_is_only_read_nothing_appears_beside_it() {
+    let dir = tempfile::tempdir().unwrap();
+    // A name that needs escaping in a URI, and a database in WAL mode.
+    let db = exported(dir.path());
+    let odd = dir.path().join("in put?#%.sqlite");
+    std::fs::rename(&db, &odd).unwrap();
+    let conn = Connection::open(&odd).unwrap();
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal");
+    drop(conn);
+    let before: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    let copy = store();
+    let report = import_sqlite(&copy, &odd, &mut |_| {}).unwrap();
+    assert!(!report.sessions.is_empty());
+    let after: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(before, after, "no -wal or -shm beside the input");
+
+    // A write-ahead log with content holds rows the main file lacks: refused, not skipped.
+    let live = Connection::open(&odd).unwrap();
+    live.execute_batch(
+        "PRAGMA wal_autocheckpoint = 0; CREATE TABLE extra(x); INSERT INTO extra VALUES (1);",
+    )
+    .unwrap();
+    let err = import_sqlite(&store(), &odd, &mut |_| {}).unwrap_err();
+    assert!(matches!(err, Error::UnsupportedFormat { .. }), "{err}");
+    assert!(err.to_string().contains("write-ahead log"), "{err}");
+    drop(live);
+}

@@ -32,9 +32,22 @@ pub fn import_sqlite(
             std::io::Error::new(std::io::ErrorKind::NotFound, "no such file"),
         ));
     }
+    // An input is only read: opened read-only and immutable, so SQLite creates no `-wal` or
+    // `-shm` file beside it. Immutable means SQLite ignores a write-ahead log; one with
+    // content holds committed rows the main file lacks, so it is refused, not skipped.
+    let wal = wal_path(file);
+    if std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0) {
+        return Err(Error::UnsupportedFormat {
+            file: file.to_owned(),
+            found: format!("a write-ahead log beside it ({})", wal.display()),
+            expected: "a database whose log is checkpointed (sqlite3 FILE 'PRAGMA wal_checkpoint(TRUNCATE)')".into(),
+        });
+    }
     let conn = Connection::open_with_flags(
-        file,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        immutable_uri(file),
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_URI,
     )
     .map_err(&err)?;
     conn.execute_batch("PRAGMA trusted_schema = OFF;")
@@ -264,4 +277,27 @@ fn parse_op(v: &JsonRef<'_>) -> Option<SurfaceOp> {
         start: n("start")?,
         end: n("end")?,
     })
+}
+
+/// `FILE-wal`.
+fn wal_path(file: &Path) -> std::path::PathBuf {
+    let mut name = file.as_os_str().to_owned();
+    name.push("-wal");
+    std::path::PathBuf::from(name)
+}
+
+/// A `file:` URI opening `file` read-only and immutable, the path percent-encoded.
+fn immutable_uri(file: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let abs = std::path::absolute(file).unwrap_or_else(|_| file.to_owned());
+    let mut uri = String::from("file:");
+    for &b in abs.as_os_str().as_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-_.~".contains(&b) {
+            uri.push(char::from(b));
+        } else {
+            uri.push_str(&format!("%{b:02X}"));
+        }
+    }
+    uri.push_str("?mode=ro&immutable=1");
+    uri
 }
