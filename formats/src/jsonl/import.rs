@@ -271,7 +271,7 @@ pub(crate) fn read_session(file: &Path, limits: &Limits) -> Result<Scanned> {
             limits,
         ) {
             Ok(decoded) => {
-                expanded = decoded.iter().map(expanded_bytes).sum::<u64>() + expanded;
+                expanded += decoded.iter().map(expanded_bytes).sum::<u64>();
                 if expanded > MAX_SESSION_BYTES {
                     return Err(corrupt(
                         Some(line.number),
