@@ -174,3 +174,93 @@ fn a_row_at_the_piece_cap_still_imports() {
     let report = import_bytes(dir.path(), format!("{HEADER}{line}").as_bytes()).unwrap();
     assert_eq!(report.sessions[0].events, n as u64);
 }
+
+/// A store with one session `s` (cwd `/w`), for the export target checks.
+fn one_session() -> sessdb::Store {
+    let s = store();
+    let mut header = SessionHeader::new("s", 0);
+    header.cwd = Some("/w".into());
+    s.create_session(header, Vec::new()).unwrap();
+    s
+}
+
+fn all_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let t = e.file_type().unwrap();
+            if t.is_dir() {
+                stack.push(e.path());
+            }
+            out.push(e.path());
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn export_refuses_symbolic_links_on_the_way_out_of_its_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = dir.path().join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    let s = one_session();
+    // The root itself a link.
+    let root = dir.path().join("root-link");
+    std::os::unix::fs::symlink(&outside, &root).unwrap();
+    let err = export_jsonl(&s, &root, &ExportOptions::default(), &mut |_| {}).unwrap_err();
+    assert!(matches!(err, Error::Layout { .. }), "{err}");
+    // A session directory inside the root a link (also with --force).
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(root.join("--w--")).unwrap();
+    std::os::unix::fs::symlink(&outside, root.join("--w--").join("s")).unwrap();
+    for force in [false, true] {
+        let options = ExportOptions {
+            force,
+            ..ExportOptions::default()
+        };
+        let err = export_jsonl(&s, &root, &options, &mut |_| {}).unwrap_err();
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+    }
+    assert!(all_files(&outside).is_empty(), "nothing written outside");
+    // SQLite: the target file a link.
+    let target = dir.path().join("db.sqlite");
+    std::os::unix::fs::symlink(outside.join("x"), &target).unwrap();
+    let options = sessdb_formats::sqlite::SqliteExportOptions::default();
+    assert!(sessdb_formats::sqlite::export_sqlite(&s, &target, &options, &mut |_| {}).is_err());
+    assert!(all_files(&outside).is_empty());
+}
+
+#[test]
+fn export_refuses_an_unrelated_non_empty_directory_unless_forced() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = one_session();
+    let root = dir.path().join("home");
+    std::fs::create_dir(&root).unwrap();
+    std::fs::write(root.join("notes.txt"), b"mine").unwrap();
+    let err = export_jsonl(&s, &root, &ExportOptions::default(), &mut |_| {}).unwrap_err();
+    assert!(err.to_string().contains("--force"), "{err}");
+    assert_eq!(all_files(&root), vec![root.join("notes.txt")]);
+    let forced = ExportOptions {
+        force: true,
+        ..ExportOptions::default()
+    };
+    export_jsonl(&s, &root, &forced, &mut |_| {}).unwrap();
+    // An earlier export is a sessions root: exporting again needs no force.
+    let again = dir.path().join("again");
+    export_jsonl(&s, &again, &ExportOptions::default(), &mut |_| {}).unwrap();
+    export_jsonl(&s, &again, &ExportOptions::default(), &mut |_| {}).unwrap();
+}
+
+#[test]
+fn a_failed_export_leaves_no_temp_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = one_session();
+    let root = dir.path().join("root");
+    // The target file's name is taken by a directory: the final rename fails.
+    std::fs::create_dir_all(root.join("--w--").join("s").join("session.jsonl").join("x")).unwrap();
+    let before = all_files(&root);
+    assert!(export_jsonl(&s, &root, &ExportOptions::default(), &mut |_| {}).is_err());
+    assert_eq!(all_files(&root), before, "no temp file left behind");
+}

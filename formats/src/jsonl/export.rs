@@ -25,6 +25,9 @@ pub struct ExportOptions {
     pub pack: bool,
     /// Only these sessions (all when empty).
     pub sessions: Vec<String>,
+    /// Write into a non-empty root that does not look like a sessions root (other files or
+    /// directories in it). Symbolic links are refused even so.
+    pub force: bool,
 }
 
 impl Default for ExportOptions {
@@ -33,6 +36,7 @@ impl Default for ExportOptions {
             zstd: false,
             pack: true,
             sessions: Vec::new(),
+            force: false,
         }
     }
 }
@@ -51,8 +55,10 @@ pub struct ExportReport {
 /// Exports sessions of `store` under `root`.
 ///
 /// # Errors
-/// `SessionNotFound` for a chosen session that does not exist, `Layout` when the root holds
-/// the other encoding, I/O errors.
+/// `SessionNotFound` for a chosen session that does not exist; `Layout` when the root holds
+/// the other encoding, when the root or a directory or file inside it on the way is a
+/// symbolic link, or when the root is not empty and holds anything but project directories
+/// (`--…--`, `_no-cwd`: an earlier export or a DSH sessions root) unless `force`; I/O errors.
 pub fn export_jsonl(
     store: &Store,
     root: &Path,
@@ -60,6 +66,7 @@ pub fn export_jsonl(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<ExportReport> {
     let chosen = crate::select::chosen_sessions(store, &options.sessions)?;
+    check_root(root, options.force)?;
     check_one_encoding(root, options.zstd)?;
     let mut report = ExportReport::default();
     let mut done = Progress {
@@ -68,8 +75,11 @@ pub fn export_jsonl(
     };
     for info in chosen {
         let dir = session_dir(root, &info.header.id, info.header.cwd.as_deref());
-        std::fs::create_dir_all(&dir).map_err(|e| Error::io("create directory", &dir, e))?;
         let name = if options.zstd { ZSTD_FILE } else { RAW_FILE };
+        for on_the_way in [dir.parent().unwrap_or(root), &dir, &dir.join(name)] {
+            refuse_link(on_the_way)?;
+        }
+        std::fs::create_dir_all(&dir).map_err(|e| Error::io("create directory", &dir, e))?;
         let path = dir.join(name);
         let tmp = dir.join(temp_name(name));
         let storage = FsStorage::new(&dir);
@@ -113,6 +123,50 @@ pub fn export_jsonl(
         progress(done);
     }
     Ok(report)
+}
+
+/// A symbolic link anywhere on the way would take the export out of the root: refused.
+pub(crate) fn refuse_link(path: &Path) -> Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => Err(Error::Layout {
+            path: path.to_owned(),
+            problem: "is a symbolic link; an export writes only inside its target".into(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// The root is new, empty, or a sessions root (only project directories), unless forced; never
+/// a symbolic link, never a file.
+fn check_root(root: &Path, force: bool) -> Result<()> {
+    refuse_link(root)?;
+    let Ok(entries) = std::fs::read_dir(root) else {
+        if root.exists() {
+            return Err(Error::Layout {
+                path: root.to_owned(),
+                problem: "is not a directory".into(),
+            });
+        }
+        return Ok(());
+    };
+    if force {
+        return Ok(());
+    }
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let project = name == "_no-cwd"
+            || (name.len() >= 4 && name.starts_with("--") && name.ends_with("--"));
+        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+        if !(project && is_dir) {
+            return Err(Error::Layout {
+                path: root.to_owned(),
+                problem: format!(
+                    "holds {name:?}, which is not a project directory of a sessions root: not an earlier export; pass --force to write into it anyway"
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// A root holds one encoding only (DSH): refuse to add the other.

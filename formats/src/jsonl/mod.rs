@@ -1,7 +1,7 @@
 //! The DSH v0 JSONL session format: layout, packed chunk rows, export and import
 //! (`docs/FORMATS.md`).
 
-mod export;
+pub(crate) mod export;
 mod import;
 pub mod layout;
 mod lines;

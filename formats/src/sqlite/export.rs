@@ -54,6 +54,7 @@ pub fn export_sqlite(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<u64> {
     let chosen = crate::select::chosen_sessions(store, &options.sessions)?;
+    crate::jsonl::export::refuse_link(target)?;
     let dir = target
         .parent()
         .filter(|p| !p.as_os_str().is_empty())

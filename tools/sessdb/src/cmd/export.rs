@@ -25,6 +25,10 @@ pub struct Args {
     /// JSONL: one event per line, no packed chunk rows.
     #[arg(long, requires = "jsonl", conflicts_with = "sqlite")]
     no_pack: bool,
+    /// JSONL: write into a non-empty directory that is not a sessions root (symbolic links are
+    /// refused even so).
+    #[arg(long, requires = "jsonl", conflicts_with = "sqlite")]
+    force: bool,
     /// Only this session (repeatable); all when absent.
     #[arg(long = "session", value_name = "ID")]
     sessions: Vec<String>,
@@ -40,6 +44,7 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
                 zstd: a.zstd,
                 pack: !a.no_pack,
                 sessions: a.sessions.clone(),
+                force: a.force,
             };
             let r = export_jsonl(&store, dir, &options, &mut report_progress)?;
             (r.events, dir.clone())
