@@ -3,7 +3,8 @@
 //!
 //! Both directions preserve every event exactly (`data` bytes, provenance, surface op,
 //! `ignorable`, headers). Import validates every event with the engine's acceptance function,
-//! stores each session all-or-nothing, and appends nothing (no end-seed marker, no closers).
+//! validates every session of the input before it stores any (one refused or conflicting
+//! session and nothing is stored), and appends nothing (no end-seed marker, no closers).
 //!
 //! ```
 //! use std::sync::Arc;
@@ -31,6 +32,7 @@ pub mod jsonl;
 mod progress;
 mod select;
 pub mod sqlite;
+mod target;
 
 pub use error::{Error, Result};
 pub use progress::Progress;

@@ -264,3 +264,40 @@ fn a_failed_export_leaves_no_temp_file() {
     assert!(export_jsonl(&s, &root, &ExportOptions::default(), &mut |_| {}).is_err());
     assert_eq!(all_files(&root), before, "no temp file left behind");
 }
+
+#[test]
+fn a_multi_session_import_stores_nothing_when_any_session_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let source = store();
+    for id in ["a", "b", "c"] {
+        source
+            .create_session(SessionHeader::new(id, 0), Vec::new())
+            .unwrap();
+    }
+    let report = export_jsonl(&source, &root, &ExportOptions::default(), &mut |_| {}).unwrap();
+    // The last session read gets a line that breaks a rule, followed by a turn/end (so it is
+    // corruption, not a torn tail).
+    let (_, last) = report.files.last().unwrap();
+    let original = std::fs::read(last).unwrap();
+    let mut bytes = original.clone();
+    bytes.extend_from_slice(b"{\"type\":\"user/message\",\"seq\":1,\"time\":0,\"data\":{}}\n");
+    bytes.extend_from_slice(TURN_END.replace("\"seq\":1", "\"seq\":2").as_bytes());
+    std::fs::write(last, &bytes).unwrap();
+    let target = store();
+    assert!(import_jsonl(&target, &root, &mut |_| {}).is_err());
+    assert!(
+        target.list().is_empty(),
+        "nothing of the invocation is stored"
+    );
+
+    // A session the store already holds: refused before anything is written.
+    std::fs::write(last, &original).unwrap();
+    let target = store();
+    target
+        .create_session(SessionHeader::new("b", 0), Vec::new())
+        .unwrap();
+    let err = import_jsonl(&target, &root, &mut |_| {}).unwrap_err();
+    assert!(err.to_string().contains("\"b\""), "{err}");
+    assert_eq!(target.list().len(), 1, "only the session that was there");
+}

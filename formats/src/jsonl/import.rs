@@ -17,6 +17,7 @@ use sessdb::{Error as StoreError, Event, Limits, SessionHeader, Store};
 use super::layout::{NO_CWD_DIR, RAW_FILE, ZSTD_FILE, session_dir};
 use super::lines::LineReader;
 use super::pack::{TOO_MANY_PIECES, is_packed_row, unpack};
+use crate::target::{DryRun, RestoreTarget};
 use crate::{Error, Progress, Result};
 
 /// What an import did.
@@ -53,11 +54,23 @@ pub struct TornTail {
 /// Imports from a DSH sessions root, one session directory, or one `session.jsonl[.zstd]`
 /// file.
 ///
+/// Every session is read and validated first (a dry run that stores nothing), then stored:
+/// a refused session, or an id the store already holds, leaves the store untouched.
+///
 /// # Errors
 /// `Layout` for a root sessdb cannot read, `Corrupt`, `UnsupportedFormat`, `Invalid` naming
-/// file, line, seq and rule; sessions imported before the error stay imported.
+/// file, line, seq and rule; nothing is stored then.
 pub fn import_jsonl(
     store: &Store,
+    path: &Path,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<ImportReport> {
+    import_into(&DryRun::new(store), path, &mut |_| {})?;
+    import_into(store, path, progress)
+}
+
+fn import_into(
+    store: &dyn RestoreTarget,
     path: &Path,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<ImportReport> {
@@ -93,7 +106,7 @@ pub fn import_jsonl(
         let lines: Vec<u64> = events.iter().map(|(_, line)| *line).collect();
         let id = header.id.clone();
         store
-            .restore_session(header, events.into_iter().map(|(e, _)| e).collect())
+            .restore(header, events.into_iter().map(|(e, _)| e).collect())
             .map_err(|e| match e {
                 StoreError::Rejected { seq, .. } => Error::Invalid {
                     file: file.clone(),

@@ -12,15 +12,26 @@ use super::schema::{
     APPLICATION_ID, SCHEMA_VERSION, reference_objects, schema_objects, sqlite_err,
 };
 use crate::jsonl::{ImportReport, ImportedSession};
+use crate::target::{DryRun, RestoreTarget};
 use crate::{Error, Progress, Result};
 
 /// Imports every session of the database at `file`.
 ///
 /// # Errors
 /// `UnsupportedFormat` for another application id, user version or schema; `InvalidRow`
-/// naming the row, seq and rule; SQLite errors. Sessions imported before an error stay.
+/// naming the row, seq and rule; SQLite errors. Every session is validated before any is
+/// stored: after an error nothing is.
 pub fn import_sqlite(
     store: &Store,
+    file: &Path,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<ImportReport> {
+    import_into(&DryRun::new(store), file, &mut |_| {})?;
+    import_into(store, file, progress)
+}
+
+fn import_into(
+    store: &dyn RestoreTarget,
     file: &Path,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<ImportReport> {
@@ -159,7 +170,7 @@ pub fn import_sqlite(
             rowids.push(rowid);
         }
         let count = events.len() as u64;
-        store.restore_session(header, events).map_err(|e| match e {
+        store.restore(header, events).map_err(|e| match e {
             sessdb::Error::Rejected { seq, .. } => Error::InvalidRow {
                 file: file.to_owned(),
                 table: "events",

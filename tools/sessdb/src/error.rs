@@ -81,8 +81,7 @@ impl From<sessdb_formats::Error> for CliError {
             | E::InvalidRow { .. }
             | E::Corrupt { .. }
             | E::UnsupportedFormat { .. }
-            | E::Layout { .. } => CliError::new(code::REJECTED, e.to_string())
-                .hint("nothing of the refused session was stored"),
+            | E::Layout { .. } => CliError::new(code::REJECTED, e.to_string()),
             _ => CliError::new(code::OTHER, e.to_string()),
         }
     }

@@ -102,3 +102,24 @@ mod tests {
         assert_eq!(iso_time(-1), "1969-12-31T23:59:59.999Z");
     }
 }
+
+/// An id or name as the terminal shows it: unchanged when every character is printable, else
+/// with control and other unprintable characters escaped (`\n`, `\u{1b}`), so an id can forge
+/// no row and inject no terminal escape.
+pub fn shown(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.chars().all(|c| !c.is_control() && c != '\u{7f}') {
+        std::borrow::Cow::Borrowed(s)
+    } else {
+        std::borrow::Cow::Owned(
+            s.chars()
+                .map(|c| {
+                    if c.is_control() {
+                        c.escape_debug().to_string()
+                    } else {
+                        c.to_string()
+                    }
+                })
+                .collect(),
+        )
+    }
+}

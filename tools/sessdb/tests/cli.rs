@@ -239,6 +239,20 @@ fn import_every_fixture_then_export_and_reimport() {
     std::fs::write(&bad, text).unwrap();
     let err = fails(&["import", "fresh", "--jsonl", "bad.jsonl"], dir.path(), 4);
     assert!(err.contains("bad.jsonl:"), "{err}");
+    assert!(err.contains("nothing of this import was stored"), "{err}");
+    assert!(
+        !dir.path().join("fresh").exists(),
+        "a failed import into a new path leaves nothing"
+    );
+    // Into an existing directory that is not a store: only what the import created goes.
+    std::fs::create_dir(dir.path().join("mine")).unwrap();
+    std::fs::write(dir.path().join("mine/notes"), b"x").unwrap();
+    fails(&["import", "mine", "--jsonl", "bad.jsonl"], dir.path(), 4);
+    let left: Vec<_> = std::fs::read_dir(dir.path().join("mine"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, vec![std::ffi::OsString::from("notes")]);
     // Usage errors.
     fails(&["import", "store"], dir.path(), 2);
     fails(
@@ -337,4 +351,25 @@ fn help_version_and_usage() {
     fails(&["no-such-command"], dir.path(), 2);
     fails(&["show"], dir.path(), 2);
     assert!(ok(&["export", "--help"], dir.path()).contains("--no-pack"));
+}
+
+#[test]
+fn ids_with_control_characters_are_shown_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let evil = "evil\nsession-forged      999\u{1b}[2J";
+    let store = Store::open(dir.path().join("store"), StoreOptions::default()).unwrap();
+    store
+        .create_session(sessdb::SessionHeader::new(evil, 0), Vec::new())
+        .unwrap();
+    store.close().unwrap();
+    drop(store);
+    let out = ok(&["ls", "store"], dir.path());
+    assert_eq!(out.lines().count(), 2, "a header and one row: {out}");
+    assert!(!out.contains('\u{1b}'), "no terminal escape: {out:?}");
+    assert!(out.contains("evil\\nsession-forged"), "{out}");
+    // JSON output stays exact (escaped by JSON itself).
+    let text = ok(&["ls", "store", "--json"], dir.path());
+    let listed = json(&text);
+    let first = listed.elements().next().unwrap();
+    assert_eq!(first.get("id").unwrap().as_str().unwrap(), evil);
 }

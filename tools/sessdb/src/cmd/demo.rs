@@ -15,7 +15,7 @@ use sessdb_workload::{WorkloadSpec, generate};
 
 use crate::cmd::{is_store, open_writer};
 use crate::error::{CliError, CliResult, code};
-use crate::out::{note, println};
+use crate::out::{note, println, shown};
 
 /// The file that marks a directory as the demo's own, so running the demo again may replace it.
 const MARKER: &str = "SESSDB-DEMO";
@@ -147,10 +147,10 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
     for s in &sessions {
         println(&format!(
             "{:<32} {:>7} {:>8}  {}",
-            s.header.id,
+            shown(&s.header.id),
             s.events,
             s.surface_len,
-            s.header.parent_session.as_deref().unwrap_or("-")
+            shown(s.header.parent_session.as_deref().unwrap_or("-"))
         ));
     }
     println("");

@@ -4,7 +4,7 @@ use sessdb::{ForkSpec, StoreOptions};
 
 use crate::cmd::{PathArg, open_writer};
 use crate::error::{CliResult, code};
-use crate::out::println;
+use crate::out::{println, shown};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -33,6 +33,6 @@ pub fn run(a: &Args) -> CliResult {
     let close = store.close();
     let child = result?;
     close?;
-    println(&child);
+    println(&shown(&child));
     Ok(code::OK)
 }

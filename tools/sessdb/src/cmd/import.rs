@@ -4,8 +4,8 @@ use sessdb::StoreOptions;
 use sessdb_formats::jsonl::import_jsonl;
 use sessdb_formats::sqlite::import_sqlite;
 
-use crate::cmd::{PathArg, open_writer};
-use crate::error::{CliResult, code};
+use crate::cmd::{PathArg, is_store, open_writer};
+use crate::error::{CliError, CliResult, code};
 use crate::out::{bar, note, update};
 
 #[derive(Debug, clap::Args)]
@@ -22,6 +22,30 @@ pub struct Args {
 }
 
 pub fn run(a: &Args, quiet: bool) -> CliResult {
+    // A failed import into a path that held no store leaves nothing behind.
+    let existed = a.store.exists();
+    let was_store = is_store(&a.store);
+    let parts = ["segments", "checkpoints", "LOCK"];
+    let new_parts: Vec<_> = parts
+        .iter()
+        .map(|p| a.store.join(p))
+        .filter(|p| !p.exists())
+        .collect();
+    let result = import(a, quiet);
+    if result.is_err() && !was_store {
+        // Best effort: the error being reported matters more than a failed clean-up.
+        if existed {
+            for p in new_parts {
+                let _ = std::fs::remove_dir_all(&p).or_else(|_| std::fs::remove_file(&p));
+            }
+        } else {
+            let _ = std::fs::remove_dir_all(&a.store);
+        }
+    }
+    result
+}
+
+fn import(a: &Args, quiet: bool) -> CliResult {
     let store = open_writer(&a.store, StoreOptions::default())?;
     let progress = bar(quiet, "importing");
     let mut report_progress = |p| update(&progress, p);
@@ -34,7 +58,15 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
         b.finish_and_clear();
     }
     let close = store.close();
-    let report = report?;
+    drop(store);
+    let report = report.map_err(|e| {
+        let err = CliError::from(e);
+        if err.code == code::REJECTED {
+            err.hint("nothing of this import was stored")
+        } else {
+            err
+        }
+    })?;
     close?;
     let events: u64 = report.sessions.iter().map(|s| s.events).sum();
     note(

@@ -2,7 +2,7 @@
 
 use crate::cmd::{PathArg, open_existing};
 use crate::error::{CliResult, code};
-use crate::out::{iso_time, json_opt, json_opt_str, json_str, println};
+use crate::out::{iso_time, json_opt, json_opt_str, json_str, println, shown};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -35,17 +35,36 @@ pub fn run(a: &Args) -> CliResult {
         println(&format!("[{}]", rows.join(",")));
         return Ok(code::OK);
     }
+    // Columns sized to the data; ids shown escaped.
+    let ids: Vec<String> = sessions
+        .iter()
+        .map(|s| shown(&s.header.id).into_owned())
+        .collect();
+    let parents: Vec<String> = sessions
+        .iter()
+        .map(|s| shown(s.header.parent_session.as_deref().unwrap_or("-")).into_owned())
+        .collect();
+    let w_id = ids
+        .iter()
+        .map(|i| i.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(2);
+    let w_parent = parents
+        .iter()
+        .map(|p| p.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(6);
     println(&format!(
-        "{:<32} {:>8} {:>8}  {:<24} {:<24} {:<24}",
-        "ID", "EVENTS", "SURFACE", "PARENT", "CREATED", "LAST EVENT"
+        "{:<w_id$} {:>8} {:>8}  {:<w_parent$} {:<24} LAST EVENT",
+        "ID", "EVENTS", "SURFACE", "PARENT", "CREATED"
     ));
-    for s in sessions {
+    for ((s, id), parent) in sessions.iter().zip(&ids).zip(&parents) {
         println(&format!(
-            "{:<32} {:>8} {:>8}  {:<24} {:<24} {:<24}",
-            s.header.id,
+            "{id:<w_id$} {:>8} {:>8}  {parent:<w_parent$} {:<24} {}",
             s.events,
             s.surface_len,
-            s.header.parent_session.as_deref().unwrap_or("-"),
             iso_time(s.header.created_at),
             s.last_time.map_or_else(|| "-".to_owned(), iso_time)
         ));

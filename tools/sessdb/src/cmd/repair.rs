@@ -6,7 +6,7 @@ use sessdb::store::{DamageRepair, SalvageReport, salvage_plan};
 
 use crate::cmd::{PathArg, is_store, open_writer};
 use crate::error::{CliError, CliResult, code};
-use crate::out::println;
+use crate::out::{println, shown};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -83,7 +83,7 @@ pub fn run(a: &Args) -> CliResult {
         closed += 1;
         println(&format!(
             "closed the open turn of {}: {} closer(s), end-seed marker {}",
-            info.header.id.escape_debug(),
+            shown(&info.header.id),
             r.closers.len(),
             r.end_seed
                 .map_or_else(|| "already there".to_owned(), |s| format!("at seq {s}"))
@@ -128,7 +128,7 @@ fn print_salvage(r: &SalvageReport, dry_run: bool) {
         };
         println(&format!(
             "session {}: {kept}; loses seqs from {}{through}",
-            s.session.escape_debug(),
+            shown(&s.session),
             s.kept
         ));
     }
