@@ -90,19 +90,6 @@ pub fn note(quiet: bool, text: &str) {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn iso_times() {
-        assert_eq!(iso_time(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(iso_time(1_767_225_600_123), "2026-01-01T00:00:00.123Z");
-        assert_eq!(iso_time(951_782_400_000), "2000-02-29T00:00:00.000Z");
-        assert_eq!(iso_time(-1), "1969-12-31T23:59:59.999Z");
-    }
-}
-
 /// An id or name as the terminal shows it: unchanged when every character is printable, else
 /// with control and other unprintable characters escaped (`\n`, `\u{1b}`), so an id can forge
 /// no row and inject no terminal escape.
@@ -121,5 +108,18 @@ pub fn shown(s: &str) -> std::borrow::Cow<'_, str> {
                 })
                 .collect(),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iso_times() {
+        assert_eq!(iso_time(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(iso_time(1_767_225_600_123), "2026-01-01T00:00:00.123Z");
+        assert_eq!(iso_time(951_782_400_000), "2000-02-29T00:00:00.000Z");
+        assert_eq!(iso_time(-1), "1969-12-31T23:59:59.999Z");
     }
 }
