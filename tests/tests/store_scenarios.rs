@@ -807,7 +807,64 @@ fn a_checkpoint_newer_than_a_readers_view_is_not_damage_but_missing_vouched_reco
     }
 }
 
+fn preallocated_space_is_a_clean_end_not_a_torn_tail(storage: &Backend) {
+    let options = StoreOptions {
+        preallocate_bytes: 4096,
+        segment_bytes_max: 16_384,
+        ..opts()
+    };
+    let mut store = Store::open_with(storage.storage(), options.clone()).unwrap();
+    workload(&mut store);
+    let before = dump(&store);
+    let log_bytes = store.stats().log_bytes;
+    drop(store);
+    let mut segments: Vec<(String, Vec<u8>)> = storage
+        .files()
+        .into_iter()
+        .filter(|(p, _)| p.starts_with("segments/"))
+        .collect();
+    segments.sort();
+    assert!(segments.len() >= 3, "rolls happened");
+    // Sealed segments are exactly their records; the active one ends in allocated zeros.
+    let lsn = |p: &str| -> u64 { p[9..29].parse().unwrap() };
+    for pair in segments.windows(2) {
+        assert_eq!(
+            lsn(&pair[0].0) + pair[0].1.len() as u64 - SEGMENT_HEADER_LEN as u64,
+            lsn(&pair[1].0),
+            "{} is exact",
+            pair[0].0
+        );
+    }
+    let (last_path, last) = segments.last().unwrap().clone();
+    let used = (log_bytes - lsn(&last_path)) as usize + SEGMENT_HEADER_LEN;
+    assert!(last.len() > used, "the active segment has allocated space");
+    assert!(last[used..].iter().all(|&b| b == 0));
+    // A reader sees a clean end; a writer reopens without cutting anything.
+    let reader = Store::open_read_only_with(storage.storage(), options.clone()).unwrap();
+    assert_eq!(reader.open_report().torn_tail_ignored, 0);
+    assert_eq!(reader.stats().log_bytes, log_bytes);
+    assert_eq!(dump(&reader), before);
+    drop(reader);
+    let report = verify(storage.storage()).unwrap();
+    assert!(
+        report.ok() && report.incomplete_tail_bytes == 0,
+        "{report:?}"
+    );
+    let store = Store::open_with(storage.storage(), options.clone()).unwrap();
+    assert_eq!(store.open_report().bytes_truncated, 0);
+    assert_eq!(dump(&store), before);
+    drop(store);
+    // A frame header torn inside the allocated space is still a torn tail, cut.
+    let mut torn = last.clone();
+    torn[used..used + 6].copy_from_slice(&[0x30, 0, 0, 0, 0x12, 0x34]);
+    let image = storage.image_with(&last_path, &torn);
+    let store = Store::open_with(image.storage(), options).unwrap();
+    assert!(store.open_report().bytes_truncated > 0);
+    assert_eq!(dump(&store), before);
+}
+
 on_both_storages!(
+    preallocated_space_is_a_clean_end_not_a_torn_tail,
     a_checkpoint_newer_than_a_readers_view_is_not_damage_but_missing_vouched_records_are,
     a_workload_reads_back_the_same_after_reopen_and_matches_the_model,
     replay_without_any_checkpoint_gives_the_same_state,

@@ -300,11 +300,16 @@ pub(crate) fn skip_value(b: &[u8], pos: usize) -> usize {
 
 fn skip_string(b: &[u8], pos: usize) -> usize {
     let mut i = pos + 1;
-    while let Some(&c) = b.get(i) {
-        match c {
-            b'\\' => i += 2,
-            b'"' => return i + 1,
-            _ => i += 1,
+    // Jump from one quote or backslash to the next (SIMD search): strings are most of the
+    // bytes of event data.
+    while let Some(found) = b
+        .get(i..)
+        .and_then(|rest| memchr::memchr2(b'"', b'\\', rest))
+    {
+        i += found;
+        match b.get(i) {
+            Some(b'\\') => i += 2,
+            _ => return i + 1,
         }
     }
     b.len()

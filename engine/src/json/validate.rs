@@ -240,6 +240,18 @@ impl Validator<'_> {
     fn string(&mut self) -> Result<(), JsonError> {
         self.pos += 1; // opening quote
         loop {
+            // Fast path: the run up to the next quote or backslash (SIMD search), checked for
+            // control characters in one vectorizable pass.
+            if let Some(run) = self
+                .b
+                .get(self.pos..)
+                .and_then(|rest| memchr::memchr2(b'"', b'\\', rest))
+            {
+                let span = self.b.get(self.pos..self.pos + run).unwrap_or_default();
+                if !span.iter().any(|&c| c < 0x20) {
+                    self.pos += run;
+                }
+            }
             let Some(c) = self.peek() else {
                 return self.fail(JsonErrorKind::Syntax("unterminated string"));
             };

@@ -305,6 +305,16 @@ impl StorageFile for CrashFile {
     fn view(&self) -> io::Result<FileView> {
         self.with(None, |f| Ok(FileView::owned(f.live.clone())))
     }
+
+    fn preallocate(&self, len: u64) -> io::Result<()> {
+        self.with(Some("preallocate"), |f| {
+            let len = usize::try_from(len).map_err(|_| io::ErrorKind::InvalidInput)?;
+            if f.live.len() < len {
+                f.live.resize(len, 0);
+            }
+            Ok(())
+        })
+    }
 }
 
 #[cfg(test)]

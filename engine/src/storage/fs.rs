@@ -125,6 +125,13 @@ impl StorageFile for FsFile {
         self.file.sync_data()
     }
 
+    fn preallocate(&self, len: u64) -> io::Result<()> {
+        if self.len()? >= len {
+            return Ok(());
+        }
+        super::mmap::preallocate(&self.file, len)
+    }
+
     fn view(&self) -> io::Result<FileView> {
         if self.len()? == 0 {
             return Ok(FileView::owned(Vec::new()));

@@ -204,4 +204,13 @@ impl StorageFile for MemFile {
     fn view(&self) -> io::Result<FileView> {
         Ok(FileView::owned(self.data.lock().clone()))
     }
+
+    fn preallocate(&self, len: u64) -> io::Result<()> {
+        let len = usize::try_from(len).map_err(|_| io::ErrorKind::InvalidInput)?;
+        let mut data = self.data.lock();
+        if data.len() < len {
+            data.resize(len, 0);
+        }
+        Ok(())
+    }
 }

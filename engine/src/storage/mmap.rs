@@ -1,4 +1,5 @@
-//! The one place in sessdb that uses `unsafe`: mapping a sealed segment into memory.
+//! The one place in sessdb that uses `unsafe`: mapping a sealed segment into memory, and
+//! allocating the active segment's space ahead of its writes.
 
 #![allow(unsafe_code)]
 
@@ -26,4 +27,33 @@ pub(crate) fn map_sealed(file: &File) -> io::Result<memmap2::Mmap> {
     //   created, so it never has a torn tail, even when open removes an interrupted successor.
     // - The single writer holds the store's lock for all of this.
     unsafe { memmap2::Mmap::map(file) }
+}
+
+/// Allocates the file's blocks up to `len` bytes (extending it with zeros), so appends within
+/// that space neither allocate blocks nor change the file size: `fdatasync` then has no inode
+/// to write, and an append never waits for one being written. A file system that cannot
+/// allocate ahead (`EOPNOTSUPP`) is left as it is: appends then extend the file as before.
+/// A full disk is an error here, at allocation, never later.
+#[cfg(target_os = "linux")]
+pub(crate) fn preallocate(file: &File, len: u64) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let len =
+        libc::off_t::try_from(len).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: `fallocate` reads no memory of ours; the descriptor is owned by `file`, which
+    // outlives the call. Mode 0 allocates and extends the size; it never discards data.
+    let rc = unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len) };
+    if rc == 0 {
+        return Ok(());
+    }
+    let err = io::Error::last_os_error();
+    match err.raw_os_error() {
+        Some(libc::EOPNOTSUPP) => Ok(()),
+        _ => Err(err),
+    }
+}
+
+/// Elsewhere appends extend the file as they go.
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn preallocate(_file: &File, _len: u64) -> io::Result<()> {
+    Ok(())
 }

@@ -131,6 +131,13 @@ pub trait StorageFile: Send + Sync + std::fmt::Debug {
     /// # Errors
     /// I/O errors.
     fn view(&self) -> io::Result<FileView>;
+
+    /// Allocates space up to `len` bytes, extending the file with zeros if it is shorter
+    /// (never shortening it). The active segment is allocated ahead of its appends.
+    ///
+    /// # Errors
+    /// I/O errors (a full disk).
+    fn preallocate(&self, len: u64) -> io::Result<()>;
 }
 
 /// The directory part of `path` (`""` for the root).

@@ -274,18 +274,13 @@ impl Store {
             )
         };
         let segs = self.inner.segments.all();
-        let log_bytes = self.inner.tail.lock().as_ref().map_or_else(
-            || {
-                segs.last().map_or(0, |s| {
-                    s.first_lsn
-                        + s.file
-                            .len()
-                            .unwrap_or(0)
-                            .saturating_sub(crate::codec::segment::SEGMENT_HEADER_LEN as u64)
-                })
-            },
-            |t| t.next_lsn,
-        );
+        // Read-only: where the last scan ended (the file may hold allocated space beyond).
+        let log_bytes = self
+            .inner
+            .tail
+            .lock()
+            .as_ref()
+            .map_or_else(|| self.inner.read_end.lock().0, |t| t.next_lsn);
         let ck = self.inner.ckpt.lock();
         StoreStats {
             sessions,

@@ -4,8 +4,8 @@
 
 use super::checkpoint;
 use super::inner::Inner;
+use crate::Result;
 use crate::codec::checkpoint::{CheckpointMeta, checkpoint_path};
-use crate::{Error, Result};
 
 impl Inner {
     pub(super) fn checkpoint(&self, full: bool) -> Result<Option<CheckpointMeta>> {
@@ -22,11 +22,9 @@ impl Inner {
         if tail.next_lsn == ck.covered_lsn && ck.generation > 0 && !full {
             return Ok(None);
         }
-        // Never ahead of the durable log: sync what the checkpoint covers first.
-        if let Err(e) = tail.active.file.sync_data() {
-            return self.poison(Error::io("sync", &tail.active.path, e));
-        }
-        *self.synced_lsn.lock() = tail.next_lsn;
+        // Never ahead of the durable log: sync what the checkpoint covers first (through
+        // group commit, so no two syncs of the log ever run at once).
+        self.sync_to(tail.next_lsn)?;
         let full = full
             || ck.generation == 0
             || ck.deltas_since_full + 1 >= self.options.checkpoint_merge_every;

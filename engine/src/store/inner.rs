@@ -2,7 +2,7 @@
 //! catalog, and the bookkeeping of syncs and checkpoints. `write`, `checkpointing`, `scan`
 //! and `read` add its behaviour; the [`Store`](super::Store) API wraps it.
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
@@ -23,6 +23,18 @@ pub(crate) struct CheckpointState {
     pub(crate) bytes_since: u64,
 }
 
+/// Group commit's shared state.
+#[derive(Debug, Default)]
+pub(crate) struct SyncState {
+    /// Everything before this LSN is durable.
+    pub(crate) durable: u64,
+    /// A leader is in `fdatasync` now.
+    pub(crate) leader: bool,
+}
+
+/// The file group commit syncs, and its path for errors.
+pub(crate) type ActiveFile = (Arc<dyn crate::storage::StorageFile>, String);
+
 #[derive(Debug)]
 pub(crate) struct Inner {
     pub(crate) storage: Arc<dyn Storage>,
@@ -35,7 +47,15 @@ pub(crate) struct Inner {
     /// Read-only stores: where the last scan stopped, and the last record seen.
     pub(crate) read_end: Mutex<(u64, Option<(u64, u32)>)>,
     pub(crate) catalog: RwLock<Catalog>,
-    pub(crate) synced_lsn: Mutex<u64>,
+    /// Group commit: the durable log end and whether a leader is syncing; followers wait on
+    /// `sync_done`.
+    pub(crate) sync_state: Mutex<SyncState>,
+    pub(crate) sync_done: Condvar,
+    /// The log end after the last record written (set under `tail`, read lock-free by group
+    /// commit's leader after it takes the sync role).
+    pub(crate) written_lsn: AtomicU64,
+    /// The active segment's file and path (replaced under `tail` at a roll; innermost lock).
+    pub(crate) active: Mutex<Option<ActiveFile>>,
     pub(crate) poisoned: Mutex<Option<String>>,
     pub(crate) ckpt: Mutex<CheckpointState>,
     pub(crate) changes: (Mutex<u64>, Condvar),

@@ -159,6 +159,9 @@ pub(super) fn open(
         e.state.surface.shrink_to_fit();
     }
     let synced = tail.as_ref().map_or(0, |t| t.next_lsn);
+    let active = tail
+        .as_ref()
+        .map(|t| (Arc::clone(&t.active.file), t.active.path.clone()));
     Ok(Inner {
         storage,
         options,
@@ -168,7 +171,13 @@ pub(super) fn open(
         tail: Mutex::new(tail),
         read_end: Mutex::new((end, last_record)),
         catalog: RwLock::new(catalog),
-        synced_lsn: Mutex::new(synced),
+        sync_state: Mutex::new(super::inner::SyncState {
+            durable: synced,
+            leader: false,
+        }),
+        sync_done: Condvar::new(),
+        written_lsn: std::sync::atomic::AtomicU64::new(synced),
+        active: Mutex::new(active),
         poisoned: Mutex::new(None),
         ckpt: Mutex::new(ck_state),
         changes: (Mutex::new(0), Condvar::new()),
@@ -226,6 +235,10 @@ fn choose_checkpoint(
             continue;
         }
         if let Err(why) = confirm(segments, meta) {
+            if read_only && why == NOT_WRITTEN {
+                // Where it points is still allocated space in this view: written later.
+                continue;
+            }
             report
                 .checkpoints_discarded
                 .push(format!("{}: {why}", checkpoint_path(g)));
@@ -266,6 +279,7 @@ fn choose_checkpoint(
 }
 
 const STALE: &str = "the log has another record where it points (stale checkpoint)";
+const NOT_WRITTEN: &str = "the log holds only zeros where it points";
 
 /// Whether a checkpoint header vouches for the log before its covered LSN: its named record is
 /// there, damaged, or missing — anything but another valid record.
@@ -303,6 +317,9 @@ fn confirm(segments: &SegmentList, meta: &CheckpointMeta) -> std::result::Result
     seg.file
         .read_at(&mut head, at)
         .map_err(|_| "the record it names is not in the log")?;
+    if head.iter().all(|&b| b == 0) {
+        return Err(NOT_WRITTEN);
+    }
     let len = u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as usize;
     let mut frame = vec![0u8; FRAME_HEADER_LEN + len.min(1 << 30)];
     seg.file

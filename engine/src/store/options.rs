@@ -28,9 +28,14 @@ pub struct StoreOptions {
     pub checkpoint_interval_bytes: u64,
     /// Every this many delta checkpoints, a full one is written instead. Default 8.
     pub checkpoint_merge_every: u32,
-    /// With `true`, open keeps everything before the first corrupt record and drops the rest
-    /// (reported) instead of failing with `Corruption`.
+    /// With `true`, a writable open salvages instead of failing with `Corruption`: damaged
+    /// records are skipped, only the sessions with events in them are cut (each at its last
+    /// intact event), everything else is kept (`OpenReport::salvaged` says what was lost).
     pub salvage: bool,
+    /// The active segment's space is allocated this far ahead of its appends (`fallocate`),
+    /// so an append neither allocates blocks nor grows the file and `fdatasync` has no inode
+    /// to write. 0: appends extend the file. Default 1 MiB.
+    pub preallocate_bytes: u64,
     /// With `true`, open ignores checkpoints and replays the whole log (verification).
     pub ignore_checkpoints: bool,
     /// Bounds on accepted events.
@@ -48,6 +53,7 @@ impl Default for StoreOptions {
             checkpoint_interval_bytes: 64 << 20,
             checkpoint_merge_every: 8,
             salvage: false,
+            preallocate_bytes: 1 << 20,
             ignore_checkpoints: false,
             limits: Limits::default(),
             clock: Clock::default(),
@@ -63,6 +69,8 @@ impl StoreOptions {
             segment_bytes_max: 4096,
             checkpoint_interval_bytes: 8192,
             checkpoint_merge_every: 3,
+            // Tests reason about file lengths; preallocation has its own tests.
+            preallocate_bytes: 0,
             ..Self::default()
         }
     }

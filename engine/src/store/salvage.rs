@@ -298,6 +298,8 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
                 FrameCheck::Valid {
                     kind, frame_len, ..
                 } => (kind, frame_len),
+                // Preallocated space of the active segment: its end.
+                _ if last && frame_lsn >= durable && rest.iter().all(|&b| b == 0) => break,
                 ref damaged => {
                     let from = match damaged {
                         FrameCheck::BadLength => pos + FRAME_HEADER_LEN,

@@ -58,10 +58,6 @@ pub(super) fn scan(
         if stops_here {
             len = len.min(seg.offset_of(stop_lsn));
         }
-        let mut bytes = vec![0u8; usize::try_from(len).unwrap_or(0)];
-        seg.file
-            .read_at(&mut bytes, 0)
-            .map_err(|e| Error::io("read", &seg.path, e))?;
         let mut pos = usize::try_from(seg.offset_of(end_lsn.max(seg.first_lsn))).map_err(|_| {
             Error::corruption(
                 &seg.path,
@@ -69,8 +65,15 @@ pub(super) fn scan(
                 CorruptionKind::Inconsistent("a position past the address space"),
             )
         })?;
+        // Only the bytes from where the scan starts: what a checkpoint covers is not re-read.
+        let base = pos;
+        let file_len = usize::try_from(len).unwrap_or(0).max(base);
+        let mut bytes = vec![0u8; file_len - base];
+        seg.file
+            .read_at(&mut bytes, base as u64)
+            .map_err(|e| Error::io("read", &seg.path, e))?;
         loop {
-            let rest = bytes.get(pos..).unwrap_or_default();
+            let rest = bytes.get(pos - base..).unwrap_or_default();
             let check = check_frame(rest, options.record_bytes_max);
             let lsn = seg.first_lsn + (pos - SEGMENT_HEADER_LEN) as u64;
             let stop = match check {
@@ -94,15 +97,18 @@ pub(super) fn scan(
                         Err(kind) => Some(TailAction::Corrupt(kind)),
                     }
                 }
+                // The active segment's preallocated space beyond every durable mark: a clean
+                // end, not a torn tail (vouched zeros stay corruption, below).
+                _ if is_last && lsn >= durable_lsn && rest.iter().all(|&b| b == 0) => None,
                 ref damaged => {
                     let from = match damaged {
                         FrameCheck::BadLength => pos + FRAME_HEADER_LEN,
                         FrameCheck::BadChecksum { frame_len }
                         | FrameCheck::UnknownKind { frame_len, .. } => pos + frame_len,
-                        _ => bytes.len(),
+                        _ => file_len,
                     };
                     let zeros_after = bytes
-                        .get(from..)
+                        .get(from.saturating_sub(base)..)
                         .unwrap_or_default()
                         .iter()
                         .all(|&b| b == 0);
@@ -128,9 +134,9 @@ pub(super) fn scan(
                         seg.file
                             .sync_data()
                             .map_err(|e| Error::io("sync", &seg.path, e))?;
-                        report.bytes_truncated += (bytes.len() - pos) as u64;
+                        report.bytes_truncated += (file_len - pos) as u64;
                     } else {
-                        report.torn_tail_ignored += (bytes.len() - pos) as u64;
+                        report.torn_tail_ignored += (file_len - pos) as u64;
                     }
                     break;
                 }
@@ -143,10 +149,15 @@ pub(super) fn scan(
             let active = Arc::clone(seg);
             let next_lsn = seg.first_lsn + (pos - SEGMENT_HEADER_LEN) as u64;
             *end = next_lsn;
+            let allocated = active
+                .file
+                .len()
+                .map_err(|e| Error::io("stat", &active.path, e))?;
             return Ok((!read_only).then_some(Tail {
                 active,
                 next_lsn,
                 last_record: *last_record,
+                allocated,
             }));
         }
         end_lsn = segs[i + 1].first_lsn;

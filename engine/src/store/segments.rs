@@ -151,6 +151,8 @@ pub(crate) struct Tail {
     pub(crate) next_lsn: u64,
     /// LSN and frame checksum of the last record written (the checkpoint links to it).
     pub(crate) last_record: Option<(u64, u32)>,
+    /// The active segment file's length: space allocated ahead of `next_lsn` is zeros.
+    pub(crate) allocated: u64,
 }
 
 impl Tail {
@@ -160,7 +162,12 @@ impl Tail {
     }
 
     /// Writes one encoded frame; returns its LSN. Rolls first if the active segment is
-    /// non-empty and the frame would cross the size limit.
+    /// non-empty and the frame would cross the size limit; allocates the segment's space
+    /// `preallocate` bytes ahead when the frame would pass what is allocated.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the write path threads the store's settings explicitly"
+    )]
     pub(crate) fn write_frame(
         &mut self,
         storage: &dyn Storage,
@@ -168,6 +175,7 @@ impl Tail {
         frame: &[u8],
         crc: u32,
         segment_bytes_max: u64,
+        preallocate: u64,
         now_ms: i64,
     ) -> Result<u64> {
         if self.active_bytes() > 0
@@ -178,6 +186,16 @@ impl Tail {
         }
         let lsn = self.next_lsn;
         let at = self.active.offset_of(lsn);
+        let end = at + frame.len() as u64;
+        if preallocate > 0 && end > self.allocated {
+            // Never past the roll point (plus this frame, when one frame alone is larger).
+            let target = (end + preallocate).min(segment_bytes_max.max(end));
+            self.active
+                .file
+                .preallocate(target)
+                .map_err(|e| Error::io("allocate", &self.active.path, e))?;
+            self.allocated = target;
+        }
         self.active
             .file
             .write_at(frame, at)
@@ -189,6 +207,16 @@ impl Tail {
 
     /// Seals the active segment and starts the next one.
     fn roll(&mut self, storage: &dyn Storage, segments: &SegmentList, now_ms: i64) -> Result<()> {
+        // A sealed segment is exactly its records (the next one's LSN continues from its
+        // length); its allocated space goes before the sync that makes it durable. Nothing
+        // maps the active segment, so cutting it is safe (`storage/mmap.rs`).
+        let used = self.active.offset_of(self.next_lsn);
+        if self.allocated > used {
+            self.active
+                .file
+                .set_len(used)
+                .map_err(|e| Error::io("truncate", &self.active.path, e))?;
+        }
         self.active
             .file
             .sync_data()
@@ -197,6 +225,7 @@ impl Tail {
         self.active.seal();
         segments.push(Arc::clone(&next));
         self.active = next;
+        self.allocated = SEGMENT_HEADER_LEN as u64;
         Ok(())
     }
 }

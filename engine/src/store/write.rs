@@ -79,10 +79,23 @@ impl Inner {
             &frame,
             crc,
             self.options.segment_bytes_max,
+            self.options.preallocate_bytes,
             now,
         ) {
             Ok(lsn) => {
                 self.ckpt.lock().bytes_since += frame.len() as u64;
+                {
+                    // A roll changed the active file: group commit syncs the new one.
+                    let mut active = self.active.lock();
+                    if active
+                        .as_ref()
+                        .is_none_or(|(f, _)| !Arc::ptr_eq(f, &tail.active.file))
+                    {
+                        *active = Some((Arc::clone(&tail.active.file), tail.active.path.clone()));
+                    }
+                }
+                // Published after the bytes are written: a sync that reads it covers them.
+                self.written_lsn.store(tail.next_lsn, Ordering::Release);
                 Ok((lsn, offsets, tail.next_lsn))
             }
             Err(e) => self.poison(e),
@@ -102,39 +115,46 @@ impl Inner {
         Ok(())
     }
 
-    /// Group commit: one `fdatasync` makes everything written so far durable; appenders that
-    /// wait meanwhile find their record already covered.
+    /// Group commit: the appender that finds no sync running becomes the leader, reads the
+    /// log end *then*, and makes everything written up to it durable with one `fdatasync`,
+    /// without holding any lock (writers keep encoding and writing meanwhile). Followers wait
+    /// for the leader's round and return as soon as it covers them, without a round of their
+    /// own; the first one not covered leads the next round. After a failed `fdatasync` every
+    /// waiter not already covered gets `Poisoned` (fsyncgate: the failed sync may have
+    /// dropped dirty pages that a later sync would report as written).
     pub(super) fn sync_to(&self, lsn: u64) -> Result<()> {
-        // Lock order everywhere: `tail` before `synced_lsn` (a checkpoint holds `tail` and
-        // then records what it synced).
-        let (file, path, written) = {
-            let tail = self.tail.lock();
-            let Some(t) = tail.as_ref() else {
+        let mut state = self.sync_state.lock();
+        loop {
+            if state.durable >= lsn {
                 return Ok(());
-            };
-            (
-                Arc::clone(&t.active.file),
-                t.active.path.clone(),
-                t.next_lsn,
-            )
-        };
-        let mut synced = self.synced_lsn.lock();
-        if *synced >= lsn {
-            return Ok(());
+            }
+            if let Some(cause) = self.poisoned.lock().clone() {
+                return Err(Error::Poisoned { cause });
+            }
+            if state.leader {
+                self.sync_done.wait(&mut state);
+                continue;
+            }
+            state.leader = true;
+            drop(state);
+            // The end first, then the file: a roll in between synced the old segment whole
+            // before the new one existed, so syncing the newer file still covers `written`.
+            let written = self.written_lsn.load(Ordering::Acquire);
+            let active = self.active.lock().clone();
+            let result = active.as_ref().map_or(Ok(()), |(file, _)| file.sync_data());
+            state = self.sync_state.lock();
+            state.leader = false;
+            if let Err(e) = result {
+                let path = active.map(|(_, p)| p).unwrap_or_default();
+                self.sync_done.notify_all();
+                return self.poison(Error::io("sync", path, e));
+            }
+            // A failure another path saw meanwhile (a roll's sync) wins over this success.
+            if self.poisoned.lock().is_none() {
+                state.durable = state.durable.max(written);
+            }
+            self.sync_done.notify_all();
         }
-        // After a failed fdatasync the page cache may have dropped the dirty pages while a
-        // later fdatasync reports success (fsyncgate): nothing not yet covered is ever
-        // acknowledged again. The failed sync poisoned the store while holding this lock.
-        if let Some(cause) = self.poisoned.lock().clone() {
-            return Err(Error::Poisoned { cause });
-        }
-        // Older segments were synced when they were sealed, so syncing the file that was
-        // active when `written` was read covers everything up to `written`.
-        if let Err(e) = file.sync_data() {
-            return self.poison(Error::io("sync", path, e));
-        }
-        *synced = (*synced).max(written);
-        Ok(())
     }
 
     pub(super) fn create(
