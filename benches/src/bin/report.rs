@@ -273,6 +273,49 @@ fn raw_sync_batches(batches: u64) -> f64 {
     (batches * 1000) as f64 / t.elapsed().as_secs_f64()
 }
 
+/// p50 seconds of `n` single-event `Sync` appends.
+fn durable_p50(n: u64) -> f64 {
+    let dir = temp();
+    let store = Store::open(
+        dir.path(),
+        StoreOptions {
+            durability: Durability::Sync,
+            ..buffered()
+        },
+    )
+    .expect("open");
+    store
+        .create_session(SessionHeader::new("s", 0), Vec::new())
+        .expect("create");
+    let mut lat: Vec<f64> = (0..n)
+        .map(|i| {
+            let d = user_draft(i);
+            let t = Instant::now();
+            store.append("s", d).expect("append");
+            t.elapsed().as_secs_f64()
+        })
+        .collect();
+    lat.sort_by(f64::total_cmp);
+    lat[lat.len() / 2]
+}
+
+/// p50 seconds of `n` appends of a 200-byte line, each followed by fdatasync.
+fn raw_p50(n: u64) -> f64 {
+    let dir = temp();
+    let mut f = File::create(dir.path().join("raw")).expect("file");
+    let line = [b'x'; 200];
+    let mut lat: Vec<f64> = (0..n)
+        .map(|_| {
+            let t = Instant::now();
+            f.write_all(&line).expect("write");
+            f.sync_data().expect("sync");
+            t.elapsed().as_secs_f64()
+        })
+        .collect();
+    lat.sort_by(f64::total_cmp);
+    lat[lat.len() / 2]
+}
+
 /// Events/s with `threads` Sync appenders of 10-event batches, `per_thread` batches each.
 fn sessdb_threads(threads: u64, per_thread: u64) -> f64 {
     let dir = temp();
@@ -409,6 +452,20 @@ fn main() {
             baseline_name: "raw write+fdatasync, same bytes, same chunks",
             baseline: r,
             goal: ">= 0.7x",
+        });
+    }
+
+    // 2b. One durable event: p50 latency of single Sync appends vs a raw small write+fdatasync.
+    if run("durable") {
+        let n = if quick { 100 } else { 300 };
+        let (d, r) = pair(reps, || durable_p50(n), || raw_p50(n));
+        rows.push(Row {
+            what: "one durable event, p50 latency (s)",
+            unit: "s",
+            subject: d,
+            baseline_name: "raw small write+fdatasync, p50",
+            baseline: r,
+            goal: "<= 1.2x",
         });
     }
 
