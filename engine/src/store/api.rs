@@ -180,9 +180,7 @@ impl Store {
                 .filter_map(|s| e.locs.get(s).map(|l| (s, *l)))
                 .collect()
         };
-        locs.into_iter()
-            .map(|(s, l)| self.inner.segments.read_event(l, s))
-            .collect()
+        self.inner.segments.read_events(&locs)
     }
 
     /// The last `n` events.
@@ -239,14 +237,13 @@ impl Store {
                 .filter_map(|&s| e.locs.get(s).map(|l| (s, *l)))
                 .collect()
         })?;
-        let mut out = Vec::with_capacity(locs.len());
-        for (seq, loc) in locs {
-            let event = self.inner.segments.read_event(loc, seq)?;
-            if let Some(Message { json, .. }) = derive_message(&event) {
-                out.push((seq, json.to_vec()));
-            }
-        }
-        Ok(out)
+        let events = self.inner.segments.read_events(&locs)?;
+        Ok(events
+            .iter()
+            .filter_map(|event| {
+                derive_message(event).map(|Message { json, .. }| (event.seq(), json.to_vec()))
+            })
+            .collect())
     }
 
     /// Every live session, in id order.

@@ -120,6 +120,71 @@ impl SegmentList {
         i.checked_sub(1).and_then(|i| list.get(i)).cloned()
     }
 
+    /// Reads many events `(seq, loc)`, in order. Runs of events in the same segment are read
+    /// with one `pread` of the window that spans them (the active segment; sealed ones are
+    /// borrowed from the map), up to [`READ_WINDOW_MAX`] bytes; each event is checked as
+    /// [`SegmentList::read_event`] checks it.
+    pub(crate) fn read_events(&self, locs: &[(u64, EventLoc)]) -> Result<Vec<Event>> {
+        let mut out = Vec::with_capacity(locs.len());
+        let mut rest = locs;
+        while let Some(&(seq, first)) = rest.first() {
+            let seg = self.find(first.lsn).ok_or_else(|| no_segment(first.lsn))?;
+            let start =
+                seg.offset_of(first.lsn) + FRAME_HEADER_LEN as u64 + u64::from(first.offset);
+            // The run: following locations in the same segment, within the window.
+            let next_first = self.next_first_lsn(&seg);
+            let mut end = start + u64::from(first.len);
+            let mut n = 1;
+            for &(_, l) in rest.iter().skip(1) {
+                if l.lsn < seg.first_lsn || next_first.is_some_and(|f| l.lsn >= f) {
+                    break;
+                }
+                let at = seg.offset_of(l.lsn) + FRAME_HEADER_LEN as u64 + u64::from(l.offset);
+                let e = at + u64::from(l.len);
+                if at < start || e.max(end) - start > READ_WINDOW_MAX {
+                    break;
+                }
+                end = end.max(e);
+                n += 1;
+            }
+            let (run, after) = rest.split_at(n);
+            if n == 1 {
+                out.push(self.read_event(first, seq)?);
+            } else {
+                let len = usize::try_from(end - start).unwrap_or(usize::MAX);
+                let decoded = seg.with_bytes(start, len, |window| {
+                    run.iter()
+                        .map(|&(seq, l)| {
+                            let at = seg.offset_of(l.lsn)
+                                + FRAME_HEADER_LEN as u64
+                                + u64::from(l.offset);
+                            let from = usize::try_from(at - start).unwrap_or(usize::MAX);
+                            let bytes = window
+                                .get(from..from.saturating_add(l.len as usize))
+                                .ok_or((at, CorruptionKind::Incomplete))?;
+                            check_decode(bytes, seq).map_err(|k| (at, k))
+                        })
+                        .collect::<std::result::Result<Vec<Event>, (u64, CorruptionKind)>>()
+                })?;
+                out.extend(decoded.map_err(|(at, kind)| Error::Corruption {
+                    segment: seg.path.clone(),
+                    offset: at,
+                    kind,
+                })?);
+            }
+            rest = after;
+        }
+        Ok(out)
+    }
+
+    /// The first LSN of the segment after `seg`, if there is one.
+    fn next_first_lsn(&self, seg: &Segment) -> Option<u64> {
+        let list = self.list.read();
+        list.iter()
+            .map(|s| s.first_lsn)
+            .find(|&f| f > seg.first_lsn)
+    }
+
     /// Reads the event at `loc`, giving it `seq`.
     pub(crate) fn read_event(&self, loc: EventLoc, seq: u64) -> Result<Event> {
         let seg = self.find(loc.lsn).ok_or_else(|| Error::Corruption {
@@ -128,20 +193,32 @@ impl SegmentList {
             kind: CorruptionKind::Inconsistent("an indexed record lies in no segment"),
         })?;
         let at = seg.offset_of(loc.lsn) + FRAME_HEADER_LEN as u64 + u64::from(loc.offset);
-        let decoded = seg.with_bytes(at, loc.len as usize, |bytes| {
-            // The event's own checksum covers exactly the bytes handed out (and its seq).
-            check_event(bytes, seq)
-                .ok_or(CorruptionKind::EventChecksumMismatch)
-                .and_then(|fields| {
-                    decode_event_fields(fields, seq).map_err(CorruptionKind::BadPayload)
-                })
-        })?;
+        let decoded = seg.with_bytes(at, loc.len as usize, |bytes| check_decode(bytes, seq))?;
         decoded.map_err(|kind| Error::Corruption {
             segment: seg.path.clone(),
             offset: at,
             kind,
         })
     }
+}
+
+/// The largest window one batched read fetches with one `pread`.
+const READ_WINDOW_MAX: u64 = 1 << 20;
+
+fn no_segment(lsn: u64) -> Error {
+    Error::Corruption {
+        segment: SEGMENTS_DIR.to_owned(),
+        offset: lsn,
+        kind: CorruptionKind::Inconsistent("an indexed record lies in no segment"),
+    }
+}
+
+/// Checks an event's own checksum (it covers exactly the bytes handed out, and its seq),
+/// then decodes it.
+fn check_decode(bytes: &[u8], seq: u64) -> std::result::Result<Event, CorruptionKind> {
+    check_event(bytes, seq)
+        .ok_or(CorruptionKind::EventChecksumMismatch)
+        .and_then(|fields| decode_event_fields(fields, seq).map_err(CorruptionKind::BadPayload))
 }
 
 /// The append position: the active segment and the next LSN.
