@@ -71,9 +71,10 @@ impl RepairState {
             }
             names::TURN_END => *self = Self::default(),
             names::STEP_START => {
+                let [turn, step] = data.fields(["turn", "step"]);
                 self.open_step = Some(OpenStep {
-                    turn: raw(data.get("turn")),
-                    step: raw(data.get("step")),
+                    turn: raw(turn),
+                    step: raw(step),
                 });
             }
             names::STEP_END => {
@@ -92,13 +93,15 @@ impl RepairState {
             }
             _ => match event.surface_type() {
                 Some(SurfaceType::AssistantMessage) => {
-                    let step = raw(data.get("step"));
-                    let blocks = data.get("message").and_then(|m| m.get("content"));
+                    let [step, message] = data.fields(["step", "message"]);
+                    let step = raw(step);
+                    let blocks = message.and_then(|m| m.get("content"));
                     for block in blocks.iter().flat_map(|c| c.elements()) {
-                        if !block.get("type").is_some_and(|t| t.str_eq("tool-call")) {
+                        let [ty, id] = block.fields(["type", "id"]);
+                        if !ty.is_some_and(|t| t.str_eq("tool-call")) {
                             continue;
                         }
-                        let Some(id) = block.get("id").and_then(|i| i.as_str()) else {
+                        let Some(id) = id.and_then(|i| i.as_str()) else {
                             continue;
                         };
                         let call = PendingCall {

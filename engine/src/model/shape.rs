@@ -31,10 +31,11 @@ pub(crate) fn check_message(ty: SurfaceType, data: JsonRef<'_>) -> Result<(), Vi
     let msg = message_of(ty, data)
         .filter(|m| m.kind() == JsonKind::Object)
         .ok_or(shape("data.message must be an object"))?;
-    if !nonempty(msg.get("id")) {
+    // One pass over the message and one over its source (not a `get` per key).
+    let [id, role, source, content] = msg.fields(["id", "role", "source", "content"]);
+    if !nonempty(id) {
         return Err(shape("message.id must be a non-empty string"));
     }
-    let role = msg.get("role");
     if ty == SurfaceType::AssistantMessage {
         if !role.is_some_and(|r| r.str_eq("assistant")) {
             return Err(shape("message.role must be \"assistant\""));
@@ -42,16 +43,15 @@ pub(crate) fn check_message(ty: SurfaceType, data: JsonRef<'_>) -> Result<(), Vi
     } else if !role.is_some_and(|r| r.str_eq("user")) {
         return Err(shape("message.role must be \"user\""));
     }
-    let source = msg
-        .get("source")
+    let source = source
         .filter(|s| s.kind() == JsonKind::Object)
         .ok_or(shape("message.source must be an object"))?;
-    let kind = source.get("kind");
+    let [kind, provider, model, source_call_id] =
+        source.fields(["kind", "provider", "model", "callId"]);
     if !nonempty(kind) {
         return Err(shape("message.source.kind must be a non-empty string"));
     }
-    let content = msg
-        .get("content")
+    let content = content
         .filter(|c| c.kind() == JsonKind::Array)
         .ok_or(shape("message.content must be an array"))?;
     match ty {
@@ -59,12 +59,12 @@ pub(crate) fn check_message(ty: SurfaceType, data: JsonRef<'_>) -> Result<(), Vi
             if !kind.is_some_and(|k| k.str_eq("model")) {
                 return Err(shape("assistant message.source.kind must be \"model\""));
             }
-            if !nonempty(source.get("provider")) {
+            if !nonempty(provider) {
                 return Err(shape(
                     "assistant message.source.provider must be a non-empty string",
                 ));
             }
-            if !nonempty(source.get("model")) {
+            if !nonempty(model) {
                 return Err(shape(
                     "assistant message.source.model must be a non-empty string",
                 ));
@@ -74,8 +74,7 @@ pub(crate) fn check_message(ty: SurfaceType, data: JsonRef<'_>) -> Result<(), Vi
             if !kind.is_some_and(|k| k.str_eq("tool")) {
                 return Err(shape("tool/result message.source.kind must be \"tool\""));
             }
-            let call_id = source
-                .get("callId")
+            let call_id = source_call_id
                 .and_then(|c| c.as_nonempty_str())
                 .ok_or(shape(
                     "tool/result message.source.callId must be a non-empty string",

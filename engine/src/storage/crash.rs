@@ -306,13 +306,13 @@ impl StorageFile for CrashFile {
         self.with(None, |f| Ok(FileView::owned(f.live.clone())))
     }
 
-    fn preallocate(&self, len: u64) -> io::Result<()> {
+    fn preallocate(&self, len: u64) -> io::Result<bool> {
         self.with(Some("preallocate"), |f| {
             let len = usize::try_from(len).map_err(|_| io::ErrorKind::InvalidInput)?;
             if f.live.len() < len {
                 f.live.resize(len, 0);
             }
-            Ok(())
+            Ok(true)
         })
     }
 }

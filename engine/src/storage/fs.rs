@@ -125,11 +125,16 @@ impl StorageFile for FsFile {
         self.file.sync_data()
     }
 
-    fn preallocate(&self, len: u64) -> io::Result<()> {
+    fn preallocate(&self, len: u64) -> io::Result<bool> {
         if self.len()? >= len {
-            return Ok(());
+            // Already there: allocated by an earlier call, or written.
+            return Ok(true);
         }
         super::mmap::preallocate(&self.file, len)
+    }
+
+    fn map_window(&self, start: u64, end: u64) -> io::Result<Option<super::WriteWindow>> {
+        super::mmap::map_window(&self.file, start, end).map(Some)
     }
 
     fn view(&self) -> io::Result<FileView> {

@@ -205,12 +205,12 @@ impl StorageFile for MemFile {
         Ok(FileView::owned(self.data.lock().clone()))
     }
 
-    fn preallocate(&self, len: u64) -> io::Result<()> {
+    fn preallocate(&self, len: u64) -> io::Result<bool> {
         let len = usize::try_from(len).map_err(|_| io::ErrorKind::InvalidInput)?;
         let mut data = self.data.lock();
         if data.len() < len {
             data.resize(len, 0);
         }
-        Ok(())
+        Ok(true)
     }
 }

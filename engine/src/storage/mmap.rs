@@ -29,13 +29,75 @@ pub(crate) fn map_sealed(file: &File) -> io::Result<memmap2::Mmap> {
     unsafe { memmap2::Mmap::map(file) }
 }
 
+/// A writable map of part of the active segment: appends become a `memcpy` into the page
+/// cache instead of a `pwrite` each. The bytes are the file's (shared mapping), so an
+/// acknowledged append survives a crash of the process exactly as after a `pwrite`, and
+/// `fdatasync` on the file makes them durable.
+pub struct WriteWindow {
+    map: memmap2::MmapMut,
+    /// File offset of the map's first byte.
+    start: u64,
+}
+
+impl std::fmt::Debug for WriteWindow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "WriteWindow({}..{})",
+            self.start,
+            self.start + self.map.len() as u64
+        )
+    }
+}
+
+impl WriteWindow {
+    /// Copies `bytes` to file offset `at`; `false` (nothing written) if they do not fit.
+    pub fn write(&mut self, at: u64, bytes: &[u8]) -> bool {
+        let Some(from) = at
+            .checked_sub(self.start)
+            .and_then(|o| usize::try_from(o).ok())
+        else {
+            return false;
+        };
+        match self.map.get_mut(from..from.saturating_add(bytes.len())) {
+            Some(dst) => {
+                dst.copy_from_slice(bytes);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// Maps bytes `start..end` of `file` writable and shared. Only for space `preallocate` has
+/// allocated: a store to a mapped page without a block behind it would fault on a full disk.
+pub(crate) fn map_window(file: &File, start: u64, end: u64) -> io::Result<WriteWindow> {
+    let len = usize::try_from(end.saturating_sub(start))
+        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: as for `map_sealed`, the mapped bytes must not be truncated away while the map
+    // lives. The range is the active segment's allocated space ahead of its appends; the
+    // writer (the only process that writes or truncates it, by the store's lock) drops the
+    // window before the one truncation of an active segment (the roll cuts the sealed
+    // segment to its records), and read-only processes never map the active segment. Other
+    // processes may `pread` these bytes meanwhile: they see what a `pwrite` would have shown.
+    let map = unsafe {
+        memmap2::MmapOptions::new()
+            .offset(start)
+            .len(len)
+            .map_mut(file)?
+    };
+    Ok(WriteWindow { map, start })
+}
+
 /// Allocates the file's blocks up to `len` bytes (extending it with zeros), so appends within
 /// that space neither allocate blocks nor change the file size: `fdatasync` then has no inode
 /// to write, and an append never waits for one being written. A file system that cannot
 /// allocate ahead (`EOPNOTSUPP`) is left as it is: appends then extend the file as before.
 /// A full disk is an error here, at allocation, never later.
+///
+/// Returns whether the space is allocated (not a hole a store could fault on).
 #[cfg(target_os = "linux")]
-pub(crate) fn preallocate(file: &File, len: u64) -> io::Result<()> {
+pub(crate) fn preallocate(file: &File, len: u64) -> io::Result<bool> {
     use std::os::fd::AsRawFd;
     let len =
         libc::off_t::try_from(len).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
@@ -43,17 +105,17 @@ pub(crate) fn preallocate(file: &File, len: u64) -> io::Result<()> {
     // outlives the call. Mode 0 allocates and extends the size; it never discards data.
     let rc = unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len) };
     if rc == 0 {
-        return Ok(());
+        return Ok(true);
     }
     let err = io::Error::last_os_error();
     match err.raw_os_error() {
-        Some(libc::EOPNOTSUPP) => Ok(()),
+        Some(libc::EOPNOTSUPP) => Ok(false),
         _ => Err(err),
     }
 }
 
 /// Elsewhere appends extend the file as they go.
 #[cfg(not(target_os = "linux"))]
-pub(crate) fn preallocate(_file: &File, _len: u64) -> io::Result<()> {
-    Ok(())
+pub(crate) fn preallocate(_file: &File, _len: u64) -> io::Result<bool> {
+    Ok(false)
 }

@@ -133,11 +133,21 @@ pub trait StorageFile: Send + Sync + std::fmt::Debug {
     fn view(&self) -> io::Result<FileView>;
 
     /// Allocates space up to `len` bytes, extending the file with zeros if it is shorter
-    /// (never shortening it). The active segment is allocated ahead of its appends.
+    /// (never shortening it). The active segment is allocated ahead of its appends. Returns
+    /// whether the space is really allocated (only then may it be mapped for writing).
     ///
     /// # Errors
     /// I/O errors (a full disk).
-    fn preallocate(&self, len: u64) -> io::Result<()>;
+    fn preallocate(&self, len: u64) -> io::Result<bool>;
+
+    /// A writable map of `start..end`, space `preallocate` allocated; `None` where the
+    /// backend writes with `write_at` only (memory, the crash simulator).
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn map_window(&self, _start: u64, _end: u64) -> io::Result<Option<super::WriteWindow>> {
+        Ok(None)
+    }
 }
 
 /// The directory part of `path` (`""` for the root).

@@ -111,8 +111,13 @@ impl Catalog {
     }
 
     pub(crate) fn touch(&mut self, id: &str) {
-        self.dirty.insert(id.to_owned());
-        self.deleted.remove(id);
+        // Most appends touch a session already dirty: no id copy then.
+        if !self.dirty.contains(id) {
+            self.dirty.insert(id.to_owned());
+        }
+        if !self.deleted.is_empty() {
+            self.deleted.remove(id);
+        }
     }
 
     /// Removes a session; forks that shared its locations get their own copies (16 bytes per

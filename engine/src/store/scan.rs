@@ -158,6 +158,7 @@ pub(super) fn scan(
                 next_lsn,
                 last_record: *last_record,
                 allocated,
+                window: None,
             }));
         }
         end_lsn = segs[i + 1].first_lsn;

@@ -18,7 +18,7 @@ use crate::codec::frame::FRAME_HEADER_LEN;
 use crate::codec::record::{check_event, decode_event_fields};
 use crate::codec::segment::{SEGMENT_HEADER_LEN, SEGMENTS_DIR, SegmentHeader, segment_path};
 use crate::event::Event;
-use crate::storage::{FileView, OpenMode, Storage, StorageFile};
+use crate::storage::{FileView, OpenMode, Storage, StorageFile, WriteWindow};
 use crate::{Error, Result};
 
 /// One segment file.
@@ -230,6 +230,9 @@ pub(crate) struct Tail {
     pub(crate) last_record: Option<(u64, u32)>,
     /// The active segment file's length: space allocated ahead of `next_lsn` is zeros.
     pub(crate) allocated: u64,
+    /// A writable map of the allocated space ahead, where the backend has one: appends are
+    /// copied in instead of written with a syscall each.
+    pub(crate) window: Option<WriteWindow>,
 }
 
 impl Tail {
@@ -267,16 +270,25 @@ impl Tail {
         if preallocate > 0 && end > self.allocated {
             // Never past the roll point (plus this frame, when one frame alone is larger).
             let target = (end + preallocate).min(segment_bytes_max.max(end));
-            self.active
+            self.window = None;
+            let allocated = self
+                .active
                 .file
                 .preallocate(target)
                 .map_err(|e| Error::io("allocate", &self.active.path, e))?;
             self.allocated = target;
+            // A map only over space really allocated; without one, `write_at` as before.
+            if allocated {
+                self.window = self.active.file.map_window(at, target).ok().flatten();
+            }
         }
-        self.active
-            .file
-            .write_at(frame, at)
-            .map_err(|e| Error::io("write", &self.active.path, e))?;
+        let copied = self.window.as_mut().is_some_and(|w| w.write(at, frame));
+        if !copied {
+            self.active
+                .file
+                .write_at(frame, at)
+                .map_err(|e| Error::io("write", &self.active.path, e))?;
+        }
         self.next_lsn += frame.len() as u64;
         self.last_record = Some((lsn, crc));
         Ok(lsn)
@@ -288,6 +300,8 @@ impl Tail {
         // length); its allocated space goes before the sync that makes it durable. Nothing
         // maps the active segment, so cutting it is safe (`storage/mmap.rs`).
         let used = self.active.offset_of(self.next_lsn);
+        // The window goes first: a mapped range is never truncated away.
+        self.window = None;
         if self.allocated > used {
             self.active
                 .file

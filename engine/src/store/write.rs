@@ -52,8 +52,19 @@ impl Inner {
     /// Encodes and writes one record; returns its LSN, the event locations' offsets, and the
     /// log end after it. Poisons the store on a write error.
     pub(super) fn write_record(&self, tail: &mut Tail, body: &BodyRef<'_>) -> Result<Written> {
-        // The payload is encoded after room for the frame header: one buffer, no copy.
-        let mut frame = vec![0u8; FRAME_HEADER_LEN];
+        // The payload is encoded after room for the frame header: one buffer, no copy, sized
+        // once for the events' data plus their envelopes.
+        let estimate = match body {
+            BodyRef::Create { events, .. }
+            | BodyRef::Append { events, .. }
+            | BodyRef::Fork { events, .. } => events
+                .iter()
+                .map(|e| e.data().len() + e.event_type().len() + 48)
+                .sum::<usize>(),
+            BodyRef::Delete { .. } => 0,
+        };
+        let mut frame = Vec::with_capacity(FRAME_HEADER_LEN + 512 + estimate);
+        frame.resize(FRAME_HEADER_LEN, 0);
         // Only a part past its 4 GiB length field fails to encode.
         let encoded = encode(body, &mut frame);
         let (kind, offsets) = encoded.map_err(|_| Error::RecordTooLarge {
@@ -67,10 +78,10 @@ impl Inner {
                 limit: self.options.record_bytes_max,
             });
         }
-        let offsets: Vec<(u32, u32)> = offsets
-            .into_iter()
-            .map(|(o, l)| (o.saturating_sub(FRAME_HEADER_LEN_U32), l))
-            .collect();
+        let mut offsets = offsets;
+        for (o, _) in &mut offsets {
+            *o = o.saturating_sub(FRAME_HEADER_LEN_U32);
+        }
         let crc = seal_frame(kind, &mut frame);
         let now = self.options.clock.now_ms();
         match tail.write_frame(
