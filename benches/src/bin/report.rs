@@ -382,12 +382,196 @@ fn build_store(dir: &Path, events: u64) {
     store.close().expect("close");
 }
 
+/// Open growth (4x the events) and resident memory per event after open (fresh processes).
+fn open_growth_and_memory(dir: &tempfile::TempDir, quick: bool, reps: usize, rows: &mut Vec<Row>) {
+    let big = temp();
+    build_store(big.path(), if quick { 800_000 } else { 4_000_000 });
+    let (b, s) = pair(
+        reps,
+        || open_time(big.path(), true),
+        || open_time(dir.path(), true),
+    );
+    rows.push(Row {
+        what: "open from checkpoint, 4x the events (s)",
+        unit: "s",
+        subject: b,
+        baseline_name: "the same at a quarter of the events",
+        baseline: s,
+        goal: "<= 1.5x",
+    });
+    let per_event = |d: &Path| -> f64 {
+        let out = std::process::Command::new(std::env::current_exe().expect("exe"))
+            .args(["--open-rss", &d.display().to_string()])
+            .output()
+            .expect("child");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mut it = text
+            .split_whitespace()
+            .map(|x| x.parse::<f64>().unwrap_or(0.0));
+        let (bytes, events) = (it.next().unwrap_or(0.0), it.next().unwrap_or(1.0));
+        bytes / events.max(1.0)
+    };
+    let (m4, m1) = pair(reps, || per_event(big.path()), || per_event(dir.path()));
+    rows.push(Row {
+        what: "resident memory after open, B/event, 4x store",
+        unit: "B",
+        subject: m4,
+        baseline_name: "the same, the smaller store",
+        baseline: m1,
+        goal: "<= 20 B",
+    });
+}
+
+/// JSONL export of the store vs writing the same bytes, line by line, with a bare BufWriter.
+fn export_row(dir: &tempfile::TempDir, reps: usize, rows: &mut Vec<Row>) {
+    let store = Store::open_read_only(dir.path()).expect("open");
+    let options = sessdb_formats::jsonl::ExportOptions::default();
+    let sample = temp();
+    let report = sessdb_formats::jsonl::export_jsonl(&store, sample.path(), &options, &mut |_| {})
+        .expect("export");
+    let contents: Vec<Vec<u8>> = report
+        .files
+        .iter()
+        .map(|(_, f)| std::fs::read(f).expect("read"))
+        .collect();
+    let (e, b) = pair(
+        reps,
+        || {
+            let out = temp();
+            let t = Instant::now();
+            sessdb_formats::jsonl::export_jsonl(&store, out.path(), &options, &mut |_| {})
+                .expect("export");
+            t.elapsed().as_secs_f64()
+        },
+        || {
+            let out = temp();
+            let t = Instant::now();
+            for (i, c) in contents.iter().enumerate() {
+                let f = File::create(out.path().join(i.to_string())).expect("file");
+                let mut w = BufWriter::new(f);
+                for line in c.split_inclusive(|&b| b == b'\n') {
+                    w.write_all(line).expect("write");
+                }
+                w.flush().expect("flush");
+            }
+            t.elapsed().as_secs_f64()
+        },
+    );
+    rows.push(Row {
+        what: "JSONL export of the store (s)",
+        unit: "s",
+        subject: e,
+        baseline_name: "bare BufWriter loop, same bytes",
+        baseline: b,
+        goal: "time <= 1.25x",
+    });
+}
+
+/// Surface operations on a long surface vs 1k entries; `Session::messages()` of 10k nodes
+/// (borrowed slices) vs a memcpy of the same bytes.
+fn surface_rows(quick: bool, reps: usize, rows: &mut Vec<Row>) {
+    let long = if quick { 100_000 } else { 1_000_000 };
+    let (l, sh) = pair(reps, || surface_ops(long, 30), || surface_ops(1_000, 30));
+    rows.push(Row {
+        what: "surface op on a long surface (s)",
+        unit: "s",
+        subject: l,
+        baseline_name: "the same on 1k entries",
+        baseline: sh,
+        goal: "<= 2x",
+    });
+    let mut s = sessdb::Session::create(SessionHeader::new("m", 0), [], sessdb::Config::default())
+        .expect("session");
+    for i in 0..10_000 {
+        s.append(user_draft(i)).expect("append");
+    }
+    let bytes: Vec<u8> = s.messages().iter().flat_map(|m| m.json.to_vec()).collect();
+    let (m, c) = pair(
+        reps,
+        || {
+            let t = Instant::now();
+            for _ in 0..20 {
+                // Borrowed message bytes, as `Session::messages` hands them out.
+                std::hint::black_box(s.messages());
+            }
+            t.elapsed().as_secs_f64() / 20.0
+        },
+        || {
+            let t = Instant::now();
+            for _ in 0..20 {
+                std::hint::black_box(bytes.clone());
+            }
+            t.elapsed().as_secs_f64() / 20.0
+        },
+    );
+    rows.push(Row {
+        what: "messages() of a 10k-node surface (s)",
+        unit: "s",
+        subject: m,
+        baseline_name: "memcpy of the same message bytes",
+        baseline: c,
+        goal: "time <= 2x",
+    });
+}
+
+/// Seconds per surface operation on a session whose surface holds `n` entries: an append, a
+/// replace of the last two nodes, and a replace of the first two (each citing what it
+/// shadows).
+fn surface_ops(n: u64, ops: u64) -> f64 {
+    let mut s = sessdb::Session::create(SessionHeader::new("s", 0), [], sessdb::Config::default())
+        .expect("session");
+    for i in 0..n {
+        s.append(user_draft(i)).expect("append");
+    }
+    let t = Instant::now();
+    for i in 0..ops {
+        s.append(user_draft(n + i)).expect("append");
+        let seqs = s.state().surface().seqs();
+        let (a, b) = (seqs[seqs.len() - 2], seqs[seqs.len() - 1]);
+        s.append(replace_draft(a, b, n + i)).expect("replace last");
+        let seqs = s.state().surface().seqs();
+        let (a, b) = (seqs[0], seqs[1]);
+        s.append(replace_draft(a, b, n + i)).expect("replace first");
+    }
+    t.elapsed().as_secs_f64() / (3 * ops) as f64
+}
+
+fn replace_draft(start: u64, end: u64, n: u64) -> Draft {
+    Draft::surface(
+        SurfaceType::UserMessage,
+        p::user_message(&format!("r{n}"), "compaction", "summary").into_bytes(),
+        SurfaceIntent::replace(start, end).with_sources(vec![start, end]),
+    )
+}
+
+/// Resident bytes of this process (`VmRSS`).
+fn rss() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
 fn main() {
+    // `report --open-rss DIR`: a fresh process opens DIR and prints the resident bytes the
+    // open added and the events it holds (the parent measures memory per event this way).
     let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--open-rss") {
+        let before = rss();
+        let store = Store::open_read_only(&args[i + 1]).expect("open");
+        let after = rss();
+        println!("{} {}", after.saturating_sub(before), store.stats().events);
+        return;
+    }
     let quick = args.iter().any(|a| a == "--quick");
     let json = args.iter().any(|a| a == "--json");
     let reps = if quick { 3 } else { 5 };
-    // `--only ROW` (append, batch, threads, open, tail): one row, for profiling.
+    // `--only ROW` (append, batch, durable, threads, open, tail, export, surface): one row.
     let only = args
         .iter()
         .position(|a| a == "--only")
@@ -494,8 +678,10 @@ fn main() {
 
     // 4. Open from the checkpoint vs full replay.
     let dir = temp();
-    if run("open") || run("tail") {
+    if run("open") || run("tail") || run("export") {
         build_store(dir.path(), if quick { 200_000 } else { 1_000_000 });
+    }
+    if run("open") {
         let (c, f) = pair(
             reps,
             || open_time(dir.path(), true),
@@ -513,7 +699,9 @@ fn main() {
             baseline: f,
             goal: "<= 3%",
         });
-
+        open_growth_and_memory(&dir, quick, reps, &mut rows);
+    }
+    if run("tail") {
         // 5. Tail-50 on a long session vs copying the same bytes.
         let store = Store::open_read_only(dir.path()).expect("open");
         let bytes: Vec<u8> = store
@@ -550,6 +738,13 @@ fn main() {
             baseline: c,
             goal: "<= 10 us",
         });
+    }
+
+    if run("export") {
+        export_row(&dir, reps, &mut rows);
+    }
+    if run("surface") {
+        surface_rows(quick, reps, &mut rows);
     }
 
     // Physical limits.
