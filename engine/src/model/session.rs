@@ -216,11 +216,15 @@ impl Session {
 
     /// `deriveMessages()`: the message JSON of every surface node, as slices of stored bytes.
     pub fn messages(&self) -> Vec<Message<'_>> {
-        self.surface()
-            .iter()
-            .filter_map(|&seq| self.log.get(seq))
-            .filter_map(derive_message)
-            .collect()
+        let surface = self.surface();
+        let mut out = Vec::with_capacity(surface.len());
+        out.extend(
+            surface
+                .iter()
+                .filter_map(|&seq| self.log.get(seq))
+                .filter_map(derive_message),
+        );
+        out
     }
 
     #[cfg(test)]
