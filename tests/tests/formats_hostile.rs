@@ -47,9 +47,11 @@ fn json_nested_100000_deep_is_named_not_recursed() {
     let err = import_bytes(dir.path(), format!("{HEADER}{line}{TURN_END}").as_bytes()).unwrap_err();
     assert!(matches!(err, Error::Corrupt { line: Some(2), .. }), "{err}");
     assert!(err.to_string().contains("nesting deeper"), "{err}");
-    // Without a later turn/end the same line is a torn tail, dropped and reported.
-    let report = import_bytes(dir.path(), format!("{HEADER}{line}").as_bytes()).unwrap();
-    assert_eq!(report.sessions[0].torn.as_ref().map(|t| t.line), Some(2));
+    // Without a later turn/end the same line is still refused, never dropped as a torn tail:
+    // it parses as JSON, so DSH's loader keeps it.
+    let err = import_bytes(dir.path(), format!("{HEADER}{line}").as_bytes()).unwrap_err();
+    assert!(matches!(err, Error::Corrupt { line: Some(2), .. }), "{err}");
+    assert!(err.to_string().contains("DSH's loader reads"), "{err}");
 }
 
 #[test]
@@ -300,4 +302,46 @@ fn a_multi_session_import_stores_nothing_when_any_session_is_refused() {
     let err = import_jsonl(&target, &root, &mut |_| {}).unwrap_err();
     assert!(err.to_string().contains("\"b\""), "{err}");
     assert_eq!(target.list().len(), 1, "only the session that was there");
+}
+
+/// Final lines that `JSON.parse` accepts but sessdb's lossless rules refuse, or that parse but
+/// break the envelope or close a turn out of order: each is refused naming its line, never
+/// dropped as a torn tail (which silently lost a completed `turn/end`).
+#[test]
+fn a_final_line_dsh_keeps_is_never_dropped_as_a_torn_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    let start = "{\"type\":\"turn/start\",\"seq\":0,\"time\":0,\"data\":{\"turn\":1}}\n";
+    let end = |body: &str| format!("{HEADER}{start}{body}\n");
+    for body in [
+        // JSON.parse accepts these; the lossless validator does not.
+        r#"{"type":"turn/end","seq":1,"time":0,"data":{"turn":1,"reason":{"kind":"completed"}}} "#,
+        "{\"type\":\"turn/end\",\"seq\":1,\"time\":0,\"data\":{\"turn\":1,\"reason\":{\"kind\":\"completed\"}}}\r",
+        r#"{"type":"turn/end","seq":1,"time":0,"data":{"turn":1,"reason":{"kind":"completed","message":"\ud800"}}}"#,
+        r#"{"type":"turn/end","seq":1,"time":0,"data":{"turn":1,"reason":{"kind":"completed"},"x":1e400}}"#,
+        // Parses, but the envelope is not an event.
+        r#"{"type":"turn/end","seq":1,"time":0,"data":{"turn":1,"reason":{"kind":"completed"}},"foo":1}"#,
+        r#"{"type":"turn/end","seq":1,"time":0}"#,
+        // Closes a turn out of seq order.
+        r#"{"type":"turn/end","seq":5,"time":0,"data":{"turn":1,"reason":{"kind":"completed"}}}"#,
+    ] {
+        let err =
+            import_bytes(dir.path(), end(body).as_bytes()).expect_err(&format!("refused: {body}"));
+        assert!(
+            matches!(
+                err,
+                Error::Corrupt { line: Some(3), .. } | Error::Invalid { line: Some(3), .. }
+            ),
+            "{body}: {err}"
+        );
+    }
+    // What DSH drops too: a line that does not parse, or is cut short.
+    for body in [r#"{"type":"turn/end","seq":1,"#, r#"{"type":"plugin/x" "#] {
+        let report = import_bytes(dir.path(), end(body).as_bytes()).unwrap();
+        assert_eq!(
+            report.sessions[0].torn.as_ref().map(|t| t.line),
+            Some(3),
+            "{body}"
+        );
+        assert_eq!(report.sessions[0].events, 1);
+    }
 }

@@ -79,8 +79,23 @@ impl<'a> JsonRef<'a> {
     pub fn fields<const N: usize>(&self, keys: [&str; N]) -> [Option<JsonRef<'a>>; N] {
         let mut out = [None; N];
         for (k, v) in self.members() {
+            // The key's raw text once per member; an escaped key (rare) is decoded once.
+            let inner = k
+                .bytes
+                .strip_prefix(b"\"")
+                .and_then(|b| b.strip_suffix(b"\""))
+                .unwrap_or_default();
+            if inner.contains(&b'\\') {
+                let decoded = k.as_str();
+                for (slot, key) in out.iter_mut().zip(keys) {
+                    if decoded.as_deref() == Some(key) {
+                        *slot = Some(v);
+                    }
+                }
+                continue;
+            }
             for (slot, key) in out.iter_mut().zip(keys) {
-                if k.str_eq(key) {
+                if inner == key.as_bytes() {
                     *slot = Some(v);
                 }
             }

@@ -14,6 +14,7 @@ use sessdb::event::is_known_type as is_known_event_type;
 use sessdb::json::{JsonRef, validate};
 use sessdb::{Error as StoreError, Event, Limits, SessionHeader, Store};
 
+use super::grammar::parses_as_dsh_json;
 use super::layout::{NO_CWD_DIR, RAW_FILE, ZSTD_FILE, session_dir};
 use super::lines::LineReader;
 use super::pack::{TOO_MANY_PIECES, is_packed_row, unpack};
@@ -308,10 +309,10 @@ pub(crate) fn read_session(file: &Path, limits: &Limits) -> Result<Scanned> {
                     events.push((e, line.number));
                 }
             }
-            Err(problem) if problem.ends_with(TOO_MANY_PIECES) => {
+            Err(BadLine::Refuse(problem)) => {
                 return Err(corrupt(Some(line.number), problem));
             }
-            Err(problem) => {
+            Err(BadLine::Torn(problem)) => {
                 bad = Some((line.number, problem));
                 dropped = 1;
             }
@@ -360,6 +361,23 @@ fn expanded_bytes(e: &Event) -> u64 {
     (e.data().len() + e.event_type().len() + 96) as u64
 }
 
+/// Whether a line (grammatical JSON) is an object with a `seq` member: a record DSH decodes.
+fn is_seq_object(bytes: &[u8]) -> bool {
+    let trimmed = bytes.trim_ascii();
+    let row = JsonRef::new(trimmed);
+    row.kind() == sessdb::json::JsonKind::Object && row.get("seq").is_some()
+}
+
+/// Why a line is not committed.
+enum BadLine {
+    /// DSH's loader would not keep it either (it does not parse as JSON, is cut short, or its
+    /// events do not continue the seq): a torn tail when nothing after it closes a turn.
+    Torn(String),
+    /// The line is a record DSH's loader decodes (JSON, an object with a seq): it keeps it or
+    /// refuses the file; never a torn tail to drop silently.
+    Refuse(String),
+}
+
 /// The events of one line, or why it is a bad line.
 fn decode_line(
     bytes: &[u8],
@@ -368,28 +386,58 @@ fn decode_line(
     next_seq: u64,
     line_limits: &Limits,
     limits: &Limits,
-) -> std::result::Result<Vec<Event>, String> {
+) -> std::result::Result<Vec<Event>, BadLine> {
     if oversized {
-        return Err(format!(
+        return Err(BadLine::Torn(format!(
             "the line is longer than {} bytes",
             line_limits.max_data_bytes
-        ));
+        )));
     }
     if !terminated {
-        return Err("the last line has no newline (a torn write)".into());
+        return Err(BadLine::Torn(
+            "the last line has no newline (a torn write)".into(),
+        ));
     }
-    validate(bytes, line_limits).map_err(|e| format!("the line is not lossless JSON: {e}"))?;
+    if let Err(e) = validate(bytes, line_limits) {
+        return Err(if parses_as_dsh_json(bytes) && is_seq_object(bytes) {
+            BadLine::Refuse(format!(
+                "the line is JSON that DSH's loader reads, but sessdb cannot store it losslessly: {e}"
+            ))
+        } else {
+            BadLine::Torn(format!("the line is not JSON: {e}"))
+        });
+    }
     let row = JsonRef::new(bytes);
     let events = if is_packed_row(&row) {
-        unpack(&row).map_err(|e| format!("malformed packed row: {e}"))?
+        unpack(&row).map_err(|e| {
+            let problem = format!("malformed packed row: {e}");
+            if e == TOO_MANY_PIECES {
+                BadLine::Refuse(problem)
+            } else {
+                BadLine::Torn(problem)
+            }
+        })?
     } else {
-        vec![Event::from_jsonl(bytes, limits).map_err(|e| e.to_string())?]
+        vec![Event::from_jsonl(bytes, limits).map_err(|e| {
+            // DSH decodes an object with a seq as an event (refusing a bad one); anything else
+            // that parses is an unreadable record, like a line that does not parse.
+            if is_seq_object(bytes) {
+                BadLine::Refuse(e.to_string())
+            } else {
+                BadLine::Torn(e.to_string())
+            }
+        })?]
     };
     match events.first() {
-        Some(e) if e.seq() != next_seq => Err(format!(
-            "seq gap: expected seq {next_seq}, found {}",
-            e.seq()
-        )),
+        Some(e) if e.seq() != next_seq => {
+            let gap = format!("seq gap: expected seq {next_seq}, found {}", e.seq());
+            // A line that closes a turn out of order is no torn write (DSH: corrupt).
+            Err(if events.iter().any(|e| e.event_type() == "turn/end") {
+                BadLine::Refuse(format!("{gap}, and the line closes a turn"))
+            } else {
+                BadLine::Torn(gap)
+            })
+        }
         _ => Ok(events),
     }
 }

@@ -2,6 +2,7 @@
 //! (`docs/FORMATS.md`).
 
 pub(crate) mod export;
+mod grammar;
 mod import;
 pub mod layout;
 mod lines;
