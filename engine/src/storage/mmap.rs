@@ -8,8 +8,8 @@ use std::io;
 
 /// Maps the whole of `file` read-only.
 ///
-/// Callers map only sealed segments: files the store has finished writing and never
-/// truncates or writes again (see the invariant below).
+/// Callers map only sealed segments and checkpoint files: files the store has finished
+/// writing and never truncates or writes again (see the invariant below).
 pub(crate) fn map_sealed(file: &File) -> io::Result<memmap2::Mmap> {
     // SAFETY: memmap2 requires that the mapped file is not modified or truncated while the
     // map is alive, or reads could observe changing bytes or fault (SIGBUS). The invariant
@@ -25,6 +25,9 @@ pub(crate) fn map_sealed(file: &File) -> io::Result<memmap2::Mmap> {
     //   No process maps the newest segment (read-only opens map only segments with a
     //   successor); and a segment with a successor was synced whole before that successor was
     //   created, so it never has a torn tail, even when open removes an interrupted successor.
+    // - Checkpoint files are mapped to read their bodies on open: each is written under a
+    //   temp name, synced and renamed into place, and never written again; retention and
+    //   salvage only remove them, which leaves a live mapping intact.
     // - The single writer holds the store's lock for all of this.
     unsafe { memmap2::Mmap::map(file) }
 }

@@ -5,11 +5,11 @@
 use super::catalog::Catalog;
 use super::catalog::SessionEntry;
 use crate::codec::checkpoint::{
-    Body, BodyWriter, CHECKPOINT_HEADER_LEN, CHECKPOINTS_DIR, CheckpointMeta, SessionRef,
-    SessionSnap, checkpoint_path, decode_body, decode_header, parse_checkpoint_name,
+    Body, BodyWriter, CHECKPOINT_HEADER_LEN, CHECKPOINTS_DIR, CheckpointHeader, CheckpointMeta,
+    SessionRef, SessionSnap, checkpoint_path, decode_body, decode_header, parse_checkpoint_name,
 };
 use crate::model::{SessionHeader, SharedVec};
-use crate::storage::{OpenMode, Replacement, Storage};
+use crate::storage::{OpenMode, Replacement, Storage, StorageFile};
 use crate::{Error, Result};
 
 /// Encodes the body of a checkpoint: every session (`full`) or the changed ones with the
@@ -145,56 +145,79 @@ pub(crate) fn list(storage: &dyn Storage) -> Result<Vec<u64>> {
     Ok(gens)
 }
 
-/// Why a checkpoint file is unusable; its header when that alone is valid (the header still
-/// vouches that the log was synced past its covered LSN).
+/// Why a checkpoint file is unusable.
 #[derive(Debug)]
 pub(crate) struct Unusable {
     pub(crate) why: String,
-    pub(crate) header: Option<CheckpointMeta>,
     /// The file was gone when read: retention removed it after it was listed (a reader beside
     /// a live writer). Not damage.
     pub(crate) gone: bool,
 }
 
-/// Reads and checks one checkpoint file.
-pub(crate) fn read(
+/// A checkpoint file whose header checks out; its body is read only if its chain is used.
+pub(crate) struct Opened {
+    pub(crate) header: CheckpointHeader,
+    file: Box<dyn StorageFile>,
+    path: String,
+}
+
+/// Opens one checkpoint file and checks its header (64 bytes read).
+pub(crate) fn open_header(
     storage: &dyn Storage,
     generation: u64,
-) -> std::result::Result<(CheckpointMeta, Body), Unusable> {
+) -> std::result::Result<Opened, Unusable> {
     let path = checkpoint_path(generation);
-    let no_header = |why: String| Unusable {
-        why,
-        header: None,
-        gone: false,
-    };
+    let no_header = |why: String| Unusable { why, gone: false };
     let file = storage.open(&path, OpenMode::Read).map_err(|e| Unusable {
         gone: e.kind() == std::io::ErrorKind::NotFound,
         ..no_header(format!("{path}: {e}"))
     })?;
+    let mut head = [0u8; CHECKPOINT_HEADER_LEN];
     let len = file.len().map_err(|e| no_header(format!("{path}: {e}")))?;
-    let mut bytes =
-        vec![0u8; usize::try_from(len).map_err(|_| no_header(format!("{path}: too large")))?];
-    file.read_at(&mut bytes, 0)
+    if len < CHECKPOINT_HEADER_LEN as u64 {
+        return Err(no_header(format!("{path}: short header")));
+    }
+    file.read_at(&mut head, 0)
         .map_err(|e| no_header(format!("{path}: {e}")))?;
-    let header = decode_header(&bytes).map_err(|why| no_header(format!("{path}: {why}")))?;
+    let header = decode_header(&head).map_err(|why| no_header(format!("{path}: {why}")))?;
     if header.meta.generation != generation {
         return Err(no_header(format!(
             "{path}: generation {} in a file named {generation}",
             header.meta.generation
         )));
     }
-    let unusable = |why: String| Unusable {
-        why,
-        header: Some(header.meta),
-        gone: false,
-    };
-    let body = bytes
-        .get(CHECKPOINT_HEADER_LEN..)
-        .filter(|b| b.len() as u64 == header.body_len)
-        .ok_or_else(|| unusable(format!("{path}: body length mismatch")))?;
-    if crc32fast::hash(body) != header.body_crc {
-        return Err(unusable(format!("{path}: body checksum mismatch")));
+    Ok(Opened { header, file, path })
+}
+
+impl Opened {
+    /// The body, checked against the header's length and CRC, then decoded. Read through the
+    /// file's view (a map on real files: checkpoint files are never changed once renamed into
+    /// place), so the raw bytes are not copied.
+    pub(crate) fn body(&self) -> std::result::Result<Body, Unusable> {
+        let path = &self.path;
+        let unusable = |why: String| Unusable { why, gone: false };
+        let view = self
+            .file
+            .view()
+            .map_err(|e| unusable(format!("{path}: {e}")))?;
+        let body = view
+            .get(CHECKPOINT_HEADER_LEN..)
+            .filter(|b| b.len() as u64 == self.header.body_len)
+            .ok_or_else(|| unusable(format!("{path}: body length mismatch")))?;
+        if crc32fast::hash(body) != self.header.body_crc {
+            return Err(unusable(format!("{path}: body checksum mismatch")));
+        }
+        decode_body(body).map_err(|why| unusable(format!("{path}: body: {why}")))
     }
-    let decoded = decode_body(body).map_err(|why| unusable(format!("{path}: body: {why}")))?;
-    Ok((header.meta, decoded))
+}
+
+/// Reads and checks one checkpoint file, header and body.
+#[cfg(test)]
+pub(crate) fn read(
+    storage: &dyn Storage,
+    generation: u64,
+) -> std::result::Result<(CheckpointMeta, Body), Unusable> {
+    let opened = open_header(storage, generation)?;
+    let body = opened.body()?;
+    Ok((opened.header.meta, body))
 }

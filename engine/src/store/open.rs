@@ -201,17 +201,15 @@ fn choose_checkpoint(
 ) -> Result<Option<Chain>> {
     let gens = checkpoint::list(storage)?;
     let log_end = log_end(segments)?;
+    // Headers only: a body is read when its chain is the one used.
     let mut loaded = std::collections::BTreeMap::new();
     let mut any_gone = false;
     for &g in &gens {
-        match checkpoint::read(storage, g) {
-            Ok(c) => {
-                loaded.insert(g, c);
+        match checkpoint::open_header(storage, g) {
+            Ok(opened) => {
+                loaded.insert(g, opened);
             }
             Err(unusable) => {
-                if let Some(meta) = unusable.header.filter(|m| vouches(segments, m)) {
-                    *durable_lsn = (*durable_lsn).max(meta.covered_lsn);
-                }
                 any_gone |= unusable.gone;
                 if !unusable.gone {
                     report.checkpoints_discarded.push(unusable.why);
@@ -222,11 +220,14 @@ fn choose_checkpoint(
     // Every checkpoint with a valid header vouches for the log before its covered LSN,
     // whether or not its state can be used — unless the log holds another valid record where
     // it points (it belongs to another store's log).
-    for (meta, _) in loaded.values().filter(|(m, _)| vouches(segments, m)) {
-        *durable_lsn = (*durable_lsn).max(meta.covered_lsn);
+    for opened in loaded
+        .values()
+        .filter(|o| vouches(segments, &o.header.meta))
+    {
+        *durable_lsn = (*durable_lsn).max(opened.header.meta.covered_lsn);
     }
-    for &g in gens.iter().rev() {
-        let Some((meta, _)) = loaded.get(&g) else {
+    'chains: for &g in gens.iter().rev() {
+        let Some(meta) = loaded.get(&g).map(|o| o.header.meta) else {
             continue;
         };
         if read_only && meta.covered_lsn > log_end {
@@ -234,7 +235,7 @@ fn choose_checkpoint(
             // this view, not damage.
             continue;
         }
-        if let Err(why) = confirm(segments, meta) {
+        if let Err(why) = confirm(segments, &meta) {
             if read_only && why == NOT_WRITTEN {
                 // Where it points is still allocated space in this view: written later.
                 continue;
@@ -248,15 +249,15 @@ fn choose_checkpoint(
         let mut chain = vec![g];
         let mut base = meta.base;
         while base != 0 {
-            if !loaded.contains_key(&base) {
+            let Some(o) = loaded.get(&base) else {
                 break;
-            }
+            };
             chain.push(base);
-            base = loaded.get(&base).map_or(0, |(m, _)| m.base);
+            base = o.header.meta.base;
         }
         let complete = loaded
             .get(chain.last().unwrap_or(&g))
-            .is_some_and(|(m, _)| m.base == 0);
+            .is_some_and(|o| o.header.meta.base == 0);
         if !complete {
             // A base that retention removed after the listing is not damage.
             if !any_gone {
@@ -266,13 +267,20 @@ fn choose_checkpoint(
             }
             continue;
         }
-        let meta = *meta;
         let base = chain.last().copied().unwrap_or(g);
-        let bodies = chain
-            .iter()
-            .rev()
-            .filter_map(|g| loaded.get(g).map(|(_, b)| b.clone()))
-            .collect();
+        let mut bodies = Vec::with_capacity(chain.len());
+        for member in chain.iter().rev() {
+            let Some(opened) = loaded.get(member) else {
+                continue 'chains;
+            };
+            match opened.body() {
+                Ok(body) => bodies.push(body),
+                Err(unusable) => {
+                    report.checkpoints_discarded.push(unusable.why);
+                    continue 'chains;
+                }
+            }
+        }
         return Ok(Some((bodies, meta, base)));
     }
     Ok(None)

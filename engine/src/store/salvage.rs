@@ -117,10 +117,8 @@ pub(super) struct Plan {
 fn durable_mark(storage: &dyn Storage) -> Result<u64> {
     Ok(checkpoint::list(storage)?
         .into_iter()
-        .filter_map(|g| match checkpoint::read(storage, g) {
-            Ok((meta, _)) => Some(meta.covered_lsn),
-            Err(u) => u.header.map(|m| m.covered_lsn),
-        })
+        .filter_map(|g| checkpoint::open_header(storage, g).ok())
+        .map(|opened| opened.header.meta.covered_lsn)
         .max()
         .unwrap_or(0))
 }
