@@ -210,14 +210,3 @@ impl Opened {
         decode_body(body).map_err(|why| unusable(format!("{path}: body: {why}")))
     }
 }
-
-/// Reads and checks one checkpoint file, header and body.
-#[cfg(test)]
-pub(crate) fn read(
-    storage: &dyn Storage,
-    generation: u64,
-) -> std::result::Result<(CheckpointMeta, Body), Unusable> {
-    let opened = open_header(storage, generation)?;
-    let body = opened.body()?;
-    Ok((opened.header.meta, body))
-}
