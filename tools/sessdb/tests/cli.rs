@@ -373,3 +373,21 @@ fn ids_with_control_characters_are_shown_escaped() {
     let first = listed.elements().next().unwrap();
     assert_eq!(first.get("id").unwrap().as_str().unwrap(), evil);
 }
+
+#[test]
+fn write_commands_refuse_a_path_that_is_not_a_store_and_create_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        &["repair", "nope"][..],
+        &["repair", "nope", "--salvage"],
+        &["repair", "nope", "--salvage", "--dry-run"],
+        &["fork", "nope", "x", "--at", "1"],
+    ] {
+        let err = fails(args, dir.path(), 1);
+        assert!(err.contains("no sessdb store"), "{args:?}: {err}");
+        assert!(
+            !dir.path().join("nope").exists(),
+            "{args:?} created the path"
+        );
+    }
+}

@@ -2,7 +2,7 @@
 
 use sessdb::{ForkSpec, StoreOptions};
 
-use crate::cmd::{PathArg, open_writer};
+use crate::cmd::{PathArg, open_store_writer};
 use crate::error::{CliResult, code};
 use crate::out::{println, shown};
 
@@ -21,7 +21,7 @@ pub struct Args {
 }
 
 pub fn run(a: &Args) -> CliResult {
-    let store = open_writer(&a.store, StoreOptions::default())?;
+    let store = open_store_writer(&a.store, StoreOptions::default())?;
     let result = store.fork(
         &a.session,
         ForkSpec {

@@ -82,6 +82,19 @@ fn open_existing(dir: &Path) -> CliResult<Store> {
     Ok(Store::open_read_only(dir)?)
 }
 
+/// Opens an existing store for writing; a path that holds no store is refused (only `import`,
+/// `demo` and `stress` create stores), so a mistyped path leaves nothing behind.
+fn open_store_writer(dir: &Path, options: StoreOptions) -> CliResult<Store> {
+    if !is_store(dir) {
+        return Err(
+            CliError::new(code::OTHER, format!("no sessdb store at {}", dir.display())).hint(
+                "a store is a directory with a segments/ subdirectory; `sessdb import` creates one",
+            ),
+        );
+    }
+    open_writer(dir, options)
+}
+
 /// Opens (creating) a store for writing.
 fn open_writer(dir: &Path, options: StoreOptions) -> CliResult<Store> {
     Store::open(dir, options).map_err(|e| {

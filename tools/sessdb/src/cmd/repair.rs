@@ -4,7 +4,7 @@ use sessdb::StoreOptions;
 use sessdb::storage::FsStorage;
 use sessdb::store::{DamageRepair, SalvageReport, salvage_plan};
 
-use crate::cmd::{PathArg, is_store, open_writer};
+use crate::cmd::{PathArg, is_store, open_store_writer};
 use crate::error::{CliError, CliResult, code};
 use crate::out::{println, shown};
 
@@ -22,14 +22,14 @@ pub struct Args {
 }
 
 pub fn run(a: &Args) -> CliResult {
-    if !is_store(&a.store) {
-        return Err(CliError::new(
-            code::OTHER,
-            format!("no sessdb store at {}", a.store.display()),
-        )
-        .hint("a store is a directory with a segments/ subdirectory"));
-    }
     if a.dry_run {
+        if !is_store(&a.store) {
+            return Err(CliError::new(
+                code::OTHER,
+                format!("no sessdb store at {}", a.store.display()),
+            )
+            .hint("a store is a directory with a segments/ subdirectory"));
+        }
         let storage = FsStorage::new(&a.store);
         let report = salvage_plan(&storage, &StoreOptions::default()).map_err(|e| {
             let locked = matches!(e, sessdb::Error::Locked { .. });
@@ -54,7 +54,7 @@ pub fn run(a: &Args) -> CliResult {
         ignore_checkpoints: true,
         ..StoreOptions::default()
     };
-    let store = open_writer(&a.store, options).map_err(|e| {
+    let store = open_store_writer(&a.store, options).map_err(|e| {
         if e.message.contains("corruption") && !a.salvage {
             CliError {
                 hint: Some("rerun with --salvage --dry-run to see what salvage would keep"),
