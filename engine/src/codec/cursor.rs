@@ -70,6 +70,13 @@ impl<'a> Cursor<'a> {
         Ok(n)
     }
 
+    /// A `str16`, borrowed.
+    pub(crate) fn str16_ref(&mut self, what: &'static str) -> Decoded<&'a str> {
+        let n = self.u16(what)?;
+        let s = self.take(usize::from(n), what)?;
+        std::str::from_utf8(s).map_err(|_| what)
+    }
+
     /// A string with a `u16` length.
     pub(crate) fn str16(&mut self, what: &'static str) -> Decoded<String> {
         let n = self.u16(what)?;

@@ -333,7 +333,7 @@ pub fn decode_event(bytes: &[u8], seq: u64) -> Decoded<Event> {
 /// A short description of the first inconsistency.
 pub fn decode_event_fields(fields: &[u8], seq: u64) -> Decoded<Event> {
     let mut c = Cursor::new(fields);
-    let ty = c.str16("event type")?;
+    let ty = c.str16_ref("event type")?;
     let time = c.i64("event time")?;
     let flags = c.u8("event flags")?;
     let op = match (flags >> OP_SHIFT) & 3 {
@@ -361,7 +361,7 @@ pub fn decode_event_fields(fields: &[u8], seq: u64) -> Decoded<Event> {
         None
     };
     let data = c.bytes32("event data")?;
-    let event = Event::new(ty, seq, time, data)
+    let event = Event::with_type_name(ty, seq, time, data)
         .with_sources_opt(sources)
         .with_surface_op_opt(op)
         .with_ignorable(flags & FLAG_IGNORABLE != 0);

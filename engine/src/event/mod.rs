@@ -25,10 +25,59 @@ pub enum SurfaceOp {
     },
 }
 
+/// An event type name: the common DSH types are static strings, so decoding an event
+/// allocates nothing for its type.
+#[derive(Debug, Clone)]
+enum TypeName {
+    Known(&'static str),
+    Other(Box<str>),
+}
+
+impl TypeName {
+    fn as_str(&self) -> &str {
+        match self {
+            TypeName::Known(s) => s,
+            TypeName::Other(s) => s,
+        }
+    }
+
+    /// The static name for a common type.
+    fn known(name: &str) -> Option<&'static str> {
+        Some(match name {
+            "assistant/chunk" => "assistant/chunk",
+            "user/message" => "user/message",
+            "assistant/message" => "assistant/message",
+            "tool/result" => "tool/result",
+            "tool/call" => "tool/call",
+            "turn/start" => "turn/start",
+            "turn/end" => "turn/end",
+            "step/start" => "step/start",
+            "step/end" => "step/end",
+            "request/header" => "request/header",
+            "request/context" => "request/context",
+            "session/end-seed" => "session/end-seed",
+            "session/title" => "session/title",
+            _ => return None,
+        })
+    }
+
+    fn interned(name: &str) -> Self {
+        Self::known(name).map_or_else(|| TypeName::Other(name.into()), TypeName::Known)
+    }
+}
+
+impl PartialEq for TypeName {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for TypeName {}
+
 /// One session event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Event {
-    event_type: Box<str>,
+    event_type: TypeName,
     seq: u64,
     time: i64,
     data: Box<[u8]>,
@@ -48,7 +97,7 @@ impl Event {
         data: impl Into<Box<[u8]>>,
     ) -> Self {
         Self {
-            event_type: event_type.into(),
+            event_type: TypeName::Other(event_type.into()),
             seq,
             time,
             data: data.into(),
@@ -111,7 +160,20 @@ impl Event {
 
     /// The event type.
     pub fn event_type(&self) -> &str {
-        &self.event_type
+        self.event_type.as_str()
+    }
+
+    /// As [`Event::new`], the type given as text: a common type's name is not allocated.
+    pub fn with_type_name(
+        event_type: &str,
+        seq: u64,
+        time: i64,
+        data: impl Into<Box<[u8]>>,
+    ) -> Self {
+        Self {
+            event_type: TypeName::interned(event_type),
+            ..Self::new("", seq, time, data)
+        }
     }
 
     /// The seq: the event's index in its session.
@@ -156,6 +218,6 @@ impl Event {
 
     /// The surface type of this event, if its type is one.
     pub fn surface_type(&self) -> Option<SurfaceType> {
-        SurfaceType::from_name(&self.event_type)
+        SurfaceType::from_name(self.event_type())
     }
 }
