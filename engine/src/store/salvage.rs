@@ -66,6 +66,10 @@ pub struct Damage {
     pub kind: CorruptionKind,
     /// What salvage does about it.
     pub repair: DamageRepair,
+    /// The session whose record was damaged, when the damaged bytes still name one that
+    /// exists; `None` when it cannot be read (a session may then have lost its last events
+    /// without a later record to show it, unless a checkpoint remembers its length).
+    pub session: Option<String>,
 }
 
 /// What salvage does with one damaged place.
@@ -217,6 +221,8 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
     let mut catalog = Catalog::default();
     let mut losses = Losses::default();
     let mut touched = BTreeSet::new();
+    // Sessions deleted by a record salvage keeps: absent afterwards for a reason.
+    let mut deleted = BTreeSet::new();
     let mut expected: Option<u64> = None;
     let mut removing = false;
     let count = lsns.len();
@@ -236,6 +242,7 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
             bytes: bytes as u64,
             kind,
             repair,
+            session: None,
         };
         if removing || expected.is_some_and(|e| e != lsn) || bytes.len() < SEGMENT_HEADER_LEN {
             if !removing {
@@ -349,12 +356,14 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
                         cut_at = Some(pos);
                         break;
                     }
-                    if let Some(id) = attribute(&catalog, rest) {
-                        losses.cut(&catalog, &id, None);
+                    let session = attribute(&catalog, rest);
+                    if let Some(id) = &session {
+                        losses.cut(&catalog, id, None);
                     }
-                    out.report
-                        .damage
-                        .push(damage(pos, next - pos, kind, DamageRepair::Voided));
+                    out.report.damage.push(Damage {
+                        session,
+                        ..damage(pos, next - pos, kind, DamageRepair::Voided)
+                    });
                     voids.push((pos, next - pos));
                     pos = next;
                     continue;
@@ -372,19 +381,19 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
                     let appends = matches!(body, RecordBody::Append { .. });
                     match replay(&list, options, &mut catalog, &mut touched, body, frame_lsn) {
                         Err(kind) => {
-                            if let Some(id) = id {
-                                losses.cut(&catalog, &id, last_seq);
+                            if let Some(id) = &id {
+                                losses.cut(&catalog, id, last_seq);
                             }
                             // After damage, a record that no longer follows (its session's
                             // earlier events were in a damaged record whose id was unreadable)
                             // is a consequence, not more damage.
                             if out.report.damage.is_empty() {
-                                out.report.damage.push(damage(
-                                    pos,
-                                    frame_len,
-                                    kind,
-                                    DamageRepair::Voided,
-                                ));
+                                out.report.damage.push(Damage {
+                                    session: id
+                                        .clone()
+                                        .filter(|i| catalog.sessions.contains_key(i)),
+                                    ..damage(pos, frame_len, kind, DamageRepair::Voided)
+                                });
                             } else {
                                 losses.dropped += 1;
                             }
@@ -393,6 +402,9 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
                         // A created, forked or deleted id starts afresh: no longer cut.
                         Ok(()) if !appends => {
                             if let Some(id) = id {
+                                if !catalog.sessions.contains_key(&id) {
+                                    deleted.insert(id.clone());
+                                }
                                 losses.cut.remove(&id);
                             }
                         }
@@ -400,15 +412,19 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
                     }
                 }
                 Err(what) => {
-                    if let Some(id) = attribute(&catalog, rest) {
-                        losses.cut(&catalog, &id, None);
+                    let session = attribute(&catalog, rest);
+                    if let Some(id) = &session {
+                        losses.cut(&catalog, id, None);
                     }
-                    out.report.damage.push(damage(
-                        pos,
-                        frame_len,
-                        CorruptionKind::BadPayload(what),
-                        DamageRepair::Voided,
-                    ));
+                    out.report.damage.push(Damage {
+                        session,
+                        ..damage(
+                            pos,
+                            frame_len,
+                            CorruptionKind::BadPayload(what),
+                            DamageRepair::Voided,
+                        )
+                    });
                     voids.push((pos, frame_len));
                 }
             }
@@ -428,9 +444,58 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
             ));
         }
     }
+    if !out.report.is_empty() {
+        remembered_losses(storage, &catalog, &deleted, &mut losses);
+    }
     out.report.sessions = losses.by_id.into_values().collect();
     out.report.records_dropped = losses.dropped;
     Ok(out)
+}
+
+/// Sessions shorter than the newest readable checkpoint remembers them (and not deleted
+/// since): their last events were in damaged records that named no readable session.
+fn remembered_losses(
+    storage: &dyn Storage,
+    catalog: &Catalog,
+    deleted: &BTreeSet<String>,
+    losses: &mut Losses,
+) {
+    let Ok(gens) = checkpoint::list(storage) else {
+        return;
+    };
+    'chains: for &g in gens.iter().rev() {
+        // The chain back to its full checkpoint, oldest first.
+        let mut chain = Vec::new();
+        let mut next = g;
+        loop {
+            let Ok(opened) = checkpoint::open_header(storage, next) else {
+                continue 'chains;
+            };
+            let base = opened.header.meta.base;
+            chain.push(opened);
+            if base == 0 {
+                break;
+            }
+            next = base;
+        }
+        let mut remembered = Catalog::default();
+        for opened in chain.iter().rev() {
+            let Ok(body) = opened.body() else {
+                continue 'chains;
+            };
+            if checkpoint::apply(body, &mut remembered).is_err() {
+                continue 'chains;
+            }
+        }
+        for (id, entry) in &remembered.sessions {
+            let had = entry.state.next_seq;
+            let now = catalog.sessions.get(id).map_or(0, |e| e.state.next_seq);
+            if now < had && !deleted.contains(id) {
+                losses.cut(catalog, id, Some(had - 1));
+            }
+        }
+        return;
+    }
 }
 
 /// Carries out a plan (see the module docs for the order and why).

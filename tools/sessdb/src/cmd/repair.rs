@@ -112,8 +112,12 @@ fn print_salvage(r: &SalvageReport, dry_run: bool) {
             DamageRepair::HeaderRewritten => format!("{header} the segment header"),
             _ => "left alone".to_owned(),
         };
+        let whose = d.session.as_deref().map_or_else(
+            || "session unreadable".to_owned(),
+            |s| format!("session {}", shown(s)),
+        );
         println(&format!(
-            "damage: {} at byte {} ({}): {what}",
+            "damage: {} at byte {} ({}, {whose}): {what}",
             d.segment, d.offset, d.kind
         ));
     }
