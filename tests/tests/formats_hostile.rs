@@ -314,8 +314,6 @@ fn a_final_line_dsh_keeps_is_never_dropped_as_a_torn_tail() {
     let end = |body: &str| format!("{HEADER}{start}{body}\n");
     for body in [
         // JSON.parse accepts these; the lossless validator does not.
-        r#"{"type":"turn/end","seq":1,"time":0,"data":{"turn":1,"reason":{"kind":"completed"}}} "#,
-        "{\"type\":\"turn/end\",\"seq\":1,\"time\":0,\"data\":{\"turn\":1,\"reason\":{\"kind\":\"completed\"}}}\r",
         r#"{"type":"turn/end","seq":1,"time":0,"data":{"turn":1,"reason":{"kind":"completed","message":"\ud800"}}}"#,
         r#"{"type":"turn/end","seq":1,"time":0,"data":{"turn":1,"reason":{"kind":"completed"},"x":1e400}}"#,
         // Parses, but the envelope is not an event.
@@ -334,6 +332,23 @@ fn a_final_line_dsh_keeps_is_never_dropped_as_a_torn_tail() {
             "{body}: {err}"
         );
     }
+    // Whitespace around a line (CRLF files, trailing spaces) is ignored, as JSON.parse does.
+    for body in [
+        r#"{"type":"turn/end","seq":1,"time":0,"data":{"turn":1,"reason":{"kind":"completed"}}} "#,
+        "{\"type\":\"turn/end\",\"seq\":1,\"time\":0,\"data\":{\"turn\":1,\"reason\":{\"kind\":\"completed\"}}}\r",
+    ] {
+        let report = import_bytes(dir.path(), end(body).as_bytes()).unwrap();
+        assert_eq!(report.sessions[0].events, 2, "{body:?}");
+        assert!(report.sessions[0].torn.is_none());
+    }
+    let crlf = end(
+        r#"{"type":"turn/end","seq":1,"time":0,"data":{"turn":1,"reason":{"kind":"completed"}}}"#,
+    )
+    .replace('\n', "\r\n");
+    assert_eq!(
+        import_bytes(dir.path(), crlf.as_bytes()).unwrap().sessions[0].events,
+        2
+    );
     // What DSH drops too: a line that does not parse, or is cut short.
     for body in [r#"{"type":"turn/end","seq":1,"#, r#"{"type":"plugin/x" "#] {
         let report = import_bytes(dir.path(), end(body).as_bytes()).unwrap();

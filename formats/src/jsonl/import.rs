@@ -246,7 +246,9 @@ pub(crate) fn read_session(file: &Path, limits: &Limits) -> Result<Scanned> {
     if !header_line.terminated || header_line.oversized {
         return Err(corrupt(Some(1), "the header line is incomplete".into()));
     }
-    let header = read_header(file, &header_line.bytes)?;
+    // Whitespace around a line (a CRLF file's `\r`, trailing spaces) is outside the JSON
+    // value: `JSON.parse` ignores it, and so does the import (nothing stored depends on it).
+    let header = read_header(file, header_line.bytes.trim_ascii())?;
     let line_limits = Limits {
         max_depth: limits.max_depth.saturating_add(1),
         max_data_bytes: max_line,
@@ -260,8 +262,8 @@ pub(crate) fn read_session(file: &Path, limits: &Limits) -> Result<Scanned> {
             dropped += 1;
             // After the first bad line, lines are read only to see whether a turn ends later.
             if line.terminated
-                && validate(&line.bytes, &line_limits).is_ok()
-                && JsonRef::new(&line.bytes)
+                && validate(line.bytes.trim_ascii(), &line_limits).is_ok()
+                && JsonRef::new(line.bytes.trim_ascii())
                     .get("type")
                     .is_some_and(|t| t.str_eq("turn/end"))
             {
@@ -277,7 +279,7 @@ pub(crate) fn read_session(file: &Path, limits: &Limits) -> Result<Scanned> {
         }
         let next = events.len() as u64;
         match decode_line(
-            &line.bytes,
+            line.bytes.trim_ascii(),
             line.terminated,
             line.oversized,
             next,
