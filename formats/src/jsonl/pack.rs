@@ -98,30 +98,37 @@ fn member(event: &Event) -> Option<(RunKey, Vec<u8>)> {
     {
         return None;
     }
+    // One pass over `data` and one over `chunk` (not a scan per key).
     let data = event.data_json();
-    let chunk = data.get("chunk")?;
-    let turn = data.get("turn").filter(is_int_token)?;
-    let step = data.get("step").filter(is_int_token)?;
-    let index = chunk.get("index").filter(is_int_token)?;
-    let kind = match chunk.get("type")?.as_str()?.as_ref() {
-        "text-delta" => Kind::Text,
-        "reasoning-delta" => Kind::Reasoning,
-        "tool-call-delta" => Kind::ToolCall,
-        _ => return None,
+    let [chunk, turn, step] = data.fields(["chunk", "turn", "step"]);
+    let chunk = chunk?;
+    let turn = turn.filter(is_int_token)?;
+    let step = step.filter(is_int_token)?;
+    let [index, ty, id, name, args, text] =
+        chunk.fields(["index", "type", "id", "name", "argumentsDelta", "text"]);
+    let index = index.filter(is_int_token)?;
+    let ty = ty?;
+    let kind = if ty.str_eq("text-delta") {
+        Kind::Text
+    } else if ty.str_eq("reasoning-delta") {
+        Kind::Reasoning
+    } else if ty.str_eq("tool-call-delta") {
+        Kind::ToolCall
+    } else {
+        return None;
     };
     let (piece, id, name) = if kind == Kind::ToolCall {
-        let id = chunk.get("id").filter(|v| v.kind() == JsonKind::String)?;
-        let name = chunk.get("name");
+        let id = id.filter(|v| v.kind() == JsonKind::String)?;
         if name.is_some_and(|n| n.kind() != JsonKind::String) {
             return None;
         }
         (
-            chunk.get("argumentsDelta")?,
+            args?,
             Some(id.bytes().to_vec()),
             name.map(|n| n.bytes().to_vec()),
         )
     } else {
-        (chunk.get("text")?, None, None)
+        (text?, None, None)
     };
     if piece.kind() != JsonKind::String {
         return None;
