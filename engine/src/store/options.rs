@@ -5,8 +5,8 @@ use crate::{Clock, Limits};
 /// When an append is acknowledged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Durability {
-    /// After the record is handed to the OS (`write`): survives a process crash, not a power
-    /// loss.
+    /// After the record is handed to the OS (copied into the active segment's shared mapping,
+    /// or written with `pwrite`): survives a process crash, not a power loss.
     #[default]
     Buffered,
     /// After the record is on disk (`fdatasync`). Concurrent appenders share one sync (group
