@@ -391,3 +391,36 @@ fn write_commands_refuse_a_path_that_is_not_a_store_and_create_nothing() {
         );
     }
 }
+
+#[test]
+fn the_demo_is_deterministic_and_touches_only_what_it_made() {
+    let dir = tempfile::tempdir().unwrap();
+    ok(&["demo", "a", "--quiet"], dir.path());
+    ok(&["demo", "b", "--quiet"], dir.path());
+    let read_all = |store: &str, sub: &str| -> Vec<(String, Vec<u8>)> {
+        let mut files: Vec<_> = std::fs::read_dir(dir.path().join(store).join(sub))
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                (
+                    e.file_name().to_string_lossy().into_owned(),
+                    std::fs::read(e.path()).unwrap(),
+                )
+            })
+            .collect();
+        files.sort();
+        files
+    };
+    assert_eq!(
+        read_all("a", "segments"),
+        read_all("b", "segments"),
+        "same seed, same log"
+    );
+    assert_eq!(read_all("a", "checkpoints"), read_all("b", "checkpoints"));
+    // A rerun replaces its own files; an unrelated file beside a new demo path is refused.
+    ok(&["demo", "a", "--quiet"], dir.path());
+    std::fs::write(dir.path().join("c.sqlite"), b"mine").unwrap();
+    let err = fails(&["demo", "c"], dir.path(), 1);
+    assert!(err.contains("not made by `sessdb demo`"), "{err}");
+    assert_eq!(std::fs::read(dir.path().join("c.sqlite")).unwrap(), b"mine");
+}

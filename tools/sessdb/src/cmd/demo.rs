@@ -44,10 +44,25 @@ fn beside(store: &Path, suffix: &str) -> PathBuf {
     store.with_file_name(format!("{name}{suffix}"))
 }
 
-/// Clears a previous demo run; refuses to touch anything else.
+/// Clears a previous demo run; refuses to touch anything else (the JSONL directory and SQLite
+/// file beside the store are replaced only when the store is a demo store, whose run made them).
 fn prepare(store: &Path, jsonl: &Path, sqlite: &Path) -> CliResult<()> {
+    let ours = store.join(MARKER).is_file();
+    if !ours {
+        for companion in [jsonl, sqlite] {
+            if companion.exists() {
+                return Err(CliError::new(
+                    code::OTHER,
+                    format!(
+                        "{} exists and was not made by `sessdb demo`",
+                        companion.display()
+                    ),
+                )
+                .hint("pass another path, e.g. `sessdb demo ./my-demo`"));
+            }
+        }
+    }
     if store.exists() {
-        let ours = store.join(MARKER).is_file();
         let empty = std::fs::read_dir(store)
             .map(|mut d| d.next().is_none())
             .unwrap_or(false);
@@ -104,8 +119,14 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
         ..WorkloadSpec::default()
     };
 
+    // The generator's time everywhere (end-seed markers, the fork's header, repair closers):
+    // the same seed gives the same store, byte for byte.
+    let options = StoreOptions {
+        clock: sessdb::Clock::fixed(spec.start_time_ms),
+        ..StoreOptions::default()
+    };
     let started = Instant::now();
-    let mut store = open_writer(&a.store, StoreOptions::default())?;
+    let mut store = open_writer(&a.store, options.clone())?;
     let summary = generate(&spec, &mut store)?;
     let written = started.elapsed();
     note(
@@ -124,7 +145,7 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
     store.close()?;
 
     let started = Instant::now();
-    let store = Store::open(&a.store, StoreOptions::default())?;
+    let store = Store::open(&a.store, options)?;
     let reopened = started.elapsed();
     let report = store.open_report().clone();
     let stats = store.stats();
