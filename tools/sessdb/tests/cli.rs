@@ -109,9 +109,21 @@ fn demo_ls_show_tail_stats() {
     let msgs = json(&messages);
     assert!(
         msgs.elements().count() > 0
-            && msgs
-                .elements()
-                .all(|m| m.kind() == JsonKind::Object && m.get("role").is_some())
+            && msgs.elements().all(|m| {
+                m.get("message").is_some_and(|m| m.get("role").is_some())
+                    && m.get("seq").and_then(|s| s.as_i64()).is_some()
+            })
+    );
+    // The seqs are the surface's seqs of the messages, in order.
+    let message_seqs: Vec<i64> = msgs
+        .elements()
+        .map(|m| m.get("seq").unwrap().as_i64().unwrap())
+        .collect();
+    assert!(message_seqs.iter().all(|s| seqs.contains(s)));
+    assert!(
+        message_seqs
+            .windows(2)
+            .all(|w| seqs.iter().position(|s| *s == w[0]) < seqs.iter().position(|s| *s == w[1]))
     );
 
     let tail = ok(&["tail", "store", &id, "-n", "3"], dir.path());

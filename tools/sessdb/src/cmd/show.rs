@@ -23,7 +23,8 @@ pub struct Args {
     /// Start at this seq.
     #[arg(long, default_value_t = 0)]
     from: u64,
-    /// JSON output (a JSON array for --surface and --messages; events are JSONL anyway).
+    /// JSON output: for --surface an array of seqs, for --messages an array of
+    /// `{"seq": N, "message": {...}}` (events are JSONL anyway).
     #[arg(long)]
     json: bool,
 }
@@ -65,11 +66,14 @@ pub fn run(a: &Args) -> CliResult {
             .collect();
         if a.json {
             let mut out = b"[".to_vec();
-            for (i, (_, json)) in messages.iter().enumerate() {
+            // `[{"seq":N,"message":{...}}, ...]`: the message bytes exactly as stored.
+            for (i, (seq, json)) in messages.iter().enumerate() {
                 if i > 0 {
                     out.push(b',');
                 }
+                out.extend_from_slice(format!("{{\"seq\":{seq},\"message\":").as_bytes());
                 out.extend_from_slice(json);
+                out.push(b'}');
             }
             out.extend_from_slice(b"]\n");
             print(&out);
