@@ -10,7 +10,7 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use sessdb::json::{JsonKind, JsonRef, validate};
+use sessdb::json::{JsonRef, validate};
 use sessdb::{Draft, Event, Limits, LogType, Store, StoreOptions};
 use sessdb_tests::{FIXTURES, renumbered_text};
 
