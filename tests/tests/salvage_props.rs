@@ -17,7 +17,8 @@ use std::sync::Arc;
 use proptest::prelude::*;
 use sessdb::storage::MemStorage;
 use sessdb::store::{salvage_plan, verify};
-use sessdb::{Clock, Event, Store, StoreOptions};
+use sessdb::{Clock, Store, StoreOptions};
+use sessdb_tests::dump_store;
 use sessdb_workload::{WorkloadSpec, generate};
 
 fn opts() -> StoreOptions {
@@ -29,20 +30,11 @@ fn opts() -> StoreOptions {
 
 type Dump = BTreeMap<String, Vec<Vec<u8>>>;
 
+/// Every session's events as JSONL lines.
 fn dump(store: &Store) -> Dump {
-    store
-        .list()
+    dump_store(store)
         .into_iter()
-        .map(|i| {
-            let id = i.header.id;
-            let events = store
-                .events(&id, 0, u64::MAX)
-                .unwrap()
-                .iter()
-                .map(Event::to_jsonl)
-                .collect();
-            (id, events)
-        })
+        .map(|(id, events, _)| (id, events))
         .collect()
 }
 

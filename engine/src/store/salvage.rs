@@ -30,7 +30,7 @@ use crate::codec::segment::{
     SEGMENT_HEADER_LEN, SEGMENTS_DIR, SegmentHeader, parse_segment_name, segment_path,
 };
 use crate::codec::{CorruptionKind, LOCK_FILE};
-use crate::storage::{OpenMode, Replacement, Storage};
+use crate::storage::{OpenMode, Replacement, Storage, StorageFile};
 use crate::{Error, Result};
 
 /// What salvage found and what it does (or, in a dry run, would do).
@@ -207,6 +207,18 @@ fn attribute(catalog: &Catalog, frame: &[u8]) -> Option<String> {
     catalog.sessions.contains_key(&id).then_some(id)
 }
 
+/// A file opened for reading and all of its bytes.
+fn read_whole(storage: &dyn Storage, path: &str) -> Result<(Box<dyn StorageFile>, Vec<u8>)> {
+    let file = storage
+        .open(path, OpenMode::Read)
+        .map_err(|e| Error::io("open", path, e))?;
+    let len = file.len().map_err(|e| Error::io("stat", path, e))?;
+    let mut bytes = vec![0u8; usize::try_from(len).unwrap_or(0)];
+    file.read_at(&mut bytes, 0)
+        .map_err(|e| Error::io("read", path, e))?;
+    Ok((file, bytes))
+}
+
 /// Scans the whole log and plans the salvage; changes nothing.
 pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan> {
     let durable = durable_mark(storage)?;
@@ -229,13 +241,7 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
     for (i, lsn) in lsns.into_iter().enumerate() {
         let last = i + 1 == count;
         let path = segment_path(lsn);
-        let file = storage
-            .open(&path, OpenMode::Read)
-            .map_err(|e| Error::io("open", &path, e))?;
-        let len = file.len().map_err(|e| Error::io("stat", &path, e))?;
-        let mut bytes = vec![0u8; usize::try_from(len).unwrap_or(0)];
-        file.read_at(&mut bytes, 0)
-            .map_err(|e| Error::io("read", &path, e))?;
+        let (file, bytes) = read_whole(storage, &path)?;
         let damage = |offset: usize, bytes: usize, kind, repair| Damage {
             segment: path.clone(),
             offset: offset as u64,
@@ -533,14 +539,7 @@ pub(super) fn apply(storage: &dyn Storage, options: &StoreOptions, plan: &mut Pl
             continue;
         };
         let path = segment_path(*lsn);
-        let file = storage
-            .open(&path, OpenMode::Read)
-            .map_err(|e| Error::io("open", &path, e))?;
-        let len = file.len().map_err(|e| Error::io("stat", &path, e))?;
-        let mut bytes = vec![0u8; usize::try_from(len).unwrap_or(0)];
-        file.read_at(&mut bytes, 0)
-            .map_err(|e| Error::io("read", &path, e))?;
-        drop(file);
+        let (_, mut bytes) = read_whole(storage, &path)?;
         if *header {
             let fresh = SegmentHeader {
                 first_lsn: *lsn,
