@@ -10,8 +10,8 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use sessdb::{Draft, SessionHeader, Store, StoreOptions, SurfaceIntent, SurfaceType};
-use sessdb_workload::payload as p;
+use sessdb::{Draft, SessionHeader, Store, StoreOptions};
+use sessdb_benches::user_draft;
 
 fn store_with(dir: &std::path::Path, events: u64) -> Store {
     let store = Store::open(dir, StoreOptions::default()).expect("open");
@@ -20,20 +20,7 @@ fn store_with(dir: &std::path::Path, events: u64) -> Store {
         .expect("create");
     let mut i = 0;
     while i < events {
-        let batch: Vec<Draft> = (i..(i + 1000).min(events))
-            .map(|n| {
-                Draft::surface(
-                    SurfaceType::UserMessage,
-                    p::user_message(
-                        &format!("u{n}"),
-                        "user",
-                        "read the config and then fix the build",
-                    )
-                    .into_bytes(),
-                    SurfaceIntent::append(),
-                )
-            })
-            .collect();
+        let batch: Vec<Draft> = (i..(i + 1000).min(events)).map(user_draft).collect();
         i += batch.len() as u64;
         store.append_batch("s", batch).expect("append");
     }

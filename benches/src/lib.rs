@@ -260,3 +260,18 @@ impl Sink for SqlitePeer {
         Ok(child)
     }
 }
+
+/// A realistic user message (about 190 bytes as a JSONL line), appended to the surface: the
+/// event the report and the read benchmark append in bulk.
+pub fn user_draft(n: u64) -> Draft {
+    Draft::surface(
+        sessdb::SurfaceType::UserMessage,
+        sessdb_workload::payload::user_message(
+            &format!("u{n}"),
+            "user",
+            "read the config and then fix the build",
+        )
+        .into_bytes(),
+        sessdb::SurfaceIntent::append(),
+    )
+}

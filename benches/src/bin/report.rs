@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use sessdb::{
     Draft, Durability, ForkSpec, SessionHeader, Store, StoreOptions, SurfaceIntent, SurfaceType,
 };
+use sessdb_benches::user_draft;
 use sessdb_workload::{Sink, WorkloadSpec, generate, payload as p};
 
 /// One recorded workload operation.
@@ -213,21 +214,8 @@ fn sqlite_append(ops: &[Op], events: u64) -> f64 {
     events as f64 / t.elapsed().as_secs_f64()
 }
 
-fn user_draft(n: u64) -> Draft {
-    Draft::surface(
-        SurfaceType::UserMessage,
-        p::user_message(
-            &format!("u{n}"),
-            "user",
-            "read the config and then fix the build",
-        )
-        .into_bytes(),
-        SurfaceIntent::append(),
-    )
-}
-
-/// Events/s of `Sync` 1000-event batches.
-fn sessdb_sync_batches(batches: u64) -> f64 {
+/// A `Sync` store in a temp dir with one empty session `s`.
+fn sync_store() -> (tempfile::TempDir, Store) {
     let dir = temp();
     let store = Store::open(
         dir.path(),
@@ -240,6 +228,12 @@ fn sessdb_sync_batches(batches: u64) -> f64 {
     store
         .create_session(SessionHeader::new("s", 0), Vec::new())
         .expect("create");
+    (dir, store)
+}
+
+/// Events/s of `Sync` 1000-event batches.
+fn sessdb_sync_batches(batches: u64) -> f64 {
+    let (_dir, store) = sync_store();
     let drafts: Vec<Vec<Draft>> = (0..batches)
         .map(|b| (0..1000).map(|i| user_draft(b * 1000 + i)).collect())
         .collect();
@@ -275,18 +269,7 @@ fn raw_sync_batches(batches: u64) -> f64 {
 
 /// p50 seconds of `n` single-event `Sync` appends.
 fn durable_p50(n: u64) -> f64 {
-    let dir = temp();
-    let store = Store::open(
-        dir.path(),
-        StoreOptions {
-            durability: Durability::Sync,
-            ..buffered()
-        },
-    )
-    .expect("open");
-    store
-        .create_session(SessionHeader::new("s", 0), Vec::new())
-        .expect("create");
+    let (_dir, store) = sync_store();
     let mut lat: Vec<f64> = (0..n)
         .map(|i| {
             let d = user_draft(i);
