@@ -43,7 +43,15 @@ impl SurfaceType {
 
     /// The surface type named `name`, if any.
     pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|t| t.as_str() == name)
+        // A match (compared by length first), not a scan: called for every event read.
+        Some(match name {
+            "user/message" => Self::UserMessage,
+            "assistant/message" => Self::AssistantMessage,
+            "tool/result" => Self::ToolResult,
+            "context/message" => Self::ContextMessage,
+            "steering/message" => Self::SteeringMessage,
+            _ => return None,
+        })
     }
 
     /// Whether the message is `data.message` (assistant, tool) rather than `data` itself.
@@ -179,6 +187,15 @@ pub fn is_known_type(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn from_name_is_the_inverse_of_as_str() {
+        for t in SurfaceType::ALL {
+            assert_eq!(SurfaceType::from_name(t.as_str()), Some(t));
+        }
+        assert_eq!(SurfaceType::from_name("user/messages"), None);
+        assert_eq!(SurfaceType::from_name(""), None);
+    }
 
     #[test]
     fn log_type_refuses_surface_and_empty_names() {
