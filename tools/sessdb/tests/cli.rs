@@ -436,3 +436,42 @@ fn the_demo_is_deterministic_and_touches_only_what_it_made() {
     assert!(err.contains("not made by `sessdb demo`"), "{err}");
     assert_eq!(std::fs::read(dir.path().join("c.sqlite")).unwrap(), b"mine");
 }
+
+#[test]
+fn delete_removes_a_session_and_show_to_bounds_the_range() {
+    let dir = tempfile::tempdir().unwrap();
+    ok(&["demo", "store", "--quiet"], dir.path());
+    let listed = ok(&["ls", "store", "--json"], dir.path());
+    let ids: Vec<String> = json(&listed)
+        .elements()
+        .map(|s| s.get("id").unwrap().as_str().unwrap().into_owned())
+        .collect();
+    let (parent, child) = (&ids[2], &ids[3]);
+    assert!(child.starts_with(parent.as_str()), "{ids:?}");
+    // show --from/--to: exactly the seqs asked for.
+    let lines = ok(
+        &["show", "store", parent, "--from", "2", "--to", "4"],
+        dir.path(),
+    );
+    let seqs: Vec<i64> = lines
+        .lines()
+        .map(|l| {
+            JsonRef::new(l.as_bytes())
+                .get("seq")
+                .unwrap()
+                .as_i64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(seqs, vec![2, 3, 4]);
+    // Deleting the parent keeps the fork whole; a missing session is an error naming it.
+    let child_before = ok(&["show", "store", child], dir.path());
+    ok(&["delete", "store", parent, "--quiet"], dir.path());
+    let after = ok(&["ls", "store", "--json"], dir.path());
+    assert_eq!(json(&after).elements().count(), ids.len() - 1);
+    assert_eq!(ok(&["show", "store", child], dir.path()), child_before);
+    let err = fails(&["delete", "store", parent], dir.path(), 1);
+    assert!(err.contains(parent.as_str()), "{err}");
+    fails(&["delete", "nope", "x"], dir.path(), 1);
+    assert!(!dir.path().join("nope").exists());
+}

@@ -1,5 +1,6 @@
 //! The commands.
 
+mod delete;
 mod demo;
 mod export;
 mod fork;
@@ -35,6 +36,8 @@ pub enum Command {
     Import(import::Args),
     /// Export sessions to the DSH JSONL layout or to a SQLite database.
     Export(export::Args),
+    /// Delete a session (a Delete record; forks of it keep what they inherited).
+    Delete(delete::Args),
     /// Fork a session at a seq (DSH v0 rules); prints the child's id.
     Fork(fork::Args),
     /// Read every record, check every checksum, compare the checkpoint with a full replay.
@@ -59,6 +62,7 @@ pub fn run(command: Command, quiet: bool) -> CliResult {
         Command::Import(a) => import::run(&a, quiet),
         Command::Export(a) => export::run(&a, quiet),
         Command::Fork(a) => fork::run(&a),
+        Command::Delete(a) => delete::run(&a, quiet),
         Command::Verify(a) => verify::run(&a),
         Command::Repair(a) => repair::run(&a),
         Command::Stats(a) => stats::run(&a),

@@ -1,4 +1,4 @@
-//! `sessdb show STORE SESSION [--events | --surface | --messages] [--from SEQ] [--json]`
+//! `sessdb show STORE SESSION [--events | --surface | --messages] [--from SEQ] [--to SEQ] [--json]`
 
 use crate::cmd::{PathArg, open_existing};
 use crate::error::{CliResult, code};
@@ -23,10 +23,20 @@ pub struct Args {
     /// Start at this seq.
     #[arg(long, default_value_t = 0)]
     from: u64,
+    /// Stop after this seq (inclusive).
+    #[arg(long, value_name = "SEQ")]
+    to: Option<u64>,
     /// JSON output: for --surface an array of seqs, for --messages an array of
     /// `{"seq": N, "message": {...}}` (events are JSONL anyway).
     #[arg(long)]
     json: bool,
+}
+
+impl Args {
+    /// Whether a seq is within `--from` and `--to`.
+    fn wanted(&self, seq: u64) -> bool {
+        seq >= self.from && self.to.is_none_or(|t| seq <= t)
+    }
 }
 
 pub fn run(a: &Args) -> CliResult {
@@ -35,7 +45,7 @@ pub fn run(a: &Args) -> CliResult {
         let surface: Vec<u64> = store
             .surface(&a.session)?
             .into_iter()
-            .filter(|s| *s >= a.from)
+            .filter(|s| a.wanted(*s))
             .collect();
         if a.json {
             println(&format!(
@@ -62,7 +72,7 @@ pub fn run(a: &Args) -> CliResult {
         let messages: Vec<(u64, Vec<u8>)> = store
             .messages(&a.session)?
             .into_iter()
-            .filter(|(s, _)| *s >= a.from)
+            .filter(|(s, _)| a.wanted(*s))
             .collect();
         if a.json {
             let mut out = b"[".to_vec();
@@ -84,10 +94,12 @@ pub fn run(a: &Args) -> CliResult {
         }
         return Ok(code::OK);
     }
-    let len = store.session_len(&a.session)?;
+    let len = store
+        .session_len(&a.session)?
+        .min(a.to.map_or(u64::MAX, |t| t.saturating_add(1)));
     let mut from = a.from;
     while from < len {
-        let events = store.events(&a.session, from, from + 1024)?;
+        let events = store.events(&a.session, from, (from + 1024).min(len))?;
         from += events.len().max(1) as u64;
         let mut out = Vec::new();
         for e in events {
