@@ -64,7 +64,7 @@ impl From<sessdb::Error> for CliError {
             | E::InvalidType { .. }
             | E::SessionExists { .. }
             | E::UnsupportedFormat { .. } => CliError::new(code::REJECTED, message),
-            E::Corruption { .. } => CliError::new(code::OTHER, message).hint("run `sessdb verify STORE` to see all damage, `sessdb repair STORE --salvage` to keep what precedes it"),
+            E::Corruption { .. } => CliError::new(code::OTHER, message).hint("run `sessdb verify STORE` to see all damage; `sessdb repair STORE --salvage --dry-run` shows what salvage would keep (every intact session, whole)"),
             E::Poisoned { .. } => CliError::new(code::OTHER, message).hint("run the command again"),
             E::SessionNotFound { .. } => CliError::new(code::OTHER, message).hint("`sessdb ls STORE` lists the sessions"),
             _ => CliError::new(code::OTHER, message),

@@ -320,7 +320,7 @@ fn fork_verify_repair_and_locking() {
     assert_eq!(json(&verify).get("ok").unwrap().as_bool(), Some(true));
     assert!(ok(&["verify", "store"], dir.path()).contains("ok: no corruption"));
 
-    // Damage a record: verify finds it (exit 3), repair --salvage keeps what precedes it.
+    // Damage a record: verify finds it (exit 3), repair --salvage keeps every intact session.
     let seg_dir = dir.path().join("store/segments");
     let seg = std::fs::read_dir(&seg_dir)
         .unwrap()

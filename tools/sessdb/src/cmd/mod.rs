@@ -42,8 +42,9 @@ pub enum Command {
     Fork(fork::Args),
     /// Read every record, check every checksum, compare the checkpoint with a full replay.
     Verify(verify::Args),
-    /// Cut a torn tail (with --salvage: drop everything from the first corrupt record), then
-    /// close the open turns of interrupted sessions.
+    /// Cut a torn tail, then close the open turns of interrupted sessions; with --salvage,
+    /// skip damaged records and cut only the sessions that had events in them (--dry-run
+    /// prints that plan).
     Repair(repair::Args),
     /// Sessions, events, segments, bytes, checkpoint position, and what opening found.
     Stats(stats::Args),
