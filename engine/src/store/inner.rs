@@ -56,6 +56,8 @@ pub(crate) struct Inner {
     pub(crate) written_lsn: AtomicU64,
     /// The active segment's file and path (replaced under `tail` at a roll; innermost lock).
     pub(crate) active: Mutex<Option<ActiveFile>>,
+    /// The first LSN of the segment in `active` (a roll is seen without taking the lock).
+    pub(crate) active_first_lsn: AtomicU64,
     pub(crate) poisoned: Mutex<Option<String>>,
     pub(crate) ckpt: Mutex<CheckpointState>,
     pub(crate) changes: (Mutex<u64>, Condvar),

@@ -94,8 +94,14 @@ pub(super) fn open(
     let mut start_lsn = 0;
     let mut last_record = None;
     let mut durable_lsn = 0;
-    let chosen = choose_checkpoint(&*storage, &list, read_only, &mut report, &mut durable_lsn)?
-        .filter(|_| !options.ignore_checkpoints);
+    let chosen = choose_checkpoint(
+        &*storage,
+        &list,
+        read_only,
+        options.ignore_checkpoints,
+        &mut report,
+        &mut durable_lsn,
+    )?;
     if !read_only && durable_lsn > log_end(&list)? {
         // A checkpoint vouches for records the log no longer has: acknowledged data is gone.
         return Err(Error::corruption(
@@ -159,6 +165,7 @@ pub(super) fn open(
         e.state.surface.shrink_to_fit();
     }
     let synced = tail.as_ref().map_or(0, |t| t.next_lsn);
+    let active_first_lsn = tail.as_ref().map_or(u64::MAX, |t| t.active.first_lsn);
     let active = tail
         .as_ref()
         .map(|t| (Arc::clone(&t.active.file), t.active.path.clone()));
@@ -177,6 +184,7 @@ pub(super) fn open(
         }),
         sync_done: Condvar::new(),
         written_lsn: std::sync::atomic::AtomicU64::new(synced),
+        active_first_lsn: std::sync::atomic::AtomicU64::new(active_first_lsn),
         active: Mutex::new(active),
         poisoned: Mutex::new(None),
         ckpt: Mutex::new(ck_state),
@@ -196,6 +204,7 @@ fn choose_checkpoint(
     storage: &dyn Storage,
     segments: &SegmentList,
     read_only: bool,
+    ignore_state: bool,
     report: &mut OpenReport,
     durable_lsn: &mut u64,
 ) -> Result<Option<Chain>> {
@@ -225,6 +234,10 @@ fn choose_checkpoint(
         .filter(|o| vouches(segments, &o.header.meta))
     {
         *durable_lsn = (*durable_lsn).max(opened.header.meta.covered_lsn);
+    }
+    if ignore_state {
+        // A full replay wants only the durable marks: no body is read.
+        return Ok(None);
     }
     'chains: for &g in gens.iter().rev() {
         let Some(meta) = loaded.get(&g).map(|o| o.header.meta) else {

@@ -127,12 +127,14 @@ impl SegmentList {
     pub(crate) fn read_events(&self, locs: &[(u64, EventLoc)]) -> Result<Vec<Event>> {
         let mut out = Vec::with_capacity(locs.len());
         let mut rest = locs;
-        while let Some(&(seq, first)) = rest.first() {
-            let seg = self.find(first.lsn).ok_or_else(|| no_segment(first.lsn))?;
+        while let Some(&(_, first)) = rest.first() {
+            let (seg, next_first) = self
+                .find_with_next(first.lsn)
+                .ok_or_else(|| no_segment(first.lsn))?;
             let start =
                 seg.offset_of(first.lsn) + FRAME_HEADER_LEN as u64 + u64::from(first.offset);
-            // The run: following locations in the same segment, within the window.
-            let next_first = self.next_first_lsn(&seg);
+            // The run: following locations in the same segment, within the window (a run of
+            // one is one event's bytes).
             let mut end = start + u64::from(first.len);
             let mut n = 1;
             for &(_, l) in rest.iter().skip(1) {
@@ -148,41 +150,38 @@ impl SegmentList {
                 n += 1;
             }
             let (run, after) = rest.split_at(n);
-            if n == 1 {
-                out.push(self.read_event(first, seq)?);
-            } else {
-                let len = usize::try_from(end - start).unwrap_or(usize::MAX);
-                let decoded = seg.with_bytes(start, len, |window| {
-                    run.iter()
-                        .map(|&(seq, l)| {
-                            let at = seg.offset_of(l.lsn)
-                                + FRAME_HEADER_LEN as u64
-                                + u64::from(l.offset);
-                            let from = usize::try_from(at - start).unwrap_or(usize::MAX);
-                            let bytes = window
-                                .get(from..from.saturating_add(l.len as usize))
-                                .ok_or((at, CorruptionKind::Incomplete))?;
-                            check_decode(bytes, seq).map_err(|k| (at, k))
-                        })
-                        .collect::<std::result::Result<Vec<Event>, (u64, CorruptionKind)>>()
-                })?;
-                out.extend(decoded.map_err(|(at, kind)| Error::Corruption {
-                    segment: seg.path.clone(),
-                    offset: at,
-                    kind,
-                })?);
-            }
+            let len = usize::try_from(end - start).unwrap_or(usize::MAX);
+            let decoded = seg.with_bytes(start, len, |window| {
+                run.iter()
+                    .map(|&(seq, l)| {
+                        let at =
+                            seg.offset_of(l.lsn) + FRAME_HEADER_LEN as u64 + u64::from(l.offset);
+                        let from = usize::try_from(at - start).unwrap_or(usize::MAX);
+                        let bytes = window
+                            .get(from..from.saturating_add(l.len as usize))
+                            .ok_or((at, CorruptionKind::Incomplete))?;
+                        check_decode(bytes, seq).map_err(|k| (at, k))
+                    })
+                    .collect::<std::result::Result<Vec<Event>, (u64, CorruptionKind)>>()
+            })?;
+            out.extend(decoded.map_err(|(at, kind)| Error::Corruption {
+                segment: seg.path.clone(),
+                offset: at,
+                kind,
+            })?);
             rest = after;
         }
         Ok(out)
     }
 
-    /// The first LSN of the segment after `seg`, if there is one.
-    fn next_first_lsn(&self, seg: &Segment) -> Option<u64> {
+    /// The segment holding `lsn`, and the first LSN of the segment after it.
+    fn find_with_next(&self, lsn: u64) -> Option<(Arc<Segment>, Option<u64>)> {
         let list = self.list.read();
-        list.iter()
-            .map(|s| s.first_lsn)
-            .find(|&f| f > seg.first_lsn)
+        let i = list
+            .partition_point(|s| s.first_lsn <= lsn)
+            .checked_sub(1)?;
+        let seg = list.get(i)?;
+        Some((Arc::clone(seg), list.get(i + 1).map(|s| s.first_lsn)))
     }
 
     /// Reads the event at `loc`, giving it `seq`.

@@ -95,15 +95,13 @@ impl Inner {
         ) {
             Ok(lsn) => {
                 self.ckpt.lock().bytes_since += frame.len() as u64;
-                {
-                    // A roll changed the active file: group commit syncs the new one.
-                    let mut active = self.active.lock();
-                    if active
-                        .as_ref()
-                        .is_none_or(|(f, _)| !Arc::ptr_eq(f, &tail.active.file))
-                    {
-                        *active = Some((Arc::clone(&tail.active.file), tail.active.path.clone()));
-                    }
+                // A roll changed the active file: group commit syncs the new one. Checked
+                // lock-free; the slot is locked only after a roll (writers hold `tail`).
+                if self.active_first_lsn.load(Ordering::Relaxed) != tail.active.first_lsn {
+                    *self.active.lock() =
+                        Some((Arc::clone(&tail.active.file), tail.active.path.clone()));
+                    self.active_first_lsn
+                        .store(tail.active.first_lsn, Ordering::Relaxed);
                 }
                 // Published after the bytes are written: a sync that reads it covers them.
                 self.written_lsn.store(tail.next_lsn, Ordering::Release);
@@ -151,12 +149,17 @@ impl Inner {
             // The end first, then the file: a roll in between synced the old segment whole
             // before the new one existed, so syncing the newer file still covers `written`.
             let written = self.written_lsn.load(Ordering::Acquire);
-            let active = self.active.lock().clone();
-            let result = active.as_ref().map_or(Ok(()), |(file, _)| file.sync_data());
+            let Some((file, path)) = self.active.lock().clone() else {
+                // A read-only store writes nothing: there is nothing to make durable.
+                state = self.sync_state.lock();
+                state.leader = false;
+                self.sync_done.notify_all();
+                return Ok(());
+            };
+            let result = file.sync_data();
             state = self.sync_state.lock();
             state.leader = false;
             if let Err(e) = result {
-                let path = active.map(|(_, p)| p).unwrap_or_default();
                 self.sync_done.notify_all();
                 return self.poison(Error::io("sync", path, e));
             }
