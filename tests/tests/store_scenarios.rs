@@ -17,7 +17,7 @@ use sessdb::storage::CrashStorage;
 use sessdb::store::{CHECKPOINT_HEADER_LEN, verify};
 use sessdb::{
     Clock, Config, Draft, Error, Event, ForkErrorCode, ForkSpec, LogType, ResumeReport,
-    SessionHeader, SessionSet, SessionState, Store, StoreOptions, SurfaceIntent, SurfaceType,
+    SessionHeader, SessionSet, Store, StoreOptions, SurfaceIntent, SurfaceType,
 };
 use sessdb_tests::{Backend, on_both_storages};
 use sessdb_workload::{WorkloadSpec, generate, payload as p};
@@ -42,21 +42,8 @@ fn open_salvaging(storage: &Backend) -> Store {
 }
 
 /// Every session's events as JSONL lines plus its state, for whole-store comparisons.
-fn dump(store: &Store) -> Vec<(String, Vec<Vec<u8>>, SessionState)> {
-    store
-        .list()
-        .into_iter()
-        .map(|info| {
-            let id = info.header.id.clone();
-            let events = store
-                .events(&id, 0, u64::MAX)
-                .unwrap()
-                .iter()
-                .map(Event::to_jsonl)
-                .collect();
-            (id.clone(), events, store.state(&id).unwrap())
-        })
-        .collect()
+fn dump(store: &Store) -> sessdb_tests::StoreDump {
+    sessdb_tests::dump_store(store)
 }
 
 fn workload(store: &mut Store) -> sessdb_workload::WorkloadSummary {
