@@ -575,6 +575,14 @@ fn main() {
     )
     .expect("workload");
     let events = summary.events;
+    // `--profile-append N`: the subject of the first row alone, N times (for `perf record`).
+    if let Some(i) = args.iter().position(|a| a == "--profile-append") {
+        let n: usize = args.get(i + 1).and_then(|n| n.parse().ok()).unwrap_or(10);
+        for _ in 0..n {
+            println!("{:.0} events/s", sessdb_append(&rec.ops, events));
+        }
+        return;
+    }
     if run("append") {
         let (s, j) = pair(
             reps,

@@ -81,6 +81,20 @@ pub struct LocatedEvent {
 /// A part whose length does not fit its length field (a payload past 4 GiB); the store
 /// refuses records far below that (`record_bytes_max`).
 pub fn encode(body: &BodyRef<'_>, out: &mut Vec<u8>) -> Decoded<(RecordKind, Vec<(u32, u32)>)> {
+    let mut locs = Vec::new();
+    encode_into(body, out, &mut locs).map(|kind| (kind, locs))
+}
+
+/// [`encode`] into caller-owned buffers (the write path reuses them: no allocation per
+/// record): appends the payload to `out` and each event's `(offset, len)` to `locs`.
+///
+/// # Errors
+/// As [`encode`].
+pub fn encode_into(
+    body: &BodyRef<'_>,
+    out: &mut Vec<u8>,
+    locs: &mut Vec<(u32, u32)>,
+) -> Decoded<RecordKind> {
     Ok(match body {
         BodyRef::Create {
             session,
@@ -89,11 +103,13 @@ pub fn encode(body: &BodyRef<'_>, out: &mut Vec<u8>) -> Decoded<(RecordKind, Vec
         } => {
             put_str16(out, session);
             put_bytes32(out, header_json)?;
-            (RecordKind::Create, put_events(out, events)?)
+            put_events(out, events, locs)?;
+            RecordKind::Create
         }
         BodyRef::Append { session, events } => {
             put_str16(out, session);
-            (RecordKind::Append, put_events(out, events)?)
+            put_events(out, events, locs)?;
+            RecordKind::Append
         }
         BodyRef::Fork {
             child,
@@ -106,11 +122,12 @@ pub fn encode(body: &BodyRef<'_>, out: &mut Vec<u8>) -> Decoded<(RecordKind, Vec
             put_bytes32(out, header_json)?;
             put_str16(out, parent);
             out.extend_from_slice(&inherited.to_le_bytes());
-            (RecordKind::Fork, put_events(out, events)?)
+            put_events(out, events, locs)?;
+            RecordKind::Fork
         }
         BodyRef::Delete { session } => {
             put_str16(out, session);
-            (RecordKind::Delete, Vec::new())
+            RecordKind::Delete
         }
     })
 }
@@ -174,11 +191,11 @@ fn put_bytes32(out: &mut Vec<u8>, b: &[u8]) -> Decoded<()> {
     Ok(())
 }
 
-fn put_events(out: &mut Vec<u8>, events: &[Event]) -> Decoded<Vec<(u32, u32)>> {
+fn put_events(out: &mut Vec<u8>, events: &[Event], locs: &mut Vec<(u32, u32)>) -> Decoded<()> {
     let first = events.first().map_or(0, Event::seq);
     out.extend_from_slice(&first.to_le_bytes());
     out.extend_from_slice(&len32(events.len()).ok_or(TOO_LARGE)?.to_le_bytes());
-    let mut locs = Vec::with_capacity(events.len());
+    locs.reserve(events.len());
     for e in events {
         let len_at = out.len();
         out.extend_from_slice(&0u32.to_le_bytes());
@@ -190,7 +207,7 @@ fn put_events(out: &mut Vec<u8>, events: &[Event]) -> Decoded<Vec<(u32, u32)>> {
         }
         locs.push((len32(start).ok_or(TOO_LARGE)?, len));
     }
-    Ok(locs)
+    Ok(())
 }
 
 /// Appends the encoding of one event (its seq is implied by its place), ending with its

@@ -94,7 +94,7 @@ pub fn validate(bytes: &[u8], limits: &Limits) -> Result<(), JsonError> {
         b: bytes,
         pos: 0,
         max_depth: limits.max_depth,
-        stack: Vec::new(),
+        stack: Nesting::default(),
     }
     .run()
 }
@@ -108,7 +108,54 @@ struct Validator<'a> {
     pos: usize,
     max_depth: u32,
     /// Open containers, innermost last: `true` for an object.
-    stack: Vec<bool>,
+    stack: Nesting,
+}
+
+/// The open containers as a stack of bits (`true` for an object): inline up to 256 levels,
+/// so validating allocates nothing under the default depth limit.
+#[derive(Default)]
+struct Nesting {
+    bits: [u64; 4],
+    depth: usize,
+    /// Levels past the inline 256 (only under a raised depth limit).
+    spill: Vec<bool>,
+}
+
+impl Nesting {
+    const INLINE: usize = 256;
+
+    fn len(&self) -> usize {
+        self.depth
+    }
+
+    fn push(&mut self, object: bool) {
+        if self.depth < Self::INLINE {
+            let (word, bit) = (self.depth / 64, self.depth % 64);
+            if let Some(w) = self.bits.get_mut(word) {
+                *w = (*w & !(1 << bit)) | (u64::from(object) << bit);
+            }
+        } else {
+            self.spill.push(object);
+        }
+        self.depth += 1;
+    }
+
+    fn pop(&mut self) {
+        if self.depth > Self::INLINE {
+            self.spill.pop();
+        }
+        self.depth = self.depth.saturating_sub(1);
+    }
+
+    fn last(&self) -> Option<bool> {
+        let top = self.depth.checked_sub(1)?;
+        if top < Self::INLINE {
+            let (word, bit) = (top / 64, top % 64);
+            self.bits.get(word).map(|w| w >> bit & 1 == 1)
+        } else {
+            self.spill.last().copied()
+        }
+    }
 }
 
 impl Validator<'_> {
@@ -180,7 +227,7 @@ impl Validator<'_> {
             // After a complete value: close containers until one wants another member.
             loop {
                 self.skip_ws()?;
-                let Some(&in_object) = self.stack.last() else {
+                let Some(in_object) = self.stack.last() else {
                     if self.pos != self.b.len() {
                         return self.fail(JsonErrorKind::Syntax("trailing characters"));
                     }
@@ -481,6 +528,41 @@ mod tests {
         assert_eq!(check(&deep), Err(JsonErrorKind::TooDeep { limit: 128 }));
         let ok = format!("{}{}", "[".repeat(128), "]".repeat(128));
         assert_eq!(check(&ok), Ok(()));
+    }
+
+    #[test]
+    fn nesting_past_the_inline_stack_keeps_each_level_kind() {
+        let limits = Limits {
+            max_depth: 1000,
+            ..Limits::default()
+        };
+        // Objects and arrays alternate through 600 levels, past the 256 inline bits: each
+        // closer must match the kind of its own level.
+        let mut open = String::new();
+        let mut close = String::new();
+        for i in 0..600 {
+            if i % 3 == 0 {
+                open.push_str("{\"k\":");
+                close.insert(0, '}');
+            } else {
+                open.push('[');
+                close.insert(0, ']');
+            }
+        }
+        let ok = format!("{open}1{close}");
+        assert_eq!(validate(ok.as_bytes(), &limits), Ok(()));
+        // Swap the closer of level 400 (an array) for an object closer.
+        let mut bad = ok.clone().into_bytes();
+        let at = open.len() + 1 + (600 - 1 - 400);
+        assert_eq!(bad[at], b']');
+        bad[at] = b'}';
+        assert!(validate(&bad, &limits).is_err());
+        // And one of the inline levels (level 10, an array).
+        let mut bad = ok.into_bytes();
+        let at = open.len() + 1 + (600 - 1 - 10);
+        assert_eq!(bad[at], b']');
+        bad[at] = b'}';
+        assert!(validate(&bad, &limits).is_err());
     }
 
     proptest::proptest! {

@@ -54,21 +54,35 @@ impl std::fmt::Debug for WriteWindow {
 }
 
 impl WriteWindow {
-    /// Copies `bytes` to file offset `at`; `false` (nothing written) if they do not fit.
-    pub fn write(&mut self, at: u64, bytes: &[u8]) -> bool {
+    /// Copies `bytes` to file offset `at`, the first `head` bytes strictly before the rest;
+    /// `false` (nothing written) if they do not fit.
+    ///
+    /// Why the order: a process killed in the middle of a copy leaves the stores it made
+    /// before the kill, and `memcpy` makes them in no promised order (glibc's vector copy of
+    /// a few hundred bytes stores the first block *last*). A frame whose header is still
+    /// zeros while its payload is written looks like a damaged record followed by data, which
+    /// recovery must refuse; a frame whose header is complete and whose payload is torn ends
+    /// in zeros after its claimed length, which recovery cuts as a torn tail. So the header
+    /// goes first, and a compiler fence keeps the compiler from merging or reordering the two
+    /// copies (a kill interrupts this thread at an instruction boundary, so the stores that
+    /// happened are a prefix of the program order that remains).
+    pub fn write(&mut self, at: u64, head: usize, bytes: &[u8]) -> bool {
         let Some(from) = at
             .checked_sub(self.start)
             .and_then(|o| usize::try_from(o).ok())
         else {
             return false;
         };
-        match self.map.get_mut(from..from.saturating_add(bytes.len())) {
-            Some(dst) => {
-                dst.copy_from_slice(bytes);
-                true
-            }
-            None => false,
-        }
+        let Some(dst) = self.map.get_mut(from..from.saturating_add(bytes.len())) else {
+            return false;
+        };
+        let head = head.min(bytes.len());
+        let (dst_head, dst_rest) = dst.split_at_mut(head);
+        let (src_head, src_rest) = bytes.split_at(head);
+        dst_head.copy_from_slice(src_head);
+        std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
+        dst_rest.copy_from_slice(src_rest);
+        true
     }
 }
 

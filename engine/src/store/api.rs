@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use super::catalog::SessionEntry;
+use super::catalog::{Batch, SessionEntry};
 use super::info::{MemoryUsage, SessionInfo, StoreStats};
 use super::inner::Inner;
 use super::options::StoreOptions;
@@ -100,7 +100,11 @@ impl Store {
     /// # Errors
     /// `SessionNotFound`, `Rejected`, `ReadOnly`, `Poisoned`, write errors.
     pub fn append(&self, session: &str, draft: Draft) -> Result<u64> {
-        self.append_batch(session, vec![draft]).map(|r| r.start)
+        self.inner
+            .write_events(session, |entry, now| {
+                Ok(Batch::One(draft.into_event(entry.state.next_seq(), now)))
+            })
+            .map(|r| r.start)
     }
 
     /// Appends a batch atomically (all or none, also on recovery); returns the seqs taken.
@@ -114,7 +118,8 @@ impl Store {
                 .into_iter()
                 .enumerate()
                 .map(|(i, d)| d.into_event(first + i as u64, now))
-                .collect())
+                .collect::<Vec<_>>()
+                .into())
         })
     }
 
@@ -124,7 +129,7 @@ impl Store {
     /// # Errors
     /// As [`Store::append_batch`].
     pub fn append_events(&self, session: &str, events: Vec<Event>) -> Result<std::ops::Range<u64>> {
-        self.inner.write_events(session, |_, _| Ok(events))
+        self.inner.write_events(session, |_, _| Ok(events.into()))
     }
 
     /// Prepares a session for writing after a crash (DSH resume): if its last turn is open,
@@ -144,7 +149,7 @@ impl Store {
             let (events, r) =
                 resume_events(&entry.state, last.as_ref().map(Event::event_type), now);
             report = r;
-            Ok(events)
+            Ok(events.into())
         })?;
         Ok(report)
     }

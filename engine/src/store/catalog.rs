@@ -23,13 +23,14 @@ pub(crate) struct SessionEntry {
     pub(crate) created_lsn: u64,
     /// How many of `locs` the checkpoint chain holds: a delta writes only the ones after.
     pub(crate) checkpointed_locs: u64,
+    /// Changed since the last checkpoint (a delta writes it).
+    pub(crate) dirty: bool,
 }
 
 /// Every live session, and what changed since the last checkpoint.
 #[derive(Debug, Default)]
 pub(crate) struct Catalog {
     pub(crate) sessions: BTreeMap<String, SessionEntry>,
-    pub(crate) dirty: BTreeSet<String>,
     pub(crate) deleted: BTreeSet<String>,
 }
 
@@ -55,6 +56,29 @@ impl EventSource for StoredEvents<'_> {
                 .map(|e| Some(Cow::Owned(e))),
             None => Ok(None),
         }
+    }
+}
+
+/// The events of one append: a single event (the hot path: no `Vec` to allocate) or many.
+#[derive(Debug)]
+pub(crate) enum Batch {
+    One(Event),
+    Many(Vec<Event>),
+}
+
+impl std::ops::Deref for Batch {
+    type Target = [Event];
+    fn deref(&self) -> &[Event] {
+        match self {
+            Batch::One(e) => std::slice::from_ref(e),
+            Batch::Many(v) => v,
+        }
+    }
+}
+
+impl From<Vec<Event>> for Batch {
+    fn from(events: Vec<Event>) -> Self {
+        Batch::Many(events)
     }
 }
 
@@ -111,9 +135,8 @@ impl Catalog {
     }
 
     pub(crate) fn touch(&mut self, id: &str) {
-        // Most appends touch a session already dirty: no id copy then.
-        if !self.dirty.contains(id) {
-            self.dirty.insert(id.to_owned());
+        if let Some(e) = self.sessions.get_mut(id) {
+            e.dirty = true;
         }
         if !self.deleted.is_empty() {
             self.deleted.remove(id);
@@ -137,7 +160,6 @@ impl Catalog {
             }
             self.touch(&child);
         }
-        self.dirty.remove(id);
         self.deleted.insert(id.to_owned());
         Some(gone)
     }

@@ -26,7 +26,7 @@ pub(crate) fn encode(catalog: &Catalog, full: bool) -> Result<Vec<u8>> {
     let mut entries: Vec<(&String, &SessionEntry)> = catalog
         .sessions
         .iter()
-        .filter(|(id, _)| full || catalog.dirty.contains(*id))
+        .filter(|(_, e)| full || e.dirty)
         .collect();
     // Parents before their forks.
     entries.sort_by_key(|(_, e)| e.created_lsn);
@@ -100,6 +100,7 @@ fn restore(snap: SessionSnap, catalog: &mut Catalog) -> std::result::Result<(), 
             parent: snap.parent,
             created_lsn: snap.created_lsn,
             checkpointed_locs,
+            dirty: false,
         },
     );
     Ok(())

@@ -41,13 +41,14 @@ impl Inner {
         }
         for e in cat.sessions.values_mut() {
             e.checkpointed_locs = e.locs.len();
+            e.dirty = false;
         }
-        cat.dirty.clear();
         cat.deleted.clear();
         drop(cat);
         ck.generation = meta.generation;
         ck.covered_lsn = meta.covered_lsn;
-        ck.bytes_since = 0;
+        self.bytes_since_checkpoint
+            .store(0, std::sync::atomic::Ordering::Relaxed);
         if full {
             // Keep the previous full chain as a fallback; older files go.
             let keep_from = ck.last_full;

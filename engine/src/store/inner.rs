@@ -20,7 +20,6 @@ pub(crate) struct CheckpointState {
     pub(crate) previous_full: u64,
     pub(crate) deltas_since_full: u32,
     pub(crate) covered_lsn: u64,
-    pub(crate) bytes_since: u64,
 }
 
 /// Group commit's shared state.
@@ -59,6 +58,10 @@ pub(crate) struct Inner {
     /// The first LSN of the segment in `active` (a roll is seen without taking the lock).
     pub(crate) active_first_lsn: AtomicU64,
     pub(crate) poisoned: Mutex<Option<String>>,
+    /// Set once `poisoned` is: appends check it without taking the lock.
+    pub(crate) poison_flag: AtomicBool,
+    /// Log bytes written since the last checkpoint.
+    pub(crate) bytes_since_checkpoint: AtomicU64,
     pub(crate) ckpt: Mutex<CheckpointState>,
     pub(crate) changes: (Mutex<u64>, Condvar),
     pub(crate) closed: AtomicBool,

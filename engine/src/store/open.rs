@@ -10,7 +10,7 @@
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
@@ -187,6 +187,8 @@ pub(super) fn open(
         active_first_lsn: std::sync::atomic::AtomicU64::new(active_first_lsn),
         active: Mutex::new(active),
         poisoned: Mutex::new(None),
+        poison_flag: AtomicBool::new(false),
+        bytes_since_checkpoint: AtomicU64::new(0),
         ckpt: Mutex::new(ck_state),
         changes: (Mutex::new(0), Condvar::new()),
         closed: AtomicBool::new(false),

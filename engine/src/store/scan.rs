@@ -159,6 +159,8 @@ pub(super) fn scan(
                 last_record: *last_record,
                 allocated,
                 window: None,
+                frame: Vec::new(),
+                offsets: Vec::new(),
             }));
         }
         end_lsn = segs[i + 1].first_lsn;
@@ -296,6 +298,7 @@ pub(super) fn replay(
             parent,
             created_lsn: lsn,
             checkpointed_locs: 0,
+            dirty: true,
         },
     );
     catalog.touch(&id);

@@ -232,6 +232,10 @@ pub(crate) struct Tail {
     /// A writable map of the allocated space ahead, where the backend has one: appends are
     /// copied in instead of written with a syscall each.
     pub(crate) window: Option<WriteWindow>,
+    /// The frame being encoded, reused by every record (no allocation per append).
+    pub(crate) frame: Vec<u8>,
+    /// The last record's events: `(offset, len)` of each within its payload (reused).
+    pub(crate) offsets: Vec<(u32, u32)>,
 }
 
 impl Tail {
@@ -281,7 +285,12 @@ impl Tail {
                 self.window = self.active.file.map_window(at, target).ok().flatten();
             }
         }
-        let copied = self.window.as_mut().is_some_and(|w| w.write(at, frame));
+        // The header before the payload: a kill mid-copy then leaves a torn tail that
+        // recovery can cut, never a zero header with data after it (`WriteWindow::write`).
+        let copied = self
+            .window
+            .as_mut()
+            .is_some_and(|w| w.write(at, FRAME_HEADER_LEN, frame));
         if !copied {
             self.active
                 .file

@@ -5,18 +5,15 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use super::catalog::{SessionEntry, StoredEvents, plan_batch};
+use super::catalog::{Batch, SessionEntry, StoredEvents, plan_batch};
 use super::inner::Inner;
 use super::options;
 use super::segments::{EventLoc, Tail};
 use crate::codec::frame::{FRAME_HEADER_LEN, FRAME_HEADER_LEN_U32, seal_frame};
-use crate::codec::record::{BodyRef, encode};
+use crate::codec::record::{BodyRef, encode_into};
 use crate::event::Event;
 use crate::model::{ForkPlan, ForkSpec, SessionHeader, SessionState, end_seed_after, plan_fork};
 use crate::{Error, Result};
-
-/// A record written: its LSN, each event's `(offset, len)` in its payload, the log end.
-type Written = (u64, Vec<(u32, u32)>, u64);
 
 impl Inner {
     pub(super) fn is_closed(&self) -> bool {
@@ -35,7 +32,9 @@ impl Inner {
         if self.is_closed() {
             return Err(Error::Closed);
         }
-        if let Some(cause) = self.poisoned.lock().clone() {
+        if self.poison_flag.load(Ordering::Acquire)
+            && let Some(cause) = self.poisoned.lock().clone()
+        {
             return Err(Error::Poisoned { cause });
         }
         Ok(())
@@ -45,32 +44,47 @@ impl Inner {
         let mut p = self.poisoned.lock();
         if p.is_none() {
             *p = Some(e.to_string());
+            self.poison_flag.store(true, Ordering::Release);
         }
         Err(e)
     }
 
-    /// Encodes and writes one record; returns its LSN, the event locations' offsets, and the
-    /// log end after it. Poisons the store on a write error.
-    pub(super) fn write_record(&self, tail: &mut Tail, body: &BodyRef<'_>) -> Result<Written> {
-        // The payload is encoded after room for the frame header: one buffer, no copy, sized
-        // once for the events' data plus their envelopes.
-        let estimate = match body {
-            BodyRef::Create { events, .. }
-            | BodyRef::Append { events, .. }
-            | BodyRef::Fork { events, .. } => events
-                .iter()
-                .map(|e| e.data().len() + e.event_type().len() + 48)
-                .sum::<usize>(),
-            BodyRef::Delete { .. } => 0,
-        };
-        let mut frame = Vec::with_capacity(FRAME_HEADER_LEN + 512 + estimate);
+    /// Encodes and writes one record; returns its LSN and the log end after it, and leaves
+    /// the events' `(offset, len)` in their payload in `tail.offsets`. Poisons the store on a
+    /// write error.
+    pub(super) fn write_record(
+        &self,
+        tail: &mut Tail,
+        body: &BodyRef<'_>,
+        now: i64,
+    ) -> Result<(u64, u64)> {
+        // The payload is encoded after room for the frame header, into the tail's reused
+        // buffer: no allocation and no copy per record.
+        let mut frame = std::mem::take(&mut tail.frame);
+        frame.clear();
         frame.resize(FRAME_HEADER_LEN, 0);
+        tail.offsets.clear();
+        let result = self.encode_and_write(tail, body, &mut frame, now);
+        // A huge record's buffer is not kept for the records after it.
+        if frame.capacity() <= 1 << 20 {
+            tail.frame = frame;
+        }
+        result
+    }
+
+    fn encode_and_write(
+        &self,
+        tail: &mut Tail,
+        body: &BodyRef<'_>,
+        frame: &mut Vec<u8>,
+        now: i64,
+    ) -> Result<(u64, u64)> {
         // Only a part past its 4 GiB length field fails to encode.
-        let encoded = encode(body, &mut frame);
-        let (kind, offsets) = encoded.map_err(|_| Error::RecordTooLarge {
-            bytes: frame.len().saturating_sub(FRAME_HEADER_LEN),
-            limit: self.options.record_bytes_max,
-        })?;
+        let kind =
+            encode_into(body, frame, &mut tail.offsets).map_err(|_| Error::RecordTooLarge {
+                bytes: frame.len().saturating_sub(FRAME_HEADER_LEN),
+                limit: self.options.record_bytes_max,
+            })?;
         let payload_len = frame.len() - FRAME_HEADER_LEN;
         if payload_len > self.options.record_bytes_max as usize {
             return Err(Error::RecordTooLarge {
@@ -78,23 +92,22 @@ impl Inner {
                 limit: self.options.record_bytes_max,
             });
         }
-        let mut offsets = offsets;
-        for (o, _) in &mut offsets {
+        for (o, _) in &mut tail.offsets {
             *o = o.saturating_sub(FRAME_HEADER_LEN_U32);
         }
-        let crc = seal_frame(kind, &mut frame);
-        let now = self.options.clock.now_ms();
+        let crc = seal_frame(kind, frame);
         match tail.write_frame(
             &*self.storage,
             &self.segments,
-            &frame,
+            frame,
             crc,
             self.options.segment_bytes_max,
             self.options.preallocate_bytes,
             now,
         ) {
             Ok(lsn) => {
-                self.ckpt.lock().bytes_since += frame.len() as u64;
+                self.bytes_since_checkpoint
+                    .fetch_add(frame.len() as u64, Ordering::Relaxed);
                 // A roll changed the active file: group commit syncs the new one. Checked
                 // lock-free; the slot is locked only after a roll (writers hold `tail`).
                 if self.active_first_lsn.load(Ordering::Relaxed) != tail.active.first_lsn {
@@ -105,7 +118,7 @@ impl Inner {
                 }
                 // Published after the bytes are written: a sync that reads it covers them.
                 self.written_lsn.store(tail.next_lsn, Ordering::Release);
-                Ok((lsn, offsets, tail.next_lsn))
+                Ok((lsn, tail.next_lsn))
             }
             Err(e) => self.poison(e),
         }
@@ -117,7 +130,8 @@ impl Inner {
         if self.options.durability == options::Durability::Sync {
             self.sync_to(end_lsn)?;
         }
-        let due = self.ckpt.lock().bytes_since >= self.options.checkpoint_interval_bytes;
+        let due = self.bytes_since_checkpoint.load(Ordering::Relaxed)
+            >= self.options.checkpoint_interval_bytes;
         if due {
             self.checkpoint(false)?;
         }
@@ -185,9 +199,10 @@ impl Inner {
         if self.catalog.read().sessions.contains_key(&id) {
             return Err(Error::SessionExists { id });
         }
+        let now = self.options.clock.now_ms();
         if end_seed {
             let last = events.last().map(Event::event_type);
-            let marker = end_seed_after(last, events.len() as u64, self.options.clock.now_ms());
+            let marker = end_seed_after(last, events.len() as u64, now);
             events.extend(marker);
         }
         let source = StoredEvents {
@@ -199,16 +214,17 @@ impl Inner {
         plan_batch(&id, &state, &source, &events, &self.options.limits)?
             .commit(&mut state, &events);
         let header_json = header.to_json();
-        let (lsn, offsets, end) = self.write_record(
+        let (lsn, end) = self.write_record(
             tail,
             &BodyRef::Create {
                 session: &id,
                 header_json: &header_json,
                 events: &events,
             },
+            now,
         )?;
         let mut locs = crate::model::SharedVec::default();
-        for (offset, len) in offsets {
+        for &(offset, len) in &tail.offsets {
             locs.push(EventLoc { lsn, offset, len });
         }
         let len = state.next_seq();
@@ -223,6 +239,7 @@ impl Inner {
                     parent: None,
                     created_lsn: lsn,
                     checkpointed_locs: 0,
+                    dirty: true,
                 },
             );
             cat.touch(&id);
@@ -235,7 +252,7 @@ impl Inner {
     pub(super) fn write_events(
         &self,
         session: &str,
-        make: impl FnOnce(&SessionEntry, i64) -> Result<Vec<Event>>,
+        make: impl FnOnce(&SessionEntry, i64) -> Result<Batch>,
     ) -> Result<std::ops::Range<u64>> {
         self.check_writable()?;
         let mut tail_guard = self.tail.lock();
@@ -262,23 +279,24 @@ impl Inner {
         if events.is_empty() {
             return Ok(first..first);
         }
-        let (lsn, offsets, end) = self.write_record(
+        let (lsn, end) = self.write_record(
             tail,
             &BodyRef::Append {
                 session,
                 events: &events,
             },
+            now,
         )?;
         let range = first..first + events.len() as u64;
         {
             let mut cat = self.catalog.write();
             if let Some(entry) = cat.sessions.get_mut(session) {
                 planned.commit(&mut entry.state, &events);
-                for (offset, len) in offsets {
+                for &(offset, len) in &tail.offsets {
                     entry.locs.push(EventLoc { lsn, offset, len });
                 }
+                entry.dirty = true;
             }
-            cat.touch(session);
         }
         drop(tail_guard);
         self.after_write(end)?;
@@ -333,9 +351,9 @@ impl Inner {
             inherited,
             events: &marker,
         };
-        let (lsn, offsets, end) = self.write_record(tail, &body)?;
+        let (lsn, end) = self.write_record(tail, &body, now)?;
         let mut locs = locs;
-        for (offset, len) in offsets {
+        for &(offset, len) in &tail.offsets {
             locs.push(EventLoc { lsn, offset, len });
         }
         cat.sessions.insert(
@@ -347,6 +365,7 @@ impl Inner {
                 parent: Some((source.to_owned(), inherited)),
                 created_lsn: lsn,
                 checkpointed_locs: 0,
+                dirty: true,
             },
         );
         cat.touch(&child_id);
@@ -365,7 +384,8 @@ impl Inner {
                 id: session.to_owned(),
             });
         }
-        let (_, _, end) = self.write_record(tail, &BodyRef::Delete { session })?;
+        let now = self.options.clock.now_ms();
+        let (_, end) = self.write_record(tail, &BodyRef::Delete { session }, now)?;
         self.catalog.write().delete(session);
         drop(tail_guard);
         self.after_write(end)

@@ -25,7 +25,7 @@ fn stress_killed_by_sigkill_loses_no_acknowledged_write() {
     let rounds: u64 = std::env::var("SESSDB_KILL_ROUNDS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(16);
+        .unwrap_or(48);
     let dir = tempfile::tempdir().unwrap();
     let store_dir = dir.path().join("store");
     // The highest acknowledged seq of every session, over all rounds.
