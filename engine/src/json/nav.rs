@@ -329,6 +329,15 @@ pub(crate) fn skip_value(b: &[u8], pos: usize) -> usize {
 
 fn skip_string(b: &[u8], pos: usize) -> usize {
     let mut i = pos + 1;
+    // Short strings (keys, ids) end within a few bytes: a plain loop beats a vector search's
+    // setup; longer ones go to the search below.
+    let short = b.get(i..).unwrap_or_default();
+    let short = short.get(..24).unwrap_or(short);
+    match short.iter().position(|&c| c == b'"' || c == b'\\') {
+        Some(k) if short.get(k) == Some(&b'"') => return i + k + 1,
+        Some(_) => {}
+        None => i += short.len(),
+    }
     // Jump from one quote or backslash to the next (SIMD search): strings are most of the
     // bytes of event data.
     while let Some(found) = b

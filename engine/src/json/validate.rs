@@ -286,6 +286,21 @@ impl Validator<'_> {
 
     fn string(&mut self) -> Result<(), JsonError> {
         self.pos += 1; // opening quote
+        // Most strings (keys, ids, small values) end within a few bytes: a plain loop over
+        // them beats a vector search's setup. Longer runs go to the search below.
+        let short = self.b.get(self.pos..).unwrap_or_default();
+        let short = short.get(..24).unwrap_or(short);
+        match short
+            .iter()
+            .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
+        {
+            Some(i) if short.get(i) == Some(&b'"') => {
+                self.pos += i + 1;
+                return Ok(());
+            }
+            Some(i) => self.pos += i,
+            None => self.pos += short.len(),
+        }
         loop {
             // Fast path: the run up to the next quote or backslash (SIMD search), checked for
             // control characters in one vectorizable pass.
