@@ -254,7 +254,8 @@ impl Store {
     /// Every live session, in id order.
     pub fn list(&self) -> Vec<SessionInfo> {
         let cat = self.inner.catalog.read();
-        cat.sessions
+        let mut list = cat
+            .sessions
             .values()
             .map(|e| SessionInfo {
                 header: e.header.clone(),
@@ -263,7 +264,9 @@ impl Store {
                 last_time: e.state.last_time(),
                 turn_open: e.state.repair().turn_is_open(),
             })
-            .collect()
+            .collect::<Vec<_>>();
+        list.sort_unstable_by(|a, b| a.header.id.cmp(&b.header.id));
+        list
     }
 
     /// Figures about the store.

@@ -3,7 +3,7 @@
 //! and "state from full replay" cannot drift apart.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeSet, HashMap};
 
 use super::segments::SegmentList;
 use crate::codec::EventLoc;
@@ -30,7 +30,9 @@ pub(crate) struct SessionEntry {
 /// Every live session, and what changed since the last checkpoint.
 #[derive(Debug, Default)]
 pub(crate) struct Catalog {
-    pub(crate) sessions: BTreeMap<String, SessionEntry>,
+    /// By id, hashed: every append looks its session up twice (plan, then commit); listings
+    /// sort.
+    pub(crate) sessions: HashMap<String, SessionEntry, foldhash::fast::RandomState>,
     pub(crate) deleted: BTreeSet<String>,
 }
 

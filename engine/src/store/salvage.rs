@@ -493,7 +493,9 @@ fn remembered_losses(
                 continue 'chains;
             }
         }
-        for (id, entry) in &remembered.sessions {
+        let mut remembered: Vec<_> = remembered.sessions.into_iter().collect();
+        remembered.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        for (id, entry) in &remembered {
             let had = entry.state.next_seq;
             let now = catalog.sessions.get(id).map_or(0, |e| e.state.next_seq);
             if now < had && !deleted.contains(id) {

@@ -90,7 +90,12 @@ pub fn verify(storage: Arc<dyn Storage>) -> Result<VerifyReport> {
     }
     let (a, b) = (full.inner.catalog.read(), checked.inner.catalog.read());
     report.sessions = a.sessions.len();
-    for (id, e) in &a.sessions {
+    let mut ids: Vec<&String> = a.sessions.keys().collect();
+    ids.sort();
+    for (id, e) in ids
+        .into_iter()
+        .filter_map(|id| a.sessions.get_key_value(id))
+    {
         report.events += e.state.next_seq();
         match b.sessions.get(id) {
             None => report.problems.push(format!(
@@ -113,7 +118,13 @@ pub fn verify(storage: Arc<dyn Storage>) -> Result<VerifyReport> {
             }
         }
     }
-    for id in b.sessions.keys().filter(|id| !a.sessions.contains_key(*id)) {
+    let mut extra: Vec<&String> = b
+        .sessions
+        .keys()
+        .filter(|id| !a.sessions.contains_key(*id))
+        .collect();
+    extra.sort();
+    for id in extra {
         report.problems.push(format!(
             "session {id:?} is in the checkpoint's view but not in the log"
         ));
