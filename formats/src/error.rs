@@ -48,6 +48,16 @@ pub enum Error {
         /// What sessdb reads.
         expected: String,
     },
+    /// The store already holds a session with this id whose header or events differ.
+    #[error("{}: session {id:?} conflicts with the stored one: {problem}", file.display())]
+    Conflict {
+        /// The file (or database) read.
+        file: PathBuf,
+        /// The session id.
+        id: String,
+        /// What differs.
+        problem: String,
+    },
     /// The directory layout is not a DSH sessions layout sessdb can use.
     #[error("{}: {problem}", path.display())]
     Layout {

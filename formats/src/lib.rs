@@ -36,3 +36,4 @@ mod target;
 
 pub use error::{Error, Result};
 pub use progress::Progress;
+pub use target::Outcome;

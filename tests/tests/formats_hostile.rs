@@ -11,8 +11,8 @@ use std::io::Write;
 use std::path::Path;
 
 use sessdb::SessionHeader;
-use sessdb_formats::Error;
 use sessdb_formats::jsonl::{ExportOptions, export_jsonl, import_jsonl};
+use sessdb_formats::{Error, Outcome};
 
 const HEADER: &str =
     "{\"type\":\"session\",\"version\":0,\"id\":\"h\",\"createdAt\":0,\"delegationDepth\":0}\n";
@@ -293,15 +293,39 @@ fn a_multi_session_import_stores_nothing_when_any_session_is_refused() {
         "nothing of the invocation is stored"
     );
 
-    // A session the store already holds: refused before anything is written.
+    // A different session the store already holds under one of the ids: a conflict, refused
+    // before anything is written.
     std::fs::write(last, &original).unwrap();
+    let target = store();
+    target
+        .create_session(SessionHeader::new("b", 5), Vec::new())
+        .unwrap();
+    let err = import_jsonl(&target, &root, &mut |_| {}).unwrap_err();
+    assert!(
+        matches!(&err, Error::Conflict { id, .. } if id == "b"),
+        "{err}"
+    );
+    assert_eq!(target.list().len(), 1, "only the session that was there");
+    // The same session already there: skipped, the others imported.
     let target = store();
     target
         .create_session(SessionHeader::new("b", 0), Vec::new())
         .unwrap();
-    let err = import_jsonl(&target, &root, &mut |_| {}).unwrap_err();
-    assert!(err.to_string().contains("\"b\""), "{err}");
-    assert_eq!(target.list().len(), 1, "only the session that was there");
+    let report = import_jsonl(&target, &root, &mut |_| {}).unwrap();
+    let outcomes: Vec<_> = report
+        .sessions
+        .iter()
+        .map(|s| (s.id.as_str(), s.outcome))
+        .collect();
+    assert_eq!(
+        outcomes,
+        vec![
+            ("a", Outcome::Imported),
+            ("b", Outcome::Skipped),
+            ("c", Outcome::Imported)
+        ]
+    );
+    assert_eq!(target.list().len(), 3);
 }
 
 /// Final lines that `JSON.parse` accepts but sessdb's lossless rules refuse, or that parse but

@@ -18,7 +18,7 @@ use super::grammar::parses_as_dsh_json;
 use super::layout::{NO_CWD_DIR, RAW_FILE, ZSTD_FILE, session_dir};
 use super::lines::LineReader;
 use super::pack::{TOO_MANY_PIECES, is_packed_row, unpack};
-use crate::target::{DryRun, RestoreTarget};
+use crate::target::{DryRun, Outcome, Refusal, RestoreTarget};
 use crate::{Error, Progress, Result};
 
 /// What an import did.
@@ -35,8 +35,10 @@ pub struct ImportedSession {
     pub id: String,
     /// The file it came from.
     pub file: PathBuf,
-    /// Events stored.
+    /// Events in the input (after any torn tail was dropped).
     pub events: u64,
+    /// What the import did with it: imported, extended or skipped.
+    pub outcome: Outcome,
     /// The torn tail dropped, if there was one.
     pub torn: Option<TornTail>,
 }
@@ -56,11 +58,13 @@ pub struct TornTail {
 /// file.
 ///
 /// Every session is read and validated first (a dry run that stores nothing), then stored:
-/// a refused session, or an id the store already holds, leaves the store untouched.
+/// a refused or conflicting session leaves the store untouched. Import is incremental and
+/// idempotent: a session the store holds with the same events is skipped, one whose input
+/// continues the stored events is extended, one that differs is a `Conflict`.
 ///
 /// # Errors
 /// `Layout` for a root sessdb cannot read, `Corrupt`, `UnsupportedFormat`, `Invalid` naming
-/// file, line, seq and rule; nothing is stored then.
+/// file, line, seq and rule, `Conflict`; nothing is stored then.
 pub fn import_jsonl(
     store: &Store,
     path: &Path,
@@ -68,6 +72,15 @@ pub fn import_jsonl(
 ) -> Result<ImportReport> {
     import_into(&DryRun::new(store), path, &mut |_| {})?;
     import_into(store, path, progress)
+}
+
+/// What [`import_jsonl`] would do, storing nothing: the same reading, validation and
+/// comparison with the stored sessions.
+///
+/// # Errors
+/// As [`import_jsonl`].
+pub fn plan_jsonl(store: &Store, path: &Path) -> Result<ImportReport> {
+    import_into(&DryRun::new(store), path, &mut |_| {})
 }
 
 fn import_into(
@@ -106,22 +119,15 @@ fn import_into(
         let count = events.len() as u64;
         let lines: Vec<u64> = events.iter().map(|(_, line)| *line).collect();
         let id = header.id.clone();
-        store
+        let outcome = store
             .restore(header, events.into_iter().map(|(e, _)| e).collect())
             .map_err(|e| match e {
-                StoreError::Rejected { seq, .. } => Error::Invalid {
+                Refusal::Conflict(problem) => Error::Conflict {
                     file: file.clone(),
-                    line: lines.get(seq as usize).copied(),
-                    source: e,
+                    id: id.clone(),
+                    problem,
                 },
-                e @ (StoreError::InvalidHeader { .. } | StoreError::SessionExists { .. }) => {
-                    Error::Invalid {
-                        file: file.clone(),
-                        line: Some(1),
-                        source: e,
-                    }
-                }
-                other => Error::Store(other),
+                Refusal::Store(e) => store_error(&file, &lines, e),
             })?;
         done.events_done += count;
         done.bytes_done += bytes;
@@ -130,10 +136,30 @@ fn import_into(
             id,
             file,
             events: count,
+            outcome,
             torn,
         });
     }
     Ok(report)
+}
+
+/// The store's refusal of a session, placed at its line.
+fn store_error(file: &Path, lines: &[u64], e: StoreError) -> Error {
+    match e {
+        StoreError::Rejected { seq, .. } => Error::Invalid {
+            file: file.to_owned(),
+            line: lines.get(seq as usize).copied(),
+            source: e,
+        },
+        e @ (StoreError::InvalidHeader { .. } | StoreError::SessionExists { .. }) => {
+            Error::Invalid {
+                file: file.to_owned(),
+                line: Some(1),
+                source: e,
+            }
+        }
+        other => Error::Store(other),
+    }
 }
 
 fn store_limits() -> Limits {

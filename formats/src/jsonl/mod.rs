@@ -9,6 +9,8 @@ mod lines;
 pub mod pack;
 
 pub use export::{ExportOptions, ExportReport, export_jsonl};
-pub use import::{ImportReport, ImportedSession, MAX_SESSION_BYTES, TornTail, import_jsonl};
+pub use import::{
+    ImportReport, ImportedSession, MAX_SESSION_BYTES, TornTail, import_jsonl, plan_jsonl,
+};
 pub use lines::{Line, LineReader};
 pub use pack::MAX_PIECES_PER_ROW;

@@ -12,7 +12,7 @@ use super::schema::{
     APPLICATION_ID, SCHEMA_VERSION, reference_objects, schema_objects, sqlite_err,
 };
 use crate::jsonl::{ImportReport, ImportedSession};
-use crate::target::{DryRun, RestoreTarget};
+use crate::target::{DryRun, Refusal, RestoreTarget};
 use crate::{Error, Progress, Result};
 
 /// Imports every session of the database at `file`.
@@ -28,6 +28,22 @@ pub fn import_sqlite(
 ) -> Result<ImportReport> {
     import_into(&DryRun::new(store), file, &mut |_| {})?;
     import_into(store, file, progress)
+}
+
+/// What [`import_sqlite`] would do, storing nothing.
+///
+/// # Errors
+/// As [`import_sqlite`].
+pub fn plan_sqlite(store: &Store, file: &Path) -> Result<ImportReport> {
+    import_into(&DryRun::new(store), file, &mut |_| {})
+}
+
+/// The seq a `Rejected` error names.
+fn rejected_seq(e: &sessdb::Error) -> Option<u64> {
+    match e {
+        sessdb::Error::Rejected { seq, .. } => Some(*seq),
+        _ => None,
+    }
 }
 
 fn import_into(
@@ -170,22 +186,29 @@ fn import_into(
             rowids.push(rowid);
         }
         let count = events.len() as u64;
-        store.restore(header, events).map_err(|e| match e {
-            sessdb::Error::Rejected { seq, .. } => Error::InvalidRow {
+        let outcome = store.restore(header, events).map_err(|e| match e {
+            Refusal::Conflict(problem) => Error::Conflict {
+                file: file.to_owned(),
+                id: id.clone(),
+                problem,
+            },
+            Refusal::Store(e @ sessdb::Error::Rejected { .. }) => Error::InvalidRow {
                 file: file.to_owned(),
                 table: "events",
-                rowid: rowids.get(seq as usize).copied().unwrap_or(0),
+                rowid: rejected_seq(&e)
+                    .and_then(|seq| rowids.get(usize::try_from(seq).ok()?).copied())
+                    .unwrap_or(0),
                 source: e,
             },
-            e @ (sessdb::Error::InvalidHeader { .. } | sessdb::Error::SessionExists { .. }) => {
-                Error::InvalidRow {
-                    file: file.to_owned(),
-                    table: "sessions",
-                    rowid,
-                    source: e,
-                }
-            }
-            other => Error::Store(other),
+            Refusal::Store(
+                e @ (sessdb::Error::InvalidHeader { .. } | sessdb::Error::SessionExists { .. }),
+            ) => Error::InvalidRow {
+                file: file.to_owned(),
+                table: "sessions",
+                rowid,
+                source: e,
+            },
+            Refusal::Store(other) => Error::Store(other),
         })?;
         done.events_done += count;
         progress(done);
@@ -193,6 +216,7 @@ fn import_into(
             id,
             file: file.to_owned(),
             events: count,
+            outcome,
             torn: None,
         });
     }

@@ -6,5 +6,5 @@ mod import;
 mod schema;
 
 pub use export::{SqliteExportOptions, export_sqlite};
-pub use import::import_sqlite;
+pub use import::{import_sqlite, plan_sqlite};
 pub use schema::{APPLICATION_ID, DDL, SCHEMA_VERSION};

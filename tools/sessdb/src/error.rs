@@ -80,6 +80,7 @@ impl From<sessdb_formats::Error> for CliError {
             E::Invalid { .. }
             | E::InvalidRow { .. }
             | E::Corrupt { .. }
+            | E::Conflict { .. }
             | E::UnsupportedFormat { .. }
             | E::Layout { .. } => CliError::new(code::REJECTED, e.to_string()),
             _ => CliError::new(code::OTHER, e.to_string()),

@@ -239,8 +239,17 @@ fn import_every_fixture_then_export_and_reimport() {
             .count(),
         1
     );
-    // The same sessions again: refused by validation.
-    fails(&["import", "store", "--jsonl", "out"], dir.path(), 4);
+    // The same sessions again: all skipped, nothing written.
+    let again = sessdb(&["import", "store", "--jsonl", "out"], dir.path());
+    assert_eq!(again.status.code(), Some(0));
+    let note = String::from_utf8(again.stderr).unwrap();
+    assert!(
+        note.contains(&format!(
+            "imported 0, extended 0, skipped {} session(s); 0 event(s) added",
+            FIXTURES.len()
+        )),
+        "{note}"
+    );
     // A damaged file: refused, exit 4, naming the line.
     let bad = dir.path().join("bad.jsonl");
     let text = renumbered_text(FIXTURES[2]).replacen(
@@ -474,4 +483,115 @@ fn delete_removes_a_session_and_show_to_bounds_the_range() {
     assert!(err.contains(parent.as_str()), "{err}");
     fails(&["delete", "nope", "x"], dir.path(), 1);
     assert!(!dir.path().join("nope").exists());
+}
+
+#[test]
+fn import_is_incremental_idempotent_and_refuses_conflicts_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let ids = demo(dir.path());
+    ok(
+        &["export", "store", "--jsonl", "root1", "--quiet"],
+        dir.path(),
+    );
+    let first = sessdb(&["import", "copy", "--jsonl", "root1"], dir.path());
+    let note = String::from_utf8(first.stderr).unwrap();
+    assert!(
+        note.contains(&format!("imported {}, extended 0, skipped 0", ids.len())),
+        "{note}"
+    );
+    // Twice: every session skipped, exit 0, the store unchanged.
+    let listed = ok(&["ls", "copy", "--json"], dir.path());
+    let second = sessdb(&["import", "copy", "--jsonl", "root1"], dir.path());
+    assert_eq!(second.status.code(), Some(0));
+    let note = String::from_utf8(second.stderr).unwrap();
+    assert!(
+        note.contains(&format!(
+            "imported 0, extended 0, skipped {} session(s); 0 event(s) added",
+            ids.len()
+        )),
+        "{note}"
+    );
+    assert_eq!(ok(&["ls", "copy", "--json"], dir.path()), listed);
+
+    // A session grew in the source: the root exported again extends it.
+    let grown = &ids[0];
+    {
+        let store = Store::open(dir.path().join("store"), StoreOptions::default()).unwrap();
+        store
+            .append(
+                grown,
+                Draft::log(&LogType::TODO_WRITE, &br#"{"todos":[]}"#[..]),
+            )
+            .unwrap();
+        store.close().unwrap();
+    }
+    ok(
+        &["export", "store", "--jsonl", "root2", "--quiet"],
+        dir.path(),
+    );
+    let len = |store: &str| {
+        let s = Store::open_read_only(dir.path().join(store)).unwrap();
+        s.session_len(grown).unwrap()
+    };
+    let before = len("copy");
+    // The dry run prints the plan and writes nothing.
+    let plan = ok(
+        &["import", "copy", "--jsonl", "root2", "--dry-run"],
+        dir.path(),
+    );
+    assert!(
+        plan.contains(&format!(
+            "extend  {grown} (1 new events after seq {})",
+            before - 1
+        )),
+        "{plan}"
+    );
+    assert!(
+        plan.contains(&format!(
+            "would have: imported 0, extended 1, skipped {} session(s); 1 event(s) added",
+            ids.len() - 1
+        )),
+        "{plan}"
+    );
+    assert_eq!(len("copy"), before);
+    let third = sessdb(&["import", "copy", "--jsonl", "root2"], dir.path());
+    assert_eq!(third.status.code(), Some(0));
+    assert!(
+        String::from_utf8(third.stderr)
+            .unwrap()
+            .contains("extended 1"),
+    );
+    assert_eq!(len("copy"), before + 1);
+    assert_eq!(len("copy"), len("store"));
+    // A dry run into a path that is no store plans against an empty one and creates nothing.
+    let fresh = ok(
+        &["import", "nothing-here", "--jsonl", "root2", "--dry-run"],
+        dir.path(),
+    );
+    assert!(
+        fresh.contains(&format!("would have: imported {}", ids.len())),
+        "{fresh}"
+    );
+    assert!(!dir.path().join("nothing-here").exists());
+
+    // A session that differs from the stored one: a conflict, exit 4, nothing written (the
+    // sessions read before it included).
+    let file = std::fs::read_dir(dir.path().join("root2"))
+        .unwrap()
+        .flat_map(|p| std::fs::read_dir(p.unwrap().path()).unwrap())
+        .map(|s| s.unwrap().path().join("session.jsonl"))
+        .find(|f| {
+            std::fs::read_to_string(f)
+                .unwrap()
+                .contains(&format!("\"id\":\"{}\"", ids[ids.len() - 1]))
+        })
+        .unwrap();
+    let text = std::fs::read_to_string(&file).unwrap();
+    let (at, _) = text.match_indices("\"text\":\"").nth(1).unwrap();
+    let changed = format!("{}\"text\":\"changed {}", &text[..at], &text[at + 8..]);
+    std::fs::write(&file, changed).unwrap();
+    let listed = ok(&["ls", "copy", "--json"], dir.path());
+    let err = fails(&["import", "copy", "--jsonl", "root2"], dir.path(), 4);
+    assert!(err.contains("conflicts with the stored one"), "{err}");
+    assert_eq!(ok(&["ls", "copy", "--json"], dir.path()), listed);
 }

@@ -1,10 +1,11 @@
 //! `sessdb import STORE --jsonl PATH` / `sessdb import STORE --sqlite FILE`
 
 use sessdb::StoreOptions;
-use sessdb_formats::jsonl::import_jsonl;
-use sessdb_formats::sqlite::import_sqlite;
+use sessdb_formats::Outcome;
+use sessdb_formats::jsonl::{ImportReport, import_jsonl, plan_jsonl};
+use sessdb_formats::sqlite::{import_sqlite, plan_sqlite};
 
-use crate::cmd::{PathArg, is_store, open_writer};
+use crate::cmd::{PathArg, is_store, open_existing, open_writer};
 use crate::error::{CliError, CliResult, code};
 use crate::out::{bar, note, update};
 
@@ -19,9 +20,16 @@ pub struct Args {
     /// A SQLite export.
     #[arg(long, value_name = "FILE")]
     sqlite: Option<PathArg>,
+    /// Print what the import would do (imported, extended, skipped, per session) and write
+    /// nothing.
+    #[arg(long)]
+    dry_run: bool,
 }
 
 pub fn run(a: &Args, quiet: bool) -> CliResult {
+    if a.dry_run {
+        return dry_run(a);
+    }
     // A failed import into a path that held no store leaves nothing behind.
     let existed = a.store.exists();
     let was_store = is_store(&a.store);
@@ -68,14 +76,9 @@ fn import(a: &Args, quiet: bool) -> CliResult {
         }
     })?;
     close?;
-    let events: u64 = report.sessions.iter().map(|s| s.events).sum();
     note(
         quiet,
-        &format!(
-            "imported {} session(s), {events} event(s) into {}",
-            report.sessions.len(),
-            a.store.display()
-        ),
+        &format!("{} into {}", summary(&report), a.store.display()),
     );
     for s in &report.sessions {
         if let Some(t) = &s.torn {
@@ -92,6 +95,57 @@ fn import(a: &Args, quiet: bool) -> CliResult {
         }
     }
     Ok(code::OK)
+}
+
+/// `--dry-run`: the plan on stdout, nothing written (a store that does not exist is planned
+/// as empty and not created).
+fn dry_run(a: &Args) -> CliResult {
+    let store = if is_store(&a.store) {
+        open_existing(&a.store)?
+    } else {
+        // No store yet: planned against an empty one in memory; nothing is created.
+        sessdb::Store::open_with(
+            std::sync::Arc::new(sessdb::storage::MemStorage::new()),
+            StoreOptions::default(),
+        )?
+    };
+    let report = match (&a.jsonl, &a.sqlite) {
+        (Some(path), _) => plan_jsonl(&store, path),
+        (_, Some(file)) => plan_sqlite(&store, file),
+        (None, None) => unreachable_source(),
+    }
+    .map_err(CliError::from)?;
+    for s in &report.sessions {
+        let what = match s.outcome {
+            Outcome::Imported => format!("import  {} ({} events)", s.id, s.events),
+            Outcome::Extended { from } => format!(
+                "extend  {} ({} new events after seq {})",
+                s.id,
+                s.events - from,
+                from.saturating_sub(1)
+            ),
+            _ => format!("skip    {} (all {} events stored)", s.id, s.events),
+        };
+        println!("{}", crate::out::shown(&what));
+    }
+    println!("would have: {}", summary(&report));
+    Ok(code::OK)
+}
+
+/// `imported N, extended N, skipped N session(s); N event(s) added`.
+fn summary(report: &ImportReport) -> String {
+    let count = |f: fn(&Outcome) -> bool| report.sessions.iter().filter(|s| f(&s.outcome)).count();
+    let added: u64 = report
+        .sessions
+        .iter()
+        .map(|s| s.outcome.added(s.events))
+        .sum();
+    format!(
+        "imported {}, extended {}, skipped {} session(s); {added} event(s) added",
+        count(|o| *o == Outcome::Imported),
+        count(|o| matches!(o, Outcome::Extended { .. })),
+        count(|o| *o == Outcome::Skipped),
+    )
 }
 
 fn unreachable_source() -> sessdb_formats::Result<sessdb_formats::jsonl::ImportReport> {
