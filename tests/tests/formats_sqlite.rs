@@ -132,10 +132,12 @@ fn foreign_or_altered_databases_are_refused() {
     }
     let not_a_db = dir.path().join("junk.sqlite");
     std::fs::write(&not_a_db, b"this is not a database at all, just text").unwrap();
-    assert!(matches!(
-        import_sqlite(&store(), &not_a_db, &mut |_| {}),
-        Err(Error::Sqlite { .. })
-    ));
+    // Refused as an input that is not an export, like a damaged JSONL file (not an I/O error).
+    let err = import_sqlite(&store(), &not_a_db, &mut |_| {}).unwrap_err();
+    assert!(
+        matches!(&err, Error::UnsupportedFormat { found, .. } if found.contains("not a SQLite database")),
+        "{err}"
+    );
 }
 
 #[test]

@@ -870,3 +870,60 @@ on_both_storages!(
     regression_a_flipped_byte_anywhere_in_a_checkpoint_discards_it,
     an_interrupted_checkpoint_leaves_no_garbage_after_the_next_open,
 );
+
+/// Open's log scan tells `StoreOptions::progress` how far it has come: growing counts, never
+/// past the total, ending near the log's end (progress bars of `verify` and `repair`).
+#[test]
+fn open_reports_its_scan_progress() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(
+        dir.path(),
+        StoreOptions {
+            checkpoint_interval_bytes: u64::MAX,
+            ..StoreOptions::default()
+        },
+    )
+    .unwrap();
+    store
+        .create_session(SessionHeader::new("s", 0), Vec::new())
+        .unwrap();
+    let data = format!("{{\"note\":\"{}\"}}", "x".repeat(4000));
+    for _ in 0..1000 {
+        store
+            .append(
+                "s",
+                Draft::log(&LogType::new("plugin/note").unwrap(), data.as_bytes()),
+            )
+            .unwrap();
+    }
+    let log_bytes = store.stats().log_bytes;
+    drop(store);
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = Arc::clone(&seen);
+    let options = StoreOptions {
+        ignore_checkpoints: true,
+        progress: sessdb::store::OpenProgress::new(move |done, total| {
+            sink.lock().unwrap().push((done, total));
+        }),
+        ..StoreOptions::default()
+    };
+    let reopened = Store::open_read_only_with(
+        Arc::new(sessdb::storage::FsStorage::new(dir.path())),
+        options,
+    )
+    .unwrap();
+    assert_eq!(
+        reopened.session_len("s").unwrap(),
+        1001,
+        "end-seed and 1000 notes"
+    );
+    let seen = seen.lock().unwrap();
+    assert!(
+        seen.len() >= 3,
+        "about one report per MiB of {log_bytes} bytes: {seen:?}"
+    );
+    assert!(seen.windows(2).all(|w| w[0].0 < w[1].0), "{seen:?}");
+    assert!(seen.iter().all(|&(done, total)| done <= total), "{seen:?}");
+    let (last, _) = seen[seen.len() - 1];
+    assert!(last + (1 << 20) >= log_bytes, "{last} of {log_bytes}");
+}

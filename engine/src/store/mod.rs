@@ -45,8 +45,8 @@ pub use crate::codec::checkpoint::{
 };
 pub use api::Store;
 pub use info::{MemoryUsage, SessionInfo, StoreStats};
-pub use options::{Durability, StoreOptions};
+pub use options::{Durability, OpenProgress, StoreOptions};
 pub use report::OpenReport;
 pub use salvage::{Damage, DamageRepair, SalvageReport, SessionLoss, salvage_plan};
 pub use subscribe::Subscription;
-pub use verify::{VerifyReport, verify};
+pub use verify::{VerifyReport, verify, verify_with_progress};

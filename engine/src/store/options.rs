@@ -1,6 +1,36 @@
 //! How a store is opened.
 
+use std::sync::Arc;
+
 use crate::{Clock, Limits};
+
+/// A callback that open's log scan calls with `(bytes scanned, bytes to scan)` about every
+/// MiB: progress bars for long opens, `verify` and `repair`. Does nothing by default.
+#[derive(Clone, Default)]
+pub struct OpenProgress(Option<Arc<dyn Fn(u64, u64) + Send + Sync>>);
+
+impl OpenProgress {
+    /// Calls `f(done, total)` as the scan goes.
+    pub fn new(f: impl Fn(u64, u64) + Send + Sync + 'static) -> Self {
+        Self(Some(Arc::new(f)))
+    }
+
+    pub(crate) fn report(&self, done: u64, total: u64) {
+        if let Some(f) = &self.0 {
+            f(done, total);
+        }
+    }
+}
+
+impl std::fmt::Debug for OpenProgress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "OpenProgress(..)"
+        } else {
+            "OpenProgress(none)"
+        })
+    }
+}
 
 /// When an append is acknowledged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -42,6 +72,8 @@ pub struct StoreOptions {
     pub limits: Limits,
     /// Source of event times.
     pub clock: Clock,
+    /// Told how far open's log scan has come.
+    pub progress: OpenProgress,
 }
 
 impl Default for StoreOptions {
@@ -57,6 +89,7 @@ impl Default for StoreOptions {
             ignore_checkpoints: false,
             limits: Limits::default(),
             clock: Clock::default(),
+            progress: OpenProgress::default(),
         }
     }
 }

@@ -45,6 +45,13 @@ pub(super) fn scan(
         return Ok(None);
     };
     let mut end_lsn = start_lsn;
+    // For progress: the log end as the newest segment's length says (its preallocated zeros
+    // included, so an estimate).
+    let total = segs.last().map_or(0, |s| {
+        let len = s.file.len().unwrap_or(0);
+        (s.first_lsn + len.saturating_sub(SEGMENT_HEADER_LEN as u64)).saturating_sub(start_lsn)
+    });
+    let mut reported = 0u64;
     for (i, seg) in segs.iter().enumerate().skip(first) {
         // A scan told to stop (a snapshot at a position) treats the stop as the end.
         let stops_here = stop_lsn != u64::MAX
@@ -92,6 +99,11 @@ pub(super) fn scan(
                             report.records_replayed += 1;
                             *last_record = Some((lsn, crc));
                             pos += frame_len;
+                            let done = lsn.saturating_sub(start_lsn);
+                            if done >= reported + (1 << 20) {
+                                reported = done;
+                                options.progress.report(done, total.max(done));
+                            }
                             continue;
                         }
                         Err(kind) => Some(TailAction::Corrupt(kind)),

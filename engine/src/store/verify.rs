@@ -42,9 +42,21 @@ impl VerifyReport {
 /// # Errors
 /// I/O errors only; damage is reported in [`VerifyReport::problems`].
 pub fn verify(storage: Arc<dyn Storage>) -> Result<VerifyReport> {
+    verify_with_progress(storage, super::OpenProgress::default())
+}
+
+/// [`verify`], telling `progress` how far the full replay has come.
+///
+/// # Errors
+/// As [`verify`].
+pub fn verify_with_progress(
+    storage: Arc<dyn Storage>,
+    progress: super::OpenProgress,
+) -> Result<VerifyReport> {
     let mut report = VerifyReport::default();
     let full_options = StoreOptions {
         ignore_checkpoints: true,
+        progress,
         ..StoreOptions::default()
     };
     // One snapshot: the view from the checkpoint first, then a full replay of exactly the

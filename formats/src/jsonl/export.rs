@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use sessdb::Store;
 use sessdb::storage::{FileWriter, FsStorage, Replacement, temp_name};
+use sessdb::store::SessionInfo;
 
 use super::layout::{RAW_FILE, ZSTD_FILE, session_dir};
 use super::pack::Packer;
@@ -85,35 +86,10 @@ pub fn export_jsonl(
         let storage = FsStorage::new(&dir);
         let file = Replacement::create(&storage, name).map_err(|e| Error::io("create", &tmp, e))?;
         let mut sink = Sink::new(BufWriter::new(FileWriter::new(file.file())), options.zstd);
-        let mut header = info.header.to_json();
-        header.push(b'\n');
-        sink.write(&header)
-            .map_err(|e| Error::io("write", &tmp, e))?;
-        let mut packer = Packer::new(options.pack);
-        let mut out = Vec::new();
-        let mut from = 0;
-        while from < info.events {
-            let events = store.events(&info.header.id, from, from + WINDOW)?;
-            if events.is_empty() {
-                break;
-            }
-            from += events.len() as u64;
-            for event in events {
-                let closes_turn = event.event_type() == "turn/end";
-                packer.push(event, &mut out);
-                if closes_turn {
-                    packer.flush(&mut out);
-                }
-                done.events_done += 1;
-                if closes_turn || out.len() >= FRAME_BYTES {
-                    sink.write(&out).map_err(|e| Error::io("write", &tmp, e))?;
-                    out.clear();
-                }
-            }
+        write_session(store, &info, &mut sink, options.pack, &tmp, &mut |n| {
+            done.events_done += n;
             progress(done);
-        }
-        packer.flush(&mut out);
-        sink.write(&out).map_err(|e| Error::io("write", &tmp, e))?;
+        })?;
         let written = sink.finish().map_err(|e| Error::io("write", &tmp, e))?;
         file.commit().map_err(|e| Error::io("replace", &path, e))?;
         done.bytes_done += written;
@@ -123,6 +99,70 @@ pub fn export_jsonl(
         progress(done);
     }
     Ok(report)
+}
+
+/// Writes one session as its DSH `session.jsonl` (header line, then the events; chunk runs
+/// packed as DSH packs them unless `pack` is false) to `out`, for example stdout. Returns the
+/// events written.
+///
+/// # Errors
+/// `SessionNotFound`; store read errors; I/O errors of `out` (named `path` in messages).
+pub fn write_session_jsonl(
+    store: &Store,
+    id: &str,
+    out: &mut dyn Write,
+    pack: bool,
+    path: &Path,
+) -> Result<u64> {
+    let info = crate::select::chosen_sessions(store, &[id.to_owned()])?
+        .into_iter()
+        .next()
+        .ok_or_else(|| sessdb::Error::SessionNotFound { id: id.to_owned() })?;
+    let mut sink = Sink::new(out, false);
+    write_session(store, &info, &mut sink, pack, path, &mut |_| {})?;
+    sink.finish().map_err(|e| Error::io("write", path, e))?;
+    Ok(info.events)
+}
+
+/// The header line and the events of one session into `sink`; `done(n)` after each window.
+fn write_session<W: Write>(
+    store: &Store,
+    info: &SessionInfo,
+    sink: &mut Sink<W>,
+    pack: bool,
+    path: &Path,
+    done: &mut dyn FnMut(u64),
+) -> Result<()> {
+    let mut header = info.header.to_json();
+    header.push(b'\n');
+    sink.write(&header)
+        .map_err(|e| Error::io("write", path, e))?;
+    let mut packer = Packer::new(pack);
+    let mut out = Vec::new();
+    let mut from = 0;
+    while from < info.events {
+        let events = store.events(&info.header.id, from, from + WINDOW)?;
+        if events.is_empty() {
+            break;
+        }
+        let n = events.len() as u64;
+        from += n;
+        for event in events {
+            let closes_turn = event.event_type() == "turn/end";
+            packer.push(event, &mut out);
+            if closes_turn {
+                packer.flush(&mut out);
+            }
+            if closes_turn || out.len() >= FRAME_BYTES {
+                sink.write(&out).map_err(|e| Error::io("write", path, e))?;
+                out.clear();
+            }
+        }
+        done(n);
+    }
+    packer.flush(&mut out);
+    sink.write(&out).map_err(|e| Error::io("write", path, e))?;
+    Ok(())
 }
 
 /// A symbolic link anywhere on the way would take the export out of the root: refused.
@@ -194,14 +234,14 @@ fn check_one_encoding(root: &Path, zstd: bool) -> Result<()> {
 }
 
 /// Raw bytes, or one zstd frame per `write`.
-struct Sink<'a> {
-    out: BufWriter<FileWriter<'a>>,
+struct Sink<W: Write> {
+    out: W,
     zstd: bool,
     written: u64,
 }
 
-impl<'a> Sink<'a> {
-    fn new(out: BufWriter<FileWriter<'a>>, zstd: bool) -> Self {
+impl<W: Write> Sink<W> {
+    fn new(out: W, zstd: bool) -> Self {
         Self {
             out,
             zstd,

@@ -8,7 +8,7 @@ pub mod layout;
 mod lines;
 pub mod pack;
 
-pub use export::{ExportOptions, ExportReport, export_jsonl};
+pub use export::{ExportOptions, ExportReport, export_jsonl, write_session_jsonl};
 pub use import::{
     ImportReport, ImportedSession, MAX_SESSION_BYTES, TornTail, import_jsonl, plan_jsonl,
 };

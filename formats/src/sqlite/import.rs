@@ -8,9 +8,7 @@ use rusqlite::{Connection, OpenFlags};
 use sessdb::json::{JsonKind, JsonRef, validate};
 use sessdb::{Event, Limits, MAX_SAFE_INTEGER, Origin, SessionHeader, Store, SurfaceOp};
 
-use super::schema::{
-    APPLICATION_ID, SCHEMA_VERSION, reference_objects, schema_objects, sqlite_err,
-};
+use super::schema::{APPLICATION_ID, SCHEMA_VERSION, input_err, reference_objects, schema_objects};
 use crate::jsonl::{ImportReport, ImportedSession};
 use crate::target::{DryRun, Refusal, RestoreTarget};
 use crate::{Error, Progress, Result};
@@ -51,7 +49,7 @@ fn import_into(
     file: &Path,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<ImportReport> {
-    let err = sqlite_err(file);
+    let err = input_err(file);
     if !file.is_file() {
         return Err(Error::io(
             "open",

@@ -45,6 +45,27 @@ pub(crate) fn sqlite_err(file: &Path) -> impl Fn(rusqlite::Error) -> Error + '_ 
     }
 }
 
+/// SQLite errors reading an *input*: a file that is not a database, or a damaged one, is an
+/// input refused (like a damaged JSONL file), not an I/O failure.
+pub(crate) fn input_err(file: &Path) -> impl Fn(rusqlite::Error) -> Error + '_ {
+    move |source| match source.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::NotADatabase) => Error::UnsupportedFormat {
+            file: file.to_owned(),
+            found: "a file that is not a SQLite database".into(),
+            expected: "a sessdb SQLite export".into(),
+        },
+        Some(rusqlite::ErrorCode::DatabaseCorrupt) => Error::Corrupt {
+            file: file.to_owned(),
+            line: None,
+            problem: source.to_string(),
+        },
+        _ => Error::Sqlite {
+            file: file.to_owned(),
+            source,
+        },
+    }
+}
+
 /// Every schema object as `(type, name, sql)`, whitespace-normalized, sorted.
 pub(crate) fn schema_objects(
     conn: &Connection,

@@ -10,12 +10,23 @@ pub mod code {
     pub const OTHER: u8 = 1;
     /// Usage error (clap's own).
     pub const USAGE: u8 = 2;
-    /// `verify` found corruption or a mismatch.
-    pub const VERIFY_FOUND: u8 = 3;
-    /// Input rejected by validation (import, fork).
+    /// Corruption found: by `verify`, or by any command reading a damaged store.
+    pub const CORRUPTION: u8 = 3;
+    /// Input refused: validation, an unreadable or unsupported input file, a conflict.
     pub const REJECTED: u8 = 4;
     /// The store is locked by another writer.
     pub const LOCKED: u8 = 5;
+    /// No store at the path, or no such session in it.
+    pub const NOT_FOUND: u8 = 6;
+}
+
+/// The error for a path that holds no store.
+pub fn no_store(dir: &std::path::Path) -> CliError {
+    CliError::new(
+        code::NOT_FOUND,
+        format!("no sessdb store at {}", dir.display()),
+    )
+    .hint("a store is a directory with a segments/ subdirectory; `sessdb import` or `sessdb demo` creates one")
 }
 
 /// What the CLI prints on failure: `sessdb: <what>. <hint>`.
@@ -41,6 +52,32 @@ impl CliError {
     }
 }
 
+/// An error as `--json` prints it: `{"error":{"code":N,"message":"...","hint":"..."|null}}`.
+#[derive(serde::Serialize)]
+pub struct ErrorJson<'a> {
+    error: ErrorBody<'a>,
+}
+
+#[derive(serde::Serialize)]
+struct ErrorBody<'a> {
+    code: u8,
+    message: &'a str,
+    hint: Option<&'a str>,
+}
+
+impl CliError {
+    /// The JSON form of this error.
+    pub fn to_json(&self) -> ErrorJson<'_> {
+        ErrorJson {
+            error: ErrorBody {
+                code: self.code,
+                message: &self.message,
+                hint: self.hint,
+            },
+        }
+    }
+}
+
 impl fmt::Display for CliError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)?;
@@ -57,6 +94,10 @@ impl From<sessdb::Error> for CliError {
         let message = e.to_string();
         match e {
             E::Locked { .. } => CliError::new(code::LOCKED, message),
+            E::Fork {
+                code: sessdb::ForkErrorCode::SessionNotFound,
+                ..
+            } => CliError::new(code::NOT_FOUND, message),
             E::Rejected { .. }
             | E::Fork { .. }
             | E::InvalidHeader { .. }
@@ -64,9 +105,9 @@ impl From<sessdb::Error> for CliError {
             | E::InvalidType { .. }
             | E::SessionExists { .. }
             | E::UnsupportedFormat { .. } => CliError::new(code::REJECTED, message),
-            E::Corruption { .. } => CliError::new(code::OTHER, message).hint("run `sessdb verify STORE` to see all damage; `sessdb repair STORE --salvage --dry-run` shows what salvage would keep (every intact session, whole)"),
+            E::Corruption { .. } => CliError::new(code::CORRUPTION, message).hint("run `sessdb verify STORE` to see all damage; `sessdb repair STORE --salvage --dry-run` shows what salvage would keep (every intact session, whole)"),
             E::Poisoned { .. } => CliError::new(code::OTHER, message).hint("run the command again"),
-            E::SessionNotFound { .. } => CliError::new(code::OTHER, message).hint("`sessdb ls STORE` lists the sessions"),
+            E::SessionNotFound { .. } => CliError::new(code::NOT_FOUND, message).hint("`sessdb ls STORE` lists the sessions"),
             _ => CliError::new(code::OTHER, message),
         }
     }

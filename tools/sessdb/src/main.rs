@@ -24,9 +24,10 @@ Exit codes:
   0  success
   1  other error (I/O, internal)
   2  usage error
-  3  verify found corruption or a mismatch
-  4  input rejected by validation (import, fork)
-  5  store locked by another writer";
+  3  corruption found (verify, or any command reading a damaged store)
+  4  input refused (validation, an unreadable input file, an import conflict)
+  5  store locked by another writer
+  6  not found (no store at the path, no such session)";
 
 /// sessdb: an embedded, event-sourced store for LLM-agent sessions (DSH format v0).
 #[derive(Debug, Parser)]
@@ -51,9 +52,17 @@ fn main() -> ExitCode {
             });
         }
     };
-    match cmd::run(cli.command, cli.quiet) {
+    let json = cli.command.wants_json();
+    match cmd::run(
+        cli.command,
+        cli.quiet,
+        <Cli as clap::CommandFactory>::command(),
+    ) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
+            if json {
+                out::print_json(&e.to_json());
+            }
             eprintln!("sessdb: {e}");
             ExitCode::from(e.code)
         }

@@ -4,21 +4,16 @@ use std::io::{IsTerminal, Write};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-/// A JSON string literal.
-pub fn json_str(s: &str) -> String {
-    let mut out = Vec::new();
-    sessdb::json::write_str(&mut out, s);
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-/// `null` or the JSON of a value.
-pub fn json_opt<T: ToString>(v: Option<T>) -> String {
-    v.map_or_else(|| "null".to_owned(), |v| v.to_string())
-}
-
-/// `null` or a JSON string.
-pub fn json_opt_str(v: Option<&str>) -> String {
-    v.map_or_else(|| "null".to_owned(), json_str)
+/// Prints one value as one line of JSON on stdout (the shapes are documented in the README).
+pub fn print_json<T: serde::Serialize>(value: &T) {
+    match serde_json::to_vec(value) {
+        Ok(mut bytes) => {
+            bytes.push(b'\n');
+            print(&bytes);
+        }
+        // The CLI's own structs always serialize; an error here is a bug, said plainly.
+        Err(e) => eprintln!("sessdb: cannot write JSON: {e}"),
+    }
 }
 
 /// Writes to stdout; a closed stdout (`| head`) ends the program quietly.
@@ -26,6 +21,19 @@ pub fn print(bytes: &[u8]) {
     let mut out = std::io::stdout().lock();
     if out.write_all(bytes).and_then(|()| out.flush()).is_err() {
         std::process::exit(0);
+    }
+}
+
+/// The result of writing to stdout: a closed stdout (`| head`) ends the output quietly.
+pub fn to_stdout<T>(r: sessdb_formats::Result<T>) -> crate::error::CliResult<()> {
+    match r {
+        Ok(_) => Ok(()),
+        Err(sessdb_formats::Error::Io { source, .. })
+            if source.kind() == std::io::ErrorKind::BrokenPipe =>
+        {
+            Ok(())
+        }
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -60,27 +68,67 @@ pub fn iso_time(ms: i64) -> String {
     )
 }
 
-/// A progress bar on stderr, only when stderr is a terminal and not `--quiet`.
-pub fn bar(quiet: bool, what: &str) -> Option<ProgressBar> {
+/// What a progress bar counts.
+#[derive(Debug, Clone, Copy)]
+pub enum Unit {
+    /// Events, with their total.
+    Events,
+    /// Bytes, with their total.
+    Bytes,
+    /// Seconds of a timed run.
+    Seconds,
+}
+
+/// A progress bar on stderr, only when stderr is a terminal and not `--quiet`: done, total,
+/// and the time left.
+pub fn bar(quiet: bool, what: &str, unit: Unit) -> Option<ProgressBar> {
     if quiet || !std::io::stderr().is_terminal() {
         return None;
     }
     let bar = ProgressBar::new(0);
-    let style = ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} events ({elapsed})")
-        .unwrap_or_else(|_| ProgressStyle::default_bar());
-    bar.set_style(style.progress_chars("=> "));
+    set_unit(&bar, unit);
     bar.set_message(what.to_owned());
     Some(bar)
 }
 
-/// Updates a bar from a formats progress report.
+fn set_unit(bar: &ProgressBar, unit: Unit) {
+    let template = match unit {
+        Unit::Events => "{msg} [{bar:30}] {human_pos}/{human_len} events, {eta} left",
+        Unit::Bytes => "{msg} [{bar:30}] {bytes}/{total_bytes}, {eta} left",
+        Unit::Seconds => "{msg} [{bar:30}] {pos}/{len} s",
+    };
+    let style =
+        ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar());
+    bar.set_style(style.progress_chars("=> "));
+}
+
+/// Updates a bar from a formats progress report: events when their total is known, else
+/// bytes (a JSONL import knows the bytes to read, not the events in them).
 pub fn update(bar: &Option<ProgressBar>, p: sessdb_formats::Progress) {
-    if let Some(b) = bar {
-        if p.events_total > 0 {
-            b.set_length(p.events_total);
-        }
+    let Some(b) = bar else { return };
+    if p.events_total > 0 {
+        b.set_length(p.events_total);
         b.set_position(p.events_done);
+    } else if p.bytes_total > 0 {
+        if b.length() != Some(p.bytes_total) {
+            set_unit(b, Unit::Bytes);
+            b.set_length(p.bytes_total);
+        }
+        b.set_position(p.bytes_done);
     }
+}
+
+/// A bar for open's log scan (`verify`, `repair`), as an [`sessdb::store::OpenProgress`].
+pub fn scan_bar(quiet: bool, what: &str) -> (Option<ProgressBar>, sessdb::store::OpenProgress) {
+    let Some(b) = bar(quiet, what, Unit::Bytes) else {
+        return (None, sessdb::store::OpenProgress::default());
+    };
+    let shared = b.clone();
+    let progress = sessdb::store::OpenProgress::new(move |done, total| {
+        shared.set_length(total);
+        shared.set_position(done);
+    });
+    (Some(b), progress)
 }
 
 /// A message on stderr, unless quiet.

@@ -143,8 +143,8 @@ fn demo_ls_show_tail_stats() {
     );
     assert!(ok(&["stats", "store"], dir.path()).contains("segments"));
 
-    fails(&["show", "store", "no-such-session"], dir.path(), 1);
-    fails(&["ls", "nowhere"], dir.path(), 1);
+    fails(&["show", "store", "no-such-session"], dir.path(), 6);
+    fails(&["ls", "nowhere"], dir.path(), 6);
 }
 
 #[test]
@@ -344,7 +344,7 @@ fn fork_verify_repair_and_locking() {
     assert_eq!(out.status.code(), Some(3));
     let report = String::from_utf8(out.stdout).unwrap();
     assert_eq!(json(&report).get("ok").unwrap().as_bool(), Some(false));
-    let err = fails(&["repair", "store"], dir.path(), 1);
+    let err = fails(&["repair", "store"], dir.path(), 3);
     assert!(err.contains("--salvage"), "{err}");
     let repaired = ok(&["repair", "store", "--salvage"], dir.path());
     assert!(repaired.contains("salvaged"), "{repaired}");
@@ -404,7 +404,7 @@ fn write_commands_refuse_a_path_that_is_not_a_store_and_create_nothing() {
         &["repair", "nope", "--salvage", "--dry-run"],
         &["fork", "nope", "x", "--at", "1"],
     ] {
-        let err = fails(args, dir.path(), 1);
+        let err = fails(args, dir.path(), 6);
         assert!(err.contains("no sessdb store"), "{args:?}: {err}");
         assert!(
             !dir.path().join("nope").exists(),
@@ -450,7 +450,7 @@ fn the_demo_is_deterministic_and_touches_only_what_it_made() {
 fn delete_removes_a_session_and_show_to_bounds_the_range() {
     let dir = tempfile::tempdir().unwrap();
     ok(&["demo", "store", "--quiet"], dir.path());
-    let listed = ok(&["ls", "store", "--json"], dir.path());
+    let listed = ok(&["ls", "store", "--json", "--sort", "id"], dir.path());
     let ids: Vec<String> = json(&listed)
         .elements()
         .map(|s| s.get("id").unwrap().as_str().unwrap().into_owned())
@@ -479,9 +479,9 @@ fn delete_removes_a_session_and_show_to_bounds_the_range() {
     let after = ok(&["ls", "store", "--json"], dir.path());
     assert_eq!(json(&after).elements().count(), ids.len() - 1);
     assert_eq!(ok(&["show", "store", child], dir.path()), child_before);
-    let err = fails(&["delete", "store", parent], dir.path(), 1);
+    let err = fails(&["delete", "store", parent], dir.path(), 6);
     assert!(err.contains(parent.as_str()), "{err}");
-    fails(&["delete", "nope", "x"], dir.path(), 1);
+    fails(&["delete", "nope", "x"], dir.path(), 6);
     assert!(!dir.path().join("nope").exists());
 }
 
@@ -594,4 +594,140 @@ fn import_is_incremental_idempotent_and_refuses_conflicts_whole() {
     let err = fails(&["import", "copy", "--jsonl", "root2"], dir.path(), 4);
     assert!(err.contains("conflicts with the stored one"), "{err}");
     assert_eq!(ok(&["ls", "copy", "--json"], dir.path()), listed);
+}
+
+/// One mapping of exit codes (README): 3 corruption, 4 input refused, 5 locked, 6 not found;
+/// `--json` errors are JSON on stdout; the lock error says what to do once.
+#[test]
+fn exit_codes_and_json_errors_are_consistent() {
+    let dir = tempfile::tempdir().unwrap();
+    let ids = demo(dir.path());
+    // Not found: a store, a session, in every command.
+    fails(&["show", "store", "missing"], dir.path(), 6);
+    fails(&["fork", "store", "missing", "--at", "1"], dir.path(), 6);
+    fails(&["delete", "store", "missing"], dir.path(), 6);
+    fails(
+        &["export", "store", "--jsonl", "-", "--session", "missing"],
+        dir.path(),
+        6,
+    );
+    fails(&["stats", "nowhere"], dir.path(), 6);
+    // A garbage input is refused the same way whatever its format.
+    std::fs::write(dir.path().join("garbage.sqlite"), b"not a database at all").unwrap();
+    std::fs::write(dir.path().join("garbage.jsonl"), b"not a session at all\n").unwrap();
+    fails(
+        &["import", "g1", "--sqlite", "garbage.sqlite"],
+        dir.path(),
+        4,
+    );
+    fails(&["import", "g2", "--jsonl", "garbage.jsonl"], dir.path(), 4);
+    // --json: the error as JSON on stdout, the one-line message on stderr.
+    for args in [
+        &["verify", "nowhere", "--json"][..],
+        &["ls", "nowhere", "--json"],
+        &["show", "store", "missing", "--json"],
+    ] {
+        let out = sessdb(args, dir.path());
+        assert_eq!(out.status.code(), Some(6), "{args:?}");
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        let error = json(&stdout).get("error").unwrap();
+        assert_eq!(error.get("code").unwrap().as_i64(), Some(6), "{stdout}");
+        assert!(error.get("message").unwrap().as_str().is_some(), "{stdout}");
+    }
+    // Locked: the message says what to do, once.
+    let writer = Store::open(dir.path().join("store"), StoreOptions::default()).unwrap();
+    let err = fails(&["delete", "store", &ids[0]], dir.path(), 5);
+    assert_eq!(err.matches("read-only").count(), 1, "{err}");
+    drop(writer);
+    // show --messages --json keeps each message's seq beside it.
+    let messages = ok(
+        &["show", "store", &ids[0], "--messages", "--json"],
+        dir.path(),
+    );
+    let surface = ok(
+        &["show", "store", &ids[0], "--surface", "--json"],
+        dir.path(),
+    );
+    let seqs: Vec<i64> = json(&messages)
+        .elements()
+        .map(|m| m.get("seq").unwrap().as_i64().unwrap())
+        .collect();
+    let surface: Vec<i64> = json(&surface)
+        .elements()
+        .map(|s| s.as_i64().unwrap())
+        .collect();
+    assert!(!seqs.is_empty());
+    assert!(
+        seqs.iter().all(|s| surface.contains(s)),
+        "{seqs:?} {surface:?}"
+    );
+}
+
+#[test]
+fn streams_sorting_completions_man_and_suggestions() {
+    let dir = tempfile::tempdir().unwrap();
+    let ids = demo(dir.path());
+    // export --jsonl - is the session file; show --jsonl prints the same; import --jsonl -
+    // reads it back from stdin.
+    let file = ok(
+        &["export", "store", "--jsonl", "-", "--session", &ids[1]],
+        dir.path(),
+    );
+    assert_eq!(ok(&["show", "store", &ids[1], "--jsonl"], dir.path()), file);
+    assert!(file.starts_with("{\"type\":\"session\""), "{file}");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sessdb"))
+        .args(["import", "piped", "--jsonl", "-"])
+        .current_dir(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), file.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        ok(&["show", "piped", &ids[1]], dir.path()),
+        ok(&["show", "store", &ids[1]], dir.path())
+    );
+    // `-` needs exactly one session.
+    fails(&["export", "store", "--jsonl", "-"], dir.path(), 2);
+    // ls --sort: ascending by the key, newest created last by default.
+    let column = |args: &[&str], key: &str| -> Vec<i64> {
+        json(&ok(args, dir.path()))
+            .elements()
+            .map(|s| s.get(key).unwrap().as_i64().unwrap())
+            .collect()
+    };
+    let events = column(&["ls", "store", "--json", "--sort", "events"], "events");
+    assert!(events.is_sorted(), "{events:?}");
+    let created = column(&["ls", "store", "--json"], "createdAt");
+    assert!(created.is_sorted(), "{created:?}");
+    let last = column(
+        &["ls", "store", "--json", "--sort", "last"],
+        "lastEventTime",
+    );
+    assert!(last.is_sorted(), "{last:?}");
+    // Completions and the man page come from the command definitions.
+    for shell in ["bash", "zsh", "fish"] {
+        let script = ok(&["completions", shell], dir.path());
+        assert!(
+            script.contains("verify") && script.contains("import"),
+            "{shell}"
+        );
+    }
+    let man = ok(&["man"], dir.path());
+    assert!(
+        man.contains(".TH sessdb 1") && man.contains("import"),
+        "{man}"
+    );
+    // A mistyped subcommand gets a suggestion.
+    let out = sessdb(&["verfy", "store"], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("'verify'"));
 }

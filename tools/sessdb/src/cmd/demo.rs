@@ -227,6 +227,6 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
     Ok(if verified.ok() && is_store(&a.store) {
         code::OK
     } else {
-        code::VERIFY_FOUND
+        code::CORRUPTION
     })
 }

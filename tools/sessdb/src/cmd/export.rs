@@ -1,19 +1,20 @@
 //! `sessdb export STORE --jsonl DIR [--zstd] [--no-pack] [--session ID]...` /
 //! `sessdb export STORE --sqlite FILE [--session ID]...`
 
-use sessdb_formats::jsonl::{ExportOptions, export_jsonl};
+use sessdb_formats::jsonl::{ExportOptions, export_jsonl, write_session_jsonl};
 use sessdb_formats::sqlite::{SqliteExportOptions, export_sqlite};
 
 use crate::cmd::{PathArg, open_existing};
-use crate::error::{CliResult, code};
-use crate::out::{bar, note, update};
+use crate::error::{CliError, CliResult, code};
+use crate::out::{Unit, bar, note, to_stdout, update};
 
 #[derive(Debug, clap::Args)]
 #[command(group(clap::ArgGroup::new("target").args(["jsonl", "sqlite"]).required(true)))]
 pub struct Args {
     /// The store directory.
     store: PathArg,
-    /// Write the DSH JSONL layout under this directory.
+    /// Write the DSH JSONL layout under this directory; `-` writes the one `--session` as its
+    /// session.jsonl to stdout.
     #[arg(long, value_name = "DIR")]
     jsonl: Option<PathArg>,
     /// Write a SQLite database to this file (replacing it).
@@ -36,7 +37,10 @@ pub struct Args {
 
 pub fn run(a: &Args, quiet: bool) -> CliResult {
     let store = open_existing(&a.store)?;
-    let progress = bar(quiet, "exporting");
+    if a.jsonl.as_deref() == Some(std::path::Path::new("-")) {
+        return session_to_stdout(a, &store);
+    }
+    let progress = bar(quiet, "exporting", Unit::Events);
     let mut report_progress = |p| update(&progress, p);
     let (events, target) = match (&a.jsonl, &a.sqlite) {
         (Some(dir), _) => {
@@ -67,5 +71,30 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
         quiet,
         &format!("exported {events} event(s) to {}", target.display()),
     );
+    Ok(code::OK)
+}
+
+/// `export STORE --jsonl - --session ID`: that session's file on stdout.
+fn session_to_stdout(a: &Args, store: &sessdb::Store) -> CliResult {
+    let [id] = a.sessions.as_slice() else {
+        return Err(CliError::new(
+            code::USAGE,
+            "`--jsonl -` writes one session: name it with exactly one --session ID",
+        ));
+    };
+    if a.zstd {
+        return Err(CliError::new(
+            code::USAGE,
+            "`--jsonl -` writes raw JSONL; pipe it through zstd for a compressed file",
+        ));
+    }
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    to_stdout(write_session_jsonl(
+        store,
+        id,
+        &mut out,
+        !a.no_pack,
+        std::path::Path::new("stdout"),
+    ))?;
     Ok(code::OK)
 }

@@ -1,5 +1,7 @@
 //! `sessdb import STORE --jsonl PATH` / `sessdb import STORE --sqlite FILE`
 
+use std::path::PathBuf;
+
 use sessdb::StoreOptions;
 use sessdb_formats::Outcome;
 use sessdb_formats::jsonl::{ImportReport, import_jsonl, plan_jsonl};
@@ -7,14 +9,15 @@ use sessdb_formats::sqlite::{import_sqlite, plan_sqlite};
 
 use crate::cmd::{PathArg, is_store, open_existing, open_writer};
 use crate::error::{CliError, CliResult, code};
-use crate::out::{bar, note, update};
+use crate::out::{Unit, bar, note, update};
 
 #[derive(Debug, clap::Args)]
 #[command(group(clap::ArgGroup::new("source").args(["jsonl", "sqlite"]).required(true)))]
 pub struct Args {
     /// The store directory (created if needed).
     store: PathArg,
-    /// A DSH sessions root, a session directory, or one session.jsonl[.zstd] file.
+    /// A DSH sessions root, a session directory, or one session.jsonl[.zstd] file; `-` reads
+    /// one session file (raw or zstd) from stdin.
     #[arg(long, value_name = "PATH")]
     jsonl: Option<PathArg>,
     /// A SQLite export.
@@ -53,11 +56,40 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
     result
 }
 
+/// `--jsonl -`: stdin copied to a private temporary file first (the reader needs a file it can
+/// read twice: once to validate, once to store). Kept alive by the returned guard.
+fn stdin_file(path: &std::path::Path) -> CliResult<Option<(tempfile::TempDir, PathBuf)>> {
+    if path != std::path::Path::new("-") {
+        return Ok(None);
+    }
+    let io = |e: std::io::Error| CliError::new(code::OTHER, format!("reading stdin: {e}"));
+    let dir = tempfile::tempdir().map_err(io)?;
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut bytes).map_err(io)?;
+    // zstd frames start with the magic 28 b5 2f fd.
+    let name = if bytes.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        "session.jsonl.zstd"
+    } else {
+        "session.jsonl"
+    };
+    let file = dir.path().join(name);
+    std::fs::write(&file, bytes).map_err(io)?;
+    Ok(Some((dir, file)))
+}
+
 fn import(a: &Args, quiet: bool) -> CliResult {
+    let stdin = match &a.jsonl {
+        Some(path) => stdin_file(path)?,
+        None => None,
+    };
+    let jsonl = stdin
+        .as_ref()
+        .map(|(_, f)| f.clone())
+        .or_else(|| a.jsonl.clone());
     let store = open_writer(&a.store, StoreOptions::default())?;
-    let progress = bar(quiet, "importing");
+    let progress = bar(quiet, "importing", Unit::Events);
     let mut report_progress = |p| update(&progress, p);
-    let report = match (&a.jsonl, &a.sqlite) {
+    let report = match (&jsonl, &a.sqlite) {
         (Some(path), _) => import_jsonl(&store, path, &mut report_progress),
         (_, Some(file)) => import_sqlite(&store, file, &mut report_progress),
         (None, None) => unreachable_source(),
@@ -68,7 +100,10 @@ fn import(a: &Args, quiet: bool) -> CliResult {
     let close = store.close();
     drop(store);
     let report = report.map_err(|e| {
-        let err = CliError::from(e);
+        let mut err = CliError::from(e);
+        if let Some((_, file)) = &stdin {
+            err.message = err.message.replace(&file.display().to_string(), "stdin");
+        }
         if err.code == code::REJECTED {
             err.hint("nothing of this import was stored")
         } else {
@@ -82,14 +117,16 @@ fn import(a: &Args, quiet: bool) -> CliResult {
     );
     for s in &report.sessions {
         if let Some(t) = &s.torn {
+            let file = if stdin.is_some() {
+                "stdin".to_owned()
+            } else {
+                s.file.display().to_string()
+            };
             note(
                 quiet,
                 &format!(
-                    "{}: torn tail from line {} dropped ({} line(s)): {}",
-                    s.file.display(),
-                    t.line,
-                    t.lines_dropped,
-                    t.reason
+                    "{file}: torn tail from line {} dropped ({} line(s)): {}",
+                    t.line, t.lines_dropped, t.reason
                 ),
             );
         }
@@ -109,7 +146,15 @@ fn dry_run(a: &Args) -> CliResult {
             StoreOptions::default(),
         )?
     };
-    let report = match (&a.jsonl, &a.sqlite) {
+    let stdin = match &a.jsonl {
+        Some(path) => stdin_file(path)?,
+        None => None,
+    };
+    let jsonl = stdin
+        .as_ref()
+        .map(|(_, f)| f.clone())
+        .or_else(|| a.jsonl.clone());
+    let report = match (&jsonl, &a.sqlite) {
         (Some(path), _) => plan_jsonl(&store, path),
         (_, Some(file)) => plan_sqlite(&store, file),
         (None, None) => unreachable_source(),

@@ -1,5 +1,6 @@
 //! The commands.
 
+pub mod completions;
 mod delete;
 mod demo;
 mod export;
@@ -18,7 +19,7 @@ use std::path::{Path, PathBuf};
 use clap::Subcommand;
 use sessdb::{Store, StoreOptions};
 
-use crate::error::{CliError, CliResult, code};
+use crate::error::{CliResult, no_store};
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
@@ -51,11 +52,30 @@ pub enum Command {
     /// Append a realistic workload for N seconds, printing `ack <session> <seq>` after every
     /// acknowledged write (for kill loops and disk tests).
     Stress(stress::Args),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(completions::CompletionsArgs),
+    /// Print the man page (roff): `sessdb man > sessdb.1`.
+    Man(completions::ManArgs),
+}
+
+impl Command {
+    /// Whether the command was asked for JSON output: its errors are then JSON on stdout too.
+    pub fn wants_json(&self) -> bool {
+        match self {
+            Command::Ls(a) => a.json,
+            Command::Show(a) => a.json,
+            Command::Stats(a) => a.json,
+            Command::Verify(a) => a.json,
+            _ => false,
+        }
+    }
 }
 
 /// Runs one command; returns the exit code.
-pub fn run(command: Command, quiet: bool) -> CliResult {
+pub fn run(command: Command, quiet: bool, cli: clap::Command) -> CliResult {
     match command {
+        Command::Completions(a) => completions::completions(&a, cli),
+        Command::Man(_) => completions::man(cli),
         Command::Demo(a) => demo::run(&a, quiet),
         Command::Ls(a) => ls::run(&a),
         Command::Show(a) => show::run(&a),
@@ -64,10 +84,10 @@ pub fn run(command: Command, quiet: bool) -> CliResult {
         Command::Export(a) => export::run(&a, quiet),
         Command::Fork(a) => fork::run(&a),
         Command::Delete(a) => delete::run(&a, quiet),
-        Command::Verify(a) => verify::run(&a),
-        Command::Repair(a) => repair::run(&a),
+        Command::Verify(a) => verify::run(&a, quiet),
+        Command::Repair(a) => repair::run(&a, quiet),
         Command::Stats(a) => stats::run(&a),
-        Command::Stress(a) => stress::run(&a),
+        Command::Stress(a) => stress::run(&a, quiet),
     }
 }
 
@@ -79,10 +99,7 @@ pub(crate) fn is_store(dir: &Path) -> bool {
 /// Opens an existing store read-only (works beside a live writer).
 fn open_existing(dir: &Path) -> CliResult<Store> {
     if !is_store(dir) {
-        return Err(
-            CliError::new(code::OTHER, format!("no sessdb store at {}", dir.display()))
-                .hint("a store is a directory with a segments/ subdirectory"),
-        );
+        return Err(no_store(dir));
     }
     Ok(Store::open_read_only(dir)?)
 }
@@ -91,22 +108,15 @@ fn open_existing(dir: &Path) -> CliResult<Store> {
 /// `demo` and `stress` create stores), so a mistyped path leaves nothing behind.
 fn open_store_writer(dir: &Path, options: StoreOptions) -> CliResult<Store> {
     if !is_store(dir) {
-        return Err(
-            CliError::new(code::OTHER, format!("no sessdb store at {}", dir.display())).hint(
-                "a store is a directory with a segments/ subdirectory; `sessdb import` creates one",
-            ),
-        );
+        return Err(no_store(dir));
     }
     open_writer(dir, options)
 }
 
 /// Opens (creating) a store for writing.
 fn open_writer(dir: &Path, options: StoreOptions) -> CliResult<Store> {
-    Store::open(dir, options).map_err(|e| {
-        let locked = matches!(e, sessdb::Error::Locked { .. });
-        let err = CliError::from(e);
-        if locked { err.hint("another process writes to this store; stop it, or use a read-only command such as ls, show, export, verify") } else { err }
-    })
+    // The lock error says what to do itself (open read-only, or stop the other writer).
+    Ok(Store::open(dir, options)?)
 }
 
 /// A path argument.

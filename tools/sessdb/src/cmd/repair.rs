@@ -5,8 +5,8 @@ use sessdb::storage::FsStorage;
 use sessdb::store::{DamageRepair, SalvageReport, salvage_plan};
 
 use crate::cmd::{PathArg, is_store, open_store_writer};
-use crate::error::{CliError, CliResult, code};
-use crate::out::{println, shown};
+use crate::error::{CliError, CliResult, code, no_store};
+use crate::out::{println, scan_bar, shown};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -21,25 +21,13 @@ pub struct Args {
     dry_run: bool,
 }
 
-pub fn run(a: &Args) -> CliResult {
+pub fn run(a: &Args, quiet: bool) -> CliResult {
     if a.dry_run {
         if !is_store(&a.store) {
-            return Err(CliError::new(
-                code::OTHER,
-                format!("no sessdb store at {}", a.store.display()),
-            )
-            .hint("a store is a directory with a segments/ subdirectory"));
+            return Err(no_store(&a.store));
         }
         let storage = FsStorage::new(&a.store);
-        let report = salvage_plan(&storage, &StoreOptions::default()).map_err(|e| {
-            let locked = matches!(e, sessdb::Error::Locked { .. });
-            let err = CliError::from(e);
-            if locked {
-                err.hint("another process writes to this store; stop it first")
-            } else {
-                err
-            }
-        })?;
+        let report = salvage_plan(&storage, &StoreOptions::default())?;
         if report.is_empty() {
             println("nothing to salvage");
         } else {
@@ -49,12 +37,18 @@ pub fn run(a: &Args) -> CliResult {
     }
     // Repair reads the whole log, not only what follows the checkpoint: damage anywhere is
     // found here, as `verify` finds it.
+    let (bar, progress) = scan_bar(quiet, "reading the log");
     let options = StoreOptions {
         salvage: a.salvage,
         ignore_checkpoints: true,
+        progress,
         ..StoreOptions::default()
     };
-    let store = open_store_writer(&a.store, options).map_err(|e| {
+    let store = open_store_writer(&a.store, options);
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let store = store.map_err(|e| {
         if e.message.contains("corruption") && !a.salvage {
             CliError {
                 hint: Some("rerun with --salvage --dry-run to see what salvage would keep"),

@@ -1,11 +1,11 @@
 //! `sessdb show STORE SESSION [--events | --surface | --messages] [--from SEQ] [--to SEQ] [--json]`
 
 use crate::cmd::{PathArg, open_existing};
-use crate::error::{CliResult, code};
-use crate::out::{print, println};
+use crate::error::{CliError, CliResult, code};
+use crate::out::{print, print_json, println, to_stdout};
 
 #[derive(Debug, clap::Args)]
-#[command(group(clap::ArgGroup::new("what").args(["events", "surface", "messages"])))]
+#[command(group(clap::ArgGroup::new("what").args(["events", "surface", "messages", "jsonl"])))]
 pub struct Args {
     /// The store directory.
     store: PathArg,
@@ -20,6 +20,10 @@ pub struct Args {
     /// The derived LLM messages.
     #[arg(long)]
     messages: bool,
+    /// The whole session file: the header line, then the events (chunk runs packed as DSH
+    /// packs them), as `export --jsonl` writes it; `import --jsonl -` reads it back.
+    #[arg(long, conflicts_with_all = ["from", "to", "json"])]
+    jsonl: bool,
     /// Start at this seq.
     #[arg(long, default_value_t = 0)]
     from: u64,
@@ -29,7 +33,7 @@ pub struct Args {
     /// JSON output: for --surface an array of seqs, for --messages an array of
     /// `{"seq": N, "message": {...}}` (events are JSONL anyway).
     #[arg(long)]
-    json: bool,
+    pub json: bool,
 }
 
 impl Args {
@@ -39,8 +43,26 @@ impl Args {
     }
 }
 
+/// One message of `show --messages --json`.
+#[derive(serde::Serialize)]
+struct Message {
+    seq: u64,
+    message: Box<serde_json::value::RawValue>,
+}
+
 pub fn run(a: &Args) -> CliResult {
     let store = open_existing(&a.store)?;
+    if a.jsonl {
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        to_stdout(sessdb_formats::jsonl::write_session_jsonl(
+            &store,
+            &a.session,
+            &mut out,
+            true,
+            std::path::Path::new("stdout"),
+        ))?;
+        return Ok(code::OK);
+    }
     if a.surface {
         let surface: Vec<u64> = store
             .surface(&a.session)?
@@ -48,14 +70,7 @@ pub fn run(a: &Args) -> CliResult {
             .filter(|s| a.wanted(*s))
             .collect();
         if a.json {
-            println(&format!(
-                "[{}]",
-                surface
-                    .iter()
-                    .map(u64::to_string)
-                    .collect::<Vec<_>>()
-                    .join(",")
-            ));
+            print_json(&surface);
         } else {
             for seq in surface {
                 let kind = store
@@ -75,18 +90,18 @@ pub fn run(a: &Args) -> CliResult {
             .filter(|(s, _)| a.wanted(*s))
             .collect();
         if a.json {
-            let mut out = b"[".to_vec();
-            // `[{"seq":N,"message":{...}}, ...]`: the message bytes exactly as stored.
-            for (i, (seq, json)) in messages.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                out.extend_from_slice(format!("{{\"seq\":{seq},\"message\":").as_bytes());
-                out.extend_from_slice(json);
-                out.push(b'}');
-            }
-            out.extend_from_slice(b"]\n");
-            print(&out);
+            // The message bytes exactly as stored (validated JSON).
+            let rows = messages
+                .into_iter()
+                .map(|(seq, json)| {
+                    let text = String::from_utf8(json).map_err(|e| e.to_string())?;
+                    let message = serde_json::value::RawValue::from_string(text)
+                        .map_err(|e| e.to_string())?;
+                    Ok(Message { seq, message })
+                })
+                .collect::<Result<Vec<_>, String>>()
+                .map_err(|e| CliError::new(code::OTHER, format!("a stored message: {e}")))?;
+            print_json(&rows);
         } else {
             for (seq, json) in messages {
                 println(&format!("{seq}\t{}", String::from_utf8_lossy(&json)));

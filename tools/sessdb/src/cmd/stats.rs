@@ -2,7 +2,7 @@
 
 use crate::cmd::{PathArg, open_existing};
 use crate::error::{CliResult, code};
-use crate::out::{json_opt, println};
+use crate::out::{print_json, println};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -10,7 +10,32 @@ pub struct Args {
     store: PathArg,
     /// One JSON object.
     #[arg(long)]
-    json: bool,
+    pub json: bool,
+}
+
+/// `stats --json`.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Stats {
+    sessions: usize,
+    events: u64,
+    segments: usize,
+    log_bytes: u64,
+    checkpoint_lsn: u64,
+    checkpoint_generation: u64,
+    open: Open,
+    index_bytes: usize,
+    surface_bytes: usize,
+}
+
+/// What opening the store did.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Open {
+    checkpoint_used: Option<u64>,
+    records_replayed: u64,
+    bytes_truncated: u64,
+    incomplete_tail_bytes: u64,
 }
 
 pub fn run(a: &Args) -> CliResult {
@@ -19,21 +44,22 @@ pub fn run(a: &Args) -> CliResult {
     let r = store.open_report();
     let m = store.memory_usage();
     if a.json {
-        println(&format!(
-            "{{\"sessions\":{},\"events\":{},\"segments\":{},\"logBytes\":{},\"checkpointLsn\":{},\"checkpointGeneration\":{},\"open\":{{\"checkpointUsed\":{},\"recordsReplayed\":{},\"bytesTruncated\":{},\"incompleteTailBytes\":{}}},\"indexBytes\":{},\"surfaceBytes\":{}}}",
-            s.sessions,
-            s.events,
-            s.segments,
-            s.log_bytes,
-            s.checkpoint_lsn,
-            s.checkpoint_generation,
-            json_opt(r.checkpoint),
-            r.records_replayed,
-            r.bytes_truncated,
-            r.torn_tail_ignored,
-            m.index_bytes,
-            m.surface_bytes
-        ));
+        print_json(&Stats {
+            sessions: s.sessions,
+            events: s.events,
+            segments: s.segments,
+            log_bytes: s.log_bytes,
+            checkpoint_lsn: s.checkpoint_lsn,
+            checkpoint_generation: s.checkpoint_generation,
+            open: Open {
+                checkpoint_used: r.checkpoint,
+                records_replayed: r.records_replayed,
+                bytes_truncated: r.bytes_truncated,
+                incomplete_tail_bytes: r.torn_tail_ignored,
+            },
+            index_bytes: m.index_bytes,
+            surface_bytes: m.surface_bytes,
+        });
         return Ok(code::OK);
     }
     println(&format!("sessions           {}", s.sessions));

@@ -15,6 +15,7 @@ use sessdb_workload::{Sink, WorkloadSpec, generate};
 
 use crate::cmd::{PathArg, open_writer};
 use crate::error::{CliError, CliResult, code};
+use crate::out::{Unit, bar};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -98,7 +99,7 @@ fn round_seed(seed: u64, thread: u64, round: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-pub fn run(a: &Args) -> CliResult {
+pub fn run(a: &Args, quiet: bool) -> CliResult {
     if !(a.seconds.is_finite() && a.seconds >= 0.0) {
         return Err(CliError::new(code::USAGE, "--seconds must be a number ≥ 0"));
     }
@@ -147,6 +148,15 @@ pub fn run(a: &Args) -> CliResult {
             })
         })
         .collect();
+    // A bar of the seconds run (terminal only); the acks go to stdout meanwhile.
+    if let Some(b) = bar(quiet, "stressing", Unit::Seconds) {
+        b.set_length(a.seconds.ceil() as u64);
+        while !threads.iter().all(std::thread::JoinHandle::is_finished) {
+            b.set_position(started.elapsed().as_secs());
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        b.finish_and_clear();
+    }
     let mut first_error = None;
     for t in threads {
         match t.join() {

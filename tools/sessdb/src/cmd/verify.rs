@@ -3,11 +3,11 @@
 use std::sync::Arc;
 
 use sessdb::storage::FsStorage;
-use sessdb::store::verify;
+use sessdb::store::verify_with_progress;
 
 use crate::cmd::{PathArg, is_store};
-use crate::error::{CliError, CliResult, code};
-use crate::out::{json_opt, json_str, println};
+use crate::error::{CliResult, code, no_store};
+use crate::out::{print_json, println, scan_bar};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -15,31 +15,46 @@ pub struct Args {
     store: PathArg,
     /// One JSON object.
     #[arg(long)]
-    json: bool,
+    pub json: bool,
 }
 
-pub fn run(a: &Args) -> CliResult {
+/// `verify --json`.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Verified<'a> {
+    ok: bool,
+    segments: usize,
+    records: u64,
+    log_bytes: u64,
+    sessions: usize,
+    events: u64,
+    checkpoint: Option<u64>,
+    incomplete_tail_bytes: u64,
+    problems: &'a [String],
+}
+
+pub fn run(a: &Args, quiet: bool) -> CliResult {
     if !is_store(&a.store) {
-        return Err(CliError::new(
-            code::OTHER,
-            format!("no sessdb store at {}", a.store.display()),
-        ));
+        return Err(no_store(&a.store));
     }
-    let r = verify(Arc::new(FsStorage::new(&a.store)))?;
+    let (bar, progress) = scan_bar(quiet || a.json, "verifying");
+    let r = verify_with_progress(Arc::new(FsStorage::new(&a.store)), progress);
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let r = r?;
     if a.json {
-        let problems: Vec<String> = r.problems.iter().map(|p| json_str(p)).collect();
-        println(&format!(
-            "{{\"ok\":{},\"segments\":{},\"records\":{},\"logBytes\":{},\"sessions\":{},\"events\":{},\"checkpoint\":{},\"incompleteTailBytes\":{},\"problems\":[{}]}}",
-            r.ok(),
-            r.segments,
-            r.records,
-            r.log_bytes,
-            r.sessions,
-            r.events,
-            json_opt(r.checkpoint),
-            r.incomplete_tail_bytes,
-            problems.join(",")
-        ));
+        print_json(&Verified {
+            ok: r.ok(),
+            segments: r.segments,
+            records: r.records,
+            log_bytes: r.log_bytes,
+            sessions: r.sessions,
+            events: r.events,
+            checkpoint: r.checkpoint,
+            incomplete_tail_bytes: r.incomplete_tail_bytes,
+            problems: &r.problems,
+        });
     } else {
         println(&format!(
             "checked {} segment(s), {} record(s), {} log byte(s): {} session(s), {} event(s)",
@@ -62,5 +77,5 @@ pub fn run(a: &Args) -> CliResult {
             println(&format!("problem: {p}"));
         }
     }
-    Ok(if r.ok() { code::OK } else { code::VERIFY_FOUND })
+    Ok(if r.ok() { code::OK } else { code::CORRUPTION })
 }
