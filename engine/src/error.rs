@@ -142,7 +142,7 @@ impl std::fmt::Display for ForkErrorCode {
     }
 }
 
-/// One variant per acceptance rule (DESIGN §2, reference §3.2–§3.3).
+/// One variant per acceptance rule (`docs/DESIGN.md` §2.1).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Violation {

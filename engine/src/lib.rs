@@ -77,7 +77,7 @@ pub use error::{Error, ForkErrorCode, Result, Violation};
 pub use event::{Event, LogType, SurfaceOp, SurfaceType};
 pub use limits::{Clock, Config, Limits, MAX_SAFE_INTEGER};
 pub use model::{
-    Draft, ForkSpec, Message, Origin, ResumeReport, Session, SessionHeader, SessionSet,
+    Draft, EventData, ForkSpec, Message, Origin, ResumeReport, Session, SessionHeader, SessionSet,
     SessionState, SurfaceIntent,
 };
 pub use store::{Durability, OpenReport, Store, StoreOptions};

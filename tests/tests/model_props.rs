@@ -64,7 +64,7 @@ fn step(
             accepted(
                 s,
                 Draft::log(
-                    &LogType::new("plugin/note").unwrap(),
+                    LogType::new("plugin/note").unwrap(),
                     format!(r#"{{"n":{seq}}}"#).into_bytes(),
                 ),
             )?;

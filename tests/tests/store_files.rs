@@ -61,7 +61,7 @@ fn a_reader_opens_beside_a_live_writer_and_reads_sealed_segments() {
     store
         .append(
             id,
-            Draft::log(&LogType::new("plugin/note").unwrap(), &b"{}"[..]),
+            Draft::log(LogType::new("plugin/note").unwrap(), &b"{}"[..]),
         )
         .unwrap();
     assert_eq!(

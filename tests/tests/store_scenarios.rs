@@ -892,7 +892,7 @@ fn open_reports_its_scan_progress() {
         store
             .append(
                 "s",
-                Draft::log(&LogType::new("plugin/note").unwrap(), data.as_bytes()),
+                Draft::log(LogType::new("plugin/note").unwrap(), data.as_bytes()),
             )
             .unwrap();
     }
@@ -926,4 +926,47 @@ fn open_reports_its_scan_progress() {
     assert!(seen.iter().all(|&(done, total)| done <= total), "{seen:?}");
     let (last, _) = seen[seen.len() - 1];
     assert!(last + (1 << 20) >= log_bytes, "{last} of {log_bytes}");
+}
+
+/// `iter_events` yields exactly what `events` returns, across window boundaries, and refuses a
+/// missing session up front.
+#[test]
+fn iter_events_matches_events_across_windows() {
+    let store = sessdb_tests::mem_store();
+    store
+        .create_session(SessionHeader::new("s", 0), Vec::new())
+        .unwrap();
+    for i in 0..1500 {
+        store
+            .append(
+                "s",
+                Draft::log(
+                    LogType::new("plugin/note").unwrap(),
+                    format!("{{\"i\":{i}}}"),
+                ),
+            )
+            .unwrap();
+    }
+    for (from, to) in [
+        (0, u64::MAX),
+        (3, 1030),
+        (511, 513),
+        (1400, 1400),
+        (2000, 3000),
+    ] {
+        let iterated: Vec<Event> = store
+            .iter_events("s", from, to)
+            .unwrap()
+            .collect::<sessdb::Result<_>>()
+            .unwrap();
+        assert_eq!(
+            iterated,
+            store.events("s", from, to).unwrap(),
+            "{from}..{to}"
+        );
+    }
+    assert!(matches!(
+        store.iter_events("missing", 0, 1),
+        Err(Error::SessionNotFound { .. })
+    ));
 }

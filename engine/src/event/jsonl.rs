@@ -1,4 +1,4 @@
-//! One event as one DSH v0 JSONL line (reference §2.1, §4.2).
+//! One event as one DSH v0 JSONL line (`docs/DESIGN.md` §2.3, `docs/FORMATS.md` §2.2).
 //!
 //! sessdb writes the envelope keys in the order `type, seq, time, data, sourceEventSeqs,
 //! surfaceOp, ignorable` with no whitespace, and `data` as its exact stored bytes; parsing

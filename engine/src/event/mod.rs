@@ -1,5 +1,5 @@
 //! The DSH v0 event envelope: `type`, `seq`, `time`, `data`, `sourceEventSeqs?`,
-//! `surfaceOp?`, `ignorable?` (reference §2.1).
+//! `surfaceOp?`, `ignorable?` (`docs/DESIGN.md` §2.3).
 //!
 //! `data` is kept as the exact JSON bytes received; the acceptance function validates them
 //! once, and nothing re-serializes them afterwards.

@@ -86,6 +86,130 @@ impl LogType {
     pub const REQUEST_CONTEXT: LogType = LogType(Cow::Borrowed("request/context"));
     /// `session/end-seed`
     pub const END_SEED: LogType = LogType(Cow::Borrowed("session/end-seed"));
+    /// `agent/inbox/spliced`
+    pub const AGENT_INBOX_SPLICED: LogType = LogType(Cow::Borrowed("agent/inbox/spliced"));
+    /// `agent-preset/selected`
+    pub const AGENT_PRESET_SELECTED: LogType = LogType(Cow::Borrowed("agent-preset/selected"));
+    /// `approval/asked`
+    pub const APPROVAL_ASKED: LogType = LogType(Cow::Borrowed("approval/asked"));
+    /// `approval/decided`
+    pub const APPROVAL_DECIDED: LogType = LogType(Cow::Borrowed("approval/decided"));
+    /// `approval/policy`
+    pub const APPROVAL_POLICY: LogType = LogType(Cow::Borrowed("approval/policy"));
+    /// `command/run`
+    pub const COMMAND_RUN: LogType = LogType(Cow::Borrowed("command/run"));
+    /// `command/done`
+    pub const COMMAND_DONE: LogType = LogType(Cow::Borrowed("command/done"));
+    /// `compaction/start`
+    pub const COMPACTION_START: LogType = LogType(Cow::Borrowed("compaction/start"));
+    /// `compaction/summary`
+    pub const COMPACTION_SUMMARY: LogType = LogType(Cow::Borrowed("compaction/summary"));
+    /// `compaction/prune`
+    pub const COMPACTION_PRUNE: LogType = LogType(Cow::Borrowed("compaction/prune"));
+    /// `compaction/end`
+    pub const COMPACTION_END: LogType = LogType(Cow::Borrowed("compaction/end"));
+    /// `feedback/record`
+    pub const FEEDBACK_RECORD: LogType = LogType(Cow::Borrowed("feedback/record"));
+    /// `goal/change`
+    pub const GOAL_CHANGE: LogType = LogType(Cow::Borrowed("goal/change"));
+    /// `hook/invoked`
+    pub const HOOK_INVOKED: LogType = LogType(Cow::Borrowed("hook/invoked"));
+    /// `hook/result`
+    pub const HOOK_RESULT: LogType = LogType(Cow::Borrowed("hook/result"));
+    /// `llm/retry`
+    pub const LLM_RETRY: LogType = LogType(Cow::Borrowed("llm/retry"));
+    /// `llm/retry-started`
+    pub const LLM_RETRY_STARTED: LogType = LogType(Cow::Borrowed("llm/retry-started"));
+    /// `permission/preset`
+    pub const PERMISSION_PRESET: LogType = LogType(Cow::Borrowed("permission/preset"));
+    /// `plan/mode`
+    pub const PLAN_MODE: LogType = LogType(Cow::Borrowed("plan/mode"));
+    /// `sandbox/mode`
+    pub const SANDBOX_MODE: LogType = LogType(Cow::Borrowed("sandbox/mode"));
+    /// `schedule/change`
+    pub const SCHEDULE_CHANGE: LogType = LogType(Cow::Borrowed("schedule/change"));
+    /// `session/title`
+    pub const SESSION_TITLE: LogType = LogType(Cow::Borrowed("session/title"));
+    /// `session/title-llm-request`
+    pub const SESSION_TITLE_LLM_REQUEST: LogType =
+        LogType(Cow::Borrowed("session/title-llm-request"));
+    /// `subagent/descriptor`
+    pub const SUBAGENT_DESCRIPTOR: LogType = LogType(Cow::Borrowed("subagent/descriptor"));
+    /// `team/member`
+    pub const TEAM_MEMBER: LogType = LogType(Cow::Borrowed("team/member"));
+    /// `team/message/queued`
+    pub const TEAM_MESSAGE_QUEUED: LogType = LogType(Cow::Borrowed("team/message/queued"));
+    /// `team/message/delivered`
+    pub const TEAM_MESSAGE_DELIVERED: LogType = LogType(Cow::Borrowed("team/message/delivered"));
+    /// `team/task`
+    pub const TEAM_TASK: LogType = LogType(Cow::Borrowed("team/task"));
+    /// `tool/code-dispatch-start`
+    pub const TOOL_CODE_DISPATCH_START: LogType =
+        LogType(Cow::Borrowed("tool/code-dispatch-start"));
+    /// `tool/code-dispatch`
+    pub const TOOL_CODE_DISPATCH: LogType = LogType(Cow::Borrowed("tool/code-dispatch"));
+    /// `tool-workflow/run-start`
+    pub const TOOL_WORKFLOW_RUN_START: LogType = LogType(Cow::Borrowed("tool-workflow/run-start"));
+    /// `tool-workflow/run-end`
+    pub const TOOL_WORKFLOW_RUN_END: LogType = LogType(Cow::Borrowed("tool-workflow/run-end"));
+    /// `tool-workflow/agent-start`
+    pub const TOOL_WORKFLOW_AGENT_START: LogType =
+        LogType(Cow::Borrowed("tool-workflow/agent-start"));
+    /// `tool-workflow/agent-end`
+    pub const TOOL_WORKFLOW_AGENT_END: LogType = LogType(Cow::Borrowed("tool-workflow/agent-end"));
+    /// `web/deepseek-search-llm-request`
+    pub const WEB_DEEPSEEK_SEARCH_LLM_REQUEST: LogType =
+        LogType(Cow::Borrowed("web/deepseek-search-llm-request"));
+
+    /// Every log-only type of the DSH v0 vocabulary (45: the 48 known types
+    /// less the three surface types).
+    pub const ALL: [LogType; 45] = [
+        LogType::TURN_START,
+        LogType::TURN_END,
+        LogType::STEP_START,
+        LogType::STEP_END,
+        LogType::ASSISTANT_CHUNK,
+        LogType::TOOL_CALL,
+        LogType::TODO_WRITE,
+        LogType::REQUEST_HEADER,
+        LogType::REQUEST_CONTEXT,
+        LogType::END_SEED,
+        LogType::AGENT_INBOX_SPLICED,
+        LogType::AGENT_PRESET_SELECTED,
+        LogType::APPROVAL_ASKED,
+        LogType::APPROVAL_DECIDED,
+        LogType::APPROVAL_POLICY,
+        LogType::COMMAND_RUN,
+        LogType::COMMAND_DONE,
+        LogType::COMPACTION_START,
+        LogType::COMPACTION_SUMMARY,
+        LogType::COMPACTION_PRUNE,
+        LogType::COMPACTION_END,
+        LogType::FEEDBACK_RECORD,
+        LogType::GOAL_CHANGE,
+        LogType::HOOK_INVOKED,
+        LogType::HOOK_RESULT,
+        LogType::LLM_RETRY,
+        LogType::LLM_RETRY_STARTED,
+        LogType::PERMISSION_PRESET,
+        LogType::PLAN_MODE,
+        LogType::SANDBOX_MODE,
+        LogType::SCHEDULE_CHANGE,
+        LogType::SESSION_TITLE,
+        LogType::SESSION_TITLE_LLM_REQUEST,
+        LogType::SUBAGENT_DESCRIPTOR,
+        LogType::TEAM_MEMBER,
+        LogType::TEAM_MESSAGE_QUEUED,
+        LogType::TEAM_MESSAGE_DELIVERED,
+        LogType::TEAM_TASK,
+        LogType::TOOL_CODE_DISPATCH_START,
+        LogType::TOOL_CODE_DISPATCH,
+        LogType::TOOL_WORKFLOW_RUN_START,
+        LogType::TOOL_WORKFLOW_RUN_END,
+        LogType::TOOL_WORKFLOW_AGENT_START,
+        LogType::TOOL_WORKFLOW_AGENT_END,
+        LogType::WEB_DEEPSEEK_SEARCH_LLM_REQUEST,
+    ];
 
     /// A log-only type from any string.
     ///
@@ -126,7 +250,7 @@ pub(crate) mod names {
     pub const REQUEST_HEADER_DELTA: &str = "request/header-delta";
 }
 
-/// DSH v0's `KNOWN_SESSION_EVENT_TYPES` (48 names, reference §1.1–§1.2).
+/// DSH v0's `KNOWN_SESSION_EVENT_TYPES` (48 names).
 const DSH_V0_TYPES: [&str; 48] = [
     "turn/start",
     "turn/end",
@@ -187,6 +311,20 @@ pub fn is_known_type(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_dsh_log_type_has_a_constant() {
+        let consts: Vec<&str> = LogType::ALL.iter().map(LogType::as_str).collect();
+        let expected: Vec<&str> = DSH_V0_TYPES
+            .iter()
+            .copied()
+            .filter(|t| SurfaceType::from_name(t).is_none())
+            .collect();
+        assert_eq!(consts, expected);
+        for t in &LogType::ALL {
+            assert_eq!(LogType::new(t.as_str().to_owned()).ok().as_ref(), Some(t));
+        }
+    }
 
     #[test]
     fn from_name_is_the_inverse_of_as_str() {

@@ -5,7 +5,75 @@
 //! [`LogType`], which cannot name a surface type. [`Draft::dynamic`] accepts any type string
 //! and leaves the rule to the acceptance function at run time.
 
+use std::borrow::Borrow;
+
 use crate::event::{Event, LogType, SurfaceOp, SurfaceType};
+
+/// What an event's `data` can be given as: `&[u8]`, a byte-string literal `&[u8; N]`, `&str`,
+/// `String`, `Vec<u8>` or `Box<[u8]>` (the owned ones are taken without a copy). The bytes
+/// must be one JSON value; the acceptance function checks them when the event is appended.
+///
+/// ```
+/// use sessdb::{Draft, LogType};
+///
+/// let a = Draft::log(&LogType::TURN_START, br#"{"turn":1}"#);
+/// let b = Draft::log(LogType::TURN_START, r#"{"turn":1}"#);
+/// let c = Draft::log(LogType::TURN_START, String::from(r#"{"turn":1}"#));
+/// let d = Draft::log(LogType::TURN_START, br#"{"turn":1}"#.to_vec());
+/// assert!(a == b && b == c && c == d);
+/// ```
+pub trait EventData {
+    /// The bytes, owned.
+    fn into_data(self) -> Box<[u8]>;
+}
+
+impl EventData for Box<[u8]> {
+    fn into_data(self) -> Box<[u8]> {
+        self
+    }
+}
+
+impl EventData for Vec<u8> {
+    fn into_data(self) -> Box<[u8]> {
+        self.into_boxed_slice()
+    }
+}
+
+impl EventData for String {
+    fn into_data(self) -> Box<[u8]> {
+        self.into_bytes().into_boxed_slice()
+    }
+}
+
+impl EventData for &[u8] {
+    fn into_data(self) -> Box<[u8]> {
+        self.into()
+    }
+}
+
+impl<const N: usize> EventData for &[u8; N] {
+    fn into_data(self) -> Box<[u8]> {
+        self.as_slice().into()
+    }
+}
+
+impl EventData for &str {
+    fn into_data(self) -> Box<[u8]> {
+        self.as_bytes().into()
+    }
+}
+
+impl EventData for &String {
+    fn into_data(self) -> Box<[u8]> {
+        self.as_bytes().into()
+    }
+}
+
+impl EventData for &Vec<u8> {
+    fn into_data(self) -> Box<[u8]> {
+        self.as_slice().into()
+    }
+}
 
 /// How a surface event enters the surface, and what it cites.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,17 +125,14 @@ pub struct Draft {
 }
 
 impl Draft {
-    /// A log-only event.
-    pub fn log(event_type: &LogType, data: impl Into<Box<[u8]>>) -> Self {
-        Self::dynamic(event_type.as_str(), data)
+    /// A log-only event. The type may be given by value or by reference
+    /// (`LogType::TURN_START` or `&LogType::TURN_START`).
+    pub fn log(event_type: impl Borrow<LogType>, data: impl EventData) -> Self {
+        Self::dynamic(event_type.borrow().as_str(), data)
     }
 
     /// A surface event with its intent.
-    pub fn surface(
-        event_type: SurfaceType,
-        data: impl Into<Box<[u8]>>,
-        intent: SurfaceIntent,
-    ) -> Self {
+    pub fn surface(event_type: SurfaceType, data: impl EventData, intent: SurfaceIntent) -> Self {
         Self {
             surface_op: Some(intent.op),
             sources: intent.sources,
@@ -76,10 +141,10 @@ impl Draft {
     }
 
     /// Any type string; surface rules are checked when appended.
-    pub fn dynamic(event_type: impl Into<Box<str>>, data: impl Into<Box<[u8]>>) -> Self {
+    pub fn dynamic(event_type: impl Into<Box<str>>, data: impl EventData) -> Self {
         Self {
             event_type: event_type.into(),
-            data: data.into(),
+            data: data.into_data(),
             surface_op: None,
             sources: None,
             ignorable: false,

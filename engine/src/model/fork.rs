@@ -1,4 +1,4 @@
-//! Fork rules of DSH v0 (reference §8.1, §3.6): where a fork may cut its source.
+//! Fork rules of DSH v0 (`docs/DESIGN.md` §2.8): where a fork may cut its source.
 
 use super::header::{Origin, SessionHeader};
 use super::state::SessionState;

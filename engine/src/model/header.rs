@@ -1,4 +1,4 @@
-//! The session header (reference §2.2), kept beside the log, and its JSON form (the first
+//! The session header (`docs/FORMATS.md` §2.2), kept beside the log, and its JSON form (the first
 //! line of a DSH JSONL file).
 
 use crate::json::{JsonKind, JsonRef, validate, write_str};
@@ -51,7 +51,7 @@ impl SessionHeader {
         }
     }
 
-    /// Checks the rules of reference §2.2.
+    /// Checks the header rules (`docs/FORMATS.md` §2.2).
     ///
     /// # Errors
     /// [`Error::InvalidHeader`] naming the field.

@@ -1,4 +1,4 @@
-//! `deriveMessages` (reference §7): the LLM messages of a session are its surface, each node
+//! `deriveMessages` (`docs/DESIGN.md` §2.5): the LLM messages of a session are its surface, each node
 //! projected to a slice of the stored `data` bytes, without parsing into a tree or copying.
 
 use super::shape::{content_is_empty, message_of};

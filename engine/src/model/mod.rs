@@ -22,7 +22,7 @@ mod surface;
 mod turns;
 
 pub(crate) use accept::{EventSource, plan};
-pub use draft::{Draft, SurfaceIntent};
+pub use draft::{Draft, EventData, SurfaceIntent};
 pub use fork::{ForkSpec, child_header, inherited_len};
 pub use header::{Origin, SESSION_FORMAT_VERSION, SessionHeader};
 pub use lifecycle::{ForkPlan, ResumeReport, end_seed_after, plan_fork, resume_events};

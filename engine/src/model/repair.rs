@@ -1,6 +1,6 @@
 //! Logical repair: the open-turn / open-step / pending-call state, tracked one event at a
 //! time, and the closers DSH's `repair.ts` appends to a session whose last turn is open
-//! (reference §6).
+//! (`docs/DESIGN.md` §2.7).
 //!
 //! Invariant: [`RepairState`] after events `0..n` equals what DSH's repair scan computes over
 //! the same events, without ever rescanning them.

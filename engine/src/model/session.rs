@@ -127,7 +127,7 @@ impl Session {
         self.accept(event)
     }
 
-    /// Appends the repair closers if the last turn is open (reference §6); returns their seqs.
+    /// Appends the repair closers if the last turn is open (`docs/DESIGN.md` §2.7); returns their seqs.
     ///
     /// # Errors
     /// Only if a closer were refused, which would be a bug.

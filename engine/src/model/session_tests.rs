@@ -282,7 +282,7 @@ fn typed_appends_assign_seq_and_time() {
         .unwrap();
     assert_eq!((seq, s.event(seq).unwrap().time()), (1, 42));
     let seq = s
-        .append(Draft::log(&LogType::new("plugin/x").unwrap(), &b"[]"[..]).ignorable())
+        .append(Draft::log(LogType::new("plugin/x").unwrap(), &b"[]"[..]).ignorable())
         .unwrap();
     let e = s.event(seq).unwrap();
     assert_eq!((e.time(), e.ignorable()), (1_000, true));

@@ -1,4 +1,4 @@
-//! Payload shape rules that DSH checks at seed/restore (reference §3.2 items 3, 5, 6) and that
+//! Payload shape rules that DSH checks at seed/restore (`docs/DESIGN.md` §2.1, rules 3, 6 and 9) and that
 //! sessdb checks on every append as well.
 
 use crate::event::SurfaceType;
@@ -170,7 +170,7 @@ pub(crate) fn check_request_header(data: JsonRef<'_>) -> Result<(), Violation> {
 }
 
 /// Whether the derived message of an `assistant/message` is dropped: its content is empty
-/// (a max-tokens step that only hosts usage; reference §7).
+/// (a max-tokens step that only hosts usage; `docs/DESIGN.md` §2.5).
 pub(crate) fn content_is_empty(msg: JsonRef<'_>) -> bool {
     msg.get("content")
         .is_some_and(|c| c.elements().next().is_none())

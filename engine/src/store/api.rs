@@ -188,6 +188,23 @@ impl Store {
         self.inner.segments.read_events(&locs)
     }
 
+    /// The events `from..to` as an iterator that reads a window of events at a time: memory
+    /// stays bounded by the window, not the range (an export of a long session, a `show`).
+    /// The session's length is taken now; events appended later are not included.
+    ///
+    /// # Errors
+    /// `SessionNotFound` now; each item carries the read errors of its window.
+    pub fn iter_events(&self, session: &str, from: u64, to: u64) -> Result<EventIter<'_>> {
+        let end = to.min(self.session_len(session)?);
+        Ok(EventIter {
+            store: self,
+            session: session.to_owned(),
+            next: from,
+            end,
+            window: std::collections::VecDeque::new(),
+        })
+    }
+
     /// The last `n` events.
     ///
     /// # Errors
@@ -396,5 +413,50 @@ impl Store {
     fn with_entry<T>(&self, session: &str, f: impl FnOnce(&SessionEntry) -> T) -> Result<T> {
         let cat = self.inner.catalog.read();
         cat.get(session).map(f)
+    }
+}
+
+/// Events of one session read a window at a time ([`Store::iter_events`]).
+#[derive(Debug)]
+pub struct EventIter<'a> {
+    store: &'a Store,
+    session: String,
+    next: u64,
+    end: u64,
+    window: std::collections::VecDeque<Event>,
+}
+
+impl EventIter<'_> {
+    /// Events read per window.
+    const WINDOW: u64 = 512;
+}
+
+impl Iterator for EventIter<'_> {
+    type Item = Result<Event>;
+
+    fn next(&mut self) -> Option<Result<Event>> {
+        if let Some(e) = self.window.pop_front() {
+            return Some(Ok(e));
+        }
+        if self.next >= self.end {
+            return None;
+        }
+        let to = self.end.min(self.next.saturating_add(Self::WINDOW));
+        match self.store.events(&self.session, self.next, to) {
+            Ok(events) if !events.is_empty() => {
+                self.next += events.len() as u64;
+                self.window = events.into();
+                self.window.pop_front().map(Ok)
+            }
+            Ok(_) => {
+                self.next = self.end;
+                None
+            }
+            Err(e) => {
+                // One error ends the iteration.
+                self.next = self.end;
+                Some(Err(e))
+            }
+        }
     }
 }

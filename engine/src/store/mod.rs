@@ -43,7 +43,7 @@ pub use crate::codec::EventLoc;
 pub use crate::codec::checkpoint::{
     CHECKPOINT_HEADER_LEN, CHECKPOINT_MAGIC, CheckpointMeta, checkpoint_path,
 };
-pub use api::Store;
+pub use api::{EventIter, Store};
 pub use info::{MemoryUsage, SessionInfo, StoreStats};
 pub use options::{Durability, OpenProgress, StoreOptions};
 pub use report::OpenReport;

@@ -1,4 +1,4 @@
-//! Import of DSH JSONL sessions into a store (reference §4.5 and DESIGN §4).
+//! Import of DSH JSONL sessions into a store (`docs/FORMATS.md` §2.5, `docs/DESIGN.md` §4).
 //!
 //! Per file: the header line (version 0 or `UnsupportedFormat`), then every line decoded
 //! (event lines, packed rows). A line is committed when it parses, decodes and continues

@@ -1,4 +1,4 @@
-//! Where DSH puts a session's JSONL file (reference §4.1):
+//! Where DSH puts a session's JSONL file (`docs/FORMATS.md` §2.1):
 //! `<root>/--<project-key>--/<escaped-id>/session.jsonl[.zstd]`, `<root>/_no-cwd/...` for
 //! sessions without a cwd.
 //!

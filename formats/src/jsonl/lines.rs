@@ -1,7 +1,7 @@
 //! Reading a JSONL file line by line, raw or as concatenated zstd frames, with every line
 //! bounded in memory.
 //!
-//! zstd (reference §4.4–§4.5): every complete frame must decode and pass its checksum, else
+//! zstd (`docs/FORMATS.md` §2.4–§2.5): every complete frame must decode and pass its checksum, else
 //! the file is corrupt; only a structurally incomplete *final* frame is recoverable, and its
 //! partial plaintext yields whatever complete lines it holds (the rest is a torn tail).
 

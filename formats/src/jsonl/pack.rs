@@ -1,4 +1,4 @@
-//! Packed chunk rows (reference §4.3): a run of three or more consecutive streamed
+//! Packed chunk rows (`docs/FORMATS.md` §2.3): a run of three or more consecutive streamed
 //! `assistant/chunk` deltas of one block written as one line.
 //!
 //! ```json

@@ -168,7 +168,7 @@ fn tail_follow_prints_new_events() {
         .append(
             id,
             Draft::log(
-                &LogType::new("plugin/note").unwrap(),
+                LogType::new("plugin/note").unwrap(),
                 &br#"{"followed":true}"#[..],
             ),
         )

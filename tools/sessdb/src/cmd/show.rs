@@ -109,19 +109,16 @@ pub fn run(a: &Args) -> CliResult {
         }
         return Ok(code::OK);
     }
-    let len = store
-        .session_len(&a.session)?
-        .min(a.to.map_or(u64::MAX, |t| t.saturating_add(1)));
-    let mut from = a.from;
-    while from < len {
-        let events = store.events(&a.session, from, (from + 1024).min(len))?;
-        from += events.len().max(1) as u64;
-        let mut out = Vec::new();
-        for e in events {
-            e.write_jsonl(&mut out);
-            out.push(b'\n');
+    let to = a.to.map_or(u64::MAX, |t| t.saturating_add(1));
+    let mut out = Vec::new();
+    for e in store.iter_events(&a.session, a.from, to)? {
+        e?.write_jsonl(&mut out);
+        out.push(b'\n');
+        if out.len() >= 1 << 16 {
+            print(&out);
+            out.clear();
         }
-        print(&out);
     }
+    print(&out);
     Ok(code::OK)
 }
