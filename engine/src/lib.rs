@@ -10,9 +10,9 @@
 //!
 //! # fn main() -> sessdb::Result<()> {
 //! let mut s = Session::create(SessionHeader::new("s1", 0), [], Config::default())?;
-//! s.append(Draft::log(&LogType::TURN_START, br#"{"turn":1}"#.as_slice()))?;
+//! s.append(Draft::log(LogType::TURN_START, br#"{"turn":1}"#))?;
 //! let user = br#"{"id":"m1","role":"user","source":{"kind":"user"},"content":[{"type":"text","text":"hi"}]}"#;
-//! let seq = s.append(Draft::surface(SurfaceType::UserMessage, user.as_slice(), SurfaceIntent::append()))?;
+//! let seq = s.append(Draft::surface(SurfaceType::UserMessage, user, SurfaceIntent::append()))?;
 //! assert_eq!(s.surface(), &[seq]);
 //! assert_eq!(s.messages()[0].json, user);
 //!
@@ -37,7 +37,7 @@
 //! let storage = Arc::new(MemStorage::new()); // `Store::open(dir, options)` for real files
 //! let store = Store::open_with(storage.clone(), StoreOptions::default())?;
 //! store.create_session(SessionHeader::new("s1", 0), Vec::new())?;
-//! store.append("s1", Draft::log(&LogType::TURN_START, br#"{"turn":1}"#.as_slice()))?;
+//! store.append("s1", Draft::log(LogType::TURN_START, br#"{"turn":1}"#))?;
 //! store.close()?;
 //!
 //! let reopened = Store::open_with(storage, StoreOptions::default())?;
