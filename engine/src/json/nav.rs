@@ -353,41 +353,62 @@ fn skip_string(b: &[u8], pos: usize) -> usize {
     b.len()
 }
 
+/// The text of a string's escaped contents. A lone UTF-16 surrogate (which `JSON.parse` keeps
+/// and Rust strings cannot hold) becomes U+FFFD.
 fn decode_escaped(inner: &[u8]) -> Option<String> {
     let text = std::str::from_utf8(inner).ok()?;
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars();
+    // A high surrogate waiting for its low half.
     let mut pending_high: Option<u16> = None;
     while let Some(c) = chars.next() {
-        if c != '\\' {
-            out.push(c);
-            continue;
-        }
-        let e = chars.next()?;
-        let simple = match e {
-            '"' => '"',
-            '\\' => '\\',
-            '/' => '/',
-            'b' => '\u{8}',
-            'f' => '\u{c}',
-            'n' => '\n',
-            'r' => '\r',
-            't' => '\t',
-            'u' => {
-                let hex: String = chars.by_ref().take(4).collect();
-                let unit = u16::from_str_radix(&hex, 16).ok()?;
-                if let Some(high) = pending_high.take() {
-                    out.extend(char::decode_utf16([high, unit]).map(|r| r.unwrap_or('\u{fffd}')));
-                } else if (0xD800..0xDC00).contains(&unit) {
-                    pending_high = Some(unit);
-                } else {
-                    out.push(char::from_u32(u32::from(unit)).unwrap_or('\u{fffd}'));
+        let decoded = if c == '\\' {
+            match chars.next()? {
+                '"' => '"',
+                '\\' => '\\',
+                '/' => '/',
+                'b' => '\u{8}',
+                'f' => '\u{c}',
+                'n' => '\n',
+                'r' => '\r',
+                't' => '\t',
+                'u' => {
+                    let hex: String = chars.by_ref().take(4).collect();
+                    if hex.len() != 4 {
+                        return None;
+                    }
+                    let unit = u16::from_str_radix(&hex, 16).ok()?;
+                    match (pending_high.take(), unit) {
+                        (Some(high), 0xDC00..=0xDFFF) => {
+                            out.extend(
+                                char::decode_utf16([high, unit]).map(|r| r.unwrap_or('\u{fffd}')),
+                            );
+                        }
+                        (high, _) => {
+                            if high.is_some() {
+                                out.push('\u{fffd}');
+                            }
+                            if (0xD800..0xDC00).contains(&unit) {
+                                pending_high = Some(unit);
+                            } else {
+                                out.push(char::from_u32(u32::from(unit)).unwrap_or('\u{fffd}'));
+                            }
+                        }
+                    }
+                    continue;
                 }
-                continue;
+                _ => return None,
             }
-            _ => return None,
+        } else {
+            c
         };
-        out.push(simple);
+        if pending_high.take().is_some() {
+            out.push('\u{fffd}');
+        }
+        out.push(decoded);
+    }
+    if pending_high.is_some() {
+        out.push('\u{fffd}');
     }
     Some(out)
 }
@@ -398,6 +419,21 @@ mod tests {
 
     fn j(s: &str) -> JsonRef<'_> {
         JsonRef::new(s.as_bytes())
+    }
+
+    #[test]
+    fn lone_surrogates_decode_to_the_replacement_character() {
+        for (json, text) in [
+            (r#""a\ud800b""#, "a\u{fffd}b"),
+            (r#""\ud800""#, "\u{fffd}"),
+            (r#""\udc00x""#, "\u{fffd}x"),
+            (r#""\ud800\n""#, "\u{fffd}\n"),
+            (r#""\ud800\ud83d\ude00""#, "\u{fffd}\u{1f600}"),
+            (r#""\ud83d\ude00""#, "\u{1f600}"),
+            (r#""\ud800\u0041""#, "\u{fffd}A"),
+        ] {
+            assert_eq!(j(json).as_str().as_deref(), Some(text), "{json}");
+        }
     }
 
     #[test]

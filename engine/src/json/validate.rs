@@ -4,9 +4,9 @@
 //! Rules (DSH `json.ts`, DESIGN §2): RFC 8259 syntax over UTF-8; every number finite as an
 //! IEEE double (so `1e400` is refused) and not negative zero (so `-0`, `-0.0` and `-1e-400`,
 //! which parses to `-0`, are refused); nesting depth and total size bounded by [`Limits`].
-//! Beyond DSH, sessdb refuses what cannot be stored as one JSONL line or as Unicode text:
-//! raw line breaks (`\n`, `\r`) outside strings, whitespace around the value, and `\u`
-//! escapes of lone surrogates.
+//! Beyond DSH, sessdb refuses what cannot be stored as one JSONL line: raw line breaks (`\n`,
+//! `\r`) outside strings and whitespace around the value. `\u` escapes of lone surrogates are
+//! accepted, as `JSON.parse` accepts them (DSH writes them); the bytes are kept as received.
 
 use crate::Limits;
 
@@ -45,9 +45,6 @@ pub enum JsonErrorKind {
     /// A number that is negative zero as a double (`-0`, `-0.0`, `-1e-400`).
     #[error("negative zero is not lossless JSON")]
     NegativeZero,
-    /// A `\u` escape of a lone UTF-16 surrogate.
-    #[error("escape of a lone UTF-16 surrogate")]
-    LoneSurrogate,
     /// Containers nested deeper than the limit.
     #[error("nesting deeper than {limit}")]
     TooDeep {
@@ -332,34 +329,18 @@ impl Validator<'_> {
     }
 
     fn escape(&mut self) -> Result<(), JsonError> {
-        let start = self.pos;
         self.pos += 1;
         match self.peek() {
             Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => {
                 self.pos += 1;
                 Ok(())
             }
+            // Any four hex digits, lone surrogates included: JSON's grammar allows them,
+            // `JSON.parse` accepts them, and DSH writes them (a string cut inside a UTF-16
+            // pair). The bytes are stored and exported exactly as received.
             Some(b'u') => {
                 self.pos += 1;
-                let unit = self.hex4()?;
-                match unit {
-                    0xD800..=0xDBFF => {
-                        // A high surrogate must be followed by an escaped low surrogate.
-                        if self.b.get(self.pos..self.pos + 2) == Some(b"\\u") {
-                            self.pos += 2;
-                            if (0xDC00..=0xDFFF).contains(&self.hex4()?) {
-                                return Ok(());
-                            }
-                        }
-                        self.pos = start;
-                        self.fail(JsonErrorKind::LoneSurrogate)
-                    }
-                    0xDC00..=0xDFFF => {
-                        self.pos = start;
-                        self.fail(JsonErrorKind::LoneSurrogate)
-                    }
-                    _ => Ok(()),
-                }
+                self.hex4().map(|_| ())
             }
             _ => self.fail(JsonErrorKind::Syntax("invalid escape")),
         }
@@ -489,9 +470,6 @@ mod tests {
             ("-1e-400", NegativeZero),
             ("1e400", NonFinite),
             ("[1,-1E+999]", NonFinite),
-            ("\"\\ud800\"", LoneSurrogate),
-            ("\"\\udc00\"", LoneSurrogate),
-            ("\"\\ud800\\u0041\"", LoneSurrogate),
             ("{\"a\":\n1}", LineBreak),
             (" 1", SurroundingWhitespace),
             ("1 ", SurroundingWhitespace),
