@@ -24,6 +24,17 @@ pub struct Line {
     pub oversized: bool,
 }
 
+/// The line as DSH reads it: DSH decodes a session file as UTF-8 text, turning every invalid
+/// sequence into U+FFFD (the WHATWG decoder's substitution of maximal subparts, which
+/// `String::from_utf8_lossy` also follows), so a line with invalid UTF-8 is read with those
+/// replacements. A newline is ASCII, so decoding line by line equals decoding the file.
+fn decoded_as_dsh(mut line: Line) -> Line {
+    if std::str::from_utf8(&line.bytes).is_err() {
+        line.bytes = String::from_utf8_lossy(&line.bytes).into_owned().into_bytes();
+    }
+    line
+}
+
 /// Splits a byte stream into bounded lines.
 #[derive(Debug)]
 struct Splitter {
@@ -142,7 +153,7 @@ impl LineReader {
         while self.ready.is_empty() && !self.done {
             self.fill()?;
         }
-        Ok(self.ready.pop_front())
+        Ok(self.ready.pop_front().map(decoded_as_dsh))
     }
 
     fn fill(&mut self) -> Result<()> {
@@ -243,6 +254,29 @@ mod tests {
         e.include_checksum(true).unwrap();
         e.write_all(text.as_bytes()).unwrap();
         e.finish().unwrap()
+    }
+
+    #[test]
+    fn invalid_utf8_reads_as_dsh_reads_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        // A lone continuation byte, a cut 3-byte sequence (one U+FFFD for its maximal
+        // subpart), an overlong encoding (one per byte), then valid text.
+        std::fs::write(&path, b"a\x80b\n\xe6\x97c\n\xc0\xafd\n\xe6\x97\xa5\n").unwrap();
+        let lines: Vec<Vec<u8>> = read_all(&path, 1024)
+            .unwrap()
+            .into_iter()
+            .map(|l| l.bytes)
+            .collect();
+        assert_eq!(
+            lines,
+            vec![
+                "a\u{fffd}b".as_bytes().to_vec(),
+                "\u{fffd}c".as_bytes().to_vec(),
+                "\u{fffd}\u{fffd}d".as_bytes().to_vec(),
+                "日".as_bytes().to_vec(),
+            ]
+        );
     }
 
     #[test]
