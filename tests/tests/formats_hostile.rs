@@ -54,16 +54,27 @@ fn json_nested_100000_deep_is_named_not_recursed() {
     assert!(err.to_string().contains("DSH's loader reads"), "{err}");
 }
 
+/// DSH decodes its files as UTF-8 with replacement: invalid bytes read as U+FFFD, one per
+/// maximal invalid subpart, and the session loads.
 #[test]
-fn invalid_utf8_is_named() {
+fn invalid_utf8_reads_as_replacement_characters() {
     let dir = tempfile::tempdir().unwrap();
     let mut bytes = HEADER.as_bytes().to_vec();
     bytes.extend_from_slice(
         b"{\"type\":\"plugin/x\",\"seq\":0,\"time\":0,\"data\":\"\xff\xfe\",\"ignorable\":true}\n",
     );
     bytes.extend_from_slice(TURN_END.as_bytes());
-    let err = import_bytes(dir.path(), &bytes).unwrap_err();
-    assert!(err.to_string().contains("UTF-8"), "{err}");
+    let s = store();
+    let root = dir.path().join("root");
+    let file = root.join("_no-cwd/s/session.jsonl");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, &bytes).unwrap();
+    import_jsonl(&s, &file, &mut |_| {}).unwrap();
+    let id = s.list()[0].header.id.clone();
+    assert_eq!(
+        s.events(&id, 0, 1).unwrap()[0].data(),
+        "\"\u{fffd}\u{fffd}\"".as_bytes()
+    );
 }
 
 #[test]

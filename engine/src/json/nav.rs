@@ -138,6 +138,25 @@ impl<'a> JsonRef<'a> {
         self.as_str().filter(|s| !s.is_empty())
     }
 
+    /// The number as `JSON.parse` reads it, when that is an integer of at most 2^53 − 1 in
+    /// magnitude: `3`, and also `3.0`, `1.2e1` or `-0` (as 0), which JavaScript reads as the
+    /// same integers. DSH's readers compare such values as numbers, so an envelope field
+    /// spelled this way means what the integer means.
+    pub fn as_safe_integer(&self) -> Option<i64> {
+        const MAX: i64 = crate::MAX_SAFE_INTEGER;
+        if let Some(v) = self.as_i64() {
+            return (-MAX..=MAX).contains(&v).then_some(v);
+        }
+        let f = self.as_f64()?;
+        #[allow(
+            clippy::cast_possible_truncation,
+            clippy::cast_precision_loss,
+            reason = "checked: an integral double within ±(2^53 − 1) converts exactly"
+        )]
+        let v = (f.is_finite() && f.fract() == 0.0 && f.abs() <= MAX as f64).then_some(f as i64);
+        v
+    }
+
     /// A number as a double.
     pub fn as_f64(&self) -> Option<f64> {
         if self.kind() != JsonKind::Number {

@@ -99,7 +99,7 @@ impl SessionHeader {
         let version = root
             .get("version")
             .ok_or_else(|| bad("missing \"version\"".into()))?;
-        if version.bytes() != b"0" {
+        if version.as_safe_integer() != Some(0) {
             return Err(Error::UnsupportedFormat {
                 found: String::from_utf8_lossy(version.bytes()).into_owned(),
                 expected: SESSION_FORMAT_VERSION,
@@ -107,11 +107,9 @@ impl SessionHeader {
         }
         let mut header = SessionHeader::new(String::new(), 0);
         let mut seen: Vec<String> = Vec::new();
+        // Members in order, so a repeated key ends with its last value, as in `JSON.parse`.
         for (key, value) in root.members() {
             let key = key.as_str().unwrap_or_default().into_owned();
-            if seen.contains(&key) {
-                return Err(bad(format!("duplicate key {key:?}")));
-            }
             let string = || {
                 value
                     .as_str()
@@ -120,8 +118,8 @@ impl SessionHeader {
             };
             let uint = || {
                 value
-                    .as_i64()
-                    .filter(|v| (0..=MAX_SAFE_INTEGER).contains(v))
+                    .as_safe_integer()
+                    .filter(|v| *v >= 0)
                     .ok_or_else(|| bad(format!("{key} must be a non-negative safe integer")))
             };
             match key.as_str() {
@@ -140,11 +138,13 @@ impl SessionHeader {
                 "sandboxMode" | "approvalPolicy" => {
                     return Err(bad(format!("retired header field {key:?}")));
                 }
-                _ => return Err(bad(format!("unknown header field {key:?}"))),
+                // DSH's reader ignores fields it does not know; so does sessdb (they are
+                // not kept: the header sessdb writes holds the fields above).
+                _ => {}
             }
             seen.push(key);
         }
-        for required in ["id", "createdAt"] {
+        for required in ["type", "id", "createdAt"] {
             if !seen.iter().any(|k| k == required) {
                 return Err(bad(format!("missing \"{required}\"")));
             }
@@ -224,36 +224,44 @@ mod tests {
     #[test]
     fn invalid_headers_name_the_field() {
         for (line, needle) in [
-            (r#"{"version":0,"createdAt":1}"#, "missing \"id\""),
-            (r#"{"version":0,"id":"a"}"#, "missing \"createdAt\""),
-            (r#"{"version":0,"id":"","createdAt":1}"#, "id must be"),
-            (r#"{"version":0,"id":"a","createdAt":-1}"#, "createdAt"),
             (
-                r#"{"version":0,"id":"a","createdAt":1,"cwd":"rel/dir"}"#,
+                r#"{"type":"session","version":0,"createdAt":1}"#,
+                "missing \"id\"",
+            ),
+            (
+                r#"{"type":"session","version":0,"id":"a"}"#,
+                "missing \"createdAt\"",
+            ),
+            (
+                r#"{"type":"session","version":0,"id":"","createdAt":1}"#,
+                "id must be",
+            ),
+            (
+                r#"{"type":"session","version":0,"id":"a","createdAt":-1}"#,
+                "createdAt",
+            ),
+            (
+                r#"{"type":"session","version":0,"id":"a","createdAt":1,"cwd":"rel/dir"}"#,
                 "absolute",
             ),
             (
-                r#"{"version":0,"id":"a","createdAt":1,"origin":"x"}"#,
+                r#"{"type":"session","version":0,"id":"a","createdAt":1,"origin":"x"}"#,
                 "origin",
             ),
             (
-                r#"{"version":0,"id":"a","createdAt":1,"sandboxMode":"x"}"#,
+                r#"{"type":"session","version":0,"id":"a","createdAt":1,"sandboxMode":"x"}"#,
                 "retired",
             ),
             (
-                r#"{"version":0,"id":"a","createdAt":1,"zz":1}"#,
-                "unknown header field",
-            ),
-            (
-                r#"{"version":0,"id":"a","id":"b","createdAt":1}"#,
-                "duplicate",
+                r#"{"version":0,"id":"a","createdAt":1}"#,
+                "missing \"type\"",
             ),
             (
                 r#"{"type":"x","version":0,"id":"a","createdAt":1}"#,
                 "type must be",
             ),
             (
-                r#"{"version":0,"id":"a","createdAt":1,"delegationDepth":1.5}"#,
+                r#"{"type":"session","version":0,"id":"a","createdAt":1,"delegationDepth":1.5}"#,
                 "delegationDepth",
             ),
         ] {
@@ -261,6 +269,13 @@ mod tests {
             assert!(matches!(err, Error::InvalidHeader { .. }), "{line}");
             assert!(err.to_string().contains(needle), "{line}: {err}");
         }
+        // As DSH reads them: unknown fields ignored, a repeated key's last value wins, an
+        // integer however spelled.
+        let h = SessionHeader::from_json(
+            br#"{"type":"session","version":0.0,"id":"a","id":"b","createdAt":1.7e1,"zz":1}"#,
+        )
+        .unwrap();
+        assert_eq!((h.id.as_str(), h.created_at), ("b", 17));
         assert!(is_absolute("C:\\x") && is_absolute("/") && !is_absolute("x"));
         let long = SessionHeader::new("x".repeat(65_536), 0);
         assert!(matches!(long.validate(), Err(Error::InvalidHeader { .. })));

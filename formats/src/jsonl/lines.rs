@@ -30,7 +30,9 @@ pub struct Line {
 /// replacements. A newline is ASCII, so decoding line by line equals decoding the file.
 fn decoded_as_dsh(mut line: Line) -> Line {
     if std::str::from_utf8(&line.bytes).is_err() {
-        line.bytes = String::from_utf8_lossy(&line.bytes).into_owned().into_bytes();
+        line.bytes = String::from_utf8_lossy(&line.bytes)
+            .into_owned()
+            .into_bytes();
     }
     line
 }

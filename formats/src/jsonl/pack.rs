@@ -278,10 +278,13 @@ pub fn unpack(row: &JsonRef<'_>) -> Result<Vec<Event>, &'static str> {
         .and_then(|t| t.as_str())
         .and_then(|t| Kind::from_row_type(&t))
         .ok_or("not a packed row")?;
-    let keys: Vec<String> = row
+    // A repeated key counts once (its last value wins, as in `JSON.parse`).
+    let mut keys: Vec<String> = row
         .members()
         .filter_map(|(k, _)| k.as_str().map(|s| s.into_owned()))
         .collect();
+    keys.sort_unstable();
+    keys.dedup();
     if keys.len() != 4
         || !["type", "seq0", "time0", "data"]
             .iter()
@@ -291,13 +294,12 @@ pub fn unpack(row: &JsonRef<'_>) -> Result<Vec<Event>, &'static str> {
     }
     let seq0 = row
         .get("seq0")
-        .and_then(|v| v.as_i64())
-        .filter(|s| (0..=MAX_SAFE_INTEGER).contains(s))
+        .and_then(|v| v.as_safe_integer())
+        .filter(|s| *s >= 0)
         .ok_or("seq0 must be a non-negative safe integer")?;
     let time0 = row
         .get("time0")
-        .and_then(|v| v.as_i64())
-        .filter(|t| (-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(t))
+        .and_then(|v| v.as_safe_integer())
         .ok_or("time0 must be a safe integer")?;
     let data = row
         .get("data")
@@ -310,20 +312,28 @@ pub fn unpack(row: &JsonRef<'_>) -> Result<Vec<Event>, &'static str> {
         Kind::ToolCall => &["turn", "step", "index", "dt", "id", "args"],
         _ => &["turn", "step", "index", "dt", "texts"],
     };
-    let data_keys: Vec<String> = data
+    let mut data_keys: Vec<String> = data
         .members()
         .filter_map(|(k, _)| k.as_str().map(|s| s.into_owned()))
         .collect();
+    data_keys.sort_unstable();
+    data_keys.dedup();
     if data_keys.len() != expected.len()
         || !expected.iter().all(|k| data_keys.iter().any(|x| x == k))
     {
         return Err("packed row data has other keys than its kind allows");
     }
+    // The number as DSH holds it after `JSON.parse`: an integer however spelled (`1.0` is 1)
+    // is written as DSH writes it; DSH expands any other number too, kept as its token.
     let int = |k: &str| {
-        data.get(k)
-            .filter(is_int_token)
-            .map(|v| v.bytes().to_vec())
-            .ok_or("turn, step and index must be safe integers")
+        let v = data
+            .get(k)
+            .filter(|v| v.kind() == JsonKind::Number)
+            .ok_or("turn, step and index must be numbers")?;
+        Ok(match v.as_safe_integer() {
+            Some(n) => n.to_string().into_bytes(),
+            None => v.bytes().to_vec(),
+        })
     };
     let string = |k: &str| {
         data.get(k)
@@ -365,8 +375,7 @@ pub fn unpack(row: &JsonRef<'_>) -> Result<Vec<Event>, &'static str> {
         .ok_or("dt must be an array")?
         .elements()
         .map(|d| {
-            d.as_i64()
-                .filter(|n| (-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(n))
+            d.as_safe_integer()
                 .ok_or("dt members must be safe integers")
         })
         .collect::<Result<_, _>>()?;
@@ -550,12 +559,21 @@ mod tests {
                 "safe integer",
             ),
             (
-                r#"{"type":"text-chunks","seq0":1,"time0":0,"data":{"turn":1.5,"step":1,"index":0,"dt":[],"texts":["a"]}}"#,
-                "safe integers",
+                r#"{"type":"text-chunks","seq0":1,"time0":0,"data":{"turn":"1","step":1,"index":0,"dt":[],"texts":["a"]}}"#,
+                "must be numbers",
             ),
         ] {
             let err = unpack(&JsonRef::new(row.as_bytes())).unwrap_err();
             assert!(err.contains(needle), "{row}: {err}");
         }
+        // As DSH expands rows after `JSON.parse`: an integer however spelled is the integer,
+        // another number is kept, a repeated key's last value wins.
+        let row = r#"{"type":"text-chunks","seq0":1,"time0":0,"seq0":2,"data":{"turn":1.0,"step":1.5,"index":0e0,"dt":[],"texts":["a"]}}"#;
+        let events = unpack(&JsonRef::new(row.as_bytes())).unwrap();
+        assert_eq!(events[0].seq(), 2);
+        assert_eq!(
+            events[0].data(),
+            br#"{"turn":1,"step":1.5,"chunk":{"type":"text-delta","index":0,"text":"a"}}"#
+        );
     }
 }
