@@ -74,7 +74,7 @@ pub mod storage;
 pub mod store;
 
 pub use error::{Error, ForkErrorCode, Result, Violation};
-pub use event::{Event, LogType, SurfaceOp, SurfaceType};
+pub use event::{Event, LogType, PackHint, SurfaceOp, SurfaceType};
 pub use limits::{Clock, Config, Limits, MAX_SAFE_INTEGER};
 pub use model::{
     Draft, EventData, ForkSpec, Message, Origin, ResumeReport, Session, SessionHeader, SessionSet,

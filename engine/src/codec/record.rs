@@ -4,7 +4,7 @@
 //! with its length so the resident index can point at one event's bytes and read exactly
 //! those.
 
-use crate::event::{Event, SurfaceOp};
+use crate::event::{Event, PackHint, SurfaceOp};
 
 use super::cursor::{Cursor, Decoded, len32};
 use super::frame::RecordKind;
@@ -19,6 +19,9 @@ const FLAG_IGNORABLE: u8 = 1;
 const FLAG_SOURCES: u8 = 2;
 const OP_SHIFT: u8 = 2;
 const FLAG_SURFACE_OP_FIRST: u8 = 16;
+const FLAG_ROW_START: u8 = 32;
+const FLAG_LONE: u8 = 64;
+const FLAG_FRAME_START: u8 = 128;
 const OP_APPEND: u8 = 1;
 const OP_REPLACE: u8 = 2;
 
@@ -255,6 +258,14 @@ fn encode_event_fields(e: &Event, out: &mut Vec<u8>) -> Decoded<()> {
     if e.surface_op_first() {
         flags |= FLAG_SURFACE_OP_FIRST;
     }
+    flags |= match e.pack_hint() {
+        PackHint::Free => 0,
+        PackHint::RowStart => FLAG_ROW_START,
+        PackHint::Lone => FLAG_LONE,
+    };
+    if e.frame_start() {
+        flags |= FLAG_FRAME_START;
+    }
     flags |= match e.surface_op() {
         None => 0,
         Some(SurfaceOp::Append) => OP_APPEND << OP_SHIFT,
@@ -362,9 +373,24 @@ pub fn decode_event_fields(fields: &[u8], seq: u64) -> Decoded<Event> {
         }),
         _ => return Err("event flags: unknown surface op"),
     };
-    if flags & !(FLAG_IGNORABLE | FLAG_SOURCES | (3 << OP_SHIFT) | FLAG_SURFACE_OP_FIRST) != 0 {
+    if flags
+        & !(FLAG_IGNORABLE
+            | FLAG_SOURCES
+            | (3 << OP_SHIFT)
+            | FLAG_SURFACE_OP_FIRST
+            | FLAG_ROW_START
+            | FLAG_LONE
+            | FLAG_FRAME_START)
+        != 0
+    {
         return Err("event flags: unknown bits");
     }
+    let pack_hint = match (flags & FLAG_ROW_START != 0, flags & FLAG_LONE != 0) {
+        (false, false) => PackHint::Free,
+        (true, false) => PackHint::RowStart,
+        (false, true) => PackHint::Lone,
+        (true, true) => return Err("event flags: both pack hints"),
+    };
     let sources = if flags & FLAG_SOURCES != 0 {
         let n = c.u32("sources count")?;
         let n = c.count(u64::from(n), 8, "sources count larger than the event")?;
@@ -381,7 +407,9 @@ pub fn decode_event_fields(fields: &[u8], seq: u64) -> Decoded<Event> {
     let event = Event::with_type_name(ty, seq, time, data)
         .with_sources_opt(sources)
         .with_surface_op_opt(op)
-        .with_ignorable(flags & FLAG_IGNORABLE != 0);
+        .with_ignorable(flags & FLAG_IGNORABLE != 0)
+        .with_pack_hint(pack_hint)
+        .with_frame_start(flags & FLAG_FRAME_START != 0);
     let op_first = flags & FLAG_SURFACE_OP_FIRST != 0;
     if op_first && !(event.sources().is_some() && event.surface_op().is_some()) {
         return Err("event flags: key order bit without both keys");
@@ -403,6 +431,37 @@ mod tests {
                 .with_ignorable(true)
                 .with_surface_op_first(true),
         ]
+    }
+
+    #[test]
+    fn pack_hints_round_trip_in_the_flags() {
+        for (hint, bit) in [
+            (PackHint::Free, 0u8),
+            (PackHint::RowStart, FLAG_ROW_START),
+            (PackHint::Lone, FLAG_LONE),
+        ] {
+            let e = Event::new("assistant/chunk", 3, 9, &b"{}"[..]).with_pack_hint(hint);
+            let mut out = Vec::new();
+            encode_event(&e, &mut out).unwrap();
+            // type length (2) + type + time (8), then the flags.
+            let flags_at = 2 + "assistant/chunk".len() + 8;
+            assert_eq!(out[flags_at], bit);
+            let fields = check_event(&out, 3).unwrap();
+            assert_eq!(decode_event_fields(fields, 3).unwrap().pack_hint(), hint);
+        }
+        let e = Event::new("turn/start", 3, 9, &b"{}"[..]).with_frame_start(true);
+        let mut out = Vec::new();
+        encode_event(&e, &mut out).unwrap();
+        assert_eq!(out[2 + "turn/start".len() + 8], FLAG_FRAME_START);
+        let fields = check_event(&out, 3).unwrap();
+        assert!(decode_event_fields(fields, 3).unwrap().frame_start());
+        // Both hints at once is no encoding sessdb writes.
+        let mut out = Vec::new();
+        encode_event(&Event::new("assistant/chunk", 3, 9, &b"{}"[..]), &mut out).unwrap();
+        let flags_at = 2 + "assistant/chunk".len() + 8;
+        out[flags_at] = FLAG_ROW_START | FLAG_LONE;
+        out.truncate(out.len() - EVENT_CRC_LEN);
+        assert!(decode_event_fields(&out, 3).is_err());
     }
 
     #[test]

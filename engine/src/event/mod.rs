@@ -74,8 +74,27 @@ impl PartialEq for TypeName {
 
 impl Eq for TypeName {}
 
+/// Where a DSH file put a streamed chunk event relative to its packed rows. DSH packs a run of
+/// chunks within one write batch, so its rows break where its batches broke; an import
+/// remembers that here so the JSONL export writes the same rows, byte for byte. Events
+/// appended through the API carry no hint and are packed as runs allow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub enum PackHint {
+    /// No constraint: packed with its neighbours when they form a run.
+    #[default]
+    Free,
+    /// A packed row began at this event.
+    RowStart,
+    /// This event was a line of its own.
+    Lone,
+}
+
 /// One session event.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Equality is of the event (type, seq, time, data, sources, surface op, ignorable, and the
+/// key order of its line), not of its [`PackHint`] or [`Event::frame_start`], which are
+/// layout only.
+#[derive(Debug, Clone)]
 pub struct Event {
     event_type: TypeName,
     seq: u64,
@@ -85,7 +104,24 @@ pub struct Event {
     surface_op: Option<SurfaceOp>,
     ignorable: bool,
     surface_op_first: bool,
+    pack_hint: PackHint,
+    frame_start: bool,
 }
+
+impl PartialEq for Event {
+    fn eq(&self, o: &Self) -> bool {
+        self.event_type == o.event_type
+            && self.seq == o.seq
+            && self.time == o.time
+            && self.data == o.data
+            && self.sources == o.sources
+            && self.surface_op == o.surface_op
+            && self.ignorable == o.ignorable
+            && self.surface_op_first == o.surface_op_first
+    }
+}
+
+impl Eq for Event {}
 
 impl Event {
     /// An event with no surface metadata. Nothing is validated here: the acceptance function
@@ -105,6 +141,8 @@ impl Event {
             surface_op: None,
             ignorable: false,
             surface_op_first: false,
+            pack_hint: PackHint::Free,
+            frame_start: false,
         }
     }
 
@@ -149,6 +187,31 @@ impl Event {
     pub fn with_surface_op_first(mut self, first: bool) -> Self {
         self.surface_op_first = first;
         self
+    }
+
+    /// Sets where the JSONL export puts this event relative to packed rows.
+    #[must_use]
+    pub fn with_pack_hint(mut self, hint: PackHint) -> Self {
+        self.pack_hint = hint;
+        self
+    }
+
+    /// Where the JSONL export puts this event relative to packed rows.
+    pub fn pack_hint(&self) -> PackHint {
+        self.pack_hint
+    }
+
+    /// Marks the event as the first of a zstd frame in the imported file (DSH writes one
+    /// frame per write batch): a zstd export begins a frame here, reproducing DSH's file.
+    #[must_use]
+    pub fn with_frame_start(mut self, start: bool) -> Self {
+        self.frame_start = start;
+        self
+    }
+
+    /// Whether a zstd export begins a frame at this event.
+    pub fn frame_start(&self) -> bool {
+        self.frame_start
     }
 
     /// Replaces the seq (used when an event is re-based, for example by repair or import).

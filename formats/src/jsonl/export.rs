@@ -140,6 +140,10 @@ fn write_session<W: Write>(
     let mut packer = Packer::new(pack);
     let mut out = Vec::new();
     let mut from = 0;
+    // A session imported from DSH's zstd file remembers where DSH's frames (its write
+    // batches) began: frames begin there and only there, so the file comes out byte for
+    // byte. Otherwise a frame ends at each `turn/end` or after `FRAME_BYTES`.
+    let mut dsh_frames = None;
     while from < info.events {
         let events = store.events(&info.header.id, from, from + WINDOW)?;
         if events.is_empty() {
@@ -148,12 +152,18 @@ fn write_session<W: Write>(
         let n = events.len() as u64;
         from += n;
         for event in events {
+            let dsh = *dsh_frames.get_or_insert(event.frame_start());
+            if dsh && event.frame_start() {
+                packer.flush(&mut out);
+                sink.write(&out).map_err(|e| Error::io("write", path, e))?;
+                out.clear();
+            }
             let closes_turn = event.event_type() == "turn/end";
             packer.push(event, &mut out);
             if closes_turn {
                 packer.flush(&mut out);
             }
-            if closes_turn || out.len() >= FRAME_BYTES {
+            if !dsh && (closes_turn || out.len() >= FRAME_BYTES) {
                 sink.write(&out).map_err(|e| Error::io("write", path, e))?;
                 out.clear();
             }

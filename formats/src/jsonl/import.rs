@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use sessdb::event::is_known_type as is_known_event_type;
 use sessdb::json::{JsonRef, validate};
-use sessdb::{Error as StoreError, Event, Limits, SessionHeader, Store};
+use sessdb::{Error as StoreError, Event, Limits, PackHint, SessionHeader, Store};
 
 use super::grammar::parses_as_dsh_json;
 use super::layout::{NO_CWD_DIR, RAW_FILE, ZSTD_FILE, session_dir};
@@ -322,7 +322,13 @@ pub(crate) fn read_session(file: &Path, limits: &Limits) -> Result<Scanned> {
                         ),
                     ));
                 }
-                for e in decoded {
+                for (i, e) in decoded.into_iter().enumerate() {
+                    // The first event of a zstd frame: the export starts a frame there.
+                    let e = if i == 0 && line.frame_start {
+                        e.with_frame_start(true)
+                    } else {
+                        e
+                    };
                     if !is_known_event_type(e.event_type()) && !e.ignorable() {
                         return Err(Error::UnsupportedFormat {
                             file: file.to_owned(),
@@ -436,17 +442,30 @@ fn decode_line(
         });
     }
     let row = JsonRef::new(bytes);
+    // Where the file's packed rows began and which chunks stood alone is remembered
+    // (`PackHint`), so the export writes DSH's rows as DSH wrote them.
     let events = if is_packed_row(&row) {
-        unpack(&row).map_err(|e| {
+        let events = unpack(&row).map_err(|e| {
             let problem = format!("malformed packed row: {e}");
             if e == TOO_MANY_PIECES {
                 BadLine::Refuse(problem)
             } else {
                 BadLine::Torn(problem)
             }
-        })?
+        })?;
+        events
+            .into_iter()
+            .enumerate()
+            .map(|(i, e)| {
+                if i == 0 {
+                    e.with_pack_hint(PackHint::RowStart)
+                } else {
+                    e
+                }
+            })
+            .collect()
     } else {
-        vec![Event::from_jsonl(bytes, limits).map_err(|e| {
+        let event = Event::from_jsonl(bytes, limits).map_err(|e| {
             // DSH decodes an object with a seq as an event (refusing a bad one); anything else
             // that parses is an unreadable record, like a line that does not parse.
             if is_seq_object(bytes) {
@@ -454,7 +473,13 @@ fn decode_line(
             } else {
                 BadLine::Torn(e.to_string())
             }
-        })?]
+        })?;
+        let lone = event.event_type() == "assistant/chunk";
+        vec![if lone {
+            event.with_pack_hint(PackHint::Lone)
+        } else {
+            event
+        }]
     };
     match events.first() {
         Some(e) if e.seq() != next_seq => {

@@ -22,6 +22,8 @@ pub struct Line {
     pub terminated: bool,
     /// The line was longer than the limit; its bytes were skipped.
     pub oversized: bool,
+    /// The first line of a zstd frame (DSH writes one frame per write batch).
+    pub frame_start: bool,
 }
 
 /// The line as DSH reads it: DSH decodes a session file as UTF-8 text, turning every invalid
@@ -44,6 +46,8 @@ struct Splitter {
     current: Vec<u8>,
     oversized: bool,
     next_number: u64,
+    /// The next line begins a zstd frame.
+    frame_start_pending: bool,
 }
 
 impl Splitter {
@@ -76,6 +80,7 @@ impl Splitter {
             bytes: std::mem::take(&mut self.current),
             terminated,
             oversized: self.oversized,
+            frame_start: std::mem::take(&mut self.frame_start_pending),
         });
         self.oversized = false;
     }
@@ -140,6 +145,7 @@ impl LineReader {
                 current: Vec::new(),
                 oversized: false,
                 next_number: 0,
+                frame_start_pending: false,
             },
             ready: std::collections::VecDeque::new(),
             done: false,
@@ -185,6 +191,8 @@ impl LineReader {
                     match zstd::zstd_safe::find_frame_compressed_size(rest) {
                         Ok(size) if size <= rest.len() => {
                             let complete = &rest[..size];
+                            // Complete frames end at a line end, so this one starts a line.
+                            self.splitter.frame_start_pending = true;
                             decode_frame(complete, &mut self.splitter, &mut out).map_err(
                                 |problem| Error::Corrupt {
                                     file: self.path.clone(),

@@ -12,7 +12,7 @@
 //! changes an event.
 
 use sessdb::json::{JsonKind, JsonRef};
-use sessdb::{Event, MAX_SAFE_INTEGER};
+use sessdb::{Event, MAX_SAFE_INTEGER, PackHint};
 
 /// The three packable delta kinds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,13 +169,20 @@ impl Packer {
             out.push(b'\n');
             return;
         }
-        let Some((key, piece)) = member(&event) else {
+        // A chunk that stood alone in the imported file stays alone.
+        let member = match event.pack_hint() {
+            PackHint::Lone => None,
+            _ => member(&event),
+        };
+        let Some((key, piece)) = member else {
             self.flush(out);
             event.write_jsonl(out);
             out.push(b'\n');
             return;
         };
-        let continues = self.key.as_ref() == Some(&key)
+        // A row began here in the imported file (a DSH write batch began): a new row.
+        let continues = event.pack_hint() != PackHint::RowStart
+            && self.key.as_ref() == Some(&key)
             && self.run.last().is_some_and(|(last, _)| {
                 last.seq() + 1 == event.seq() && safe_gap(last.time(), event.time()).is_some()
             });
