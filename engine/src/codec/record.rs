@@ -373,18 +373,8 @@ pub fn decode_event_fields(fields: &[u8], seq: u64) -> Decoded<Event> {
         }),
         _ => return Err("event flags: unknown surface op"),
     };
-    if flags
-        & !(FLAG_IGNORABLE
-            | FLAG_SOURCES
-            | (3 << OP_SHIFT)
-            | FLAG_SURFACE_OP_FIRST
-            | FLAG_ROW_START
-            | FLAG_LONE
-            | FLAG_FRAME_START)
-        != 0
-    {
-        return Err("event flags: unknown bits");
-    }
+    // Every bit of the flags byte has a meaning now (0–7): no unknown bits to refuse; the
+    // invalid combinations are refused below.
     let pack_hint = match (flags & FLAG_ROW_START != 0, flags & FLAG_LONE != 0) {
         (false, false) => PackHint::Free,
         (true, false) => PackHint::RowStart,
