@@ -8,9 +8,11 @@ use rusqlite::{Connection, OpenFlags};
 use sessdb::json::{JsonKind, JsonRef, validate};
 use sessdb::{Event, Limits, MAX_SAFE_INTEGER, Origin, SessionHeader, Store, SurfaceOp};
 
+use super::dsh::{DSH_APPLICATION_ID, DSH_SCHEMA_VERSION};
+use super::restore::restore_one;
 use super::schema::{APPLICATION_ID, SCHEMA_VERSION, input_err, reference_objects, schema_objects};
-use crate::jsonl::{ImportReport, ImportedSession};
-use crate::target::{DryRun, Refusal, RestoreTarget};
+use crate::jsonl::ImportReport;
+use crate::target::{DryRun, RestoreTarget};
 use crate::{Error, Progress, Result};
 
 /// Imports every session of the database at `file`.
@@ -34,14 +36,6 @@ pub fn import_sqlite(
 /// As [`import_sqlite`].
 pub fn plan_sqlite(store: &Store, file: &Path) -> Result<ImportReport> {
     import_into(&DryRun::new(store), file, &mut |_| {})
-}
-
-/// The seq a `Rejected` error names.
-fn rejected_seq(e: &sessdb::Error) -> Option<u64> {
-    match e {
-        sessdb::Error::Rejected { seq, .. } => Some(*seq),
-        _ => None,
-    }
 }
 
 fn import_into(
@@ -83,12 +77,15 @@ fn import_into(
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .map_err(&err)?;
+    if app == DSH_APPLICATION_ID && version == DSH_SCHEMA_VERSION {
+        return super::dsh::import_into(store, &conn, file, progress);
+    }
     if app != APPLICATION_ID || version != SCHEMA_VERSION {
         return Err(Error::UnsupportedFormat {
             file: file.to_owned(),
             found: format!("application_id {app:#010x}, user_version {version}"),
             expected: format!(
-                "a sessdb export: application_id {APPLICATION_ID:#010x}, user_version {SCHEMA_VERSION}"
+                "a sessdb export (application_id {APPLICATION_ID:#010x}, user_version {SCHEMA_VERSION}) or a DSH database (application_id {DSH_APPLICATION_ID:#010x}, user_version {DSH_SCHEMA_VERSION})"
             ),
         });
     }
@@ -184,39 +181,9 @@ fn import_into(
             rowids.push(rowid);
         }
         let count = events.len() as u64;
-        let outcome = store.restore(header, events).map_err(|e| match e {
-            Refusal::Conflict(problem) => Error::Conflict {
-                file: file.to_owned(),
-                id: id.clone(),
-                problem,
-            },
-            Refusal::Store(e @ sessdb::Error::Rejected { .. }) => Error::InvalidRow {
-                file: file.to_owned(),
-                table: "events",
-                rowid: rejected_seq(&e)
-                    .and_then(|seq| rowids.get(usize::try_from(seq).ok()?).copied())
-                    .unwrap_or(0),
-                source: e,
-            },
-            Refusal::Store(
-                e @ (sessdb::Error::InvalidHeader { .. } | sessdb::Error::SessionExists { .. }),
-            ) => Error::InvalidRow {
-                file: file.to_owned(),
-                table: "sessions",
-                rowid,
-                source: e,
-            },
-            Refusal::Store(other) => Error::Store(other),
-        })?;
+        restore_one(store, file, header, events, &rowids, rowid, &mut report)?;
         done.events_done += count;
         progress(done);
-        report.sessions.push(ImportedSession {
-            id,
-            file: file.to_owned(),
-            events: count,
-            outcome,
-            torn: None,
-        });
     }
     Ok(report)
 }

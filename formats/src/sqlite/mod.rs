@@ -1,10 +1,13 @@
 //! SQLite export and import (DESIGN §4, `docs/FORMATS.md`): one database file holding the
 //! `sessions` and `events` tables, STRICT, queryable with SQLite's JSON functions.
 
+mod dsh;
 mod export;
 mod import;
+mod restore;
 mod schema;
 
+pub use dsh::{DSH_APPLICATION_ID, DSH_DDL, DSH_SCHEMA_VERSION};
 pub use export::{SqliteExportOptions, export_sqlite};
 pub use import::{import_sqlite, plan_sqlite};
 pub use schema::{APPLICATION_ID, DDL, SCHEMA_VERSION};
