@@ -77,3 +77,81 @@ fn a_dsh_database_imports_as_dsh_loads_it() {
     );
     assert!(fresh.list().is_empty());
 }
+
+/// `export --sqlite --dsh` writes what DSH's backend checks when it opens a database: its
+/// application id and schema version, its schema 17 object for object, the bookkeeping rows,
+/// a file only its owner may read; and the sessions read back unchanged.
+#[test]
+fn a_dsh_database_written_by_sessdb_is_one_dsh_opens() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = database(dir.path());
+    let store = mem_store();
+    import_sqlite(&store, &original, &mut |_| {}).unwrap();
+    let written = dir.path().join("back.sqlite");
+    let options = sessdb_formats::sqlite::SqliteExportOptions {
+        dsh: true,
+        ..Default::default()
+    };
+    let events =
+        sessdb_formats::sqlite::export_sqlite(&store, &written, &options, &mut |_| {}).unwrap();
+    assert_eq!(events, store.stats().events);
+    let schema = |db: &Path| -> (i64, i64, Vec<(String, String)>) {
+        let c = Connection::open(db).unwrap();
+        let app = c
+            .query_row("PRAGMA application_id", [], |r| r.get(0))
+            .unwrap();
+        let version = c
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        let mut stmt = c
+            .prepare("SELECT name, coalesce(sql, '') FROM sqlite_schema ORDER BY name")
+            .unwrap();
+        let objects = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        (app, version, objects)
+    };
+    assert_eq!(schema(&written), schema(&original));
+    let c = Connection::open(&written).unwrap();
+    let state: (i64, String) = c
+        .query_row(
+            "SELECT singleton, store_id FROM persistence_state",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!((state.0, state.1.len()), (1, 36));
+    let revisions: i64 = c
+        .query_row("SELECT min(revision) FROM sessions", [], |r| r.get(0))
+        .unwrap();
+    assert!(revisions >= 1);
+    // Rows with sources carry DSH's varint blobs.
+    let blobs: i64 = c
+        .query_row(
+            "SELECT count(*) FROM events WHERE typeof(source_event_seqs) = 'blob'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(blobs > 0);
+    drop(c);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&written).unwrap().permissions().mode();
+        assert_eq!(mode & 0o077, 0, "{mode:o}");
+    }
+    let back = mem_store();
+    import_sqlite(&back, &written, &mut |_| {}).unwrap();
+    for info in store.list() {
+        let id = &info.header.id;
+        assert_eq!(back.header(id).unwrap(), info.header, "{id}");
+        assert_eq!(
+            back.events(id, 0, u64::MAX).unwrap(),
+            store.events(id, 0, u64::MAX).unwrap(),
+            "{id}"
+        );
+    }
+}

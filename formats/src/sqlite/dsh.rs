@@ -327,6 +327,67 @@ fn decode_sources(mut b: &[u8]) -> std::result::Result<Vec<u64>, String> {
     Ok(out)
 }
 
+/// [`decode_sources`]'s encoding: what DSH's backend writes.
+pub(crate) fn encode_sources(seqs: &[u64]) -> Vec<u8> {
+    fn put(out: &mut Vec<u8>, mut v: u64) {
+        loop {
+            let low = u8::try_from(v & 0x7f).unwrap_or(0);
+            v >>= 7;
+            if v == 0 {
+                out.push(low);
+                return;
+            }
+            out.push(low | 0x80);
+        }
+    }
+    let mut out = Vec::with_capacity(seqs.len() * 2);
+    let mut prev: Option<i128> = None;
+    for &s in seqs {
+        let s = i128::from(s);
+        match prev {
+            None => put(&mut out, u64::try_from(s).unwrap_or(0)),
+            Some(p) => {
+                let d = s - p;
+                let zigzag = if d >= 0 { d * 2 } else { -d * 2 - 1 };
+                put(&mut out, u64::try_from(zigzag).unwrap_or(0));
+            }
+        }
+        prev = Some(s);
+    }
+    out
+}
+
+/// A random (version 4) UUID in its text form, for the ids DSH's schema keeps
+/// (`persistence_state.store_id`, `sessions.incarnation`): std's per-process random hasher
+/// keys are the randomness (no dependency for 16 bytes nobody verifies).
+pub(crate) fn random_uuid() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let word = || {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos()),
+        );
+        h.finish()
+    };
+    let (a, b) = (word(), word());
+    let mut bytes = [0u8; 16];
+    bytes[..8].copy_from_slice(&a.to_le_bytes());
+    bytes[8..].copy_from_slice(&b.to_le_bytes());
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    )
+}
+
 /// One canonical varint of at most 8 bytes (56 bits); returns it and its length.
 fn varint(b: &[u8]) -> std::result::Result<(u64, usize), String> {
     let mut v = 0u64;
@@ -368,6 +429,17 @@ mod tests {
             }
         }
         out
+    }
+
+    #[test]
+    fn sources_encode_as_the_reader_decodes() {
+        for seqs in [vec![], vec![0], vec![9, 3, 3_000_000, 4], vec![300, 2]] {
+            assert_eq!(encode_sources(&seqs), encode(&seqs), "{seqs:?}");
+            assert_eq!(decode_sources(&encode_sources(&seqs)).unwrap(), seqs);
+        }
+        let u = random_uuid();
+        assert_eq!((u.len(), &u[14..15]), (36, "4"), "{u}");
+        assert_ne!(random_uuid(), u);
     }
 
     #[test]

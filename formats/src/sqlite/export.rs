@@ -4,9 +4,10 @@
 use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, params};
+use sessdb::Store;
 use sessdb::storage::{FsStorage, Replacement};
-use sessdb::{Event, Store, SurfaceOp};
 
+use super::columns::{sources_json, surface_op_json};
 use super::schema::{APPLICATION_ID, DDL, SCHEMA_VERSION, sqlite_err};
 use crate::{Error, Progress, Result};
 
@@ -17,26 +18,9 @@ const WINDOW: u64 = 1024;
 pub struct SqliteExportOptions {
     /// Only these sessions (all when empty).
     pub sessions: Vec<String>,
-}
-
-/// `[1,2,3]`.
-pub(crate) fn sources_json(e: &Event) -> Option<String> {
-    e.sources().map(|s| {
-        format!(
-            "[{}]",
-            s.iter().map(u64::to_string).collect::<Vec<_>>().join(",")
-        )
-    })
-}
-
-/// `"append"` or `{"op":"replace","start":S,"end":E}`.
-pub(crate) fn surface_op_json(e: &Event) -> Option<String> {
-    e.surface_op().map(|op| match op {
-        SurfaceOp::Append => "\"append\"".to_owned(),
-        SurfaceOp::Replace { start, end } => {
-            format!("{{\"op\":\"replace\",\"start\":{start},\"end\":{end}}}")
-        }
-    })
+    /// Write DSH's own schema 17 (`docs/FORMATS.md` §3.5) instead of sessdb's: a database
+    /// DSH's SQLite backend opens.
+    pub dsh: bool,
 }
 
 fn to_i64(v: u64) -> i64 {
@@ -70,6 +54,12 @@ pub fn export_sqlite(
     let mut conn = Connection::open(&tmp).map_err(&err)?;
     conn.execute_batch("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;")
         .map_err(&err)?;
+    if options.dsh {
+        drop(conn);
+        let written = super::dsh_export::write(store, &tmp, &chosen, progress)?;
+        file.commit().map_err(|e| Error::io("replace", target, e))?;
+        return Ok(written);
+    }
     let tx = conn.transaction().map_err(&err)?;
     tx.execute_batch(DDL).map_err(&err)?;
     tx.execute_batch(&format!(

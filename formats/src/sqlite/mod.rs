@@ -1,7 +1,9 @@
 //! SQLite export and import (DESIGN §4, `docs/FORMATS.md`): one database file holding the
 //! `sessions` and `events` tables, STRICT, queryable with SQLite's JSON functions.
 
+mod columns;
 mod dsh;
+mod dsh_export;
 mod export;
 mod import;
 mod restore;

@@ -30,6 +30,10 @@ pub struct Args {
     /// refused even so).
     #[arg(long, requires = "jsonl", conflicts_with = "sqlite")]
     force: bool,
+    /// SQLite: write DSH's own schema 17 (a database DSH's SQLite backend opens) instead of
+    /// sessdb's queryable schema.
+    #[arg(long, requires = "sqlite", conflicts_with = "jsonl")]
+    dsh: bool,
     /// Only this session (repeatable); all when absent.
     #[arg(long = "session", value_name = "ID")]
     sessions: Vec<String>,
@@ -56,6 +60,7 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
         (_, Some(file)) => {
             let options = SqliteExportOptions {
                 sessions: a.sessions.clone(),
+                dsh: a.dsh,
             };
             (
                 export_sqlite(&store, file, &options, &mut report_progress)?,
