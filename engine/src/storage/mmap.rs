@@ -5,6 +5,7 @@
 
 use std::fs::File;
 use std::io;
+use std::sync::Arc;
 
 /// Maps the whole of `file` read-only.
 ///
@@ -37,7 +38,9 @@ pub(crate) fn map_sealed(file: &File) -> io::Result<memmap2::Mmap> {
 /// acknowledged append survives a crash of the process exactly as after a `pwrite`, and
 /// `fdatasync` on the file makes them durable.
 pub struct WriteWindow {
-    map: memmap2::MmapMut,
+    /// Shared with the prefault helper ([`Prefault`]), which only advises the kernel about
+    /// the range and never reads or writes through it.
+    map: Arc<memmap2::MmapRaw>,
     /// File offset of the map's first byte.
     start: u64,
 }
@@ -73,16 +76,47 @@ impl WriteWindow {
         else {
             return false;
         };
-        let Some(dst) = self.map.get_mut(from..from.saturating_add(bytes.len())) else {
+        if from.checked_add(bytes.len()).is_none_or(|end| end > self.map.len()) {
             return false;
-        };
+        }
         let head = head.min(bytes.len());
-        let (dst_head, dst_rest) = dst.split_at_mut(head);
         let (src_head, src_rest) = bytes.split_at(head);
-        dst_head.copy_from_slice(src_head);
-        std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
-        dst_rest.copy_from_slice(src_rest);
+        // SAFETY: `from..from + bytes.len()` lies inside the mapping (checked above), which
+        // lives as long as `self.map`. Only this writer (holding `&mut self`, under the
+        // store's tail lock) stores into it; the prefault helper holding the other `Arc`
+        // only calls `madvise` on it. `bytes` is ordinary memory, never inside the map, so
+        // the ranges do not overlap.
+        unsafe {
+            let dst = self.map.as_mut_ptr().add(from);
+            std::ptr::copy_nonoverlapping(src_head.as_ptr(), dst, src_head.len());
+            std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
+            std::ptr::copy_nonoverlapping(src_rest.as_ptr(), dst.add(head), src_rest.len());
+        }
         true
+    }
+
+    /// A job for the prefault helper: fault the whole window in, writable, ahead of the
+    /// writer, so appends do not take a page fault every 4 KiB.
+    pub(crate) fn prefault(&self) -> Prefault {
+        Prefault {
+            map: Arc::clone(&self.map),
+        }
+    }
+}
+
+/// Faults a window's pages in, writable, on another thread (`MADV_POPULATE_WRITE`): the page
+/// cache pages are allocated, zeroed and mapped before the writer reaches them. A failure
+/// (an old kernel, a full page cache) only means the writer faults them itself.
+pub(crate) struct Prefault {
+    map: Arc<memmap2::MmapRaw>,
+}
+
+impl Prefault {
+    pub(crate) fn run(self) {
+        #[cfg(target_os = "linux")]
+        {
+            let _ = self.map.advise(memmap2::Advice::PopulateWrite);
+        }
     }
 }
 
@@ -91,19 +125,20 @@ impl WriteWindow {
 pub(crate) fn map_window(file: &File, start: u64, end: u64) -> io::Result<WriteWindow> {
     let len = usize::try_from(end.saturating_sub(start))
         .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-    // SAFETY: as for `map_sealed`, the mapped bytes must not be truncated away while the map
-    // lives. The range is the active segment's allocated space ahead of its appends; the
-    // writer (the only process that writes or truncates it, by the store's lock) drops the
-    // window before the one truncation of an active segment (the roll cuts the sealed
-    // segment to its records), and read-only processes never map the active segment. Other
-    // processes may `pread` these bytes meanwhile: they see what a `pwrite` would have shown.
-    let map = unsafe {
-        memmap2::MmapOptions::new()
-            .offset(start)
-            .len(len)
-            .map_mut(file)?
-    };
-    Ok(WriteWindow { map, start })
+    // The range is the active segment's allocated space ahead of its appends; the writer (the
+    // only process that writes or truncates it, by the store's lock) drops the window, and
+    // waits for the prefault helper to drop its handle, before the one truncation of an
+    // active segment (the roll cuts the sealed segment to its records); read-only processes
+    // never map the active segment. Other processes may `pread` these bytes meanwhile: they
+    // see what a `pwrite` would have shown.
+    let map = memmap2::MmapOptions::new()
+        .offset(start)
+        .len(len)
+        .map_raw(file)?;
+    Ok(WriteWindow {
+        map: Arc::new(map),
+        start,
+    })
 }
 
 /// Allocates the file's blocks up to `len` bytes (extending it with zeros), so appends within

@@ -18,5 +18,6 @@ pub use crash::{CrashStorage, Fault};
 pub use fs::FsStorage;
 pub use mem::MemStorage;
 pub use mmap::WriteWindow;
+pub(crate) use mmap::Prefault;
 pub use replace::{FileWriter, Replacement, temp_name};
 pub use seam::{FileView, LockGuard, OpenMode, Storage, StorageFile};

@@ -29,6 +29,7 @@ mod info;
 mod inner;
 mod open;
 mod options;
+mod prefault;
 mod read;
 mod recovery;
 mod report;

@@ -173,6 +173,8 @@ pub(super) fn scan(
                 window: None,
                 frame: Vec::new(),
                 offsets: Vec::new(),
+                prefault: options.durability == super::Durability::Buffered,
+                prefaulter: None,
             }));
         }
         end_lsn = segs[i + 1].first_lsn;

@@ -236,6 +236,10 @@ pub(crate) struct Tail {
     pub(crate) frame: Vec<u8>,
     /// The last record's events: `(offset, len)` of each within its payload (reused).
     pub(crate) offsets: Vec<(u32, u32)>,
+    /// Fault each new window in on a helper thread (`Buffered` stores).
+    pub(crate) prefault: bool,
+    /// The helper, started with the first window.
+    pub(crate) prefaulter: Option<super::prefault::Prefaulter>,
 }
 
 impl Tail {
@@ -283,6 +287,18 @@ impl Tail {
             // A map only over space really allocated; without one, `write_at` as before.
             if allocated {
                 self.window = self.active.file.map_window(at, target).ok().flatten();
+                if let Some(window) = &self.window
+                    && self.prefault
+                {
+                    if self.prefaulter.is_none() {
+                        self.prefaulter = super::prefault::Prefaulter::spawn();
+                        // No thread to be had: fault pages on this thread from now on.
+                        self.prefault = self.prefaulter.is_some();
+                    }
+                    if let Some(p) = &self.prefaulter {
+                        p.submit(window.prefault());
+                    }
+                }
             }
         }
         // The header before the payload: a kill mid-copy then leaves a torn tail that
@@ -308,8 +324,12 @@ impl Tail {
         // length); its allocated space goes before the sync that makes it durable. Nothing
         // maps the active segment, so cutting it is safe (`storage/mmap.rs`).
         let used = self.active.offset_of(self.next_lsn);
-        // The window goes first: a mapped range is never truncated away.
+        // The window goes first, and the helper's handle on it: a mapped range is never
+        // truncated away.
         self.window = None;
+        if let Some(p) = &self.prefaulter {
+            p.wait_idle();
+        }
         if self.allocated > used {
             self.active
                 .file

@@ -1,0 +1,86 @@
+//! The prefault helper (`docs/DESIGN.md` §3.2): one thread per writable `Buffered` store that
+//! faults the active segment's write window in, writable, while the writer fills it, so an
+//! append does not take a page fault (page-cache allocation, zeroing, block mapping) every
+//! 4 KiB on the writer's thread.
+//!
+//! Not used under `Sync`: pre-dirtied zero pages ahead of the log end would be written by the
+//! next `fdatasync`, up to a window of extra I/O on a durable append's latency.
+
+use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+
+use crate::storage::Prefault;
+
+/// Jobs not finished yet, and their condition variable.
+type Pending = Arc<(Mutex<usize>, Condvar)>;
+
+pub(crate) struct Prefaulter {
+    tx: Option<mpsc::Sender<Prefault>>,
+    pending: Pending,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Prefaulter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Prefaulter")
+    }
+}
+
+impl Prefaulter {
+    /// Starts the helper thread; `None` if the system refuses a thread (the writer then
+    /// faults its pages itself, as without the helper).
+    pub(crate) fn spawn() -> Option<Self> {
+        let (tx, rx) = mpsc::channel::<Prefault>();
+        let pending: Pending = Arc::new((Mutex::new(0), Condvar::new()));
+        let done = Arc::clone(&pending);
+        let thread = std::thread::Builder::new()
+            .name("sessdb-prefault".into())
+            .spawn(move || {
+                for job in rx {
+                    job.run();
+                    let (count, cv) = &*done;
+                    let mut n = count.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                    *n = n.saturating_sub(1);
+                    cv.notify_all();
+                }
+            })
+            .ok()?;
+        Some(Self {
+            tx: Some(tx),
+            pending,
+            thread: Some(thread),
+        })
+    }
+
+    /// Queues a window to fault in.
+    pub(crate) fn submit(&self, job: Prefault) {
+        let Some(tx) = &self.tx else { return };
+        let (count, _) = &*self.pending;
+        *count.lock().unwrap_or_else(std::sync::PoisonError::into_inner) += 1;
+        if tx.send(job).is_err() {
+            // The helper is gone (it never panics; nothing else ends it): undo the count.
+            let mut n = count.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            *n = n.saturating_sub(1);
+        }
+    }
+
+    /// Waits until no job holds a window: before the segment under it is truncated.
+    pub(crate) fn wait_idle(&self) {
+        let (count, cv) = &*self.pending;
+        let mut n = count.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        while *n > 0 {
+            n = cv.wait(n).unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+    }
+}
+
+impl Drop for Prefaulter {
+    fn drop(&mut self) {
+        // Closing the channel ends the helper's loop once the queued jobs are done.
+        self.tx = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
