@@ -74,6 +74,7 @@ pub mod storage;
 pub mod store;
 
 pub use error::{Error, ForkErrorCode, Result, Violation};
+pub use event::view::EventRef;
 pub use event::{Event, LogType, PackHint, SurfaceOp, SurfaceType};
 pub use limits::{Clock, Config, Limits, MAX_SAFE_INTEGER};
 pub use model::{

@@ -269,7 +269,10 @@ fn buffered_appends_across_windows_and_rolls_read_back() {
         .unwrap();
     let note = LogType::new("plugin/note").unwrap();
     for i in 0..4000u32 {
-        let data = format!("{{\"i\":{i},\"pad\":\"{}\"}}", "x".repeat((i % 700) as usize));
+        let data = format!(
+            "{{\"i\":{i},\"pad\":\"{}\"}}",
+            "x".repeat((i % 700) as usize)
+        );
         store.append("s", Draft::log(&note, data)).unwrap();
     }
     let before = store.events("s", 0, u64::MAX).unwrap();

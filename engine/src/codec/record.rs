@@ -4,6 +4,7 @@
 //! with its length so the resident index can point at one event's bytes and read exactly
 //! those.
 
+use crate::event::view::EventRef;
 use crate::event::{Event, PackHint, SurfaceOp};
 
 use super::cursor::{Cursor, Decoded, len32};
@@ -360,6 +361,14 @@ pub fn decode_event(bytes: &[u8], seq: u64) -> Decoded<Event> {
 /// # Errors
 /// A short description of the first inconsistency.
 pub fn decode_event_fields(fields: &[u8], seq: u64) -> Decoded<Event> {
+    decode_event_ref(fields, seq).map(|e| e.to_event())
+}
+
+/// As [`decode_event_fields`], borrowing: the fields stay in `fields` (no allocation).
+///
+/// # Errors
+/// As [`decode_event_fields`].
+pub fn decode_event_ref(fields: &[u8], seq: u64) -> Decoded<EventRef<'_>> {
     let mut c = Cursor::new(fields);
     let ty = c.str16_ref("event type")?;
     let time = c.i64("event time")?;
@@ -373,8 +382,8 @@ pub fn decode_event_fields(fields: &[u8], seq: u64) -> Decoded<Event> {
         }),
         _ => return Err("event flags: unknown surface op"),
     };
-    // Every bit of the flags byte has a meaning now (0–7): no unknown bits to refuse; the
-    // invalid combinations are refused below.
+    // Every bit of the flags byte has a meaning (0–7): no unknown bits to refuse; the invalid
+    // combinations are refused below.
     let pack_hint = match (flags & FLAG_ROW_START != 0, flags & FLAG_LONE != 0) {
         (false, false) => PackHint::Free,
         (true, false) => PackHint::RowStart,
@@ -384,27 +393,27 @@ pub fn decode_event_fields(fields: &[u8], seq: u64) -> Decoded<Event> {
     let sources = if flags & FLAG_SOURCES != 0 {
         let n = c.u32("sources count")?;
         let n = c.count(u64::from(n), 8, "sources count larger than the event")?;
-        Some(
-            (0..n)
-                .map(|_| c.u64("source seq"))
-                .collect::<Decoded<Vec<u64>>>()?
-                .into_boxed_slice(),
-        )
+        Some(c.take(n * 8, "source seqs")?)
     } else {
         None
     };
     let data = c.bytes32("event data")?;
-    let event = Event::with_type_name(ty, seq, time, data)
-        .with_sources_opt(sources)
-        .with_surface_op_opt(op)
-        .with_ignorable(flags & FLAG_IGNORABLE != 0)
-        .with_pack_hint(pack_hint)
-        .with_frame_start(flags & FLAG_FRAME_START != 0);
-    let op_first = flags & FLAG_SURFACE_OP_FIRST != 0;
-    if op_first && !(event.sources().is_some() && event.surface_op().is_some()) {
+    let surface_op_first = flags & FLAG_SURFACE_OP_FIRST != 0;
+    if surface_op_first && !(sources.is_some() && op.is_some()) {
         return Err("event flags: key order bit without both keys");
     }
-    c.finish(event.with_surface_op_first(op_first))
+    c.finish(EventRef {
+        event_type: ty,
+        seq,
+        time,
+        data,
+        sources,
+        surface_op: op,
+        ignorable: flags & FLAG_IGNORABLE != 0,
+        surface_op_first,
+        pack_hint,
+        frame_start: flags & FLAG_FRAME_START != 0,
+    })
 }
 
 #[cfg(test)]
@@ -513,7 +522,61 @@ mod tests {
         }
     }
 
+    fn any_event() -> impl Strategy<Value = Event> {
+        let op = prop_oneof![
+            Just(None),
+            Just(Some(SurfaceOp::Append)),
+            (0u64..50, 0u64..50).prop_map(|(s, e)| Some(SurfaceOp::Replace { start: s, end: e })),
+        ];
+        let hint = prop_oneof![
+            Just(PackHint::Free),
+            Just(PackHint::RowStart),
+            Just(PackHint::Lone)
+        ];
+        (
+            prop_oneof![Just("assistant/chunk"), Just("user/message"), Just("plugin/\"x\"")],
+            0u64..1_000_000,
+            any::<i64>(),
+            crate::json::strategy::json_value(),
+            proptest::option::of(proptest::collection::vec(0u64..1_000_000, 0..5)),
+            op,
+            any::<bool>(),
+            any::<bool>(),
+            hint,
+            any::<bool>(),
+        )
+            .prop_map(
+                |(ty, seq, time, data, sources, op, ignorable, op_first, hint, frame)| {
+                    let both = sources.is_some() && op.is_some();
+                    Event::new(ty, seq, time, data.into_bytes())
+                        .with_sources_opt(sources.map(Vec::into_boxed_slice))
+                        .with_surface_op_opt(op)
+                        .with_ignorable(ignorable)
+                        .with_surface_op_first(op_first && both)
+                        .with_pack_hint(hint)
+                        .with_frame_start(frame)
+                },
+            )
+    }
+
     proptest! {
+        /// The borrowed view of a stored event is the event: the same fields, layout hints
+        /// included, and the same JSONL line byte for byte.
+        #[test]
+        fn a_borrowed_event_is_the_owned_one(event in any_event()) {
+            let mut out = Vec::new();
+            encode_event(&event, &mut out).unwrap();
+            let fields = check_event(&out, event.seq()).unwrap();
+            let view = decode_event_ref(fields, event.seq()).unwrap();
+            let owned = view.to_event();
+            prop_assert_eq!(&owned, &event);
+            prop_assert_eq!(owned.pack_hint(), event.pack_hint());
+            prop_assert_eq!(owned.frame_start(), event.frame_start());
+            let mut line = Vec::new();
+            view.write_jsonl(&mut line);
+            prop_assert_eq!(line, event.to_jsonl());
+        }
+
         #[test]
         fn arbitrary_payloads_never_panic(kind in 1u8..=4, bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
             if let Some(kind) = RecordKind::from_byte(kind) {

@@ -97,49 +97,17 @@ impl Event {
 
     /// Appends this event as one JSONL line, without the newline.
     pub fn write_jsonl(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(b"{\"type\":");
-        crate::json::write_str(out, self.event_type());
-        out.extend_from_slice(b",\"seq\":");
-        out.extend_from_slice(self.seq.to_string().as_bytes());
-        out.extend_from_slice(b",\"time\":");
-        out.extend_from_slice(self.time.to_string().as_bytes());
-        out.extend_from_slice(b",\"data\":");
-        out.extend_from_slice(self.data());
-        if self.surface_op_first() {
-            self.write_surface_op(out);
-            self.write_sources(out);
-        } else {
-            self.write_sources(out);
-            self.write_surface_op(out);
-        }
-        if self.ignorable {
-            out.extend_from_slice(b",\"ignorable\":true");
-        }
-        out.push(b'}');
-    }
-
-    fn write_sources(&self, out: &mut Vec<u8>) {
-        if let Some(sources) = self.sources() {
-            out.extend_from_slice(b",\"sourceEventSeqs\":[");
-            for (i, s) in sources.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                out.extend_from_slice(s.to_string().as_bytes());
-            }
-            out.push(b']');
-        }
-    }
-
-    fn write_surface_op(&self, out: &mut Vec<u8>) {
-        match self.surface_op {
-            None => {}
-            Some(SurfaceOp::Append) => out.extend_from_slice(b",\"surfaceOp\":\"append\""),
-            Some(SurfaceOp::Replace { start, end }) => out.extend_from_slice(
-                format!(",\"surfaceOp\":{{\"op\":\"replace\",\"start\":{start},\"end\":{end}}}")
-                    .as_bytes(),
-            ),
-        }
+        write_line(
+            out,
+            self.event_type(),
+            self.seq,
+            self.time,
+            self.data(),
+            self.sources().map(|s| s.iter().copied()),
+            self.surface_op,
+            self.ignorable,
+            self.surface_op_first(),
+        );
     }
 
     /// This event as one JSONL line, without the newline.
@@ -148,6 +116,65 @@ impl Event {
         self.write_jsonl(&mut out);
         out
     }
+}
+
+/// One event's canonical JSONL line (without the newline), from its fields: shared by the
+/// owned [`Event`] and the borrowed [`super::EventRef`], so both write the same bytes.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the envelope's fields, each written in its place"
+)]
+pub(crate) fn write_line(
+    out: &mut Vec<u8>,
+    event_type: &str,
+    seq: u64,
+    time: i64,
+    data: &[u8],
+    sources: Option<impl Iterator<Item = u64>>,
+    surface_op: Option<SurfaceOp>,
+    ignorable: bool,
+    surface_op_first: bool,
+) {
+    out.extend_from_slice(b"{\"type\":");
+    crate::json::write_str(out, event_type);
+    out.extend_from_slice(b",\"seq\":");
+    out.extend_from_slice(seq.to_string().as_bytes());
+    out.extend_from_slice(b",\"time\":");
+    out.extend_from_slice(time.to_string().as_bytes());
+    out.extend_from_slice(b",\"data\":");
+    out.extend_from_slice(data);
+    let write_sources = |out: &mut Vec<u8>, sources: Option<_>| {
+        if let Some(sources) = sources {
+            out.extend_from_slice(b",\"sourceEventSeqs\":[");
+            for (i, s) in Iterator::enumerate(sources) {
+                if i > 0 {
+                    out.push(b',');
+                }
+                let s: u64 = s;
+                out.extend_from_slice(s.to_string().as_bytes());
+            }
+            out.push(b']');
+        }
+    };
+    let write_op = |out: &mut Vec<u8>| match surface_op {
+        None => {}
+        Some(SurfaceOp::Append) => out.extend_from_slice(b",\"surfaceOp\":\"append\""),
+        Some(SurfaceOp::Replace { start, end }) => out.extend_from_slice(
+            format!(",\"surfaceOp\":{{\"op\":\"replace\",\"start\":{start},\"end\":{end}}}")
+                .as_bytes(),
+        ),
+    };
+    if surface_op_first {
+        write_op(out);
+        write_sources(out, sources);
+    } else {
+        write_sources(out, sources);
+        write_op(out);
+    }
+    if ignorable {
+        out.extend_from_slice(b",\"ignorable\":true");
+    }
+    out.push(b'}');
 }
 
 const ENVELOPE_KEYS: [&str; 7] = [

@@ -6,6 +6,7 @@
 
 mod jsonl;
 pub(crate) mod types;
+pub mod view;
 
 pub use types::{LogType, SurfaceType, is_known_type};
 

@@ -76,7 +76,10 @@ impl WriteWindow {
         else {
             return false;
         };
-        if from.checked_add(bytes.len()).is_none_or(|end| end > self.map.len()) {
+        if from
+            .checked_add(bytes.len())
+            .is_none_or(|end| end > self.map.len())
+        {
             return false;
         }
         let head = head.min(bytes.len());

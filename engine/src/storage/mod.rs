@@ -17,7 +17,7 @@ mod seam;
 pub use crash::{CrashStorage, Fault};
 pub use fs::FsStorage;
 pub use mem::MemStorage;
-pub use mmap::WriteWindow;
 pub(crate) use mmap::Prefault;
+pub use mmap::WriteWindow;
 pub use replace::{FileWriter, Replacement, temp_name};
 pub use seam::{FileView, LockGuard, OpenMode, Storage, StorageFile};

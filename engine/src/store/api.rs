@@ -14,8 +14,10 @@ use super::{open, scan};
 use crate::codec::EventLoc;
 use crate::codec::checkpoint::CheckpointMeta;
 use crate::event::Event;
+use crate::event::view::EventRef;
 use crate::model::{
-    ForkSpec, Message, ResumeReport, SessionHeader, SessionState, derive_message, resume_events,
+    ForkSpec, Message, ResumeReport, SessionHeader, SessionState, derive_message_parts,
+    resume_events,
 };
 use crate::storage::{FsStorage, Storage};
 use crate::{Draft, Error, Result};
@@ -177,15 +179,34 @@ impl Store {
     /// # Errors
     /// `SessionNotFound`, read errors.
     pub fn events(&self, session: &str, from: u64, to: u64) -> Result<Vec<Event>> {
-        let locs: Vec<(u64, EventLoc)> = {
-            let cat = self.inner.catalog.read();
-            let e = cat.get(session)?;
-            let to = to.min(e.state.next_seq());
-            (from..to)
-                .filter_map(|s| e.locs.get(s).map(|l| (s, *l)))
-                .collect()
-        };
+        let locs = self.locs(session, from, to)?;
         self.inner.segments.read_events(&locs)
+    }
+
+    /// Hands the events `from..to` to `f` in order, each borrowed from the bytes read (its
+    /// checksum checked, no owned event built): the cheapest way to write events out.
+    ///
+    /// # Errors
+    /// `SessionNotFound`, read errors, and any error `f` returns (which stops the visit).
+    pub fn visit_events(
+        &self,
+        session: &str,
+        from: u64,
+        to: u64,
+        mut f: impl FnMut(EventRef<'_>) -> Result<()>,
+    ) -> Result<()> {
+        let locs = self.locs(session, from, to)?;
+        self.inner.segments.visit_events(&locs, &mut f)
+    }
+
+    /// The locations of `from..to`, copied under the catalog's read lock.
+    fn locs(&self, session: &str, from: u64, to: u64) -> Result<Vec<(u64, EventLoc)>> {
+        let cat = self.inner.catalog.read();
+        let e = cat.get(session)?;
+        let to = to.min(e.state.next_seq());
+        Ok((from..to)
+            .filter_map(|s| e.locs.get(s).map(|l| (s, *l)))
+            .collect())
     }
 
     /// The events `from..to` as an iterator that reads a window of events at a time: memory
@@ -259,13 +280,17 @@ impl Store {
                 .filter_map(|&s| e.locs.get(s).map(|l| (s, *l)))
                 .collect()
         })?;
-        let events = self.inner.segments.read_events(&locs)?;
-        Ok(events
-            .iter()
-            .filter_map(|event| {
-                derive_message(event).map(|Message { json, .. }| (event.seq(), json.to_vec()))
-            })
-            .collect())
+        // Each event borrowed where it was read: only the message's own bytes are copied.
+        let mut out = Vec::with_capacity(locs.len());
+        self.inner.segments.visit_events(&locs, &mut |e| {
+            if let Some(Message { json, .. }) =
+                derive_message_parts(e.seq(), e.event_type(), e.data())
+            {
+                out.push((e.seq(), json.to_vec()));
+            }
+            Ok(())
+        })?;
+        Ok(out)
     }
 
     /// Every live session, in id order.

@@ -40,7 +40,9 @@ impl Prefaulter {
                 for job in rx {
                     job.run();
                     let (count, cv) = &*done;
-                    let mut n = count.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                    let mut n = count
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
                     *n = n.saturating_sub(1);
                     cv.notify_all();
                 }
@@ -57,10 +59,14 @@ impl Prefaulter {
     pub(crate) fn submit(&self, job: Prefault) {
         let Some(tx) = &self.tx else { return };
         let (count, _) = &*self.pending;
-        *count.lock().unwrap_or_else(std::sync::PoisonError::into_inner) += 1;
+        *count
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) += 1;
         if tx.send(job).is_err() {
             // The helper is gone (it never panics; nothing else ends it): undo the count.
-            let mut n = count.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut n = count
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             *n = n.saturating_sub(1);
         }
     }
@@ -68,9 +74,13 @@ impl Prefaulter {
     /// Waits until no job holds a window: before the segment under it is truncated.
     pub(crate) fn wait_idle(&self) {
         let (count, cv) = &*self.pending;
-        let mut n = count.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut n = count
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         while *n > 0 {
-            n = cv.wait(n).unwrap_or_else(std::sync::PoisonError::into_inner);
+            n = cv
+                .wait(n)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
         }
     }
 }

@@ -15,9 +15,10 @@ use parking_lot::RwLock;
 use crate::codec::CorruptionKind;
 pub use crate::codec::EventLoc;
 use crate::codec::frame::FRAME_HEADER_LEN;
-use crate::codec::record::{check_event, decode_event_fields};
+use crate::codec::record::{check_event, decode_event_ref};
 use crate::codec::segment::{SEGMENT_HEADER_LEN, SEGMENTS_DIR, SegmentHeader, segment_path};
 use crate::event::Event;
+use crate::event::view::EventRef;
 use crate::storage::{FileView, OpenMode, Storage, StorageFile, WriteWindow};
 use crate::{Error, Result};
 
@@ -126,6 +127,20 @@ impl SegmentList {
     /// [`SegmentList::read_event`] checks it.
     pub(crate) fn read_events(&self, locs: &[(u64, EventLoc)]) -> Result<Vec<Event>> {
         let mut out = Vec::with_capacity(locs.len());
+        self.visit_events(locs, &mut |e| {
+            out.push(e.to_event());
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// As [`SegmentList::read_events`], handing each checked event to `f` borrowed from the
+    /// bytes read (no owned event built); an error of `f` stops the visit.
+    pub(crate) fn visit_events(
+        &self,
+        locs: &[(u64, EventLoc)],
+        f: &mut dyn FnMut(EventRef<'_>) -> Result<()>,
+    ) -> Result<()> {
         let mut rest = locs;
         while let Some(&(_, first)) = rest.first() {
             let (seg, next_first) = self
@@ -151,27 +166,25 @@ impl SegmentList {
             }
             let (run, after) = rest.split_at(n);
             let len = usize::try_from(end - start).unwrap_or(usize::MAX);
-            let decoded = seg.with_bytes(start, len, |window| {
-                run.iter()
-                    .map(|&(seq, l)| {
-                        let at =
-                            seg.offset_of(l.lsn) + FRAME_HEADER_LEN as u64 + u64::from(l.offset);
-                        let from = usize::try_from(at - start).unwrap_or(usize::MAX);
-                        let bytes = window
-                            .get(from..from.saturating_add(l.len as usize))
-                            .ok_or((at, CorruptionKind::Incomplete))?;
-                        check_decode(bytes, seq).map_err(|k| (at, k))
-                    })
-                    .collect::<std::result::Result<Vec<Event>, (u64, CorruptionKind)>>()
-            })?;
-            out.extend(decoded.map_err(|(at, kind)| Error::Corruption {
+            let corrupt = |at: u64, kind| Error::Corruption {
                 segment: seg.path.clone(),
                 offset: at,
                 kind,
-            })?);
+            };
+            seg.with_bytes(start, len, |window| {
+                for &(seq, l) in run {
+                    let at = seg.offset_of(l.lsn) + FRAME_HEADER_LEN as u64 + u64::from(l.offset);
+                    let from = usize::try_from(at - start).unwrap_or(usize::MAX);
+                    let bytes = window
+                        .get(from..from.saturating_add(l.len as usize))
+                        .ok_or_else(|| corrupt(at, CorruptionKind::Incomplete))?;
+                    f(check_decode_ref(bytes, seq).map_err(|k| corrupt(at, k))?)?;
+                }
+                Ok(())
+            })??;
             rest = after;
         }
-        Ok(out)
+        Ok(())
     }
 
     /// The segment holding `lsn`, and the first LSN of the segment after it.
@@ -215,9 +228,14 @@ fn no_segment(lsn: u64) -> Error {
 /// Checks an event's own checksum (it covers exactly the bytes handed out, and its seq),
 /// then decodes it.
 fn check_decode(bytes: &[u8], seq: u64) -> std::result::Result<Event, CorruptionKind> {
+    check_decode_ref(bytes, seq).map(|e| e.to_event())
+}
+
+/// As [`check_decode`], borrowing from `bytes`.
+fn check_decode_ref(bytes: &[u8], seq: u64) -> std::result::Result<EventRef<'_>, CorruptionKind> {
     check_event(bytes, seq)
         .ok_or(CorruptionKind::EventChecksumMismatch)
-        .and_then(|fields| decode_event_fields(fields, seq).map_err(CorruptionKind::BadPayload))
+        .and_then(|fields| decode_event_ref(fields, seq).map_err(CorruptionKind::BadPayload))
 }
 
 /// The append position: the active segment and the next LSN.

@@ -144,31 +144,37 @@ fn write_session<W: Write>(
     // batches) began: frames begin there and only there, so the file comes out byte for
     // byte. Otherwise a frame ends at each `turn/end` or after `FRAME_BYTES`.
     let mut dsh_frames = None;
+    let mut io_error = None;
     while from < info.events {
-        let events = store.events(&info.header.id, from, from + WINDOW)?;
-        if events.is_empty() {
-            break;
-        }
-        let n = events.len() as u64;
-        from += n;
-        for event in events {
+        let to = (from + WINDOW).min(info.events);
+        // Events are written from the bytes read (borrowed), not decoded into owned events.
+        store.visit_events(&info.header.id, from, to, |event| {
             let dsh = *dsh_frames.get_or_insert(event.frame_start());
             if dsh && event.frame_start() {
                 packer.flush(&mut out);
-                sink.write(&out).map_err(|e| Error::io("write", path, e))?;
+                if let Err(e) = sink.write(&out) {
+                    io_error.get_or_insert(e);
+                }
                 out.clear();
             }
             let closes_turn = event.event_type() == "turn/end";
-            packer.push(event, &mut out);
+            packer.push_ref(&event, &mut out);
             if closes_turn {
                 packer.flush(&mut out);
             }
             if !dsh && (closes_turn || out.len() >= FRAME_BYTES) {
-                sink.write(&out).map_err(|e| Error::io("write", path, e))?;
+                if let Err(e) = sink.write(&out) {
+                    io_error.get_or_insert(e);
+                }
                 out.clear();
             }
+            Ok(())
+        })?;
+        if let Some(e) = io_error.take() {
+            return Err(Error::io("write", path, e));
         }
-        done(n);
+        done(to - from);
+        from = to;
     }
     packer.flush(&mut out);
     sink.write(&out).map_err(|e| Error::io("write", path, e))?;

@@ -193,6 +193,24 @@ impl Packer {
         self.run.push((event, piece));
     }
 
+    /// As [`Packer::push`], from a borrowed event: only a chunk that may join a row becomes
+    /// an owned event; any other is written straight from its stored bytes.
+    pub fn push_ref(&mut self, event: &sessdb::EventRef<'_>, out: &mut Vec<u8>) {
+        let candidate = self.enabled
+            && event.event_type() == "assistant/chunk"
+            && event.pack_hint() != PackHint::Lone
+            && event.sources().is_none()
+            && event.surface_op().is_none()
+            && !event.ignorable();
+        if candidate {
+            self.push(event.to_event(), out);
+        } else {
+            self.flush(out);
+            event.write_jsonl(out);
+            out.push(b'\n');
+        }
+    }
+
     /// Writes what is pending.
     pub fn flush(&mut self, out: &mut Vec<u8>) {
         let run = std::mem::take(&mut self.run);
