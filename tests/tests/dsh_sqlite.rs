@@ -95,6 +95,10 @@ fn a_dsh_database_written_by_sessdb_is_one_dsh_opens() {
     let events =
         sessdb_formats::sqlite::export_sqlite(&store, &written, &options, &mut |_| {}).unwrap();
     assert_eq!(events, store.stats().events);
+    assert!(
+        !dir.path().join("back.sqlite-wal").exists(),
+        "no log left beside it"
+    );
     let schema = |db: &Path| -> (i64, i64, Vec<(String, String)>) {
         let c = Connection::open(db).unwrap();
         let app = c
@@ -115,6 +119,10 @@ fn a_dsh_database_written_by_sessdb_is_one_dsh_opens() {
     };
     assert_eq!(schema(&written), schema(&original));
     let c = Connection::open(&written).unwrap();
+    let mode: String = c
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal");
     let state: (i64, String) = c
         .query_row(
             "SELECT singleton, store_id FROM persistence_state",

@@ -534,7 +534,11 @@ mod tests {
             Just(PackHint::Lone)
         ];
         (
-            prop_oneof![Just("assistant/chunk"), Just("user/message"), Just("plugin/\"x\"")],
+            prop_oneof![
+                Just("assistant/chunk"),
+                Just("user/message"),
+                Just("plugin/\"x\"")
+            ],
             0u64..1_000_000,
             any::<i64>(),
             crate::json::strategy::json_value(),

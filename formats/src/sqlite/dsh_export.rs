@@ -37,7 +37,8 @@ pub(super) fn write(
         std::fs::set_permissions(tmp, std::fs::Permissions::from_mode(0o600))
             .map_err(|e| Error::io("chmod", tmp, e))?;
     }
-    // Built without a journal; DSH switches the file to its own journal mode when it opens it.
+    // Built with a rollback journal and no syncs (the replacement's commit syncs the file);
+    // switched to WAL, DSH's mode, at the end.
     conn.execute_batch("PRAGMA journal_mode = DELETE; PRAGMA synchronous = OFF;")
         .map_err(&err)?;
     let tx = conn.transaction().map_err(&err)?;
@@ -103,6 +104,14 @@ pub(super) fn write(
         }
     }
     tx.commit().map_err(&err)?;
+    // DSH's default journal mode, recorded in the file header (the log is checkpointed and
+    // removed when this connection closes).
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+        .map_err(&err)?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(err(rusqlite::Error::InvalidQuery));
+    }
     conn.close().map_err(|(_, e)| err(e))?;
     Ok(done.events_done)
 }
