@@ -262,6 +262,15 @@ pub enum Violation {
         /// The first failed check.
         problem: &'static str,
     },
+    /// A turn or step marker or a `tool/call` that DSH's loader refuses (its checks of
+    /// pre-react-loop shapes, and the fields its restore reads).
+    #[error("{type_name} shape: {problem}")]
+    MarkerShape {
+        /// The event type.
+        type_name: &'static str,
+        /// The first failed check.
+        problem: &'static str,
+    },
 }
 
 impl Violation {
@@ -288,6 +297,7 @@ impl Violation {
             | Self::ToolResultReplaceChanged { .. } => "tool-result-replacement",
             Self::MessageShape { .. } => "message-shape",
             Self::RequestHeaderShape { .. } => "request-header-shape",
+            Self::MarkerShape { .. } => "marker-shape",
         }
     }
 }

@@ -7,15 +7,17 @@ use std::sync::Arc;
 pub struct Limits {
     /// Largest accepted `data` value, in bytes. Default 64 MiB.
     pub max_data_bytes: usize,
-    /// Deepest accepted nesting of arrays and objects in `data`. Default 128.
+    /// Deepest accepted nesting of arrays and objects in `data`. Default 512.
     pub max_depth: u32,
 }
 
 impl Limits {
     /// The default data size limit: 64 MiB.
     pub const DEFAULT_MAX_DATA_BYTES: usize = 64 << 20;
-    /// The default depth limit: 128 nested containers.
-    pub const DEFAULT_MAX_DEPTH: u32 = 128;
+    /// The default depth limit: 512 nested containers. DSH's loader reads deeper `data` than
+    /// the 128 this once was (a 200-deep value in its conformance cases); the engine's
+    /// recursive comparisons stay far from a thread's stack at 512.
+    pub const DEFAULT_MAX_DEPTH: u32 = 512;
 }
 
 impl Default for Limits {

@@ -62,7 +62,7 @@ fn a_final_line_is_kept_dropped_or_refused_as_dsh_decides_never_lost_silently() 
         }
     }
     assert_eq!(
-        agree, 17,
+        agree, 18,
         "refused where DSH keeps: {refused_where_dsh_keeps:?}"
     );
 }

@@ -369,7 +369,7 @@ fn a_final_line_dsh_keeps_is_never_dropped_as_a_torn_tail() {
     // Whitespace around a line (CRLF files, trailing spaces) is ignored, as JSON.parse does;
     // a lone surrogate escape is kept as DSH keeps it (DSH writes them itself).
     for body in [
-        r#"{"type":"turn/end","seq":1,"time":0,"data":{"turn":1,"reason":{"kind":"completed","message":"\ud800"}}}"#,
+        r#"{"type":"turn/end","seq":1,"time":0,"data":{"turn":1,"reason":{"kind":"error","message":"\ud800"}}}"#,
         r#"{"type":"turn/end","seq":1,"time":0,"data":{"turn":1,"reason":{"kind":"completed"}}} "#,
         "{\"type\":\"turn/end\",\"seq\":1,\"time\":0,\"data\":{\"turn\":1,\"reason\":{\"kind\":\"completed\"}}}\r",
     ] {

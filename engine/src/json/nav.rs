@@ -506,6 +506,18 @@ mod tests {
     }
 
     #[test]
+    fn deep_equality_at_the_default_depth_limit_fits_a_test_thread() {
+        let depth = crate::Limits::DEFAULT_MAX_DEPTH as usize;
+        let deep = format!(
+            "{}1{}",
+            "[{\"a\":".repeat(depth / 2),
+            "}]".repeat(depth / 2)
+        );
+        crate::json::validate(deep.as_bytes(), &crate::Limits::default()).unwrap();
+        assert!(j(&deep).deep_eq(&j(&deep)));
+    }
+
+    #[test]
     fn deep_equality_is_json_parse_equality() {
         assert!(j(r#"{"a":1,"b":[1,2]}"#).deep_eq(&j(r#"{"b":[1,2.0],"a":1e0}"#)));
         assert!(j(r#"{"a":1,"a":2}"#).deep_eq(&j(r#"{"a":2}"#)));

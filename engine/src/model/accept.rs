@@ -92,6 +92,9 @@ fn check(
         {
             reject!(v);
         }
+        if let Err(v) = shape::check_marker(ty, data) {
+            reject!(v);
+        }
         return Ok(Ok(SurfaceChange::None));
     };
     let Some(op) = event.surface_op() else {

@@ -182,11 +182,11 @@ fn data_must_be_lossless_json() {
             other => panic!("{other}"),
         }
     }
-    let deep = format!("{}{}", "[".repeat(129), "]".repeat(129));
+    let deep = format!("{}{}", "[".repeat(513), "]".repeat(513));
     assert!(matches!(
         refused(Draft::dynamic("x/y", deep.into_bytes())),
         Violation::InvalidData(crate::json::JsonError {
-            kind: crate::json::JsonErrorKind::TooDeep { limit: 128 },
+            kind: crate::json::JsonErrorKind::TooDeep { limit: 512 },
             ..
         })
     ));
@@ -369,4 +369,81 @@ fn accepted_replace_shadows_the_range_and_its_messages() {
         })
         .collect();
     assert_eq!(ids, ["sum", "u2"]);
+}
+
+/// Rule 6, markers: what DSH's loader refuses (its conformance decisions) is refused on
+/// append too, and what it loads — including the repair closers' own shapes — is accepted.
+#[test]
+fn markers_are_refused_where_dsh_refuses_them() {
+    let marker = |ty: &LogType, data: &str| Draft::log(ty, data.to_owned());
+    for (draft, problem) in [
+        (marker(&LogType::STEP_START, "null"), "data may not be null"),
+        (marker(&LogType::TOOL_CALL, "null"), "data may not be null"),
+        (marker(&LogType::TURN_END, "null"), "data may not be null"),
+        (
+            marker(&LogType::TURN_START, r#"{"turn":2,"trigger":{"kind":""}}"#),
+            "trigger",
+        ),
+        (
+            marker(
+                &LogType::TURN_END,
+                r#"{"turn":1,"reason":{"kind":"completed"},"extra":1}"#,
+            ),
+            "keys other than",
+        ),
+        (
+            marker(
+                &LogType::TURN_END,
+                r#"{"turn":"1","reason":{"kind":"completed"}}"#,
+            ),
+            "turn must be a number",
+        ),
+        (
+            marker(&LogType::TURN_END, r#"{"turn":1}"#),
+            "reason must be an object",
+        ),
+        (
+            marker(
+                &LogType::TURN_END,
+                r#"{"turn":1,"reason":{"knd":"completed"}}"#,
+            ),
+            "reason.kind",
+        ),
+        (
+            marker(
+                &LogType::TURN_END,
+                r#"{"turn":1,"reason":{"kind":"completed","note":"x"}}"#,
+            ),
+            "completed",
+        ),
+        (
+            marker(
+                &LogType::TURN_END,
+                r#"{"turn":1,"reason":{"kind":"error","step":2}}"#,
+            ),
+            "error reason",
+        ),
+    ] {
+        match refused(draft) {
+            Violation::MarkerShape { problem: p, .. } => assert!(p.contains(problem), "{p}"),
+            other => panic!("{other}"),
+        }
+    }
+    match refused(marker(&LogType::new("mode/set").unwrap(), "{}").ignorable()) {
+        Violation::LegacyVocabulary { what } => assert!(what.contains("mode/set")),
+        other => panic!("{other}"),
+    }
+    for data in [
+        r#"{"turn":1,"reason":{"kind":"error","step":2,"message":"m"}}"#,
+        r#"{"turn":1,"reason":{"kind":"error","error":{"message":"m","code":"E","x":1}}}"#,
+        r#"{"turn":1,"reason":{"kind":"max-tokens"}}"#,
+        // The repair closer when the turn's number is unknown.
+        r#"{"reason":{"kind":"interrupted"}}"#,
+    ] {
+        let mut s = base();
+        s.append(marker(&LogType::TURN_END, data))
+            .unwrap_or_else(|e| panic!("{data}: {e}"));
+    }
+    let mut s = base();
+    s.append(marker(&LogType::STEP_END, "null")).unwrap();
 }

@@ -112,6 +112,11 @@ pub(crate) fn check_legacy(event_type: &str, data: JsonRef<'_>) -> Result<(), Vi
             what: "type request/header-delta",
         });
     }
+    if event_type == "mode/set" {
+        return Err(Violation::LegacyVocabulary {
+            what: "type mode/set",
+        });
+    }
     if event_type == names::REQUEST_HEADER
         && data.get("reason").is_some_and(|r| r.str_eq("fallback"))
     {
@@ -120,6 +125,77 @@ pub(crate) fn check_legacy(event_type: &str, data: JsonRef<'_>) -> Result<(), Vi
         });
     }
     Ok(())
+}
+
+/// What DSH's loader checks of turn and step markers and tool calls (measured against its
+/// decisions, `docs/DESIGN.md` §2.1 rule 6): `data` not `null` on `turn/start`,
+/// `turn/end`, `step/start` and `tool/call` (DSH's restore reads their fields; a `null`
+/// `step/end` it loads); a `turn/start` `trigger`, when present, an object with a non-empty string `kind`;
+/// a `turn/end` with no keys but `turn` and `reason`, a numeric `turn`, a `reason` object
+/// with a string `kind`, nothing else beside `kind: "completed"`, and an `error` object or a
+/// `message` string beside `kind: "error"`.
+pub(crate) fn check_marker(event_type: &str, data: JsonRef<'_>) -> Result<(), Violation> {
+    let type_name = match event_type {
+        names::TURN_START => names::TURN_START,
+        names::TURN_END => names::TURN_END,
+        names::STEP_START => names::STEP_START,
+        names::TOOL_CALL => names::TOOL_CALL,
+        _ => return Ok(()),
+    };
+    let bad = |problem| Err(Violation::MarkerShape { type_name, problem });
+    if data.kind() == JsonKind::Null {
+        return bad("data may not be null");
+    }
+    if data.kind() != JsonKind::Object {
+        return Ok(());
+    }
+    if type_name == names::TURN_START {
+        if let Some(trigger) = data.get("trigger")
+            && trigger
+                .get("kind")
+                .filter(|_| trigger.kind() == JsonKind::Object)
+                .and_then(|k| k.as_nonempty_str())
+                .is_none()
+        {
+            return bad("trigger must be an object with a non-empty string kind");
+        }
+        return Ok(());
+    }
+    if type_name != names::TURN_END {
+        return Ok(());
+    }
+    if data
+        .members()
+        .any(|(k, _)| !(k.str_eq("turn") || k.str_eq("reason")))
+    {
+        return bad("data has keys other than turn and reason");
+    }
+    let [turn, reason] = data.fields(["turn", "reason"]);
+    if turn.is_some_and(|t| t.kind() != JsonKind::Number) {
+        return bad("turn must be a number");
+    }
+    let Some(reason) = reason.filter(|r| r.kind() == JsonKind::Object) else {
+        return bad("reason must be an object");
+    };
+    let Some(kind) = reason.get("kind").and_then(|k| k.as_str()) else {
+        return bad("reason.kind must be a string");
+    };
+    match kind.as_ref() {
+        "completed" if reason.members().count() != 1 => {
+            bad("a completed reason has no keys but kind")
+        }
+        "error"
+            if !reason
+                .get("error")
+                .is_some_and(|e| e.kind() == JsonKind::Object)
+                && !reason
+                    .get("message")
+                    .is_some_and(|m| m.kind() == JsonKind::String) =>
+        {
+            bad("an error reason needs an error object or a message")
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Reference §3.2 item 6.
