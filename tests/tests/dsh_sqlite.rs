@@ -151,6 +151,23 @@ fn a_dsh_database_written_by_sessdb_is_one_dsh_opens() {
         let mode = std::fs::metadata(&written).unwrap().permissions().mode();
         assert_eq!(mode & 0o077, 0, "{mode:o}");
     }
+    // Row for row DSH's: packed rows where DSH's batches put them, the same data text, the
+    // same varint blobs (only the random ids and revision counts differ).
+    let rows = |db: &Path| -> Vec<Vec<rusqlite::types::Value>> {
+        let c = Connection::open(db).unwrap();
+        let mut stmt = c
+            .prepare("SELECT session_id, seq, type, time, data, source_event_seqs, surface_op, ignorable FROM events ORDER BY session_id, seq")
+            .unwrap();
+        stmt.query_map([], |r| (0..8).map(|i| r.get(i)).collect())
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+    };
+    let (ours, theirs) = (rows(&written), rows(&original));
+    assert_eq!(ours.len(), theirs.len());
+    for (a, b) in ours.iter().zip(&theirs) {
+        assert_eq!(a, b);
+    }
     let back = mem_store();
     import_sqlite(&back, &written, &mut |_| {}).unwrap();
     for info in store.list() {

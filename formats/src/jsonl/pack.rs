@@ -146,19 +146,33 @@ fn member(event: &Event) -> Option<(RunKey, Vec<u8>)> {
 }
 
 /// Writes events as JSONL lines, packing runs; feed events in seq order.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Packer {
     run: Vec<(Event, Vec<u8>)>,
     key: Option<RunKey>,
     enabled: bool,
+    /// Bounds of one row: members, and bytes of pieces.
+    max_members: usize,
+    max_piece_bytes: usize,
+    run_piece_bytes: usize,
 }
 
 impl Packer {
     /// A packer; with `enabled == false` every event is one line.
     pub fn new(enabled: bool) -> Self {
+        Self::bounded(enabled, MAX_PIECES_PER_ROW, usize::MAX)
+    }
+
+    /// A packer whose rows hold at most `max_members` events and `max_piece_bytes` bytes of
+    /// pieces (DSH's SQLite rows: 1,024 members, 1 MiB).
+    pub fn bounded(enabled: bool, max_members: usize, max_piece_bytes: usize) -> Self {
         Self {
+            run: Vec::new(),
+            key: None,
             enabled,
-            ..Self::default()
+            max_members,
+            max_piece_bytes,
+            run_piece_bytes: 0,
         }
     }
 
@@ -182,6 +196,8 @@ impl Packer {
         };
         // A row began here in the imported file (a DSH write batch began): a new row.
         let continues = event.pack_hint() != PackHint::RowStart
+            && self.run.len() < self.max_members
+            && self.run_piece_bytes.saturating_add(piece.len()) <= self.max_piece_bytes
             && self.key.as_ref() == Some(&key)
             && self.run.last().is_some_and(|(last, _)| {
                 last.seq() + 1 == event.seq() && safe_gap(last.time(), event.time()).is_some()
@@ -190,6 +206,7 @@ impl Packer {
             self.flush(out);
             self.key = Some(key);
         }
+        self.run_piece_bytes = self.run_piece_bytes.saturating_add(piece.len());
         self.run.push((event, piece));
     }
 
@@ -213,6 +230,7 @@ impl Packer {
 
     /// Writes what is pending.
     pub fn flush(&mut self, out: &mut Vec<u8>) {
+        self.run_piece_bytes = 0;
         let run = std::mem::take(&mut self.run);
         let key = self.key.take();
         match key {

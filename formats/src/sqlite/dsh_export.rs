@@ -5,16 +5,81 @@
 
 use std::path::Path;
 
+use rusqlite::types::Value;
 use rusqlite::{Connection, params};
-use sessdb::Store;
+use sessdb::json::JsonRef;
 use sessdb::store::SessionInfo;
+use sessdb::{Event, Limits, Store};
 
 use super::columns::surface_op_json;
 use super::dsh::{DSH_APPLICATION_ID, DSH_DDL, DSH_SCHEMA_VERSION, encode_sources, random_uuid};
 use super::schema::sqlite_err;
+use crate::jsonl::pack::{Packer, is_packed_row};
 use crate::{Error, Progress, Result};
 
 const WINDOW: u64 = 1024;
+
+/// DSH's bounds of one packed row.
+const MAX_ROW_MEMBERS: usize = 1024;
+const MAX_ROW_BYTES: usize = 1 << 20;
+
+/// DSH compresses a row's `data` of this many bytes or more, when that makes it smaller.
+const COMPRESS_FROM: usize = 4096;
+
+enum Insert {
+    Sqlite(rusqlite::Error),
+    Store(sessdb::Error),
+}
+
+/// One JSONL line the packer wrote, as a row: a packed row (`ignorable = 0`, `data` the row's
+/// payload) or one event.
+fn insert_line(
+    stmt: &mut rusqlite::Statement<'_>,
+    session: &str,
+    line: &[u8],
+) -> std::result::Result<(), Insert> {
+    let row = JsonRef::new(line);
+    if is_packed_row(&row) {
+        let [ty, seq0, time0, data] = row.fields(["type", "seq0", "time0", "data"]);
+        let number = |v: Option<JsonRef<'_>>| v.and_then(|v| v.as_i64()).unwrap_or(0);
+        stmt.execute(params![
+            session,
+            number(seq0),
+            ty.and_then(|t| t.as_str()).unwrap_or_default(),
+            number(time0),
+            data_value(data.map(|d| d.bytes()).unwrap_or_default()),
+            Option::<Vec<u8>>::None,
+            Option::<String>::None,
+            0
+        ])
+        .map_err(Insert::Sqlite)?;
+        return Ok(());
+    }
+    let e = Event::from_jsonl(line, &Limits::default()).map_err(Insert::Store)?;
+    stmt.execute(params![
+        session,
+        to_i64(e.seq()),
+        e.event_type(),
+        e.time(),
+        data_value(e.data()),
+        e.sources().map(encode_sources),
+        surface_op_json(&e),
+        e.ignorable().then_some(1)
+    ])
+    .map_err(Insert::Sqlite)?;
+    Ok(())
+}
+
+/// `data` as DSH stores it: JSON text, or from 4 KiB on a zstd frame (level 3) when smaller.
+fn data_value(json: &[u8]) -> Value {
+    if json.len() >= COMPRESS_FROM
+        && let Ok(packed) = zstd::bulk::compress(json, 3)
+        && packed.len() < json.len()
+    {
+        return Value::Blob(packed);
+    }
+    Value::Text(String::from_utf8_lossy(json).into_owned())
+}
 
 fn to_i64(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
@@ -78,29 +143,36 @@ pub(super) fn write(
                     random_uuid()
                 ])
                 .map_err(&err)?;
-            for e in store.iter_events(&h.id, 0, info.events)? {
-                let e = e?;
-                // Stored data is validated JSON: UTF-8 text, as DSH stores it.
-                let data = String::from_utf8_lossy(e.data());
-                event_row
-                    .execute(params![
-                        h.id,
-                        to_i64(e.seq()),
-                        e.event_type(),
-                        e.time(),
-                        data,
-                        e.sources().map(encode_sources),
-                        surface_op_json(&e),
-                        e.ignorable().then_some(1)
-                    ])
-                    .map_err(&err)?;
-                done.events_done += 1;
-                done.bytes_done += e.data().len() as u64;
-                if done.events_done.is_multiple_of(WINDOW) {
-                    progress(done);
+            // Chunk runs become packed rows as DSH's backend writes them (3…1,024 members,
+            // at most 1 MiB): where an imported session's rows began, as remembered, else as
+            // runs allow. The JSONL packer decides; its lines are turned into rows.
+            let mut packer = Packer::bounded(true, MAX_ROW_MEMBERS, MAX_ROW_BYTES);
+            let mut lines = Vec::new();
+            let mut from = 0;
+            while from < info.events {
+                let to = (from + WINDOW).min(info.events);
+                store.visit_events(&h.id, from, to, |e| {
+                    let closes_turn = e.event_type() == "turn/end";
+                    packer.push_ref(&e, &mut lines);
+                    if closes_turn {
+                        packer.flush(&mut lines);
+                    }
+                    Ok(())
+                })?;
+                if to == info.events {
+                    packer.flush(&mut lines);
                 }
+                for line in lines.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+                    insert_line(&mut event_row, &h.id, line).map_err(|e| match e {
+                        Insert::Sqlite(e) => err(e),
+                        Insert::Store(e) => Error::Store(e),
+                    })?;
+                }
+                lines.clear();
+                done.events_done += to - from;
+                progress(done);
+                from = to;
             }
-            progress(done);
         }
     }
     tx.commit().map_err(&err)?;
