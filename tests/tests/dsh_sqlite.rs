@@ -88,10 +88,8 @@ fn a_dsh_database_written_by_sessdb_is_one_dsh_opens() {
     let store = mem_store();
     import_sqlite(&store, &original, &mut |_| {}).unwrap();
     let written = dir.path().join("back.sqlite");
-    let options = sessdb_formats::sqlite::SqliteExportOptions {
-        dsh: true,
-        ..Default::default()
-    };
+    // The default layout is DSH's.
+    let options = sessdb_formats::sqlite::SqliteExportOptions::default();
     let events =
         sessdb_formats::sqlite::export_sqlite(&store, &written, &options, &mut |_| {}).unwrap();
     assert_eq!(events, store.stats().events);

@@ -240,7 +240,10 @@ fn export_refuses_symbolic_links_on_the_way_out_of_its_root() {
     // SQLite: the target file a link.
     let target = dir.path().join("db.sqlite");
     std::os::unix::fs::symlink(outside.join("x"), &target).unwrap();
-    let options = sessdb_formats::sqlite::SqliteExportOptions::default();
+    let options = sessdb_formats::sqlite::SqliteExportOptions {
+        layout: sessdb_formats::sqlite::SqliteLayout::Analytics,
+        ..Default::default()
+    };
     assert!(sessdb_formats::sqlite::export_sqlite(&s, &target, &options, &mut |_| {}).is_err());
     assert!(all_files(&outside).is_empty());
 }

@@ -106,7 +106,7 @@ proptest! {
         }
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("x.sqlite");
-        export_sqlite(&original, &db, &SqliteExportOptions::default(), &mut |_| {}).unwrap();
+        export_sqlite(&original, &db, &analytics(), &mut |_| {}).unwrap();
         let copy = store();
         import_sqlite(&copy, &db, &mut |_| {}).unwrap();
         prop_assert_eq!(all_events(&copy), expected);
@@ -141,5 +141,13 @@ proptest! {
                 }
             }
         }
+    }
+}
+
+/// sessdb's own, lossless layout (the default writes DSH's schema 17).
+fn analytics() -> SqliteExportOptions {
+    SqliteExportOptions {
+        layout: sessdb_formats::sqlite::SqliteLayout::Analytics,
+        ..SqliteExportOptions::default()
     }
 }

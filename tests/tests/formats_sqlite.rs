@@ -26,7 +26,7 @@ fn jsonl_bytes(store: &Store) -> Vec<(String, Vec<u8>)> {
 fn through_sqlite(original: &Store) -> Store {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("export.sqlite");
-    export_sqlite(original, &db, &SqliteExportOptions::default(), &mut |_| {}).unwrap();
+    export_sqlite(original, &db, &analytics(), &mut |_| {}).unwrap();
     let copy = store();
     import_sqlite(&copy, &db, &mut |_| {}).unwrap();
     copy
@@ -63,7 +63,7 @@ fn the_export_answers_json_queries() {
     generate(&WorkloadSpec::default(), &mut original).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("export.sqlite");
-    export_sqlite(&original, &db, &SqliteExportOptions::default(), &mut |_| {}).unwrap();
+    export_sqlite(&original, &db, &analytics(), &mut |_| {}).unwrap();
     let conn = Connection::open(&db).unwrap();
     let roles: Vec<String> = conn
         .prepare(
@@ -99,7 +99,7 @@ fn exported(dir: &Path) -> std::path::PathBuf {
     )
     .unwrap();
     let db = dir.join("export.sqlite");
-    export_sqlite(&original, &db, &SqliteExportOptions::default(), &mut |_| {}).unwrap();
+    export_sqlite(&original, &db, &analytics(), &mut |_| {}).unwrap();
     db
 }
 
@@ -208,4 +208,12 @@ fn an_input_database_is_only_read_nothing_appears_beside_it() {
     assert!(matches!(err, Error::UnsupportedFormat { .. }), "{err}");
     assert!(err.to_string().contains("write-ahead log"), "{err}");
     drop(live);
+}
+
+/// sessdb's own, lossless layout (the default writes DSH's schema 17).
+fn analytics() -> SqliteExportOptions {
+    SqliteExportOptions {
+        layout: sessdb_formats::sqlite::SqliteLayout::Analytics,
+        ..SqliteExportOptions::default()
+    }
 }

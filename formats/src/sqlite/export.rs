@@ -13,14 +13,25 @@ use crate::{Error, Progress, Result};
 
 const WINDOW: u64 = 1024;
 
+/// Which schema an SQLite export writes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SqliteLayout {
+    /// DSH's own schema 17 (`docs/FORMATS.md` §3.5): a database DSH's SQLite backend opens.
+    #[default]
+    Dsh,
+    /// sessdb's one-row-per-event schema (§3.1), lossless and queryable with SQLite's JSON
+    /// functions.
+    Analytics,
+}
+
 /// How to export.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SqliteExportOptions {
     /// Only these sessions (all when empty).
     pub sessions: Vec<String>,
-    /// Write DSH's own schema 17 (`docs/FORMATS.md` §3.5) instead of sessdb's: a database
-    /// DSH's SQLite backend opens.
-    pub dsh: bool,
+    /// The schema written.
+    pub layout: SqliteLayout,
 }
 
 fn to_i64(v: u64) -> i64 {
@@ -54,7 +65,7 @@ pub fn export_sqlite(
     let mut conn = Connection::open(&tmp).map_err(&err)?;
     conn.execute_batch("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;")
         .map_err(&err)?;
-    if options.dsh {
+    if options.layout == SqliteLayout::Dsh {
         drop(conn);
         let written = super::dsh_export::write(store, &tmp, &chosen, progress)?;
         file.commit().map_err(|e| Error::io("replace", target, e))?;

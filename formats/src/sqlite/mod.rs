@@ -10,6 +10,6 @@ mod restore;
 mod schema;
 
 pub use dsh::{DSH_APPLICATION_ID, DSH_DDL, DSH_SCHEMA_VERSION};
-pub use export::{SqliteExportOptions, export_sqlite};
+pub use export::{SqliteExportOptions, SqliteLayout, export_sqlite};
 pub use import::{import_sqlite, plan_sqlite};
 pub use schema::{APPLICATION_ID, DDL, SCHEMA_VERSION};

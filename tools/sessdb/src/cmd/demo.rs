@@ -156,7 +156,11 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
     let sqlite_events = export_sqlite(
         &store,
         &sqlite,
-        &SqliteExportOptions::default(),
+        // The demo's database is for querying: sessdb's one-row-per-event layout.
+        &SqliteExportOptions {
+            layout: sessdb_formats::sqlite::SqliteLayout::Analytics,
+            ..SqliteExportOptions::default()
+        },
         &mut |_| {},
     )?;
     let verified = verify(Arc::new(FsStorage::new(&a.store)))?;

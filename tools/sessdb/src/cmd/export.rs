@@ -2,7 +2,7 @@
 //! `sessdb export STORE --sqlite FILE [--session ID]...`
 
 use sessdb_formats::jsonl::{ExportOptions, export_jsonl, write_session_jsonl};
-use sessdb_formats::sqlite::{SqliteExportOptions, export_sqlite};
+use sessdb_formats::sqlite::{SqliteExportOptions, SqliteLayout, export_sqlite};
 
 use crate::cmd::{PathArg, open_existing};
 use crate::error::{CliError, CliResult, code};
@@ -30,10 +30,10 @@ pub struct Args {
     /// refused even so).
     #[arg(long, requires = "jsonl", conflicts_with = "sqlite")]
     force: bool,
-    /// SQLite: write DSH's own schema 17 (a database DSH's SQLite backend opens) instead of
-    /// sessdb's queryable schema.
-    #[arg(long, requires = "sqlite", conflicts_with = "jsonl")]
-    dsh: bool,
+    /// SQLite: `dsh` writes DSH's own schema 17 (a database DSH's SQLite backend opens);
+    /// `analytics` sessdb's one-row-per-event schema, lossless and queryable.
+    #[arg(long, value_enum, default_value_t = Layout::Dsh, requires = "sqlite")]
+    layout: Layout,
     /// Only this session (repeatable); all when absent.
     #[arg(long = "session", value_name = "ID")]
     sessions: Vec<String>,
@@ -60,7 +60,10 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
         (_, Some(file)) => {
             let options = SqliteExportOptions {
                 sessions: a.sessions.clone(),
-                dsh: a.dsh,
+                layout: match a.layout {
+                    Layout::Dsh => SqliteLayout::Dsh,
+                    Layout::Analytics => SqliteLayout::Analytics,
+                },
             };
             (
                 export_sqlite(&store, file, &options, &mut report_progress)?,
@@ -102,4 +105,13 @@ fn session_to_stdout(a: &Args, store: &sessdb::Store) -> CliResult {
         std::path::Path::new("stdout"),
     ))?;
     Ok(code::OK)
+}
+
+/// `--layout`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum Layout {
+    /// DSH's schema 17.
+    Dsh,
+    /// sessdb's queryable schema.
+    Analytics,
 }
