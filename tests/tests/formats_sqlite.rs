@@ -115,7 +115,6 @@ fn foreign_or_altered_databases_are_refused() {
             "trigger t",
         ),
         ("CREATE VIEW v AS SELECT * FROM events", "view v"),
-        ("CREATE INDEX i ON events(type)", "index i"),
     ] {
         let copy = dir.path().join("altered.sqlite");
         std::fs::copy(&db, &copy).unwrap();
@@ -130,6 +129,16 @@ fn foreign_or_altered_databases_are_refused() {
         );
         assert!(err.to_string().contains(needle), "{change}: {err}");
     }
+    // An index added for queries changes no row: the database still imports.
+    let copy = dir.path().join("indexed.sqlite");
+    std::fs::copy(&db, &copy).unwrap();
+    Connection::open(&copy)
+        .unwrap()
+        .execute_batch("CREATE INDEX i ON events(type); CREATE INDEX j ON events(session_id, type)")
+        .unwrap();
+    let indexed = store();
+    import_sqlite(&indexed, &copy, &mut |_| {}).unwrap();
+    assert!(!indexed.list().is_empty());
     let not_a_db = dir.path().join("junk.sqlite");
     std::fs::write(&not_a_db, b"this is not a database at all, just text").unwrap();
     // Refused as an input that is not an export, like a damaged JSONL file (not an I/O error).
