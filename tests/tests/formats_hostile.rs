@@ -69,7 +69,12 @@ fn invalid_utf8_reads_as_replacement_characters() {
     let file = root.join("_no-cwd/s/session.jsonl");
     std::fs::create_dir_all(file.parent().unwrap()).unwrap();
     std::fs::write(&file, &bytes).unwrap();
-    import_jsonl(&s, &file, &mut |_| {}).unwrap();
+    let report = import_jsonl(&s, &file, &mut |_| {}).unwrap();
+    assert_eq!(
+        report.sessions[0].invalid_utf8_lines,
+        vec![2],
+        "reported with its line"
+    );
     let id = s.list()[0].header.id.clone();
     assert_eq!(
         s.events(&id, 0, 1).unwrap()[0].data(),

@@ -41,6 +41,8 @@ pub struct ImportedSession {
     pub outcome: Outcome,
     /// The torn tail dropped, if there was one.
     pub torn: Option<TornTail>,
+    /// Lines whose invalid UTF-8 was read as U+FFFD, as DSH reads them.
+    pub invalid_utf8_lines: Vec<u64>,
 }
 
 /// A torn tail: from `line` to the end of the file.
@@ -100,7 +102,8 @@ fn import_into(
     };
     let mut seen_ids = std::collections::BTreeMap::new();
     for (file, check_place) in files {
-        let (header, events, torn, bytes) = read_session(&file, &store_limits())?;
+        let (header, events, torn, bytes, invalid_utf8_lines) =
+            read_session(&file, &store_limits())?;
         if let Some(root) = &check_place {
             let expected = session_dir(root, &header.id, header.cwd.as_deref());
             if file.parent() != Some(expected.as_path()) {
@@ -138,6 +141,7 @@ fn import_into(
             events: count,
             outcome,
             torn,
+            invalid_utf8_lines,
         });
     }
     Ok(report)
@@ -251,7 +255,15 @@ fn file_in(dir: &Path) -> Result<Option<PathBuf>> {
     }
 }
 
-type Scanned = (SessionHeader, Vec<(Event, u64)>, Option<TornTail>, u64);
+/// A session read: header, events with their lines, the torn tail, bytes read, and the lines
+/// whose invalid UTF-8 was read as U+FFFD.
+type Scanned = (
+    SessionHeader,
+    Vec<(Event, u64)>,
+    Option<TornTail>,
+    u64,
+    Vec<u64>,
+);
 
 /// Reads one file: header, committed events with their line numbers, the torn tail.
 pub(crate) fn read_session(file: &Path, limits: &Limits) -> Result<Scanned> {
@@ -357,7 +369,13 @@ pub(crate) fn read_session(file: &Path, limits: &Limits) -> Result<Scanned> {
         reason,
         lines_dropped: dropped,
     });
-    Ok((header, events, torn, reader.bytes_read))
+    Ok((
+        header,
+        events,
+        torn,
+        reader.bytes_read,
+        std::mem::take(&mut reader.replaced_lines),
+    ))
 }
 
 fn read_header(file: &Path, bytes: &[u8]) -> Result<SessionHeader> {

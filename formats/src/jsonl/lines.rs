@@ -30,13 +30,15 @@ pub struct Line {
 /// sequence into U+FFFD (the WHATWG decoder's substitution of maximal subparts, which
 /// `String::from_utf8_lossy` also follows), so a line with invalid UTF-8 is read with those
 /// replacements. A newline is ASCII, so decoding line by line equals decoding the file.
-fn decoded_as_dsh(mut line: Line) -> Line {
+/// Returns whether anything was replaced.
+fn decoded_as_dsh(mut line: Line) -> (Line, bool) {
     if std::str::from_utf8(&line.bytes).is_err() {
         line.bytes = String::from_utf8_lossy(&line.bytes)
             .into_owned()
             .into_bytes();
+        return (line, true);
     }
-    line
+    (line, false)
 }
 
 /// Splits a byte stream into bounded lines.
@@ -110,6 +112,8 @@ pub struct LineReader {
     done: bool,
     /// Bytes of the file consumed so far (for progress).
     pub bytes_read: u64,
+    /// Lines whose invalid UTF-8 was read as U+FFFD (reported to the user).
+    pub replaced_lines: Vec<u64>,
 }
 
 impl std::fmt::Debug for LineReader {
@@ -150,6 +154,7 @@ impl LineReader {
             ready: std::collections::VecDeque::new(),
             done: false,
             bytes_read: 0,
+            replaced_lines: Vec::new(),
         })
     }
 
@@ -161,7 +166,11 @@ impl LineReader {
         while self.ready.is_empty() && !self.done {
             self.fill()?;
         }
-        Ok(self.ready.pop_front().map(decoded_as_dsh))
+        let line = self.ready.pop_front().map(decoded_as_dsh);
+        if let Some((line, true)) = &line {
+            self.replaced_lines.push(line.number);
+        }
+        Ok(line.map(|(line, _)| line))
     }
 
     fn fill(&mut self) -> Result<()> {

@@ -52,6 +52,7 @@ pub(super) fn restore_one(
         events: count,
         outcome,
         torn: None,
+        invalid_utf8_lines: Vec::new(),
     });
     Ok(())
 }

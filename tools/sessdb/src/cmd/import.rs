@@ -116,12 +116,22 @@ fn import(a: &Args, quiet: bool) -> CliResult {
         &format!("{} into {}", summary(&report), a.store.display()),
     );
     for s in &report.sessions {
+        let file = if stdin.is_some() {
+            "stdin".to_owned()
+        } else {
+            s.file.display().to_string()
+        };
+        if !s.invalid_utf8_lines.is_empty() {
+            let lines: Vec<String> = s.invalid_utf8_lines.iter().map(u64::to_string).collect();
+            note(
+                quiet,
+                &format!(
+                    "{file}: invalid UTF-8 read as U+FFFD, as DSH reads it, on line(s) {}",
+                    lines.join(", ")
+                ),
+            );
+        }
         if let Some(t) = &s.torn {
-            let file = if stdin.is_some() {
-                "stdin".to_owned()
-            } else {
-                s.file.display().to_string()
-            };
             note(
                 quiet,
                 &format!(
