@@ -85,6 +85,54 @@ fn the_export_answers_json_queries() {
         .unwrap();
     // The compaction, the prune, and the fork child's inherited copy of the compaction.
     assert_eq!(replaces, 3);
+    // The `messages` view gives each session's messages as `Session::messages` derives them:
+    // the same seqs in surface order, the same JSON values.
+    for info in original.list() {
+        let id = &info.header.id;
+        let viewed: Vec<(i64, String)> = conn
+            .prepare("SELECT seq, message FROM messages WHERE session_id = ?1 ORDER BY position")
+            .unwrap()
+            .query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        let derived = original.messages(id).unwrap();
+        assert_eq!(viewed.len(), derived.len(), "{id}");
+        for ((seq, text), (want_seq, want)) in viewed.iter().zip(&derived) {
+            assert_eq!(*seq as u64, *want_seq, "{id}");
+            let (a, b) = (
+                sessdb::json::JsonRef::new(text.as_bytes()),
+                sessdb::json::JsonRef::new(want),
+            );
+            assert!(a.deep_eq(&b), "{id} seq {seq}");
+        }
+    }
+    // The indexes answer the obvious queries.
+    let plan: String = conn
+        .query_row(
+            "EXPLAIN QUERY PLAN SELECT seq FROM events WHERE session_id = 'x' AND type = 'tool/call'",
+            [],
+            |r| r.get(3),
+        )
+        .unwrap();
+    assert!(plan.contains("events_by_session_type"), "{plan}");
+}
+
+/// A version-1 export (no indexes, surface or view) still imports.
+#[test]
+fn a_version_1_export_still_imports() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = exported(dir.path());
+    Connection::open(&db)
+        .unwrap()
+        .execute_batch(
+            "DROP VIEW messages; DROP TABLE surface; DROP INDEX events_by_type;
+             DROP INDEX events_by_session_type; PRAGMA user_version = 1;",
+        )
+        .unwrap();
+    let s = store();
+    import_sqlite(&s, &db, &mut |_| {}).unwrap();
+    assert!(!s.list().is_empty());
 }
 
 fn exported(dir: &Path) -> std::path::PathBuf {
@@ -109,7 +157,7 @@ fn foreign_or_altered_databases_are_refused() {
     let db = exported(dir.path());
     for (change, needle) in [
         ("PRAGMA application_id = 1146308688", "application_id"),
-        ("PRAGMA user_version = 2", "user_version"),
+        ("PRAGMA user_version = 3", "user_version"),
         (
             "CREATE TRIGGER t AFTER INSERT ON events BEGIN DELETE FROM sessions; END",
             "trigger t",

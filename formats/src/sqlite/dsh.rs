@@ -10,7 +10,7 @@ use rusqlite::Connection;
 use sessdb::json::{JsonKind, JsonRef, validate};
 use sessdb::{Event, Limits, MAX_SAFE_INTEGER, Origin, PackHint, SessionHeader, SurfaceOp};
 
-use super::schema::{input_err, schema_objects, sqlite_err};
+use super::schema::{input_err, reference_objects, schema_objects};
 use crate::jsonl::ImportReport;
 use crate::jsonl::pack::{TOO_MANY_PIECES, unpack};
 use crate::target::RestoreTarget;
@@ -69,7 +69,7 @@ pub(super) fn import_into(
 ) -> Result<ImportReport> {
     let err = input_err(file);
     let found = schema_objects(conn, file)?;
-    let reference = reference_objects()?;
+    let reference = reference_objects(DSH_DDL)?;
     if found != reference {
         return Err(Error::UnsupportedFormat {
             file: file.to_owned(),
@@ -111,14 +111,6 @@ pub(super) fn import_into(
         progress(done);
     }
     Ok(report)
-}
-
-/// Schema 17's objects, built in memory.
-fn reference_objects() -> Result<Vec<(String, String, String)>> {
-    let here = Path::new(":memory:");
-    let conn = Connection::open_in_memory().map_err(sqlite_err(here))?;
-    conn.execute_batch(DSH_DDL).map_err(sqlite_err(here))?;
-    schema_objects(&conn, here)
 }
 
 fn invalid(file: &Path, table: &'static str, rowid: i64, problem: String) -> Error {

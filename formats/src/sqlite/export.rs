@@ -88,6 +88,9 @@ pub fn export_sqlite(
         let mut event_row = tx
             .prepare("INSERT INTO events (session_id, seq, type, time, data, source_event_seqs, surface_op, ignorable, key_order) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)")
             .map_err(&err)?;
+        let mut surface_row = tx
+            .prepare("INSERT INTO surface (session_id, position, seq) VALUES (?1, ?2, ?3)")
+            .map_err(&err)?;
         for info in &chosen {
             let h = &info.header;
             session_row
@@ -136,6 +139,12 @@ pub fn export_sqlite(
                     done.bytes_done += e.data().len() as u64;
                 }
                 progress(done);
+            }
+            // The surface in order, for the `messages` view.
+            for (position, seq) in store.surface(&h.id)?.into_iter().enumerate() {
+                surface_row
+                    .execute(params![h.id, to_i64(position as u64), to_i64(seq)])
+                    .map_err(&err)?;
             }
         }
     }

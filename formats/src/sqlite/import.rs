@@ -10,7 +10,10 @@ use sessdb::{Event, Limits, MAX_SAFE_INTEGER, Origin, SessionHeader, Store, Surf
 
 use super::dsh::{DSH_APPLICATION_ID, DSH_SCHEMA_VERSION};
 use super::restore::restore_one;
-use super::schema::{APPLICATION_ID, SCHEMA_VERSION, input_err, reference_objects, schema_objects};
+use super::schema::{
+    APPLICATION_ID, DDL, DDL_V1, SCHEMA_VERSION, SCHEMA_VERSION_V1, input_err, reference_objects,
+    schema_objects,
+};
 use crate::jsonl::ImportReport;
 use crate::target::{DryRun, RestoreTarget};
 use crate::{Error, Progress, Result};
@@ -80,7 +83,7 @@ fn import_into(
     if app == DSH_APPLICATION_ID && version == DSH_SCHEMA_VERSION {
         return super::dsh::import_into(store, &conn, file, progress);
     }
-    if app != APPLICATION_ID || version != SCHEMA_VERSION {
+    if app != APPLICATION_ID || !(version == SCHEMA_VERSION || version == SCHEMA_VERSION_V1) {
         return Err(Error::UnsupportedFormat {
             file: file.to_owned(),
             found: format!("application_id {app:#010x}, user_version {version}"),
@@ -91,7 +94,11 @@ fn import_into(
     }
     // An index a user added for their queries changes no row: tolerated. Any other object
     // (a trigger, a view, a table, a changed definition) is refused.
-    let reference = reference_objects()?;
+    let reference = reference_objects(if version == SCHEMA_VERSION_V1 {
+        DDL_V1
+    } else {
+        DDL
+    })?;
     let found: Vec<_> = schema_objects(&conn, file)?
         .into_iter()
         .filter(|o| o.0 != "index" || reference.contains(o))

@@ -7,14 +7,18 @@ use rusqlite::Connection;
 use crate::{Error, Result};
 
 /// `PRAGMA user_version` of the layout below. Bump and reject: another value is refused,
-/// never migrated.
-pub const SCHEMA_VERSION: i64 = 1;
+/// never migrated — except version 1, the same layout without the index, surface and view
+/// objects of version 2, which is still read.
+pub const SCHEMA_VERSION: i64 = 2;
+
+/// The earlier layout import still reads: [`DDL_V1`].
+pub const SCHEMA_VERSION_V1: i64 = 1;
 
 /// `PRAGMA application_id`: ASCII `SSDB`.
 pub const APPLICATION_ID: i32 = 0x5353_4442;
 
-/// The whole schema.
-pub const DDL: &str = "CREATE TABLE sessions (
+/// The whole schema of version 1: [`DDL`] without its last four objects.
+pub const DDL_V1: &str = "CREATE TABLE sessions (
   id TEXT NOT NULL PRIMARY KEY,
   version INTEGER NOT NULL,
   created_at INTEGER NOT NULL,
@@ -37,6 +41,49 @@ CREATE TABLE events (
   key_order INTEGER CHECK (key_order IS NULL OR key_order = 1),
   PRIMARY KEY (session_id, seq)
 ) STRICT;";
+
+/// The whole schema (version 2): version 1's tables, two indexes for the obvious queries, each
+/// session's surface in order, and a `messages` view of it (the messages `Session::messages`
+/// derives: `data` of user-shaped events, `data.message` of `assistant/message` unless its
+/// content is empty, and of `tool/result`).
+pub const DDL: &str = "CREATE TABLE sessions (
+  id TEXT NOT NULL PRIMARY KEY,
+  version INTEGER NOT NULL,
+  created_at INTEGER NOT NULL,
+  cwd TEXT,
+  parent_session TEXT,
+  seed_length INTEGER,
+  origin TEXT,
+  delegation_depth INTEGER NOT NULL,
+  agent_preset TEXT
+) STRICT;
+CREATE TABLE events (
+  session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  seq INTEGER NOT NULL,
+  type TEXT NOT NULL,
+  time INTEGER NOT NULL,
+  data TEXT NOT NULL,
+  source_event_seqs TEXT,
+  surface_op TEXT,
+  ignorable INTEGER CHECK (ignorable IS NULL OR ignorable = 1),
+  key_order INTEGER CHECK (key_order IS NULL OR key_order = 1),
+  PRIMARY KEY (session_id, seq)
+) STRICT;
+CREATE INDEX events_by_type ON events(type);
+CREATE INDEX events_by_session_type ON events(session_id, type);
+CREATE TABLE surface (
+  session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  position INTEGER NOT NULL,
+  seq INTEGER NOT NULL,
+  PRIMARY KEY (session_id, position)
+) STRICT;
+CREATE VIEW messages AS
+  SELECT s.session_id, s.position, s.seq, e.type,
+    CASE WHEN e.type IN ('assistant/message', 'tool/result')
+      THEN json_extract(e.data, '$.message') ELSE e.data END AS message
+  FROM surface s JOIN events e ON e.session_id = s.session_id AND e.seq = s.seq
+  WHERE NOT (e.type = 'assistant/message'
+    AND json_array_length(e.data, '$.message.content') = 0);";
 
 pub(crate) fn sqlite_err(file: &Path) -> impl Fn(rusqlite::Error) -> Error + '_ {
     move |source| Error::Sqlite {
@@ -90,10 +137,10 @@ pub(crate) fn schema_objects(
     .collect()
 }
 
-/// The objects a database made by [`DDL`] has.
-pub(crate) fn reference_objects() -> Result<Vec<(String, String, String)>> {
+/// The objects a database made by `ddl` has.
+pub(crate) fn reference_objects(ddl: &str) -> Result<Vec<(String, String, String)>> {
     let here = Path::new(":memory:");
     let conn = Connection::open_in_memory().map_err(sqlite_err(here))?;
-    conn.execute_batch(DDL).map_err(sqlite_err(here))?;
+    conn.execute_batch(ddl).map_err(sqlite_err(here))?;
     schema_objects(&conn, here)
 }
