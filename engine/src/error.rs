@@ -152,8 +152,8 @@ pub enum Violation {
         /// The session's next seq.
         expected: u64,
     },
-    /// The event type is the empty string.
-    #[error("the event type is empty")]
+    /// The event type is the empty string on an event that is not ignorable.
+    #[error("the event type is empty (allowed only on an ignorable event, as DSH loads it)")]
     EmptyType,
     /// The event type is longer than the log stores (65,535 bytes).
     #[error("the event type is {len} bytes long, over the limit of 65535")]

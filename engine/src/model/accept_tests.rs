@@ -144,6 +144,10 @@ fn type_must_not_be_empty() {
         refused(Draft::dynamic("", &b"{}"[..])),
         Violation::EmptyType
     );
+    // An ignorable event of any type loads in DSH, the empty one included.
+    let mut s = base();
+    s.append(Draft::dynamic("", &b"{}"[..]).ignorable())
+        .unwrap();
 }
 
 #[test]
