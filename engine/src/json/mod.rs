@@ -10,6 +10,7 @@
 mod nav;
 #[cfg(test)]
 pub(crate) mod strategy;
+mod swar;
 mod validate;
 mod write;
 

@@ -348,28 +348,24 @@ pub(crate) fn skip_value(b: &[u8], pos: usize) -> usize {
 
 fn skip_string(b: &[u8], pos: usize) -> usize {
     let mut i = pos + 1;
-    // Short strings (keys, ids) end within a few bytes: a plain loop beats a vector search's
-    // setup; longer ones go to the search below.
-    let short = b.get(i..).unwrap_or_default();
-    let short = short.get(..24).unwrap_or(short);
-    match short.iter().position(|&c| c == b'"' || c == b'\\') {
-        Some(k) if short.get(k) == Some(&b'"') => return i + k + 1,
-        Some(_) => {}
-        None => i += short.len(),
-    }
-    // Jump from one quote or backslash to the next (SIMD search): strings are most of the
-    // bytes of event data.
-    while let Some(found) = b
-        .get(i..)
-        .and_then(|rest| memchr::memchr2(b'"', b'\\', rest))
-    {
-        i += found;
+    loop {
+        // Eight bytes at a time to the next quote or backslash (validated bytes: no other
+        // byte matters here).
+        while let Some(word) = super::swar::word_at(b, i) {
+            let mask = super::swar::quote_or_backslash(word);
+            if mask != 0 {
+                i += (mask.trailing_zeros() / 8) as usize;
+                break;
+            }
+            i += 8;
+        }
         match b.get(i) {
+            Some(b'"') => return i + 1,
             Some(b'\\') => i += 2,
-            _ => return i + 1,
+            Some(_) => i += 1,
+            None => return b.len(),
         }
     }
-    b.len()
 }
 
 /// The text of a string's escaped contents. A lone UTF-16 surrogate (which `JSON.parse` keeps

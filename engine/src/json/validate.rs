@@ -8,6 +8,7 @@
 //! `\r`) outside strings and whitespace around the value. `\u` escapes of lone surrogates are
 //! accepted, as `JSON.parse` accepts them (DSH writes them); the bytes are kept as received.
 
+use super::swar::{special_bytes, word_at};
 use crate::Limits;
 
 /// Why a byte string is not acceptable JSON, and where.
@@ -167,7 +168,17 @@ impl Validator<'_> {
         self.b.get(self.pos).copied()
     }
 
+    #[inline]
     fn skip_ws(&mut self) -> Result<(), JsonError> {
+        // Compact JSON (what agents send) has no whitespace between tokens: one comparison.
+        if self.peek().is_none_or(|c| c > b' ') {
+            return Ok(());
+        }
+        self.skip_ws_slow()
+    }
+
+    #[cold]
+    fn skip_ws_slow(&mut self) -> Result<(), JsonError> {
         while let Some(c) = self.peek() {
             match c {
                 b' ' | b'\t' => self.pos += 1,
@@ -178,6 +189,7 @@ impl Validator<'_> {
         Ok(())
     }
 
+    #[inline]
     fn expect(&mut self, c: u8, what: &'static str) -> Result<(), JsonError> {
         self.skip_ws()?;
         if self.peek() == Some(c) {
@@ -283,33 +295,16 @@ impl Validator<'_> {
 
     fn string(&mut self) -> Result<(), JsonError> {
         self.pos += 1; // opening quote
-        // Most strings (keys, ids, small values) end within a few bytes: a plain loop over
-        // them beats a vector search's setup. Longer runs go to the search below.
-        let short = self.b.get(self.pos..).unwrap_or_default();
-        let short = short.get(..24).unwrap_or(short);
-        match short
-            .iter()
-            .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
-        {
-            Some(i) if short.get(i) == Some(&b'"') => {
-                self.pos += i + 1;
-                return Ok(());
-            }
-            Some(i) => self.pos += i,
-            None => self.pos += short.len(),
-        }
         loop {
-            // Fast path: the run up to the next quote or backslash (SIMD search), checked for
-            // control characters in one vectorizable pass.
-            if let Some(run) = self
-                .b
-                .get(self.pos..)
-                .and_then(|rest| memchr::memchr2(b'"', b'\\', rest))
-            {
-                let span = self.b.get(self.pos..self.pos + run).unwrap_or_default();
-                if !span.iter().any(|&c| c < 0x20) {
-                    self.pos += run;
+            // Eight bytes at a time (SWAR): stop at the first quote, backslash or control
+            // character; plain text, escaped or not, is skipped in one pass.
+            while let Some(word) = word_at(self.b, self.pos) {
+                let mask = special_bytes(word);
+                if mask != 0 {
+                    self.pos += (mask.trailing_zeros() / 8) as usize;
+                    break;
                 }
+                self.pos += 8;
             }
             let Some(c) = self.peek() else {
                 return self.fail(JsonErrorKind::Syntax("unterminated string"));
