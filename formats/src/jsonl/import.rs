@@ -17,7 +17,7 @@ use sessdb::{Error as StoreError, Event, Limits, PackHint, SessionHeader, Store}
 use super::grammar::parses_as_dsh_json;
 use super::layout::{NO_CWD_DIR, RAW_FILE, ZSTD_FILE, session_dir};
 use super::lines::LineReader;
-use super::pack::{TOO_MANY_PIECES, is_packed_row, unpack};
+use super::pack::{TOO_MANY_PIECES, is_packed_row, mark_row_start, unpack};
 use crate::target::{DryRun, Outcome, Refusal, RestoreTarget};
 use crate::{Error, Progress, Result};
 
@@ -471,17 +471,7 @@ fn decode_line(
                 BadLine::Torn(problem)
             }
         })?;
-        events
-            .into_iter()
-            .enumerate()
-            .map(|(i, e)| {
-                if i == 0 {
-                    e.with_pack_hint(PackHint::RowStart)
-                } else {
-                    e
-                }
-            })
-            .collect()
+        mark_row_start(events)
     } else {
         let event = Event::from_jsonl(bytes, limits).map_err(|e| {
             // DSH decodes an object with a seq as an event (refusing a bad one); anything else

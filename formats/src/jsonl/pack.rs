@@ -311,6 +311,22 @@ pub fn is_packed_row(row: &JsonRef<'_>) -> bool {
 /// million empty strings compress to a few KB) from expanding into gigabytes of events.
 pub const MAX_PIECES_PER_ROW: usize = 65_536;
 
+/// Marks the first event of an unpacked row: the JSONL export starts a row there again
+/// (`PackHint::RowStart`), so a row DSH wrote comes back as DSH wrote it.
+pub(crate) fn mark_row_start(events: Vec<Event>) -> Vec<Event> {
+    events
+        .into_iter()
+        .enumerate()
+        .map(|(i, e)| {
+            if i == 0 {
+                e.with_pack_hint(PackHint::RowStart)
+            } else {
+                e
+            }
+        })
+        .collect()
+}
+
 /// What [`unpack`] says of a row with more than [`MAX_PIECES_PER_ROW`] pieces.
 pub const TOO_MANY_PIECES: &str = "a packed row holds more than 65536 pieces";
 

@@ -10,9 +10,10 @@ use rusqlite::Connection;
 use sessdb::json::{JsonKind, JsonRef, validate};
 use sessdb::{Event, Limits, MAX_SAFE_INTEGER, Origin, PackHint, SessionHeader, SurfaceOp};
 
+use super::restore::sessions_and_progress;
 use super::schema::{input_err, reference_objects, schema_objects};
 use crate::jsonl::ImportReport;
-use crate::jsonl::pack::{TOO_MANY_PIECES, unpack};
+use crate::jsonl::pack::{TOO_MANY_PIECES, mark_row_start, unpack};
 use crate::target::RestoreTarget;
 use crate::{Error, Progress, Result};
 
@@ -77,22 +78,7 @@ pub(super) fn import_into(
             expected: "DSH's SQLite schema 17 exactly".into(),
         });
     }
-    let total: i64 = conn
-        .query_row("SELECT count(*) FROM events", [], |r| r.get(0))
-        .map_err(&err)?;
-    let mut done = Progress {
-        events_total: total.try_into().unwrap_or(0),
-        ..Progress::default()
-    };
-    let ids: Vec<String> = {
-        let mut stmt = conn
-            .prepare("SELECT id FROM sessions ORDER BY id")
-            .map_err(&err)?;
-        stmt.query_map([], |r| r.get(0))
-            .map_err(&err)?
-            .collect::<rusqlite::Result<_>>()
-            .map_err(&err)?
-    };
+    let (ids, mut done) = sessions_and_progress(conn, &err)?;
     let mut report = ImportReport::default();
     for id in ids {
         let (header_rowid, header) = read_header(conn, file, &id)?;
@@ -216,17 +202,7 @@ fn decode_row(r: &rusqlite::Row<'_>) -> std::result::Result<Vec<Event>, String> 
             }
         })?;
         // DSH packed this run in one write batch: the JSONL export keeps the row.
-        return Ok(events
-            .into_iter()
-            .enumerate()
-            .map(|(i, e)| {
-                if i == 0 {
-                    e.with_pack_hint(PackHint::RowStart)
-                } else {
-                    e
-                }
-            })
-            .collect());
+        return Ok(mark_row_start(events));
     }
     let mut event = Event::with_type_name(&ty, seq, time, data);
     let sources = r.get_ref(5).map_err(col)?;

@@ -9,7 +9,7 @@ use sessdb::json::{JsonKind, JsonRef, validate};
 use sessdb::{Event, Limits, MAX_SAFE_INTEGER, Origin, SessionHeader, Store, SurfaceOp};
 
 use super::dsh::{DSH_APPLICATION_ID, DSH_SCHEMA_VERSION};
-use super::restore::restore_one;
+use super::restore::{restore_one, sessions_and_progress};
 use super::schema::{
     APPLICATION_ID, DDL, DDL_V1, SCHEMA_VERSION, SCHEMA_VERSION_V1, input_err, reference_objects,
     schema_objects,
@@ -120,22 +120,7 @@ fn import_into(
         });
     }
     let mut report = ImportReport::default();
-    let total: i64 = conn
-        .query_row("SELECT count(*) FROM events", [], |r| r.get(0))
-        .map_err(&err)?;
-    let mut done = Progress {
-        events_total: total.try_into().unwrap_or(0),
-        ..Progress::default()
-    };
-    let ids: Vec<String> = {
-        let mut stmt = conn
-            .prepare("SELECT id FROM sessions ORDER BY id")
-            .map_err(&err)?;
-        stmt.query_map([], |r| r.get(0))
-            .map_err(&err)?
-            .collect::<rusqlite::Result<_>>()
-            .map_err(&err)?
-    };
+    let (ids, mut done) = sessions_and_progress(&conn, &err)?;
     let mut header_stmt = conn
         .prepare("SELECT rowid, version, created_at, cwd, parent_session, seed_length, origin, delegation_depth, agent_preset FROM sessions WHERE id = ?1")
         .map_err(&err)?;

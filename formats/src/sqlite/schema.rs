@@ -17,8 +17,10 @@ pub const SCHEMA_VERSION_V1: i64 = 1;
 /// `PRAGMA application_id`: ASCII `SSDB`.
 pub const APPLICATION_ID: i32 = 0x5353_4442;
 
-/// The whole schema of version 1: [`DDL`] without its last four objects.
-pub const DDL_V1: &str = "CREATE TABLE sessions (
+/// The two tables, shared by both versions.
+macro_rules! tables {
+    () => {
+        "CREATE TABLE sessions (
   id TEXT NOT NULL PRIMARY KEY,
   version INTEGER NOT NULL,
   created_at INTEGER NOT NULL,
@@ -40,35 +42,20 @@ CREATE TABLE events (
   ignorable INTEGER CHECK (ignorable IS NULL OR ignorable = 1),
   key_order INTEGER CHECK (key_order IS NULL OR key_order = 1),
   PRIMARY KEY (session_id, seq)
-) STRICT;";
+) STRICT;"
+    };
+}
+
+/// The whole schema of version 1: [`DDL`] without its last four objects.
+pub const DDL_V1: &str = tables!();
 
 /// The whole schema (version 2): version 1's tables, two indexes for the obvious queries, each
 /// session's surface in order, and a `messages` view of it (the messages `Session::messages`
 /// derives: `data` of user-shaped events, `data.message` of `assistant/message` unless its
 /// content is empty, and of `tool/result`).
-pub const DDL: &str = "CREATE TABLE sessions (
-  id TEXT NOT NULL PRIMARY KEY,
-  version INTEGER NOT NULL,
-  created_at INTEGER NOT NULL,
-  cwd TEXT,
-  parent_session TEXT,
-  seed_length INTEGER,
-  origin TEXT,
-  delegation_depth INTEGER NOT NULL,
-  agent_preset TEXT
-) STRICT;
-CREATE TABLE events (
-  session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-  seq INTEGER NOT NULL,
-  type TEXT NOT NULL,
-  time INTEGER NOT NULL,
-  data TEXT NOT NULL,
-  source_event_seqs TEXT,
-  surface_op TEXT,
-  ignorable INTEGER CHECK (ignorable IS NULL OR ignorable = 1),
-  key_order INTEGER CHECK (key_order IS NULL OR key_order = 1),
-  PRIMARY KEY (session_id, seq)
-) STRICT;
+pub const DDL: &str = concat!(
+    tables!(),
+    "
 CREATE INDEX events_by_type ON events(type);
 CREATE INDEX events_by_session_type ON events(session_id, type);
 CREATE TABLE surface (
@@ -83,7 +70,8 @@ CREATE VIEW messages AS
       THEN json_extract(e.data, '$.message') ELSE e.data END AS message
   FROM surface s JOIN events e ON e.session_id = s.session_id AND e.seq = s.seq
   WHERE NOT (e.type = 'assistant/message'
-    AND json_array_length(e.data, '$.message.content') = 0);";
+    AND json_array_length(e.data, '$.message.content') = 0);"
+);
 
 pub(crate) fn sqlite_err(file: &Path) -> impl Fn(rusqlite::Error) -> Error + '_ {
     move |source| Error::Sqlite {

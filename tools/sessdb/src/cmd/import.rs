@@ -56,9 +56,25 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
     result
 }
 
+/// The JSONL path to read: `--jsonl`'s, or the temporary copy of stdin for `-` (kept alive
+/// by the guard returned beside it).
+type StdinCopy = Option<(tempfile::TempDir, PathBuf)>;
+
+fn jsonl_source(a: &Args) -> CliResult<(StdinCopy, Option<PathBuf>)> {
+    let stdin = match &a.jsonl {
+        Some(path) => stdin_file(path)?,
+        None => None,
+    };
+    let jsonl = stdin
+        .as_ref()
+        .map(|(_, f)| f.clone())
+        .or_else(|| a.jsonl.clone());
+    Ok((stdin, jsonl))
+}
+
 /// `--jsonl -`: stdin copied to a private temporary file first (the reader needs a file it can
 /// read twice: once to validate, once to store). Kept alive by the returned guard.
-fn stdin_file(path: &std::path::Path) -> CliResult<Option<(tempfile::TempDir, PathBuf)>> {
+fn stdin_file(path: &std::path::Path) -> CliResult<StdinCopy> {
     if path != std::path::Path::new("-") {
         return Ok(None);
     }
@@ -78,14 +94,7 @@ fn stdin_file(path: &std::path::Path) -> CliResult<Option<(tempfile::TempDir, Pa
 }
 
 fn import(a: &Args, quiet: bool) -> CliResult {
-    let stdin = match &a.jsonl {
-        Some(path) => stdin_file(path)?,
-        None => None,
-    };
-    let jsonl = stdin
-        .as_ref()
-        .map(|(_, f)| f.clone())
-        .or_else(|| a.jsonl.clone());
+    let (stdin, jsonl) = jsonl_source(a)?;
     let store = open_writer(&a.store, StoreOptions::default())?;
     let progress = bar(quiet, "importing", Unit::Events);
     let mut report_progress = |p| update(&progress, p);
@@ -156,14 +165,8 @@ fn dry_run(a: &Args) -> CliResult {
             StoreOptions::default(),
         )?
     };
-    let stdin = match &a.jsonl {
-        Some(path) => stdin_file(path)?,
-        None => None,
-    };
-    let jsonl = stdin
-        .as_ref()
-        .map(|(_, f)| f.clone())
-        .or_else(|| a.jsonl.clone());
+    // The guard keeps a copy of stdin alive while it is read.
+    let (_stdin, jsonl) = jsonl_source(a)?;
     let report = match (&jsonl, &a.sqlite) {
         (Some(path), _) => plan_jsonl(&store, path),
         (_, Some(file)) => plan_sqlite(&store, file),
