@@ -214,17 +214,18 @@ fn sqlite_append(ops: &[Op], events: u64) -> f64 {
     events as f64 / t.elapsed().as_secs_f64()
 }
 
+/// The report's `Sync` store options.
+fn sync_options() -> StoreOptions {
+    StoreOptions {
+        durability: Durability::Sync,
+        ..buffered()
+    }
+}
+
 /// A `Sync` store in a temp dir with one empty session `s`.
 fn sync_store() -> (tempfile::TempDir, Store) {
     let dir = temp();
-    let store = Store::open(
-        dir.path(),
-        StoreOptions {
-            durability: Durability::Sync,
-            ..buffered()
-        },
-    )
-    .expect("open");
+    let store = Store::open(dir.path(), sync_options()).expect("open");
     store
         .create_session(SessionHeader::new("s", 0), Vec::new())
         .expect("create");
@@ -302,14 +303,7 @@ fn raw_p50(n: u64) -> f64 {
 /// Events/s with `threads` Sync appenders of 10-event batches, `per_thread` batches each.
 fn sessdb_threads(threads: u64, per_thread: u64) -> f64 {
     let dir = temp();
-    let store = Store::open(
-        dir.path(),
-        StoreOptions {
-            durability: Durability::Sync,
-            ..buffered()
-        },
-    )
-    .expect("open");
+    let store = Store::open(dir.path(), sync_options()).expect("open");
     for t in 0..threads {
         store
             .create_session(SessionHeader::new(format!("t{t}"), 0), Vec::new())

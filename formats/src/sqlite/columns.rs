@@ -1,6 +1,27 @@
-//! Event fields as the JSON text of SQLite columns, for both schemas' writers.
+//! Event fields as SQLite column values, and the start of a database, for both schemas'
+//! writers.
 
+use rusqlite::Transaction;
 use sessdb::{Event, SurfaceOp};
+
+/// A seq, count or length as SQLite's signed integer (saturating: every value sessdb stores
+/// is a safe integer far below the limit).
+pub(crate) fn to_i64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+/// Creates `ddl`'s objects and sets the database's identity and schema version.
+pub(crate) fn create_schema(
+    tx: &Transaction<'_>,
+    ddl: &str,
+    application_id: i32,
+    user_version: i64,
+) -> rusqlite::Result<()> {
+    tx.execute_batch(ddl)?;
+    tx.execute_batch(&format!(
+        "PRAGMA application_id = {application_id}; PRAGMA user_version = {user_version};"
+    ))
+}
 
 /// `[1,2,3]`.
 pub(crate) fn sources_json(e: &Event) -> Option<String> {

@@ -11,7 +11,7 @@ use sessdb::json::JsonRef;
 use sessdb::store::SessionInfo;
 use sessdb::{Event, Limits, Store};
 
-use super::columns::surface_op_json;
+use super::columns::{create_schema, surface_op_json, to_i64};
 use super::dsh::{DSH_APPLICATION_ID, DSH_DDL, DSH_SCHEMA_VERSION, encode_sources, random_uuid};
 use super::schema::sqlite_err;
 use crate::jsonl::pack::{Packer, is_packed_row};
@@ -81,10 +81,6 @@ fn data_value(json: &[u8]) -> Value {
     Value::Text(String::from_utf8_lossy(json).into_owned())
 }
 
-fn to_i64(v: u64) -> i64 {
-    i64::try_from(v).unwrap_or(i64::MAX)
-}
-
 /// Writes `chosen` sessions of `store` into the new database file `tmp`; returns the events
 /// written.
 pub(super) fn write(
@@ -107,11 +103,7 @@ pub(super) fn write(
     conn.execute_batch("PRAGMA journal_mode = DELETE; PRAGMA synchronous = OFF;")
         .map_err(&err)?;
     let tx = conn.transaction().map_err(&err)?;
-    tx.execute_batch(DSH_DDL).map_err(&err)?;
-    tx.execute_batch(&format!(
-        "PRAGMA application_id = {DSH_APPLICATION_ID}; PRAGMA user_version = {DSH_SCHEMA_VERSION};"
-    ))
-    .map_err(&err)?;
+    create_schema(&tx, DSH_DDL, DSH_APPLICATION_ID, DSH_SCHEMA_VERSION).map_err(&err)?;
     tx.execute(
         "INSERT INTO persistence_state (singleton, store_id) VALUES (1, ?1)",
         [random_uuid()],

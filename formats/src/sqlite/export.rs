@@ -7,7 +7,7 @@ use rusqlite::{Connection, params};
 use sessdb::Store;
 use sessdb::storage::{FsStorage, Replacement};
 
-use super::columns::{sources_json, surface_op_json};
+use super::columns::{create_schema, sources_json, surface_op_json, to_i64};
 use super::schema::{APPLICATION_ID, DDL, SCHEMA_VERSION, sqlite_err};
 use crate::{Error, Progress, Result};
 
@@ -32,10 +32,6 @@ pub struct SqliteExportOptions {
     pub sessions: Vec<String>,
     /// The schema written.
     pub layout: SqliteLayout,
-}
-
-fn to_i64(v: u64) -> i64 {
-    i64::try_from(v).unwrap_or(i64::MAX)
 }
 
 /// Exports sessions of `store` into a new database at `target` (replacing it).
@@ -72,11 +68,7 @@ pub fn export_sqlite(
         return Ok(written);
     }
     let tx = conn.transaction().map_err(&err)?;
-    tx.execute_batch(DDL).map_err(&err)?;
-    tx.execute_batch(&format!(
-        "PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {SCHEMA_VERSION};"
-    ))
-    .map_err(&err)?;
+    create_schema(&tx, DDL, APPLICATION_ID, SCHEMA_VERSION).map_err(&err)?;
     let mut done = Progress {
         events_total: chosen.iter().map(|i| i.events).sum(),
         ..Progress::default()
