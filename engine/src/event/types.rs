@@ -65,152 +65,71 @@ impl SurfaceType {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct LogType(Cow<'static, str>);
 
+/// Declares a constant for each log-only type and [`LogType::ALL`] from one list.
+macro_rules! log_types {
+    ($($name:ident => $text:literal,)*) => {
+        impl LogType {
+            $(
+                #[doc = concat!("`", $text, "`")]
+                pub const $name: LogType = LogType(Cow::Borrowed($text));
+            )*
+
+            /// Every log-only type of the DSH v0 vocabulary (45: the 48 known types less the
+            /// three surface types).
+            pub const ALL: [LogType; 45] = [$(LogType::$name),*];
+        }
+    };
+}
+
+log_types! {
+    TURN_START => "turn/start",
+    TURN_END => "turn/end",
+    STEP_START => "step/start",
+    STEP_END => "step/end",
+    ASSISTANT_CHUNK => "assistant/chunk",
+    TOOL_CALL => "tool/call",
+    TODO_WRITE => "todo/write",
+    REQUEST_HEADER => "request/header",
+    REQUEST_CONTEXT => "request/context",
+    END_SEED => "session/end-seed",
+    AGENT_INBOX_SPLICED => "agent/inbox/spliced",
+    AGENT_PRESET_SELECTED => "agent-preset/selected",
+    APPROVAL_ASKED => "approval/asked",
+    APPROVAL_DECIDED => "approval/decided",
+    APPROVAL_POLICY => "approval/policy",
+    COMMAND_RUN => "command/run",
+    COMMAND_DONE => "command/done",
+    COMPACTION_START => "compaction/start",
+    COMPACTION_SUMMARY => "compaction/summary",
+    COMPACTION_PRUNE => "compaction/prune",
+    COMPACTION_END => "compaction/end",
+    FEEDBACK_RECORD => "feedback/record",
+    GOAL_CHANGE => "goal/change",
+    HOOK_INVOKED => "hook/invoked",
+    HOOK_RESULT => "hook/result",
+    LLM_RETRY => "llm/retry",
+    LLM_RETRY_STARTED => "llm/retry-started",
+    PERMISSION_PRESET => "permission/preset",
+    PLAN_MODE => "plan/mode",
+    SANDBOX_MODE => "sandbox/mode",
+    SCHEDULE_CHANGE => "schedule/change",
+    SESSION_TITLE => "session/title",
+    SESSION_TITLE_LLM_REQUEST => "session/title-llm-request",
+    SUBAGENT_DESCRIPTOR => "subagent/descriptor",
+    TEAM_MEMBER => "team/member",
+    TEAM_MESSAGE_QUEUED => "team/message/queued",
+    TEAM_MESSAGE_DELIVERED => "team/message/delivered",
+    TEAM_TASK => "team/task",
+    TOOL_CODE_DISPATCH_START => "tool/code-dispatch-start",
+    TOOL_CODE_DISPATCH => "tool/code-dispatch",
+    TOOL_WORKFLOW_RUN_START => "tool-workflow/run-start",
+    TOOL_WORKFLOW_RUN_END => "tool-workflow/run-end",
+    TOOL_WORKFLOW_AGENT_START => "tool-workflow/agent-start",
+    TOOL_WORKFLOW_AGENT_END => "tool-workflow/agent-end",
+    WEB_DEEPSEEK_SEARCH_LLM_REQUEST => "web/deepseek-search-llm-request",
+}
+
 impl LogType {
-    /// `turn/start`
-    pub const TURN_START: LogType = LogType(Cow::Borrowed("turn/start"));
-    /// `turn/end`
-    pub const TURN_END: LogType = LogType(Cow::Borrowed("turn/end"));
-    /// `step/start`
-    pub const STEP_START: LogType = LogType(Cow::Borrowed("step/start"));
-    /// `step/end`
-    pub const STEP_END: LogType = LogType(Cow::Borrowed("step/end"));
-    /// `assistant/chunk`
-    pub const ASSISTANT_CHUNK: LogType = LogType(Cow::Borrowed("assistant/chunk"));
-    /// `tool/call`
-    pub const TOOL_CALL: LogType = LogType(Cow::Borrowed("tool/call"));
-    /// `todo/write`
-    pub const TODO_WRITE: LogType = LogType(Cow::Borrowed("todo/write"));
-    /// `request/header`
-    pub const REQUEST_HEADER: LogType = LogType(Cow::Borrowed("request/header"));
-    /// `request/context`
-    pub const REQUEST_CONTEXT: LogType = LogType(Cow::Borrowed("request/context"));
-    /// `session/end-seed`
-    pub const END_SEED: LogType = LogType(Cow::Borrowed("session/end-seed"));
-    /// `agent/inbox/spliced`
-    pub const AGENT_INBOX_SPLICED: LogType = LogType(Cow::Borrowed("agent/inbox/spliced"));
-    /// `agent-preset/selected`
-    pub const AGENT_PRESET_SELECTED: LogType = LogType(Cow::Borrowed("agent-preset/selected"));
-    /// `approval/asked`
-    pub const APPROVAL_ASKED: LogType = LogType(Cow::Borrowed("approval/asked"));
-    /// `approval/decided`
-    pub const APPROVAL_DECIDED: LogType = LogType(Cow::Borrowed("approval/decided"));
-    /// `approval/policy`
-    pub const APPROVAL_POLICY: LogType = LogType(Cow::Borrowed("approval/policy"));
-    /// `command/run`
-    pub const COMMAND_RUN: LogType = LogType(Cow::Borrowed("command/run"));
-    /// `command/done`
-    pub const COMMAND_DONE: LogType = LogType(Cow::Borrowed("command/done"));
-    /// `compaction/start`
-    pub const COMPACTION_START: LogType = LogType(Cow::Borrowed("compaction/start"));
-    /// `compaction/summary`
-    pub const COMPACTION_SUMMARY: LogType = LogType(Cow::Borrowed("compaction/summary"));
-    /// `compaction/prune`
-    pub const COMPACTION_PRUNE: LogType = LogType(Cow::Borrowed("compaction/prune"));
-    /// `compaction/end`
-    pub const COMPACTION_END: LogType = LogType(Cow::Borrowed("compaction/end"));
-    /// `feedback/record`
-    pub const FEEDBACK_RECORD: LogType = LogType(Cow::Borrowed("feedback/record"));
-    /// `goal/change`
-    pub const GOAL_CHANGE: LogType = LogType(Cow::Borrowed("goal/change"));
-    /// `hook/invoked`
-    pub const HOOK_INVOKED: LogType = LogType(Cow::Borrowed("hook/invoked"));
-    /// `hook/result`
-    pub const HOOK_RESULT: LogType = LogType(Cow::Borrowed("hook/result"));
-    /// `llm/retry`
-    pub const LLM_RETRY: LogType = LogType(Cow::Borrowed("llm/retry"));
-    /// `llm/retry-started`
-    pub const LLM_RETRY_STARTED: LogType = LogType(Cow::Borrowed("llm/retry-started"));
-    /// `permission/preset`
-    pub const PERMISSION_PRESET: LogType = LogType(Cow::Borrowed("permission/preset"));
-    /// `plan/mode`
-    pub const PLAN_MODE: LogType = LogType(Cow::Borrowed("plan/mode"));
-    /// `sandbox/mode`
-    pub const SANDBOX_MODE: LogType = LogType(Cow::Borrowed("sandbox/mode"));
-    /// `schedule/change`
-    pub const SCHEDULE_CHANGE: LogType = LogType(Cow::Borrowed("schedule/change"));
-    /// `session/title`
-    pub const SESSION_TITLE: LogType = LogType(Cow::Borrowed("session/title"));
-    /// `session/title-llm-request`
-    pub const SESSION_TITLE_LLM_REQUEST: LogType =
-        LogType(Cow::Borrowed("session/title-llm-request"));
-    /// `subagent/descriptor`
-    pub const SUBAGENT_DESCRIPTOR: LogType = LogType(Cow::Borrowed("subagent/descriptor"));
-    /// `team/member`
-    pub const TEAM_MEMBER: LogType = LogType(Cow::Borrowed("team/member"));
-    /// `team/message/queued`
-    pub const TEAM_MESSAGE_QUEUED: LogType = LogType(Cow::Borrowed("team/message/queued"));
-    /// `team/message/delivered`
-    pub const TEAM_MESSAGE_DELIVERED: LogType = LogType(Cow::Borrowed("team/message/delivered"));
-    /// `team/task`
-    pub const TEAM_TASK: LogType = LogType(Cow::Borrowed("team/task"));
-    /// `tool/code-dispatch-start`
-    pub const TOOL_CODE_DISPATCH_START: LogType =
-        LogType(Cow::Borrowed("tool/code-dispatch-start"));
-    /// `tool/code-dispatch`
-    pub const TOOL_CODE_DISPATCH: LogType = LogType(Cow::Borrowed("tool/code-dispatch"));
-    /// `tool-workflow/run-start`
-    pub const TOOL_WORKFLOW_RUN_START: LogType = LogType(Cow::Borrowed("tool-workflow/run-start"));
-    /// `tool-workflow/run-end`
-    pub const TOOL_WORKFLOW_RUN_END: LogType = LogType(Cow::Borrowed("tool-workflow/run-end"));
-    /// `tool-workflow/agent-start`
-    pub const TOOL_WORKFLOW_AGENT_START: LogType =
-        LogType(Cow::Borrowed("tool-workflow/agent-start"));
-    /// `tool-workflow/agent-end`
-    pub const TOOL_WORKFLOW_AGENT_END: LogType = LogType(Cow::Borrowed("tool-workflow/agent-end"));
-    /// `web/deepseek-search-llm-request`
-    pub const WEB_DEEPSEEK_SEARCH_LLM_REQUEST: LogType =
-        LogType(Cow::Borrowed("web/deepseek-search-llm-request"));
-
-    /// Every log-only type of the DSH v0 vocabulary (45: the 48 known types
-    /// less the three surface types).
-    pub const ALL: [LogType; 45] = [
-        LogType::TURN_START,
-        LogType::TURN_END,
-        LogType::STEP_START,
-        LogType::STEP_END,
-        LogType::ASSISTANT_CHUNK,
-        LogType::TOOL_CALL,
-        LogType::TODO_WRITE,
-        LogType::REQUEST_HEADER,
-        LogType::REQUEST_CONTEXT,
-        LogType::END_SEED,
-        LogType::AGENT_INBOX_SPLICED,
-        LogType::AGENT_PRESET_SELECTED,
-        LogType::APPROVAL_ASKED,
-        LogType::APPROVAL_DECIDED,
-        LogType::APPROVAL_POLICY,
-        LogType::COMMAND_RUN,
-        LogType::COMMAND_DONE,
-        LogType::COMPACTION_START,
-        LogType::COMPACTION_SUMMARY,
-        LogType::COMPACTION_PRUNE,
-        LogType::COMPACTION_END,
-        LogType::FEEDBACK_RECORD,
-        LogType::GOAL_CHANGE,
-        LogType::HOOK_INVOKED,
-        LogType::HOOK_RESULT,
-        LogType::LLM_RETRY,
-        LogType::LLM_RETRY_STARTED,
-        LogType::PERMISSION_PRESET,
-        LogType::PLAN_MODE,
-        LogType::SANDBOX_MODE,
-        LogType::SCHEDULE_CHANGE,
-        LogType::SESSION_TITLE,
-        LogType::SESSION_TITLE_LLM_REQUEST,
-        LogType::SUBAGENT_DESCRIPTOR,
-        LogType::TEAM_MEMBER,
-        LogType::TEAM_MESSAGE_QUEUED,
-        LogType::TEAM_MESSAGE_DELIVERED,
-        LogType::TEAM_TASK,
-        LogType::TOOL_CODE_DISPATCH_START,
-        LogType::TOOL_CODE_DISPATCH,
-        LogType::TOOL_WORKFLOW_RUN_START,
-        LogType::TOOL_WORKFLOW_RUN_END,
-        LogType::TOOL_WORKFLOW_AGENT_START,
-        LogType::TOOL_WORKFLOW_AGENT_END,
-        LogType::WEB_DEEPSEEK_SEARCH_LLM_REQUEST,
-    ];
-
     /// A log-only type from any string.
     ///
     /// # Errors
