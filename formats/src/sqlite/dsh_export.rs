@@ -41,13 +41,24 @@ fn insert_line(
     let row = JsonRef::new(line);
     if is_packed_row(&row) {
         let [ty, seq0, time0, data] = row.fields(["type", "seq0", "time0", "data"]);
-        let number = |v: Option<JsonRef<'_>>| v.and_then(|v| v.as_i64()).unwrap_or(0);
+        // The packer wrote this row; a missing field is a bug, said as one, never a zero.
+        let (Some(seq0), Some(ty), Some(time0), Some(data)) = (
+            seq0.and_then(|v| v.as_i64()),
+            ty.and_then(|t| t.as_str()),
+            time0.and_then(|v| v.as_i64()),
+            data,
+        ) else {
+            return Err(Insert::Store(sessdb::Error::InvalidEnvelope {
+                seq: None,
+                problem: "a packed row the export wrote lacks a field".into(),
+            }));
+        };
         stmt.execute(params![
             session,
-            number(seq0),
-            ty.and_then(|t| t.as_str()).unwrap_or_default(),
-            number(time0),
-            data_value(data.map(|d| d.bytes()).unwrap_or_default()),
+            seq0,
+            ty,
+            time0,
+            data_value(data.bytes()),
             Option::<Vec<u8>>::None,
             Option::<String>::None,
             0
