@@ -64,7 +64,10 @@ fuzz_target!(|data: &[u8]| {
             RecordBody::Void => return,
         };
         let mut out = Vec::new();
-        assert!(encode(&again, &mut out).is_ok(), "a decoded body re-encodes");
+        assert!(
+            encode(&again, &mut out).is_ok(),
+            "a decoded body re-encodes"
+        );
         assert_eq!(decode(kind, &out).ok(), Some(body));
     }
 });

@@ -9,7 +9,6 @@
 #![forbid(unsafe_code)]
 
 mod backend;
-pub mod reference;
 
 pub use backend::Backend;
 

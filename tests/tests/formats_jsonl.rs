@@ -176,3 +176,36 @@ fn headers_of_other_versions_and_unknown_types_are_refused() {
     let ignorable = plugin.replace("\"data\":{}", "\"data\":{},\"ignorable\":true");
     import_jsonl(&s, &write_session(dir.path(), &ignorable), &mut |_| {}).unwrap();
 }
+
+/// Found by `seed_rejection`: a final line whose seq is negative, fractional, a string or
+/// past the safe range is a seq gap to DSH's scanner (it compares the seq before decoding),
+/// so with no `turn/end` from there on it is a torn tail, not a refused file; the same line
+/// that closes a turn is corruption.
+#[test]
+fn regression_a_final_line_with_an_impossible_seq_is_a_torn_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    let head = concat!(
+        r#"{"type":"session","version":0,"id":"s","createdAt":1,"cwd":"/w","delegationDepth":0}"#,
+        "\n",
+        r#"{"type":"command/run","seq":0,"time":0,"data":{}}"#,
+        "\n"
+    );
+    for seq in ["-1", "1.5", "\"1\"", "18446744073709551615", "null"] {
+        let text =
+            format!("{head}{{\"type\":\"command/run\",\"seq\":{seq},\"time\":0,\"data\":{{}}}}\n");
+        let s = store();
+        let report = import_jsonl(&s, &write_session(dir.path(), &text), &mut |_| {}).unwrap();
+        let torn = report.sessions[0].torn.clone().unwrap();
+        assert!(torn.reason.contains("seq gap"), "{seq}: {}", torn.reason);
+        assert_eq!(report.sessions[0].events, 1, "{seq}");
+        let closes = format!(
+            "{head}{{\"type\":\"turn/end\",\"seq\":{seq},\"time\":0,\"data\":{{\"turn\":1,\"reason\":{{\"kind\":\"completed\"}}}}}}\n"
+        );
+        let err =
+            import_jsonl(&store(), &write_session(dir.path(), &closes), &mut |_| {}).unwrap_err();
+        assert!(
+            matches!(err, Error::Corrupt { line: Some(3), .. }),
+            "{seq}: {err}"
+        );
+    }
+}

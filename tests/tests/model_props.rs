@@ -1,5 +1,5 @@
 //! Property tests of the session model against the naive reference model
-//! (`sessdb_tests::reference`, written independently of the engine): random valid operation sequences (appends, replaces, nested
+//! (`sessdb_reference::surface`, written independently of the engine): random valid operation sequences (appends, replaces, nested
 //! replaces, tool/result prunes) must give the same surface and messages; random invalid
 //! candidates must be refused without changing anything.
 
@@ -14,7 +14,7 @@ use sessdb::{
     Clock, Config, Draft, Event, LogType, Session, SessionHeader, SurfaceIntent, SurfaceOp,
     SurfaceType,
 };
-use sessdb_tests::reference::{Node, Reference};
+use sessdb_reference::surface::{Node, Reference};
 use sessdb_workload::payload as p;
 
 fn user_msg(seq: u64) -> String {
@@ -82,7 +82,7 @@ fn step(
             r.nodes.insert(
                 seq,
                 Node {
-                    ty: SurfaceType::UserMessage,
+                    ty: "user/message",
                     message: Some(user_msg(seq)),
                     tool: None,
                 },
@@ -104,7 +104,7 @@ fn step(
             r.nodes.insert(
                 seq,
                 Node {
-                    ty: SurfaceType::AssistantMessage,
+                    ty: "assistant/message",
                     message: (!flag).then_some(msg),
                     tool: None,
                 },
@@ -121,7 +121,7 @@ fn step(
             r.nodes.insert(
                 seq,
                 Node {
-                    ty: SurfaceType::ToolResult,
+                    ty: "tool/result",
                     message: Some(message),
                     tool: Some((id, call, 1, u64::from(b % 4))),
                 },
@@ -141,7 +141,7 @@ fn step(
             let node = if kind % 8 == 4 {
                 accepted(s, surface(SurfaceType::UserMessage, user_msg(seq), intent))?;
                 Node {
-                    ty: SurfaceType::UserMessage,
+                    ty: "user/message",
                     message: Some(user_msg(seq)),
                     tool: None,
                 }
@@ -156,7 +156,7 @@ fn step(
                     ),
                 )?;
                 Node {
-                    ty: SurfaceType::AssistantMessage,
+                    ty: "assistant/message",
                     message: Some(msg),
                     tool: None,
                 }
@@ -169,7 +169,7 @@ fn step(
                 .surface
                 .iter()
                 .copied()
-                .filter(|x| r.nodes[x].ty == SurfaceType::ToolResult)
+                .filter(|x| r.nodes[x].ty == "tool/result")
                 .collect();
             let Some(&target) = tools.get(usize::from(a) % tools.len().max(1)) else {
                 return Ok(());
@@ -190,7 +190,7 @@ fn step(
             r.nodes.insert(
                 seq,
                 Node {
-                    ty: SurfaceType::ToolResult,
+                    ty: "tool/result",
                     message: Some(message),
                     tool: Some((id, call, turn, st)),
                 },

@@ -296,8 +296,13 @@ fn read_events(c: &mut Cursor<'_>) -> Decoded<Vec<LocatedEvent>> {
         MIN_EVENT_BYTES,
         "events section: count larger than the payload",
     )?;
+    // The seqs `first..first + count` must exist: a damaged `first` near `u64::MAX` must not
+    // wrap (a fuzzing find, `log_decoders`).
+    let end = first
+        .checked_add(count as u64)
+        .ok_or("events section: seqs past u64::MAX")?;
     let mut out = Vec::with_capacity(count);
-    for seq in (first..).take(count) {
+    for seq in first..end {
         let len = c.u32("event length")?;
         let offset = u32::try_from(c.pos()).map_err(|_| "event offset past 4 GiB")?;
         let bytes = c.take(
@@ -461,6 +466,28 @@ mod tests {
         out[flags_at] = FLAG_ROW_START | FLAG_LONE;
         out.truncate(out.len() - EVENT_CRC_LEN);
         assert!(decode_event_fields(&out, 3).is_err());
+    }
+
+    /// Found by `log_decoders`: an events section whose first seq is near `u64::MAX` made
+    /// the seq counter overflow (a panic with overflow checks, wrapped seqs without).
+    #[test]
+    fn regression_events_section_seqs_past_u64_max_are_refused() {
+        let events = sample_events(7);
+        let mut payload = Vec::new();
+        let (kind, _) = encode(
+            &BodyRef::Append {
+                session: "s",
+                events: &events,
+            },
+            &mut payload,
+        )
+        .unwrap();
+        // str16 "s" (3 bytes), then the section's first seq.
+        payload[3..11].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert_eq!(
+            decode(kind, &payload).unwrap_err(),
+            "events section: seqs past u64::MAX"
+        );
     }
 
     #[test]

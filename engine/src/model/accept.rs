@@ -77,7 +77,18 @@ fn check(
     if let Err(v) = shape::check_legacy(ty, data) {
         reject!(v);
     }
+    // DSH's order: the loader's marker checks, the payload shapes (reference §3.2 items 5
+    // and 6), then the surface transition (item 7). When an event breaks rules of two of
+    // these steps, the refusal names the same rule as DSH's error.
+    if let Err(v) = shape::check_marker(ty, data) {
+        reject!(v);
+    }
     let Some(surface_type) = event.surface_type() else {
+        if ty == names::REQUEST_HEADER
+            && let Err(v) = shape::check_request_header(data)
+        {
+            reject!(v);
+        }
         if event.surface_op().is_some() {
             reject!(Violation::SurfaceOpOnLogType {
                 type_name: ty.to_owned()
@@ -88,16 +99,11 @@ fn check(
                 type_name: ty.to_owned()
             });
         }
-        if ty == names::REQUEST_HEADER
-            && let Err(v) = shape::check_request_header(data)
-        {
-            reject!(v);
-        }
-        if let Err(v) = shape::check_marker(ty, data) {
-            reject!(v);
-        }
         return Ok(Ok(SurfaceChange::None));
     };
+    if let Err(v) = shape::check_message(surface_type, data) {
+        reject!(v);
+    }
     let Some(op) = event.surface_op() else {
         reject!(Violation::SurfaceOpMissing {
             type_name: ty.to_owned()
@@ -106,9 +112,6 @@ fn check(
     if let Some(sources) = event.sources()
         && let Err(v) = check_sources(surface_type, seq, sources)
     {
-        reject!(v);
-    }
-    if let Err(v) = shape::check_message(surface_type, data) {
         reject!(v);
     }
     let SurfaceOp::Replace { start, end } = op else {
@@ -160,13 +163,11 @@ fn check(
     Ok(Ok(SurfaceChange::Replace(start_pos..=end_pos)))
 }
 
-/// Provenance rules: `[]` only on `assistant/message`, members before the own seq, unique.
+/// Provenance rules in DSH's order: `[]` only on `assistant/message`, unique, members before
+/// the own seq.
 fn check_sources(ty: SurfaceType, seq: u64, sources: &[u64]) -> Result<(), Violation> {
     if sources.is_empty() && ty != SurfaceType::AssistantMessage {
         return Err(Violation::EmptySources);
-    }
-    if let Some(&late) = sources.iter().find(|&&s| s >= seq) {
-        return Err(Violation::SourceNotEarlier { source_seq: late });
     }
     // Citations are almost always ascending; sort a copy only when they are not.
     if !sources.is_sorted_by(|a, b| a < b) {
@@ -175,6 +176,9 @@ fn check_sources(ty: SurfaceType, seq: u64, sources: &[u64]) -> Result<(), Viola
         if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
             return Err(Violation::DuplicateSource { source_seq: w[0] });
         }
+    }
+    if let Some(&late) = sources.iter().find(|&&s| s >= seq) {
+        return Err(Violation::SourceNotEarlier { source_seq: late });
     }
     Ok(())
 }

@@ -215,8 +215,16 @@ fn surface_metadata_only_on_surface_types() {
 #[test]
 fn surface_types_require_a_surface_op() {
     for ty in SurfaceType::ALL {
+        // Data of the right shape: the shape is checked before the surface transition.
+        let data = match ty {
+            SurfaceType::AssistantMessage => {
+                p::assistant_message(1, 1, "a", Some("x"), &[]).into_bytes()
+            }
+            SurfaceType::ToolResult => p::tool_result(1, 1, "r", "c", "x").into_bytes(),
+            _ => user("m"),
+        };
         assert_eq!(
-            refused(Draft::dynamic(ty.as_str(), user("m"))),
+            refused(Draft::dynamic(ty.as_str(), data)),
             Violation::SurfaceOpMissing {
                 type_name: ty.as_str().into()
             }
@@ -450,4 +458,38 @@ fn markers_are_refused_where_dsh_refuses_them() {
     }
     let mut s = base();
     s.append(marker(&LogType::STEP_END, "null")).unwrap();
+}
+
+/// Found by `replace_validation` (its reference model follows DSH's order, reference §3.2):
+/// an event that breaks two rules is refused by the one DSH checks first — the message
+/// shape before the surface transition, duplicates before late citations, a log marker's
+/// or `request/header`'s shape before surface metadata on a log type.
+#[test]
+fn regression_rule_order_is_dshs() {
+    let two_blocks = p::tool_result(1, 1, "r1", "c1", "out").replace(
+        r#""content":[{"type":"tool-result""#,
+        r#""content":[{"type":"text","text":"x"},{"type":"tool-result""#,
+    );
+    let d = Draft::surface(
+        SurfaceType::ToolResult,
+        two_blocks.clone().into_bytes(),
+        SurfaceIntent::replace(5, 5).with_sources(Vec::new()),
+    );
+    assert_eq!(refused(d).rule(), "message-shape");
+    let no_op = Draft::dynamic("tool/result", two_blocks.into_bytes());
+    assert_eq!(refused(no_op).rule(), "message-shape");
+    let dup_and_late = Draft::surface(
+        SurfaceType::UserMessage,
+        user("m"),
+        SurfaceIntent::append().with_sources(vec![9, 3, 3]),
+    );
+    assert_eq!(
+        refused(dup_and_late),
+        Violation::DuplicateSource { source_seq: 3 }
+    );
+    let null_marker = Draft::dynamic("turn/start", &b"null"[..]).with_surface_op(SurfaceOp::Append);
+    assert_eq!(refused(null_marker).rule(), "marker-shape");
+    let bad_header =
+        Draft::dynamic("request/header", &br#"{"header":{}}"#[..]).with_sources(vec![1]);
+    assert_eq!(refused(bad_header).rule(), "request-header-shape");
 }

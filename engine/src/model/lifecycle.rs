@@ -56,8 +56,17 @@ pub struct ForkPlan {
     pub inherited: u64,
     /// The child's header (`parentSession`, `seedLength`, the source's `cwd`).
     pub header: SessionHeader,
-    /// The child's `session/end-seed` marker at seq `inherited`.
-    pub marker: Event,
+    /// When the fork was planned (the marker's time).
+    pub now: i64,
+}
+
+impl ForkPlan {
+    /// The child's `session/end-seed` marker at seq `inherited`, unless the last inherited
+    /// event (of type `last_inherited`) is one: DSH's constructor appends the marker only
+    /// when the seed does not end with it (`docs/DESIGN.md` §2.4).
+    pub fn marker(&self, last_inherited: Option<&str>) -> Option<Event> {
+        end_seed_after(last_inherited, self.inherited, self.now)
+    }
 }
 
 /// Plans a fork of `source` (`None`: no such session) under DSH v0 rules; `exists` says
@@ -97,11 +106,10 @@ pub fn plan_fork(
     let inherited = inherited_len(source_id, source_state, spec.boundary)?;
     let header = child_header(source_header, child_id.clone(), now, inherited, spec);
     header.validate()?;
-    let marker = Draft::log(&LogType::END_SEED, &b"{}"[..]).into_event(inherited, now);
     Ok(ForkPlan {
         child_id,
         inherited,
         header,
-        marker,
+        now,
     })
 }

@@ -81,9 +81,17 @@ impl SessionSet {
                 id: source.to_owned(),
             });
         };
+        let last = plan
+            .inherited
+            .checked_sub(1)
+            .and_then(|seq| parent.event(seq))
+            .map(|e| e.event_type().to_owned());
+        let marker = plan.marker(last.as_deref());
         let log = parent.log_mut().share_prefix(plan.inherited);
         let mut child = Session::from_shared(plan.header, log, self.config.clone())?;
-        child.accept(plan.marker)?;
+        if let Some(marker) = marker {
+            child.accept(marker)?;
+        }
         Ok(self.sessions.entry(plan.child_id).or_insert(child))
     }
 

@@ -12,7 +12,9 @@ use super::segments::{EventLoc, Tail};
 use crate::codec::frame::{FRAME_HEADER_LEN, FRAME_HEADER_LEN_U32, seal_frame};
 use crate::codec::record::{BodyRef, encode_into};
 use crate::event::Event;
-use crate::model::{ForkPlan, ForkSpec, SessionHeader, SessionState, end_seed_after, plan_fork};
+use crate::model::{
+    EventSource, ForkPlan, ForkSpec, SessionHeader, SessionState, end_seed_after, plan_fork,
+};
 use crate::{Error, Result};
 
 impl Inner {
@@ -320,8 +322,8 @@ impl Inner {
             child_id,
             inherited,
             header,
-            marker,
-        } = plan;
+            ..
+        } = plan.clone();
         let Some((base, locs)) = cat.fork_base(
             &self.segments,
             &child_id,
@@ -334,7 +336,17 @@ impl Inner {
                 id: source.to_owned(),
             });
         };
-        let marker = vec![marker];
+        let last = match inherited.checked_sub(1) {
+            Some(seq) => StoredEvents {
+                segments: &self.segments,
+                locs: Some(&locs),
+                batch: &[],
+            }
+            .event(seq)?
+            .map(|e| e.event_type().to_owned()),
+            None => None,
+        };
+        let marker: Vec<Event> = plan.marker(last.as_deref()).into_iter().collect();
         let stored = StoredEvents {
             segments: &self.segments,
             locs: Some(&locs),

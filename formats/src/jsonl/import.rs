@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 
 use sessdb::event::is_known_type as is_known_event_type;
-use sessdb::json::{JsonRef, validate};
+use sessdb::json::{JsonKind, JsonRef, validate};
 use sessdb::{Error as StoreError, Event, Limits, PackHint, SessionHeader, Store};
 
 use super::grammar::parses_as_dsh_json;
@@ -473,6 +473,22 @@ fn decode_line(
         })?;
         mark_row_start(events)
     } else {
+        // DSH's scanner compares the record's seq before it decodes anything else: a seq that
+        // is not the next one (negative, fractional, a string, past the safe range) makes a
+        // seq gap — a torn tail at the end of the file — not an envelope refusal.
+        if let Some(seq) = row.get("seq").filter(|_| row.kind() == JsonKind::Object)
+            && seq.as_safe_integer() != i64::try_from(next_seq).ok()
+        {
+            let gap = format!(
+                "seq gap: expected seq {next_seq}, found {}",
+                String::from_utf8_lossy(seq.bytes())
+            );
+            return Err(if row.get("type").is_some_and(|t| t.str_eq("turn/end")) {
+                BadLine::Refuse(format!("{gap}, and the line closes a turn"))
+            } else {
+                BadLine::Torn(gap)
+            });
+        }
         let event = Event::from_jsonl(bytes, limits).map_err(|e| {
             // DSH decodes an object with a seq as an event (refusing a bad one); anything else
             // that parses is an unreadable record, like a line that does not parse.

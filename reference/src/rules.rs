@@ -1,0 +1,135 @@
+//! The acceptance rules in DSH's order (reference §3.2–§3.3): the first rule a candidate
+//! breaks names the refusal.
+
+use serde_json::Value;
+
+use crate::candidate::{Candidate, Op};
+use crate::model::Model;
+use crate::shape;
+use crate::value::deep_eq;
+
+/// Why the model refuses a candidate: the engine's stable rule name, and a note.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The rule broken, as `sessdb::Violation::rule` names it.
+    pub rule: &'static str,
+    /// What was wrong, for failure messages.
+    pub detail: String,
+}
+
+fn refuse<T>(rule: &'static str, detail: impl Into<String>) -> Result<T, Refusal> {
+    Err(Refusal {
+        rule,
+        detail: detail.into(),
+    })
+}
+
+/// Decides `c` against `model`: `Ok` with the new surface, or the first rule broken.
+pub fn decide(model: &Model, c: &Candidate) -> Result<Vec<u64>, Refusal> {
+    if c.seq != model.len() {
+        return refuse("seq-contiguity", format!("expected {}", model.len()));
+    }
+    if c.ty.is_empty() && !c.ignorable {
+        return refuse("type-non-empty", "");
+    }
+    if c.ty.len() > 65_535 {
+        return refuse("type-length", "");
+    }
+    let Ok(data) = serde_json::from_slice::<Value>(&c.data) else {
+        return refuse("lossless-json", "data does not parse");
+    };
+    if shape::legacy(&c.ty, &data) {
+        return refuse("legacy-vocabulary", c.ty.clone());
+    }
+    if let Err(e) = shape::marker(&c.ty, &data) {
+        return refuse("marker-shape", e);
+    }
+    let surface_type = shape::is_surface(&c.ty);
+    if surface_type && let Err(e) = shape::message(&c.ty, &data) {
+        return refuse("message-shape", e);
+    }
+    if c.ty == "request/header"
+        && let Err(e) = shape::request_header(&data)
+    {
+        return refuse("request-header-shape", e);
+    }
+    if !surface_type {
+        if c.op.is_some() || c.sources.is_some() {
+            return refuse("surface-metadata-only-on-surface-types", c.ty.clone());
+        }
+        return Ok(model.surface());
+    }
+    let Some(op) = c.op else {
+        return refuse("surface-op-required", c.ty.clone());
+    };
+    if let Some(sources) = &c.sources {
+        if sources.is_empty() && c.ty != "assistant/message" {
+            return refuse("empty-sources-only-on-assistant", "");
+        }
+        let mut sorted = sources.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        if sorted.len() != sources.len() {
+            return refuse("sources-unique", format!("{sources:?}"));
+        }
+        if sources.iter().any(|&s| s >= c.seq) {
+            return refuse("sources-earlier", format!("{sources:?}"));
+        }
+    }
+    let surface = model.surface();
+    let Op::Replace { start, end } = op else {
+        let mut next = surface;
+        next.push(c.seq);
+        return Ok(next);
+    };
+    let Some(i) = surface.iter().position(|&s| s == start) else {
+        return refuse("replace-endpoints-on-surface", format!("start {start}"));
+    };
+    let Some(j) = surface.iter().position(|&s| s == end) else {
+        return refuse("replace-endpoints-on-surface", format!("end {end}"));
+    };
+    if i > j {
+        return refuse("replace-endpoints-ordered", format!("{start} after {end}"));
+    }
+    let cited = c.sources.clone().unwrap_or_default();
+    if let Some(missing) = surface[i..=j].iter().find(|s| !cited.contains(s)) {
+        return refuse("replace-cites-shadowed", format!("{missing} not cited"));
+    }
+    if c.ty == "tool/result" {
+        if i != j {
+            return refuse("tool-result-replacement", "more than one node");
+        }
+        let (target_type, target_data) = model.event(start).ok_or(Refusal {
+            rule: "replace-endpoints-on-surface",
+            detail: "no such event".into(),
+        })?;
+        if target_type != "tool/result" {
+            return refuse("tool-result-replacement", "target is not a tool/result");
+        }
+        if !equal_but_content(target_data, &data) {
+            return refuse("tool-result-replacement", "changes more than content");
+        }
+    }
+    // Rebuilt, not spliced: everything before `start`, the replacement, everything after `end`.
+    let mut next: Vec<u64> = surface[..i].to_vec();
+    next.push(c.seq);
+    next.extend_from_slice(&surface[j + 1..]);
+    Ok(next)
+}
+
+/// The two `data` trees with `message.content[0].content` removed are deeply equal.
+fn equal_but_content(old: &Value, new: &Value) -> bool {
+    let strip = |v: &Value| {
+        let mut v = v.clone();
+        if let Some(block) = v
+            .get_mut("message")
+            .and_then(|m| m.get_mut("content"))
+            .and_then(|c| c.get_mut(0))
+            .and_then(Value::as_object_mut)
+        {
+            block.remove("content");
+        }
+        v
+    };
+    deep_eq(&strip(old), &strip(new))
+}
