@@ -26,9 +26,7 @@ fn options() -> StoreOptions {
 /// second marker. Checked in memory and in the store, before and after a reopen.
 #[test]
 fn regression_a_fork_at_an_end_seed_marker_adds_no_second_marker() {
-    let seed = vec![
-        Draft::log(&LogType::COMMAND_RUN, r#"{"command":"ls"}"#).into_event(0, 1),
-    ];
+    let seed = vec![Draft::log(&LogType::COMMAND_RUN, r#"{"command":"ls"}"#).into_event(0, 1)];
     let at = |boundary| ForkSpec {
         boundary: Some(boundary),
         child_id: Some(format!("child-{boundary}")),
@@ -40,13 +38,24 @@ fn regression_a_fork_at_an_end_seed_marker_adds_no_second_marker() {
         ..Config::default()
     });
     // The created session: the seed, then its marker at seq 1.
-    set.create(SessionHeader::new("s", 0), seed.clone()).unwrap();
-    assert_eq!(set.fork("s", at(1)).unwrap().len(), 2, "no marker after the marker");
-    assert_eq!(set.fork("s", at(0)).unwrap().len(), 2, "a marker after seq 0");
+    set.create(SessionHeader::new("s", 0), seed.clone())
+        .unwrap();
+    assert_eq!(
+        set.fork("s", at(1)).unwrap().len(),
+        2,
+        "no marker after the marker"
+    );
+    assert_eq!(
+        set.fork("s", at(0)).unwrap().len(),
+        2,
+        "a marker after seq 0"
+    );
 
     let storage = Arc::new(MemStorage::new());
     let store = Store::open_with(storage.clone(), options()).unwrap();
-    store.create_session(SessionHeader::new("s", 0), seed).unwrap();
+    store
+        .create_session(SessionHeader::new("s", 0), seed)
+        .unwrap();
     let child = store.fork("s", at(1)).unwrap();
     assert_eq!(store.session_len(&child).unwrap(), 2);
     let other = store.fork("s", at(0)).unwrap();
@@ -66,7 +75,10 @@ fn regression_a_fork_at_an_end_seed_marker_adds_no_second_marker() {
     assert_eq!(types(&store, &other), ["command/run", "session/end-seed"]);
     // The child goes on from there.
     store
-        .append(&child, Draft::log(&LogType::COMMAND_RUN, r#"{"command":"pwd"}"#))
+        .append(
+            &child,
+            Draft::log(&LogType::COMMAND_RUN, r#"{"command":"pwd"}"#),
+        )
         .unwrap();
     assert_eq!(store.session_len(&child).unwrap(), 3);
 }

@@ -133,6 +133,26 @@ impl StorageFile for FsFile {
         super::mmap::preallocate(&self.file, len)
     }
 
+    fn preallocate_written(&self, len: u64) -> io::Result<bool> {
+        use std::os::unix::fs::FileExt;
+        let from = self.len()?;
+        if from >= len {
+            return Ok(true);
+        }
+        // Allocation first: a full disk fails here, before anything is written.
+        let allocated = super::mmap::preallocate(&self.file, len)?;
+        const CHUNK: usize = 256 << 10;
+        let zeros = vec![0u8; CHUNK];
+        let mut at = from;
+        while at < len {
+            let n = usize::try_from(len - at).map_or(CHUNK, |n| n.min(CHUNK));
+            self.file.write_all_at(&zeros[..n], at)?;
+            at += n as u64;
+        }
+        self.file.sync_data()?;
+        Ok(allocated)
+    }
+
     fn map_window(&self, start: u64, end: u64) -> io::Result<Option<super::WriteWindow>> {
         super::mmap::map_window(&self.file, start, end).map(Some)
     }

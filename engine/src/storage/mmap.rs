@@ -145,8 +145,9 @@ pub(crate) fn map_window(file: &File, start: u64, end: u64) -> io::Result<WriteW
 }
 
 /// Allocates the file's blocks up to `len` bytes (extending it with zeros), so appends within
-/// that space neither allocate blocks nor change the file size: `fdatasync` then has no inode
-/// to write, and an append never waits for one being written. A file system that cannot
+/// that space neither allocate blocks nor change the file size. (On ext4 the extents stay
+/// *unwritten* until data lands in them, which a sync must then record; `Sync` stores write
+/// the space with zeros once, `StorageFile::preallocate_written`.) A file system that cannot
 /// allocate ahead (`EOPNOTSUPP`) is left as it is: appends then extend the file as before.
 /// A full disk is an error here, at allocation, never later.
 ///

@@ -140,6 +140,18 @@ pub trait StorageFile: Send + Sync + std::fmt::Debug {
     /// I/O errors (a full disk).
     fn preallocate(&self, len: u64) -> io::Result<bool>;
 
+    /// As [`StorageFile::preallocate`], and the new space written with zeros and synced once
+    /// here, so later syncs of appends into it write data only. On ext4 an allocated but
+    /// unwritten extent must be converted, with a synchronous metadata write, by every
+    /// `fdatasync` that first covers data in it; that doubled the time of `Sync` batches
+    /// (`docs/DESIGN.md` §3.2). Backends without that cost allocate as `preallocate` does.
+    ///
+    /// # Errors
+    /// I/O errors (a full disk).
+    fn preallocate_written(&self, len: u64) -> io::Result<bool> {
+        self.preallocate(len)
+    }
+
     /// A writable map of `start..end`, space `preallocate` allocated; `None` where the
     /// backend writes with `write_at` only (memory, the crash simulator).
     ///

@@ -175,6 +175,7 @@ pub(super) fn scan(
                 offsets: Vec::new(),
                 prefault: options.durability == super::Durability::Buffered,
                 prefaulter: None,
+                sync_store: options.durability == super::Durability::Sync,
             }));
         }
         end_lsn = segs[i + 1].first_lsn;

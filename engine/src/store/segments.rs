@@ -258,6 +258,10 @@ pub(crate) struct Tail {
     pub(crate) prefault: bool,
     /// The helper, started with the first window.
     pub(crate) prefaulter: Option<super::prefault::Prefaulter>,
+    /// A `Sync` store: the preallocated space is written with zeros, so its syncs write data
+    /// only (`StorageFile::preallocate_written`), and records go out with `pwrite`, not
+    /// through a window (`docs/DESIGN.md` §3.2).
+    pub(crate) sync_store: bool,
 }
 
 impl Tail {
@@ -296,14 +300,18 @@ impl Tail {
             // Never past the roll point (plus this frame, when one frame alone is larger).
             let target = (end + preallocate).min(segment_bytes_max.max(end));
             self.window = None;
-            let allocated = self
-                .active
-                .file
-                .preallocate(target)
-                .map_err(|e| Error::io("allocate", &self.active.path, e))?;
+            let file = &self.active.file;
+            let allocated = if self.sync_store {
+                file.preallocate_written(target)
+            } else {
+                file.preallocate(target)
+            }
+            .map_err(|e| Error::io("allocate", &self.active.path, e))?;
             self.allocated = target;
-            // A map only over space really allocated; without one, `write_at` as before.
-            if allocated {
+            // A map only over space really allocated; without one, `write_at` as before. A
+            // `Sync` store writes each record with one `pwrite` (followed by its sync anyway):
+            // a window would take a page fault on every page each sync's writeback cleaned.
+            if allocated && !self.sync_store {
                 self.window = self.active.file.map_window(at, target).ok().flatten();
                 if let Some(window) = &self.window
                     && self.prefault
