@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use crate::candidate::Candidate;
-use crate::rules::{Refusal, decide};
+use crate::rules::{History, Refusal, decide};
 use crate::shape;
 use crate::value::raw_member;
 
@@ -131,5 +131,19 @@ impl Model {
                 Some((seq, text))
             })
             .collect()
+    }
+}
+
+impl History for Model {
+    fn len(&self) -> u64 {
+        Model::len(self)
+    }
+
+    fn surface(&self) -> Vec<u64> {
+        Model::surface(self)
+    }
+
+    fn event(&self, seq: u64) -> Option<(&str, &Value)> {
+        Model::event(self, seq)
     }
 }

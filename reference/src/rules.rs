@@ -4,7 +4,6 @@
 use serde_json::Value;
 
 use crate::candidate::{Candidate, Op};
-use crate::model::Model;
 use crate::shape;
 use crate::value::deep_eq;
 
@@ -24,8 +23,18 @@ fn refuse<T>(rule: &'static str, detail: impl Into<String>) -> Result<T, Refusal
     })
 }
 
+/// What the rules read of a session: its length, surface, and earlier events.
+pub trait History {
+    /// The number of accepted events.
+    fn len(&self) -> u64;
+    /// The surface.
+    fn surface(&self) -> Vec<u64>;
+    /// The type and `data` of the event `seq`.
+    fn event(&self, seq: u64) -> Option<(&str, &Value)>;
+}
+
 /// Decides `c` against `model`: `Ok` with the new surface, or the first rule broken.
-pub fn decide(model: &Model, c: &Candidate) -> Result<Vec<u64>, Refusal> {
+pub fn decide(model: &dyn History, c: &Candidate) -> Result<Vec<u64>, Refusal> {
     if c.seq != model.len() {
         return refuse("seq-contiguity", format!("expected {}", model.len()));
     }

@@ -250,7 +250,7 @@ fn use_lines_expand_to_full_paths_without_aliases() {
 
 #[test]
 fn no_source_file_imports_a_file_that_imports_it_back() {
-    for krate in ["engine", "workload", "formats", "tools/sessdb"] {
+    for krate in ["engine", "workload", "formats", "reference", "tools/sessdb"] {
         let c = load(&src(krate));
         let edges = c.edges();
         if krate == "engine" {
