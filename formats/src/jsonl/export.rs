@@ -69,36 +69,73 @@ pub fn export_jsonl(
     let chosen = crate::select::chosen_sessions(store, &options.sessions)?;
     check_root(root, options.force)?;
     check_one_encoding(root, options.zstd)?;
-    let mut report = ExportReport::default();
     let mut done = Progress {
         events_total: chosen.iter().map(|i| i.events).sum(),
         ..Progress::default()
     };
-    for info in chosen {
-        let dir = session_dir(root, &info.header.id, info.header.cwd.as_deref());
-        let name = if options.zstd { ZSTD_FILE } else { RAW_FILE };
-        for on_the_way in [dir.parent().unwrap_or(root), &dir, &dir.join(name)] {
-            refuse_link(on_the_way)?;
-        }
-        std::fs::create_dir_all(&dir).map_err(|e| Error::io("create directory", &dir, e))?;
-        let path = dir.join(name);
-        let tmp = dir.join(temp_name(name));
-        let storage = FsStorage::new(&dir);
-        let file = Replacement::create(&storage, name).map_err(|e| Error::io("create", &tmp, e))?;
-        let mut sink = Sink::new(BufWriter::new(FileWriter::new(file.file())), options.zstd);
-        write_session(store, &info, &mut sink, options.pack, &tmp, &mut |n| {
-            done.events_done += n;
-            progress(done);
-        })?;
-        let written = sink.finish().map_err(|e| Error::io("write", &tmp, e))?;
-        file.commit().map_err(|e| Error::io("replace", &path, e))?;
-        done.bytes_done += written;
-        report.events += info.events;
-        report.bytes += written;
-        report.files.push((info.header.id.clone(), path));
-        progress(done);
-    }
-    Ok(report)
+    // One storage rooted at the export root, so the replacements outlive the loop: each
+    // finished file is handed to a committer thread, which syncs it, renames it into place
+    // and syncs its directory while this thread writes the next file (the two device flushes
+    // per file no longer stall the writing; `docs/PERFORMANCE.md`).
+    let storage = FsStorage::new(root);
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<(Replacement<'_>, PathBuf)>(2);
+        let committer = scope.spawn(move || -> Result<()> {
+            for (file, path) in rx {
+                file.commit().map_err(|e| Error::io("replace", &path, e))?;
+            }
+            Ok(())
+        });
+        let mut report = ExportReport::default();
+        let write_all = || -> Result<()> {
+            for info in chosen {
+                let dir = session_dir(root, &info.header.id, info.header.cwd.as_deref());
+                let name = if options.zstd { ZSTD_FILE } else { RAW_FILE };
+                let path = dir.join(name);
+                for on_the_way in [dir.parent().unwrap_or(root), &dir, &path] {
+                    refuse_link(on_the_way)?;
+                }
+                std::fs::create_dir_all(&dir)
+                    .map_err(|e| Error::io("create directory", &dir, e))?;
+                let relative = path
+                    .strip_prefix(root)
+                    .ok()
+                    .and_then(Path::to_str)
+                    .ok_or_else(|| Error::Layout {
+                        path: path.clone(),
+                        problem: "the session's path is not UTF-8 under the root".into(),
+                    })?;
+                let tmp = dir.join(temp_name(name));
+                let file = Replacement::create(&storage, relative)
+                    .map_err(|e| Error::io("create", &tmp, e))?;
+                let mut sink =
+                    Sink::new(BufWriter::new(FileWriter::new(file.file())), options.zstd);
+                write_session(store, &info, &mut sink, options.pack, &tmp, &mut |n| {
+                    done.events_done += n;
+                    progress(done);
+                })?;
+                let written = sink.finish().map_err(|e| Error::io("write", &tmp, e))?;
+                // A closed channel means the committer failed: its error is reported below.
+                if tx.send((file, path.clone())).is_err() {
+                    return Ok(());
+                }
+                done.bytes_done += written;
+                report.events += info.events;
+                report.bytes += written;
+                report.files.push((info.header.id.clone(), path));
+                progress(done);
+            }
+            Ok(())
+        };
+        let written = write_all();
+        drop(tx);
+        let committed = committer
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        written?;
+        committed?;
+        Ok(report)
+    })
 }
 
 /// Writes one session as its DSH `session.jsonl` (header line, then the events; chunk runs
