@@ -57,7 +57,7 @@ fn candidate(model: &Model, p: &Pick) -> Candidate {
     };
     let mut sources: Vec<u64> = if p.cite { shadowed } else { Vec::new() };
     sources.extend(p.sources.iter().map(|&s| u64::from(s) % (seq + 2)));
-    let sources = (!sources.is_empty() || p.edit % 3 == 0).then_some(sources);
+    let sources = (!sources.is_empty() || p.edit.is_multiple_of(3)).then_some(sources);
     let replace = Op::Replace { start, end };
     let mut c = match p.kind % 9 {
         0 => Candidate::log(seq, "command/run", br#"{"command":"ls"}"#),
@@ -83,7 +83,7 @@ fn candidate(model: &Model, p: &Pick) -> Candidate {
         }
         7 => {
             let mut c = Candidate::log(seq, "command/run", b"{}");
-            c.op = (p.edit % 2 == 0).then_some(Op::Append);
+            c.op = p.edit.is_multiple_of(2).then_some(Op::Append);
             c
         }
         _ => Candidate::log(seq, "user/message", user(seq).as_bytes()),
