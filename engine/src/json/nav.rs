@@ -133,6 +133,12 @@ impl<'a> JsonRef<'a> {
         }
     }
 
+    /// Whether this is a non-empty string, without decoding it (validated JSON: any escape
+    /// decodes to at least one character, so only `""` is empty).
+    pub fn is_nonempty_str(&self) -> bool {
+        self.bytes.len() > 2 && self.bytes.first() == Some(&b'"')
+    }
+
     /// A non-empty string.
     pub fn as_nonempty_str(&self) -> Option<Cow<'a, str>> {
         self.as_str().filter(|s| !s.is_empty())
@@ -434,6 +440,21 @@ mod tests {
 
     fn j(s: &str) -> JsonRef<'_> {
         JsonRef::new(s.as_bytes())
+    }
+
+    #[test]
+    fn non_empty_strings_are_told_without_decoding() {
+        for (json, nonempty) in [
+            (r#""""#, false),
+            (r#""a""#, true),
+            (r#""\u0000""#, true),
+            (r#""\ud800""#, true),
+            ("1", false),
+            ("[\"a\"]", false),
+        ] {
+            assert_eq!(j(json).is_nonempty_str(), nonempty, "{json}");
+            assert_eq!(j(json).as_nonempty_str().is_some(), nonempty, "{json}");
+        }
     }
 
     #[test]

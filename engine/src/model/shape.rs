@@ -20,7 +20,7 @@ fn shape(problem: &'static str) -> Violation {
 }
 
 fn nonempty(v: Option<JsonRef<'_>>) -> bool {
-    v.is_some_and(|v| v.as_nonempty_str().is_some())
+    v.is_some_and(|v| v.is_nonempty_str())
 }
 
 /// Reference §3.2 item 5, for every surface type.
