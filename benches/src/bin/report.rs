@@ -399,6 +399,92 @@ fn open_growth_and_memory(dir: &tempfile::TempDir, quick: bool, reps: usize, row
     });
 }
 
+/// One exported row of the analytics layout's three tables, as the bare loop inserts it.
+type SqlRow = Vec<rusqlite::types::Value>;
+
+/// SQLite export of the store (the analytics layout: one row per event, the surface) vs a
+/// bare rusqlite loop inserting the same rows into the same schema, with the same pragmas, in
+/// one transaction.
+fn sqlite_export_row(dir: &tempfile::TempDir, reps: usize, rows: &mut Vec<Row>) {
+    use sessdb_formats::sqlite::{SqliteExportOptions, SqliteLayout, export_sqlite};
+    let store = Store::open_read_only(dir.path()).expect("open");
+    let options = SqliteExportOptions {
+        layout: SqliteLayout::Analytics,
+        ..SqliteExportOptions::default()
+    };
+    let sample = temp();
+    let db = sample.path().join("x.sqlite");
+    export_sqlite(&store, &db, &options, &mut |_| {}).expect("export");
+    let conn = rusqlite::Connection::open(&db).expect("open sample");
+    let read = |table: &str| -> Vec<SqlRow> {
+        let mut stmt = conn
+            .prepare(&format!("SELECT * FROM {table}"))
+            .expect("select");
+        let n = stmt.column_count();
+        stmt.query_map([], |r| {
+            (0..n)
+                .map(|i| r.get::<_, rusqlite::types::Value>(i))
+                .collect()
+        })
+        .expect("query")
+        .map(|r| r.expect("row"))
+        .collect()
+    };
+    let tables: Vec<(&str, Vec<SqlRow>)> = ["sessions", "events", "surface"]
+        .into_iter()
+        .map(|t| (t, read(t)))
+        .collect();
+    drop(conn);
+    let (e, b) = pair(
+        reps,
+        || {
+            let out = temp();
+            let t = Instant::now();
+            export_sqlite(&store, &out.path().join("x.sqlite"), &options, &mut |_| {})
+                .expect("export");
+            t.elapsed().as_secs_f64()
+        },
+        || {
+            let out = temp();
+            let t = Instant::now();
+            let mut conn = rusqlite::Connection::open(out.path().join("x.sqlite")).expect("open");
+            conn.execute_batch("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;")
+                .expect("pragmas");
+            let tx = conn.transaction().expect("tx");
+            tx.execute_batch(sessdb_formats::sqlite::DDL)
+                .expect("schema");
+            for (table, table_rows) in &tables {
+                let Some(first) = table_rows.first() else {
+                    continue;
+                };
+                let marks = (1..=first.len())
+                    .map(|i| format!("?{i}"))
+                    .collect::<Vec<_>>();
+                let mut stmt = tx
+                    .prepare(&format!(
+                        "INSERT INTO {table} VALUES ({})",
+                        marks.join(", ")
+                    ))
+                    .expect("insert");
+                for row in table_rows {
+                    stmt.execute(rusqlite::params_from_iter(row.iter()))
+                        .expect("row");
+                }
+            }
+            tx.commit().expect("commit");
+            t.elapsed().as_secs_f64()
+        },
+    );
+    rows.push(Row {
+        what: "SQLite export of the store, analytics layout (s)",
+        unit: "s",
+        subject: e,
+        baseline_name: "bare rusqlite insert loop, same schema and rows",
+        baseline: b,
+        goal: "time <= 1.11x",
+    });
+}
+
 /// JSONL export of the store vs writing the same bytes, line by line, with a bare BufWriter.
 fn export_row(dir: &tempfile::TempDir, reps: usize, rows: &mut Vec<Row>) {
     let store = Store::open_read_only(dir.path()).expect("open");
@@ -548,7 +634,8 @@ fn main() {
     let quick = args.iter().any(|a| a == "--quick");
     let json = args.iter().any(|a| a == "--json");
     let reps = if quick { 3 } else { 5 };
-    // `--only ROW` (append, batch, durable, threads, open, tail, export, surface): one row.
+    // `--only ROW` (append, batch, durable, threads, open, tail, export, sqlite, surface): one
+    // row (`export` runs both exports).
     let only = args
         .iter()
         .position(|a| a == "--only")
@@ -663,7 +750,7 @@ fn main() {
 
     // 4. Open from the checkpoint vs full replay.
     let dir = temp();
-    if run("open") || run("tail") || run("export") {
+    if run("open") || run("tail") || run("export") || run("sqlite") {
         build_store(dir.path(), if quick { 200_000 } else { 1_000_000 });
     }
     if run("open") {
@@ -727,6 +814,9 @@ fn main() {
 
     if run("export") {
         export_row(&dir, reps, &mut rows);
+    }
+    if run("export") || run("sqlite") {
+        sqlite_export_row(&dir, reps, &mut rows);
     }
     if run("surface") {
         surface_rows(quick, reps, &mut rows);

@@ -62,6 +62,11 @@ impl<'a> EventRef<'a> {
         self.ignorable
     }
 
+    /// Whether the JSONL line writes `surfaceOp` before `sourceEventSeqs` (DSH's closer order).
+    pub fn surface_op_first(&self) -> bool {
+        self.surface_op_first
+    }
+
     /// The surface type of this event, if its type is one.
     pub fn surface_type(&self) -> Option<SurfaceType> {
         SurfaceType::from_name(self.event_type)

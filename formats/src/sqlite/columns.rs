@@ -2,7 +2,7 @@
 //! writers.
 
 use rusqlite::Transaction;
-use sessdb::{Event, SurfaceOp};
+use sessdb::SurfaceOp;
 
 /// A seq, count or length as SQLite's signed integer (saturating: every value sessdb stores
 /// is a safe integer far below the limit).
@@ -24,18 +24,18 @@ pub(crate) fn create_schema(
 }
 
 /// `[1,2,3]`.
-pub(crate) fn sources_json(e: &Event) -> Option<String> {
-    e.sources().map(|s| {
+pub(crate) fn sources_json(sources: Option<impl Iterator<Item = u64>>) -> Option<String> {
+    sources.map(|s| {
         format!(
             "[{}]",
-            s.iter().map(u64::to_string).collect::<Vec<_>>().join(",")
+            s.map(|v| v.to_string()).collect::<Vec<_>>().join(",")
         )
     })
 }
 
 /// `"append"` or `{"op":"replace","start":S,"end":E}`.
-pub(crate) fn surface_op_json(e: &Event) -> Option<String> {
-    e.surface_op().map(|op| match op {
+pub(crate) fn surface_op_json(op: Option<SurfaceOp>) -> Option<String> {
+    op.map(|op| match op {
         SurfaceOp::Append => "\"append\"".to_owned(),
         SurfaceOp::Replace { start, end } => {
             format!("{{\"op\":\"replace\",\"start\":{start},\"end\":{end}}}")

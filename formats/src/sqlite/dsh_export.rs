@@ -74,7 +74,7 @@ fn insert_line(
         e.time(),
         data_value(e.data()),
         e.sources().map(encode_sources),
-        surface_op_json(&e),
+        surface_op_json(e.surface_op()),
         e.ignorable().then_some(1)
     ])
     .map_err(Insert::Sqlite)?;

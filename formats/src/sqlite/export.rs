@@ -99,37 +99,47 @@ pub fn export_sqlite(
                 .map_err(&err)?;
             let mut from = 0;
             while from < info.events {
-                let events = store.events(&h.id, from, from + WINDOW)?;
-                if events.is_empty() {
-                    break;
-                }
-                from += events.len() as u64;
-                for e in &events {
-                    let data = std::str::from_utf8(e.data()).map_err(|_| {
-                        Error::Store(sessdb::Error::Corruption {
+                // Borrowed events, a window at a time: no owned copy of each event.
+                let mut read = 0u64;
+                let mut failed: Option<Error> = None;
+                let visited = store.visit_events(&h.id, from, from + WINDOW, |e| {
+                    read += 1;
+                    let data =
+                        std::str::from_utf8(e.data()).map_err(|_| sessdb::Error::Corruption {
                             segment: String::new(),
                             offset: 0,
                             kind: sessdb::codec::CorruptionKind::BadPayload(
                                 "stored data is not UTF-8",
                             ),
-                        })
-                    })?;
-                    event_row
-                        .execute(params![
-                            h.id,
-                            to_i64(e.seq()),
-                            e.event_type(),
-                            e.time(),
-                            data,
-                            sources_json(e),
-                            surface_op_json(e),
-                            e.ignorable().then_some(1),
-                            e.surface_op_first().then_some(1)
-                        ])
-                        .map_err(&err)?;
+                        })?;
+                    let inserted = event_row.execute(params![
+                        h.id,
+                        to_i64(e.seq()),
+                        e.event_type(),
+                        e.time(),
+                        data,
+                        sources_json(e.sources()),
+                        surface_op_json(e.surface_op()),
+                        e.ignorable().then_some(1),
+                        e.surface_op_first().then_some(1)
+                    ]);
+                    if let Err(source) = inserted {
+                        failed = Some(err(source));
+                        // Stops the visit; the SQLite error above is the one reported.
+                        return Err(sessdb::Error::Closed);
+                    }
                     done.events_done += 1;
                     done.bytes_done += e.data().len() as u64;
+                    Ok(())
+                });
+                if let Some(failure) = failed {
+                    return Err(failure);
                 }
+                visited?;
+                if read == 0 {
+                    break;
+                }
+                from += read;
                 progress(done);
             }
             // The surface in order, for the `messages` view.
