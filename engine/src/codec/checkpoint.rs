@@ -324,7 +324,16 @@ fn read_opt_str(c: &mut Cursor<'_>, what: &'static str) -> Decoded<Option<Box<st
 fn read_u64s(c: &mut Cursor<'_>, what: &'static str) -> Decoded<Vec<u64>> {
     let n = c.u64(what)?;
     let n = c.count(n, 8, what)?;
-    (0..n).map(|_| c.u64(what)).collect()
+    // The whole array at once: one exact allocation, no per-item bounds checks.
+    let raw = c.take(n * 8, what)?;
+    Ok(raw
+        .chunks_exact(8)
+        .map(|b| {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(b);
+            u64::from_le_bytes(word)
+        })
+        .collect())
 }
 
 fn read_session(c: &mut Cursor<'_>) -> Decoded<SessionSnap> {
@@ -347,9 +356,14 @@ fn read_session(c: &mut Cursor<'_>) -> Decoded<SessionSnap> {
     let n = c.u64("location count")?;
     let n = c.count(n, EventLoc::ENCODED_LEN, "location count")?;
     let raw = c.take(n * EventLoc::ENCODED_LEN, "locations")?;
+    // `map`, not `filter_map`: the exact length is known, so the vector is allocated once.
     let locs = raw
         .chunks_exact(EventLoc::ENCODED_LEN)
-        .filter_map(|b| b.try_into().ok().map(EventLoc::decode))
+        .map(|b| {
+            let mut loc = [0u8; EventLoc::ENCODED_LEN];
+            loc.copy_from_slice(b);
+            EventLoc::decode(&loc)
+        })
         .collect();
     let surface = read_u64s(c, "surface")?;
     let turns = read_u64s(c, "turn marks")?;

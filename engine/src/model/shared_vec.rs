@@ -62,6 +62,16 @@ impl<T> SharedVec<T> {
         self.tail.push(event);
     }
 
+    /// Appends `items` in one piece: taken over as the tail when the tail is empty (a
+    /// checkpoint's decoded locations, moved, not copied).
+    pub(crate) fn append_vec(&mut self, mut items: Vec<T>) {
+        if self.tail.is_empty() {
+            self.tail = items;
+        } else {
+            self.tail.append(&mut items);
+        }
+    }
+
     pub(crate) fn iter(&self) -> impl Iterator<Item = &T> {
         self.chunks
             .iter()

@@ -84,9 +84,7 @@ fn restore(snap: SessionSnap, catalog: &mut Catalog) -> std::result::Result<(), 
         }
         earlier.locs
     };
-    for loc in snap.locs {
-        locs.push(loc);
-    }
+    locs.append_vec(snap.locs);
     if locs.len() != snap.state.next_seq() {
         return Err("a session's locations do not match its length");
     }
