@@ -318,17 +318,11 @@ impl Inner {
             |id| cat.sessions.contains_key(id),
             now,
         )?;
-        let ForkPlan {
-            child_id,
-            inherited,
-            header,
-            ..
-        } = plan.clone();
         let Some((base, locs)) = cat.fork_base(
             &self.segments,
-            &child_id,
+            &plan.child_id,
             source,
-            inherited,
+            plan.inherited,
             &self.options.limits,
         )?
         else {
@@ -336,7 +330,7 @@ impl Inner {
                 id: source.to_owned(),
             });
         };
-        let last = match inherited.checked_sub(1) {
+        let last = match plan.inherited.checked_sub(1) {
             Some(seq) => StoredEvents {
                 segments: &self.segments,
                 locs: Some(&locs),
@@ -347,6 +341,12 @@ impl Inner {
             None => None,
         };
         let marker: Vec<Event> = plan.marker(last.as_deref()).into_iter().collect();
+        let ForkPlan {
+            child_id,
+            inherited,
+            header,
+            ..
+        } = plan;
         let stored = StoredEvents {
             segments: &self.segments,
             locs: Some(&locs),
