@@ -299,11 +299,6 @@ impl Default for Harness {
 }
 
 impl Harness {
-    /// A candidate builder on its own (the seed language uses it).
-    pub fn builder() -> Builder {
-        Builder::new()
-    }
-
     /// An empty session in all three.
     pub fn new() -> Self {
         let session =

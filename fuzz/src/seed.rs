@@ -17,7 +17,7 @@ use sessdb_formats::jsonl::import_jsonl;
 use sessdb_reference::{Candidate, Model, Op, check_header};
 
 use crate::data::{Tool, user};
-use crate::ops::{Action, Harness, draft};
+use crate::ops::{Action, Builder, draft};
 
 /// What is wrong with the header, if anything.
 #[derive(Debug, Clone, Copy, Arbitrary)]
@@ -124,7 +124,7 @@ impl SeedCase {
     /// The seed's candidates, built against a model of the events so far (a refused event
     /// is still part of the seed; the model just does not advance).
     pub fn candidates(&self) -> Vec<Candidate> {
-        let mut builder = Harness::builder();
+        let mut builder = Builder::new();
         let mut out = Vec::new();
         for event in self.events.iter().take(64) {
             let seq = out.len() as u64;

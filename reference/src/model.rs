@@ -68,15 +68,14 @@ impl Model {
     /// # Errors
     /// The refusal.
     pub fn accept(&mut self, c: &Candidate) -> Result<(), Refusal> {
-        let surface = decide(self, c)?;
-        let text = String::from_utf8_lossy(&c.data).into_owned();
-        let data = serde_json::from_str(&text).unwrap_or(Value::Null);
+        // `data` as `decide` parsed it (an accepted candidate's `data` parsed, so it is text).
+        let accepted = decide(self, c)?;
         self.events.push(Kept {
             ty: c.ty.clone(),
-            data,
-            text,
+            data: accepted.data,
+            text: String::from_utf8_lossy(&c.data).into_owned(),
         });
-        self.surface = surface;
+        self.surface = accepted.surface;
         Ok(())
     }
 

@@ -33,8 +33,16 @@ pub trait History {
     fn event(&self, seq: u64) -> Option<(&str, &Value)>;
 }
 
-/// Decides `c` against `model`: `Ok` with the new surface, or the first rule broken.
-pub fn decide(model: &dyn History, c: &Candidate) -> Result<Vec<u64>, Refusal> {
+/// What an accepted candidate leaves: the new surface, and its `data` as parsed.
+pub struct Accepted {
+    /// The surface after the candidate.
+    pub surface: Vec<u64>,
+    /// The candidate's `data`.
+    pub data: Value,
+}
+
+/// Decides `c` against `model`: what it leaves, or the first rule broken.
+pub fn decide(model: &dyn History, c: &Candidate) -> Result<Accepted, Refusal> {
     if c.seq != model.len() {
         return refuse("seq-contiguity", format!("expected {}", model.len()));
     }
@@ -66,7 +74,10 @@ pub fn decide(model: &dyn History, c: &Candidate) -> Result<Vec<u64>, Refusal> {
         if c.op.is_some() || c.sources.is_some() {
             return refuse("surface-metadata-only-on-surface-types", c.ty.clone());
         }
-        return Ok(model.surface());
+        return Ok(Accepted {
+            surface: model.surface(),
+            data,
+        });
     }
     let Some(op) = c.op else {
         return refuse("surface-op-required", c.ty.clone());
@@ -89,7 +100,10 @@ pub fn decide(model: &dyn History, c: &Candidate) -> Result<Vec<u64>, Refusal> {
     let Op::Replace { start, end } = op else {
         let mut next = surface;
         next.push(c.seq);
-        return Ok(next);
+        return Ok(Accepted {
+            surface: next,
+            data,
+        });
     };
     let Some(i) = surface.iter().position(|&s| s == start) else {
         return refuse("replace-endpoints-on-surface", format!("start {start}"));
@@ -123,7 +137,10 @@ pub fn decide(model: &dyn History, c: &Candidate) -> Result<Vec<u64>, Refusal> {
     let mut next: Vec<u64> = surface[..i].to_vec();
     next.push(c.seq);
     next.extend_from_slice(&surface[j + 1..]);
-    Ok(next)
+    Ok(Accepted {
+        surface: next,
+        data,
+    })
 }
 
 /// The two `data` trees with `message.content[0].content` removed are deeply equal.
