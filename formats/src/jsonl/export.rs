@@ -15,8 +15,8 @@ use crate::{Error, Progress, Result};
 /// Events read from the store at a time.
 const WINDOW: u64 = 1024;
 /// Threads that commit finished files (sync, rename, directory sync) while the next is
-/// written. Measured with `report --only export --quick`, alternating: one 1.85–1.96× the bare
-/// loop's time, two 1.75–1.81×, four 1.79–2.15×.
+/// written. Measured with `report --only export --quick`, alternating, a fuzzer busy on the
+/// other core: one 1.85–1.96× the bare loop's time, two 1.75–1.81×, four 1.79–2.15×.
 const COMMITTERS: usize = 2;
 /// A zstd frame closes after a `turn/end` line or at this much plaintext.
 const FRAME_BYTES: usize = 1 << 20;

@@ -57,16 +57,16 @@ pub fn export_sqlite(
     let storage = FsStorage::new(dir);
     let file = Replacement::create(&storage, &name).map_err(|e| Error::io("create", target, e))?;
     let tmp: PathBuf = dir.join(file.temp_path());
-    let err = sqlite_err(&tmp);
-    let mut conn = Connection::open(&tmp).map_err(&err)?;
-    conn.execute_batch("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;")
-        .map_err(&err)?;
     if options.layout == SqliteLayout::Dsh {
-        drop(conn);
+        // DSH's writer opens the database itself, with DSH's pragmas.
         let written = super::dsh_export::write(store, &tmp, &chosen, progress)?;
         file.commit().map_err(|e| Error::io("replace", target, e))?;
         return Ok(written);
     }
+    let err = sqlite_err(&tmp);
+    let mut conn = Connection::open(&tmp).map_err(&err)?;
+    conn.execute_batch("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;")
+        .map_err(&err)?;
     let tx = conn.transaction().map_err(&err)?;
     create_schema(&tx, DDL, APPLICATION_ID, SCHEMA_VERSION).map_err(&err)?;
     let mut done = Progress {
