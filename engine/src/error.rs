@@ -155,11 +155,13 @@ pub enum Violation {
     /// The event type is the empty string on an event that is not ignorable.
     #[error("the event type is empty (allowed only on an ignorable event, as DSH loads it)")]
     EmptyType,
-    /// The event type is longer than the log stores (65,535 bytes).
-    #[error("the event type is {len} bytes long, over the limit of 65535")]
+    /// The event type is longer than the data limit (`Limits::max_data_bytes`).
+    #[error("the event type is {len} bytes long, over the limit of {limit}")]
     TypeTooLong {
         /// Its length in bytes.
         len: usize,
+        /// The limit.
+        limit: usize,
     },
     /// A retired DSH type or reason (`request/header-delta`, `request/header` with reason
     /// `fallback`).

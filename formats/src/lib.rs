@@ -29,6 +29,7 @@
 
 mod error;
 pub mod jsonl;
+mod legacy;
 mod progress;
 mod select;
 pub mod sqlite;

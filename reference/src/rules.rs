@@ -49,7 +49,7 @@ pub fn decide(model: &dyn History, c: &Candidate) -> Result<Accepted, Refusal> {
     if c.ty.is_empty() && !c.ignorable {
         return refuse("type-non-empty", "");
     }
-    if c.ty.len() > 65_535 {
+    if c.ty.len() > 64 << 20 {
         return refuse("type-length", "");
     }
     let Ok(data) = serde_json::from_slice::<Value>(&c.data) else {

@@ -21,14 +21,9 @@ use sessdb_formats::jsonl::import_jsonl;
 use sessdb_tests::mem_store;
 
 /// Sessions DSH loads that sessdb refuses, and why (`docs/DESIGN.md` §4).
-const REFUSED_WHERE_DSH_LOADS: [&str; 4] = [
+const REFUSED_WHERE_DSH_LOADS: [&str; 1] = [
     // Decided: a number that overflows to Infinity in `data` stays refused.
     "data-1e400-87f0f076",
-    // Legacy shapes DSH migrates on read into bytes not known here.
-    "legacy-assistant-message-provenance-0e31e8f7",
-    "steering-message-legacy-turn-content-source-aaf36cb0",
-    // An event type over 65,535 bytes: the log stores a type's length in 16 bits.
-    "type-very-long-ignorable-5b132a93",
 ];
 
 struct Case {

@@ -70,10 +70,17 @@ impl<'a> Cursor<'a> {
         Ok(n)
     }
 
-    /// A `str16`, borrowed.
-    pub(crate) fn str16_ref(&mut self, what: &'static str) -> Decoded<&'a str> {
-        let n = self.u16(what)?;
-        let s = self.take(usize::from(n), what)?;
+    /// An event type (`docs/FORMAT.md` §4): a `u16` length, or `0xFFFF` and a `u32` length
+    /// of at least `0xFFFF` (one encoding per length: a shorter one so escaped is refused).
+    pub(crate) fn type_ref(&mut self, what: &'static str) -> Decoded<&'a str> {
+        let mut n = usize::from(self.u16(what)?);
+        if n == usize::from(u16::MAX) {
+            n = usize::try_from(self.u32(what)?).map_err(|_| what)?;
+            if n < usize::from(u16::MAX) {
+                return Err("event type: a short length escaped");
+            }
+        }
+        let s = self.take(n, what)?;
         std::str::from_utf8(s).map_err(|_| what)
     }
 

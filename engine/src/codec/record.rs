@@ -175,8 +175,7 @@ pub enum BodyRef<'a> {
     },
 }
 
-/// Strings longer than `u16::MAX` bytes never get here: the acceptance function refuses such
-/// types and header validation such ids.
+/// Strings longer than `u16::MAX` bytes never get here: header validation refuses such ids.
 fn put_str16(out: &mut Vec<u8>, s: &str) {
     debug_assert!(s.len() <= usize::from(u16::MAX));
     let len = u16::try_from(s.len()).unwrap_or(u16::MAX);
@@ -245,9 +244,22 @@ pub fn check_event(bytes: &[u8], seq: u64) -> Option<&[u8]> {
     (event_crc(seq, fields) == stored).then_some(fields)
 }
 
+/// An event type: a `u16` length, or for 65,535 bytes and more `0xFFFF` then a `u32`
+/// length (DSH loads an ignorable event with a type of any length).
+fn put_type(out: &mut Vec<u8>, ty: &str) -> Decoded<()> {
+    match u16::try_from(ty.len()) {
+        Ok(n) if n < u16::MAX => out.extend_from_slice(&n.to_le_bytes()),
+        _ => {
+            out.extend_from_slice(&u16::MAX.to_le_bytes());
+            out.extend_from_slice(&len32(ty.len()).ok_or(TOO_LARGE)?.to_le_bytes());
+        }
+    }
+    out.extend_from_slice(ty.as_bytes());
+    Ok(())
+}
+
 fn encode_event_fields(e: &Event, out: &mut Vec<u8>) -> Decoded<()> {
-    let ty = e.event_type();
-    put_str16(out, ty);
+    put_type(out, e.event_type())?;
     out.extend_from_slice(&e.time().to_le_bytes());
     let mut flags = 0u8;
     if e.ignorable() {
@@ -375,7 +387,7 @@ pub fn decode_event_fields(fields: &[u8], seq: u64) -> Decoded<Event> {
 /// As [`decode_event_fields`].
 pub fn decode_event_ref(fields: &[u8], seq: u64) -> Decoded<EventRef<'_>> {
     let mut c = Cursor::new(fields);
-    let ty = c.str16_ref("event type")?;
+    let ty = c.type_ref("event type")?;
     let time = c.i64("event time")?;
     let flags = c.u8("event flags")?;
     let op = match (flags >> OP_SHIFT) & 3 {
@@ -435,6 +447,32 @@ mod tests {
                 .with_ignorable(true)
                 .with_surface_op_first(true),
         ]
+    }
+
+    #[test]
+    fn a_type_of_any_length_round_trips_with_one_encoding() {
+        for len in [0, 1, 65_534, 65_535, 65_536, 70_000] {
+            let e = Event::new("t".repeat(len), 4, 1, &b"{}"[..]).with_ignorable(true);
+            let mut out = Vec::new();
+            encode_event(&e, &mut out).unwrap();
+            let escaped = len >= 65_535;
+            assert_eq!(out[..2] == [0xff, 0xff], escaped, "{len}");
+            assert_eq!(
+                out.len(),
+                2 + 4 * usize::from(escaped) + len + 8 + 1 + 4 + 2 + 4
+            );
+            assert_eq!(decode_event(&out, 4).unwrap(), e);
+        }
+        // A short type escaped is no encoding sessdb writes: refused, not read.
+        let mut fields = vec![0xff, 0xff, 1, 0, 0, 0, b't'];
+        fields.extend_from_slice(&1i64.to_le_bytes());
+        fields.push(0);
+        fields.extend_from_slice(&2u32.to_le_bytes());
+        fields.extend_from_slice(b"{}");
+        assert_eq!(
+            decode_event_fields(&fields, 0).unwrap_err(),
+            "event type: a short length escaped"
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@ use super::file_names::{numbered_path, parse_numbered};
 /// The segment magic: identifies a sessdb log segment.
 pub const SEGMENT_MAGIC: [u8; 8] = *b"SESSDBLG";
 /// The segment format version this code writes and reads.
-pub const SEGMENT_FORMAT_VERSION: u16 = 2;
+pub const SEGMENT_FORMAT_VERSION: u16 = 3;
 /// Bytes in a segment header.
 pub const SEGMENT_HEADER_LEN: usize = 40;
 /// Offset of the format version (u16).

@@ -67,8 +67,13 @@ fn check(
     if ty.is_empty() && !event.ignorable() {
         reject!(Violation::EmptyType);
     }
-    if ty.len() > usize::from(u16::MAX) {
-        reject!(Violation::TypeTooLong { len: ty.len() });
+    // DSH loads an ignorable event whatever its type's length; the log stores any length
+    // (FORMAT.md §4), so the type is held to the limit of `data`.
+    if ty.len() > limits.max_data_bytes {
+        reject!(Violation::TypeTooLong {
+            len: ty.len(),
+            limit: limits.max_data_bytes,
+        });
     }
     if let Err(e) = validate(event.data(), limits) {
         reject!(Violation::InvalidData(e));

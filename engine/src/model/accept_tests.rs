@@ -151,11 +151,19 @@ fn type_must_not_be_empty() {
 }
 
 #[test]
-fn type_must_fit_the_log() {
+fn type_must_fit_the_data_limit() {
+    let limit = crate::Limits::DEFAULT_MAX_DATA_BYTES;
     assert_eq!(
-        refused(Draft::dynamic("t".repeat(65_536), &b"{}"[..])),
-        Violation::TypeTooLong { len: 65_536 }
+        refused(Draft::dynamic("t".repeat(limit + 1), &b"{}"[..]).ignorable()),
+        Violation::TypeTooLong {
+            len: limit + 1,
+            limit
+        }
     );
+    // Longer than a `u16` (DSH loads such an ignorable event): taken.
+    let mut s = base();
+    s.append(Draft::dynamic("t".repeat(70_000), &b"{}"[..]).ignorable())
+        .unwrap();
 }
 
 #[test]

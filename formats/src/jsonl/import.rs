@@ -120,18 +120,17 @@ fn import_into(
             }
         }
         let count = events.len() as u64;
-        let lines: Vec<u64> = events.iter().map(|(_, line)| *line).collect();
+        let (mut events, lines): (Vec<Event>, Vec<u64>) = events.into_iter().unzip();
+        crate::legacy::migrate(&header.id, &mut events);
         let id = header.id.clone();
-        let outcome = store
-            .restore(header, events.into_iter().map(|(e, _)| e).collect())
-            .map_err(|e| match e {
-                Refusal::Conflict(problem) => Error::Conflict {
-                    file: file.clone(),
-                    id: id.clone(),
-                    problem,
-                },
-                Refusal::Store(e) => store_error(&file, &lines, e),
-            })?;
+        let outcome = store.restore(header, events).map_err(|e| match e {
+            Refusal::Conflict(problem) => Error::Conflict {
+                file: file.clone(),
+                id: id.clone(),
+                problem,
+            },
+            Refusal::Store(e) => store_error(&file, &lines, e),
+        })?;
         done.events_done += count;
         done.bytes_done += bytes;
         progress(done);

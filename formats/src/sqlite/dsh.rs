@@ -82,7 +82,8 @@ pub(super) fn import_into(
     let mut report = ImportReport::default();
     for id in ids {
         let (header_rowid, header) = read_header(conn, file, &id)?;
-        let (events, rowids) = read_events(conn, file, &id)?;
+        let (mut events, rowids) = read_events(conn, file, &id)?;
+        crate::legacy::migrate(&header.id, &mut events);
         let rows = rowids.len() as u64;
         super::restore::restore_one(
             store,
