@@ -1,6 +1,7 @@
-//! A database DSH's own SQLite backend wrote (schema 17; `tests/fixtures/dsh-sqlite/`, from
-//! the conformance data DSH's code made): every session imports with DSH's event count and
-//! DSH's surface, a second import skips them all, and a damaged row is refused naming it.
+//! The databases DSH's own SQLite backend wrote (schema 17; `tests/fixtures/dsh-sqlite/`,
+//! from the conformance data DSH's code made): every session imports with DSH's event count
+//! and DSH's surface, a second import skips them all, a damaged row is refused naming it, and
+//! the export writes DSH's rows back.
 
 #![allow(
     clippy::unwrap_used,
@@ -20,19 +21,28 @@ fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/dsh-sqlite")
 }
 
-/// The fixture database, decompressed into `dir`.
-fn database(dir: &Path) -> PathBuf {
-    let packed = std::fs::read(fixtures().join("dsh-realistic-a.sqlite.zst")).unwrap();
-    let db = dir.join("dsh.sqlite");
+/// The databases DSH wrote.
+const DATABASES: [&str; 2] = ["dsh-realistic-a", "dsh-raw-pack-a"];
+
+/// A fixture database, decompressed into `dir`.
+fn database(dir: &Path, name: &str) -> PathBuf {
+    let packed = std::fs::read(fixtures().join(format!("{name}.sqlite.zst"))).unwrap();
+    let db = dir.join(format!("{name}.sqlite"));
     std::fs::write(&db, zstd::stream::decode_all(&packed[..]).unwrap()).unwrap();
     db
 }
 
 #[test]
-fn a_dsh_database_imports_as_dsh_loads_it() {
+fn every_dsh_database_imports_as_dsh_loads_it() {
+    for name in DATABASES {
+        imports_as_dsh_loads_it(name);
+    }
+}
+
+fn imports_as_dsh_loads_it(name: &str) {
     let dir = tempfile::tempdir().unwrap();
-    let db = database(dir.path());
-    let expect = std::fs::read(fixtures().join("dsh-realistic-a.sqlite.expect.json")).unwrap();
+    let db = database(dir.path(), name);
+    let expect = std::fs::read(fixtures().join(format!("{name}.sqlite.expect.json"))).unwrap();
     let expect = JsonRef::new(expect.trim_ascii());
     let store = mem_store();
     let report = import_sqlite(&store, &db, &mut |_| {}).unwrap();
@@ -47,8 +57,8 @@ fn a_dsh_database_imports_as_dsh_loads_it() {
             .elements()
             .map(|n| n.as_i64().unwrap().unsigned_abs())
             .collect();
-        assert_eq!(store.session_len(&id).unwrap(), events, "{id}");
-        assert_eq!(store.surface(&id).unwrap(), surface, "{id}");
+        assert_eq!(store.session_len(&id).unwrap(), events, "{name} {id}");
+        assert_eq!(store.surface(&id).unwrap(), surface, "{name} {id}");
     }
     // Again: nothing new.
     let again = import_sqlite(&store, &db, &mut |_| {}).unwrap();
@@ -82,9 +92,15 @@ fn a_dsh_database_imports_as_dsh_loads_it() {
 /// application id and schema version, its schema 17 object for object, the bookkeeping rows,
 /// a file only its owner may read; and the sessions read back unchanged.
 #[test]
-fn a_dsh_database_written_by_sessdb_is_one_dsh_opens() {
+fn every_dsh_database_written_back_by_sessdb_is_one_dsh_opens() {
+    for name in DATABASES {
+        written_back_is_one_dsh_opens(name);
+    }
+}
+
+fn written_back_is_one_dsh_opens(name: &str) {
     let dir = tempfile::tempdir().unwrap();
-    let original = database(dir.path());
+    let original = database(dir.path(), name);
     let store = mem_store();
     import_sqlite(&store, &original, &mut |_| {}).unwrap();
     let written = dir.path().join("back.sqlite");
@@ -164,7 +180,7 @@ fn a_dsh_database_written_by_sessdb_is_one_dsh_opens() {
     let (ours, theirs) = (rows(&written), rows(&original));
     assert_eq!(ours.len(), theirs.len());
     for (a, b) in ours.iter().zip(&theirs) {
-        assert_eq!(a, b);
+        assert_eq!(a, b, "{name}");
     }
     let back = mem_store();
     import_sqlite(&back, &written, &mut |_| {}).unwrap();
