@@ -30,18 +30,21 @@ use sessdb::json::{JsonKind, JsonRef, write_str};
 use sessdb::{Event, SurfaceOp};
 
 /// Rewrites every legacy-shaped event of one session (`events[i]` has seq `i`, as both
-/// importers read them) into the shape DSH's loader gives it.
-pub(crate) fn migrate(session: &str, events: &mut [Event]) {
+/// importers read them) into the shape DSH's loader gives it; returns the seqs rewritten.
+pub(crate) fn migrate(session: &str, events: &mut [Event]) -> Vec<u64> {
+    let mut rewritten = Vec::new();
     for i in 0..events.len() {
         if let Some(e) = events.get(i)
             && let Some((ty, data)) = migrated(session, e, events)
         {
             let rebuilt = rebuild(e, ty, data);
+            rewritten.push(rebuilt.seq());
             if let Some(slot) = events.get_mut(i) {
                 *slot = rebuilt;
             }
         }
     }
+    rewritten
 }
 
 /// The event with a new type and `data`, everything else kept.
@@ -254,7 +257,15 @@ mod tests {
     }
 
     fn migrate_one(events: &mut [Event]) -> Vec<(String, String)> {
-        migrate("s", events);
+        let before = events.to_vec();
+        let rewritten = migrate("s", events);
+        let changed: Vec<u64> = before
+            .iter()
+            .zip(events.iter())
+            .filter(|(a, b)| a != b)
+            .map(|(a, _)| a.seq())
+            .collect();
+        assert_eq!(changed, rewritten);
         events
             .iter()
             .map(|e| {

@@ -41,7 +41,8 @@ fn write_session(dir: &std::path::Path) -> std::path::PathBuf {
 fn legacy_shapes_import_as_dsh_reads_them_and_round_trip() {
     let dir = tempfile::tempdir().unwrap();
     let store = mem_store();
-    import_jsonl(&store, &write_session(dir.path()), &mut |_| {}).unwrap();
+    let report = import_jsonl(&store, &write_session(dir.path()), &mut |_| {}).unwrap();
+    assert_eq!(report.sessions[0].migrated, [1, 2, 3, 4, 5, 6]);
     assert_eq!(store.surface("old").unwrap(), [1, 2, 4, 5, 6]);
     let types: Vec<String> = store
         .events("old", 0, 8)

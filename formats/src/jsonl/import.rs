@@ -43,6 +43,9 @@ pub struct ImportedSession {
     pub torn: Option<TornTail>,
     /// Lines whose invalid UTF-8 was read as U+FFFD, as DSH reads them.
     pub invalid_utf8_lines: Vec<u64>,
+    /// Seqs of the events stored in the current shape DSH's loader migrates them to
+    /// (pre-identity messages, old `steering/message`; `docs/FORMATS.md` §1.1).
+    pub migrated: Vec<u64>,
 }
 
 /// A torn tail: from `line` to the end of the file.
@@ -121,7 +124,7 @@ fn import_into(
         }
         let count = events.len() as u64;
         let (mut events, lines): (Vec<Event>, Vec<u64>) = events.into_iter().unzip();
-        crate::legacy::migrate(&header.id, &mut events);
+        let migrated = crate::legacy::migrate(&header.id, &mut events);
         let id = header.id.clone();
         let outcome = store.restore(header, events).map_err(|e| match e {
             Refusal::Conflict(problem) => Error::Conflict {
@@ -141,6 +144,7 @@ fn import_into(
             outcome,
             torn,
             invalid_utf8_lines,
+            migrated,
         });
     }
     Ok(report)

@@ -83,7 +83,7 @@ pub(super) fn import_into(
     for id in ids {
         let (header_rowid, header) = read_header(conn, file, &id)?;
         let (mut events, rowids) = read_events(conn, file, &id)?;
-        crate::legacy::migrate(&header.id, &mut events);
+        let migrated = crate::legacy::migrate(&header.id, &mut events);
         let rows = rowids.len() as u64;
         super::restore::restore_one(
             store,
@@ -94,6 +94,9 @@ pub(super) fn import_into(
             header_rowid,
             &mut report,
         )?;
+        if let Some(s) = report.sessions.last_mut() {
+            s.migrated = migrated;
+        }
         done.events_done += rows;
         progress(done);
     }

@@ -53,6 +53,7 @@ pub(super) fn restore_one(
         outcome,
         torn: None,
         invalid_utf8_lines: Vec::new(),
+        migrated: Vec::new(),
     });
     Ok(())
 }

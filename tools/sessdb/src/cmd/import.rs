@@ -140,6 +140,17 @@ fn import(a: &Args, quiet: bool) -> CliResult {
                 ),
             );
         }
+        if !s.migrated.is_empty() {
+            note(
+                quiet,
+                &format!(
+                    "{file}: session {}: {} event(s) in a legacy shape stored as DSH reads them (see FORMATS.md §1.1), from seq {}",
+                    s.id,
+                    s.migrated.len(),
+                    s.migrated.first().copied().unwrap_or_default()
+                ),
+            );
+        }
         if let Some(t) = &s.torn {
             note(
                 quiet,
