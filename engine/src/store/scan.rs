@@ -171,6 +171,8 @@ pub(super) fn scan(
                 last_record: *last_record,
                 allocated,
                 window: None,
+                next_window: None,
+                ahead_failed_at: None,
                 frame: Vec::new(),
                 offsets: Vec::new(),
                 prefault: options.durability == super::Durability::Buffered,

@@ -250,6 +250,12 @@ pub(crate) struct Tail {
     /// A writable map of the allocated space ahead, where the backend has one: appends are
     /// copied in instead of written with a syscall each.
     pub(crate) window: Option<WriteWindow>,
+    /// The window after `window`, mapped and faulted in (on the helper) while the writer
+    /// still fills `window`: appends switch to it without waiting on its pages.
+    pub(crate) next_window: Option<WriteWindow>,
+    /// Allocating ahead failed at this allocation (a full disk): not retried per append;
+    /// the append that needs the space allocates it and reports the error.
+    pub(crate) ahead_failed_at: Option<u64>,
     /// The frame being encoded, reused by every record (no allocation per append).
     pub(crate) frame: Vec<u8>,
     /// The last record's events: `(offset, len)` of each within its payload (reused).
@@ -300,6 +306,7 @@ impl Tail {
             // Never past the roll point (plus this frame, when one frame alone is larger).
             let target = (end + preallocate).min(segment_bytes_max.max(end));
             self.window = None;
+            self.next_window = None;
             let file = &self.active.file;
             let allocated = if self.sync_store {
                 file.preallocate_written(target)
@@ -327,12 +334,31 @@ impl Tail {
                 }
             }
         }
+        // Half the lead used: the next stretch is allocated, mapped and faulted in now, on
+        // the helper, so the writer never reaches pages nobody has faulted in yet.
+        if self.window.is_some()
+            && self.next_window.is_none()
+            && self.prefaulter.is_some()
+            && end + preallocate / 2 > self.allocated
+            && self.allocated < segment_bytes_max
+            && self.ahead_failed_at != Some(self.allocated)
+        {
+            self.map_ahead(preallocate, segment_bytes_max);
+        }
         // The header before the payload: a kill mid-copy then leaves a torn tail that
         // recovery can cut, never a zero header with data after it (`WriteWindow::write`).
-        let copied = self
+        let mut copied = self
             .window
             .as_mut()
             .is_some_and(|w| w.write(at, FRAME_HEADER_LEN, frame));
+        if !copied
+            && let Some(next) = &mut self.next_window
+            && next.write(at, FRAME_HEADER_LEN, frame)
+        {
+            // The frame lies in the next window: the one before is done with.
+            self.window = self.next_window.take();
+            copied = true;
+        }
         if !copied {
             self.active
                 .file
@@ -344,6 +370,27 @@ impl Tail {
         Ok(lsn)
     }
 
+    /// Allocates `preallocate` more bytes (never past the roll point) and maps them as the
+    /// next window, faulted in on the helper thread. Nothing here fails an append: without
+    /// the space (a full disk) the append that needs it allocates it and reports the error;
+    /// without a map, appends past the current window `pwrite`, as without a map.
+    fn map_ahead(&mut self, preallocate: u64, segment_bytes_max: u64) {
+        let from = self.allocated;
+        let target = (from + preallocate).min(segment_bytes_max);
+        let file = &self.active.file;
+        let Ok(allocated) = file.preallocate(target) else {
+            self.ahead_failed_at = Some(from);
+            return;
+        };
+        self.allocated = target;
+        if allocated {
+            self.next_window = file.map_window(from, target).ok().flatten();
+            if let (Some(window), Some(p)) = (&self.next_window, &self.prefaulter) {
+                p.submit(window.prefault());
+            }
+        }
+    }
+
     /// Seals the active segment and starts the next one.
     fn roll(&mut self, storage: &dyn Storage, segments: &SegmentList, now_ms: i64) -> Result<()> {
         // A sealed segment is exactly its records (the next one's LSN continues from its
@@ -353,6 +400,7 @@ impl Tail {
         // The window goes first, and the helper's handle on it: a mapped range is never
         // truncated away.
         self.window = None;
+        self.next_window = None;
         if let Some(p) = &self.prefaulter {
             p.wait_idle();
         }
