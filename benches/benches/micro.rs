@@ -34,6 +34,10 @@ fn parts(c: &mut Criterion) {
         g.bench_function(format!("validate_{name}_{}B", bytes.len()), |b| {
             b.iter(|| validate(black_box(&bytes), &limits).expect("valid"));
         });
+        let mut tape = sessdb::json::Tape::new();
+        g.bench_function(format!("validate_indexed_{name}"), |b| {
+            b.iter(|| tape.validate(black_box(&bytes), &limits).expect("valid"));
+        });
         let event = Event::new("assistant/chunk", 12_345, 1_767_225_600_000, bytes.clone());
         let mut out = Vec::with_capacity(bytes.len() + 64);
         g.bench_function(format!("encode_event_{name}"), |b| {
@@ -69,6 +73,40 @@ fn session_append(c: &mut Criterion) {
             s.append(sessdb_benches::user_draft(n)).expect("append")
         });
     });
+    // Surface events whose `content` is most of their bytes: the shape and repair rules read
+    // members around it.
+    let text = "line of output\\n".repeat(64);
+    let assistant = p::assistant_message(
+        1,
+        1,
+        "a1",
+        Some(&text),
+        &[("c1", "read_file", r#"{"path":"src/main.rs"}"#)],
+    )
+    .into_bytes();
+    let result = p::tool_result(1, 1, "r1", "c1", &"line of output\\n".repeat(256)).into_bytes();
+    for (name, ty, data) in [
+        (
+            "assistant_message_1k",
+            sessdb::SurfaceType::AssistantMessage,
+            assistant,
+        ),
+        ("tool_result_4k", sessdb::SurfaceType::ToolResult, result),
+    ] {
+        g.bench_function(name, |b| {
+            let mut s = Session::create(SessionHeader::new("s", 0), [], Config::default())
+                .expect("session");
+            b.iter(|| {
+                let draft = Draft::surface(ty, data.clone(), sessdb::SurfaceIntent::append());
+                let draft = if ty == sessdb::SurfaceType::AssistantMessage {
+                    draft.with_sources(Vec::new())
+                } else {
+                    draft
+                };
+                s.append(draft).expect("append")
+            });
+        });
+    }
     g.finish();
 }
 

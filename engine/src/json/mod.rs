@@ -11,10 +11,12 @@ mod nav;
 #[cfg(test)]
 pub(crate) mod strategy;
 mod swar;
+mod tape;
 mod validate;
 mod write;
 
 pub(crate) use nav::object_eq_with;
 pub use nav::{JsonKind, JsonRef};
+pub use tape::{Node, Tape};
 pub use validate::{JsonError, JsonErrorKind, validate};
 pub use write::write_str;

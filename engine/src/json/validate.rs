@@ -67,6 +67,38 @@ pub enum JsonErrorKind {
 /// # Errors
 /// A [`JsonError`] naming the first problem and its byte offset.
 pub fn validate(bytes: &[u8], limits: &Limits) -> Result<(), JsonError> {
+    validate_with(bytes, limits, NoRecord)
+}
+
+/// What the validator tells a structural index as it reads (`super::tape`): nothing, unless
+/// one is built.
+pub(super) trait Record {
+    /// Whether anything is recorded (a constant: the calls compile away when not).
+    const RECORDS: bool;
+    /// A member of the object open at `depth` (1 for the top level): its key's span and where
+    /// its value starts.
+    fn member(&mut self, depth: usize, key: (usize, usize), value_start: usize);
+    /// The value of the member being read in the object open at `depth` ends at `end`.
+    fn value_end(&mut self, depth: usize, end: usize);
+}
+
+/// Records nothing: plain validation.
+pub(super) struct NoRecord;
+
+impl Record for NoRecord {
+    const RECORDS: bool = false;
+    #[inline]
+    fn member(&mut self, _: usize, _: (usize, usize), _: usize) {}
+    #[inline]
+    fn value_end(&mut self, _: usize, _: usize) {}
+}
+
+/// [`validate`], telling `rec` the structure as it reads.
+pub(super) fn validate_with<R: Record>(
+    bytes: &[u8],
+    limits: &Limits,
+    rec: R,
+) -> Result<(), JsonError> {
     let err = |offset, kind| Err(JsonError { offset, kind });
     if bytes.len() > limits.max_data_bytes {
         return err(
@@ -93,6 +125,7 @@ pub fn validate(bytes: &[u8], limits: &Limits) -> Result<(), JsonError> {
         pos: 0,
         max_depth: limits.max_depth,
         stack: Nesting::default(),
+        rec,
     }
     .run()
 }
@@ -101,12 +134,13 @@ fn is_ws(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r')
 }
 
-struct Validator<'a> {
+struct Validator<'a, R> {
     b: &'a [u8],
     pos: usize,
     max_depth: u32,
     /// Open containers, innermost last: `true` for an object.
     stack: Nesting,
+    rec: R,
 }
 
 /// The open containers as a stack of bits (`true` for an object): inline up to 256 levels,
@@ -156,7 +190,7 @@ impl Nesting {
     }
 }
 
-impl Validator<'_> {
+impl<R: Record> Validator<'_, R> {
     fn fail<T>(&self, kind: JsonErrorKind) -> Result<T, JsonError> {
         Err(JsonError {
             offset: self.pos,
@@ -235,6 +269,7 @@ impl Validator<'_> {
             }
             // After a complete value: close containers until one wants another member.
             loop {
+                let end = self.pos;
                 self.skip_ws()?;
                 let Some(in_object) = self.stack.last() else {
                     if self.pos != self.b.len() {
@@ -242,6 +277,9 @@ impl Validator<'_> {
                     }
                     return Ok(());
                 };
+                if R::RECORDS && in_object {
+                    self.rec.value_end(self.stack.len(), end);
+                }
                 match (self.peek(), in_object) {
                     (Some(b','), true) => {
                         self.pos += 1;
@@ -280,8 +318,16 @@ impl Validator<'_> {
         if self.peek() != Some(b'"') {
             return self.fail(JsonErrorKind::Syntax("expected a string key"));
         }
+        let key_start = self.pos;
         self.string()?;
-        self.expect(b':', "expected ':'")
+        let key_end = self.pos;
+        self.expect(b':', "expected ':'")?;
+        if R::RECORDS {
+            self.skip_ws()?;
+            self.rec
+                .member(self.stack.len(), (key_start, key_end), self.pos);
+        }
+        Ok(())
     }
 
     fn literal(&mut self, word: &'static [u8]) -> Result<(), JsonError> {

@@ -8,11 +8,13 @@
 
 use std::borrow::Cow;
 
+use super::repair::RepairFacts;
 use super::shape;
 use super::state::SessionState;
 use super::surface::SurfaceChange;
+use super::verdict::Verdict;
 use crate::event::{Event, SurfaceOp, SurfaceType, types::names};
-use crate::json::{JsonKind, JsonRef, validate};
+use crate::json::{JsonKind, JsonRef, Node, Tape, validate};
 use crate::{Error, Limits, Result, Violation};
 
 /// Read access to a session's accepted events, for the rules that look back at one (the
@@ -36,7 +38,7 @@ pub(crate) fn plan(
     source: &dyn EventSource,
     event: &Event,
     limits: &Limits,
-) -> Result<SurfaceChange> {
+) -> Result<Verdict> {
     check(state, source, event, limits)?.map_err(|violation| Error::Rejected {
         session: session.to_owned(),
         seq: event.seq(),
@@ -50,7 +52,7 @@ fn check(
     source: &dyn EventSource,
     event: &Event,
     limits: &Limits,
-) -> Result<Result<SurfaceChange, Violation>> {
+) -> Result<Result<Verdict, Violation>> {
     macro_rules! reject {
         ($v:expr) => {
             return Ok(Err($v))
@@ -75,10 +77,55 @@ fn check(
             limit: limits.max_data_bytes,
         });
     }
-    if let Err(e) = validate(event.data(), limits) {
-        reject!(Violation::InvalidData(e));
+    // One pass validates `data` and indexes its members: the rules below read them from the
+    // index instead of walking `data` again (`json/tape.rs`). The index is the thread's,
+    // reused, so indexing allocates nothing in steady state.
+    thread_local! {
+        static TAPE: std::cell::RefCell<Tape> = std::cell::RefCell::new(Tape::new());
     }
-    let data = event.data_json();
+    TAPE.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut tape) => check_data(state, source, event, limits, &mut tape),
+        // Not re-entered today; if it ever is, a fresh index keeps it correct.
+        Err(_) => check_data(state, source, event, limits, &mut Tape::new()),
+    })
+}
+
+/// The rules from the validation of `data` on (`check`'s second half).
+fn check_data(
+    state: &SessionState,
+    source: &dyn EventSource,
+    event: &Event,
+    limits: &Limits,
+    tape: &mut Tape,
+) -> Result<Result<Verdict, Violation>> {
+    macro_rules! reject {
+        ($v:expr) => {
+            return Ok(Err($v))
+        };
+    }
+    let seq = event.seq();
+    let ty = event.event_type();
+    // Only types whose members the rules read are indexed: a streamed chunk (most events)
+    // would pay for an index nothing reads.
+    let data: Node<'_> = if event.surface_type().is_some()
+        || matches!(
+            ty,
+            names::TURN_START
+                | names::TURN_END
+                | names::STEP_START
+                | names::TOOL_CALL
+                | names::REQUEST_HEADER
+        ) {
+        if let Err(e) = tape.validate(event.data(), limits) {
+            reject!(Violation::InvalidData(e));
+        }
+        tape.root(event.data())
+    } else {
+        if let Err(e) = validate(event.data(), limits) {
+            reject!(Violation::InvalidData(e));
+        }
+        Node::plain(event.data_json())
+    };
     if let Err(v) = shape::check_legacy(ty, data) {
         reject!(v);
     }
@@ -104,7 +151,10 @@ fn check(
                 type_name: ty.to_owned()
             });
         }
-        return Ok(Ok(SurfaceChange::None));
+        return Ok(Ok(Verdict {
+            change: SurfaceChange::None,
+            facts: RepairFacts::read(ty, None, data),
+        }));
     };
     if let Err(v) = shape::check_message(surface_type, data) {
         reject!(v);
@@ -119,8 +169,12 @@ fn check(
     {
         reject!(v);
     }
+    let facts = RepairFacts::read(ty, Some(surface_type), data);
     let SurfaceOp::Replace { start, end } = op else {
-        return Ok(Ok(SurfaceChange::Append));
+        return Ok(Ok(Verdict {
+            change: SurfaceChange::Append,
+            facts,
+        }));
     };
     let surface = &state.surface;
     let Some(start_pos) = surface.position(start) else {
@@ -161,11 +215,14 @@ fn check(
                 target_type: target.event_type().to_owned(),
             });
         }
-        if !equal_but_result_content(target.data_json(), data) {
+        if !equal_but_result_content(target.data_json(), data.json()) {
             reject!(Violation::ToolResultReplaceChanged { target: start });
         }
     }
-    Ok(Ok(SurfaceChange::Replace(start_pos..=end_pos)))
+    Ok(Ok(Verdict {
+        change: SurfaceChange::Replace(start_pos..=end_pos),
+        facts,
+    }))
 }
 
 /// Provenance rules in DSH's order: `[]` only on `assistant/message`, unique, members before

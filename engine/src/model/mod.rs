@@ -20,6 +20,7 @@ mod shared_vec;
 mod state;
 mod surface;
 mod turns;
+mod verdict;
 
 pub(crate) use accept::{EventSource, plan};
 pub use draft::{Draft, EventData, SurfaceIntent};
@@ -32,6 +33,6 @@ pub use session::Session;
 pub use set::SessionSet;
 pub(crate) use shared_vec::SharedVec;
 pub use state::SessionState;
-pub(crate) use surface::SurfaceChange;
 pub use surface::SurfaceManager;
 pub use turns::TurnMarks;
+pub(crate) use verdict::Verdict;

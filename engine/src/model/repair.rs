@@ -6,7 +6,7 @@
 //! the same events, without ever rescanning them.
 
 use crate::event::{Event, SurfaceOp, SurfaceType, types::names};
-use crate::json::{JsonRef, write_str};
+use crate::json::{JsonRef, Node, write_str};
 
 /// Text of the `TOOL_OUTCOME_UNKNOWN` closer (sessdb's wording; DSH does not validate it).
 pub const OUTCOME_UNKNOWN_TEXT: &str = "The tool call was interrupted after it started, and no \
@@ -53,6 +53,71 @@ fn raw(v: Option<JsonRef<'_>>) -> Option<Box<str>> {
         .map(Box::from)
 }
 
+/// Where in an event's `data` a value lies (byte offsets).
+type Span = (usize, usize);
+
+/// What [`RepairState::observe`] reads of one event's `data`, as spans of its bytes. The
+/// acceptance function locates them through its index of `data` (`json/tape.rs`) while it
+/// checks the event, so committing the event walks `data` no more: an assistant message's
+/// content was walked three times here before.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct RepairFacts {
+    /// `turn` of a `turn/start` or `step/start`; `step` of an `assistant/message`.
+    first: Option<Span>,
+    /// `step` of a `step/start`.
+    second: Option<Span>,
+    /// `callId` of a `tool/call`; `message.source.callId` of a `tool/result`; the ids of an
+    /// assistant message's `tool-call` blocks that are strings.
+    ids: Vec<Span>,
+}
+
+impl RepairFacts {
+    /// Locates what `observe` reads in `data` of an event of `event_type`.
+    pub(crate) fn read(event_type: &str, surface: Option<SurfaceType>, data: Node<'_>) -> Self {
+        let base = data.bytes();
+        let at = |v: Option<Node<'_>>| {
+            v.and_then(|v| {
+                let start = (v.bytes().as_ptr() as usize).checked_sub(base.as_ptr() as usize)?;
+                Some((start, start + v.bytes().len()))
+            })
+        };
+        let mut facts = Self::default();
+        match event_type {
+            names::TURN_START => facts.first = at(data.get("turn")),
+            names::STEP_START => {
+                let [turn, step] = data.fields(["turn", "step"]);
+                facts.first = at(turn);
+                facts.second = at(step);
+            }
+            names::TOOL_CALL => facts.ids.extend(at(data.get("callId"))),
+            _ => match surface {
+                Some(SurfaceType::AssistantMessage) => {
+                    let [step, message] = data.fields(["step", "message"]);
+                    facts.first = at(step);
+                    let blocks = message.and_then(|m| m.get("content"));
+                    for block in blocks.iter().flat_map(Node::elements) {
+                        let [ty, id] = block.fields(["type", "id"]);
+                        if ty.is_some_and(|t| t.str_eq("tool-call"))
+                            && id.is_some_and(|i| i.as_str().is_some())
+                        {
+                            facts.ids.extend(at(id));
+                        }
+                    }
+                }
+                Some(SurfaceType::ToolResult) => {
+                    let id = data
+                        .get("message")
+                        .and_then(|m| m.get("source"))
+                        .and_then(|s| s.get("callId"));
+                    facts.ids.extend(at(id));
+                }
+                _ => {}
+            },
+        }
+        facts
+    }
+}
+
 impl RepairState {
     /// Whether a turn is open.
     pub fn turn_is_open(&self) -> bool {
@@ -61,20 +126,33 @@ impl RepairState {
 
     /// Updates the state with one accepted event (DSH `interruptedTurnClosers` scan).
     pub fn observe(&mut self, event: &Event) {
-        let data = event.data_json();
+        let facts = RepairFacts::read(
+            event.event_type(),
+            event.surface_type(),
+            Node::plain(event.data_json()),
+        );
+        self.observe_facts(event, &facts);
+    }
+
+    /// [`RepairState::observe`] with what it reads of `data` already located.
+    pub(crate) fn observe_facts(&mut self, event: &Event, facts: &RepairFacts) {
+        let data = event.data();
+        let value = |span: Option<Span>| {
+            span.and_then(|(start, end)| data.get(start..end))
+                .map(JsonRef::new)
+        };
         match event.event_type() {
             names::TURN_START => {
                 *self = Self {
-                    open_turn: Some(raw(data.get("turn"))),
+                    open_turn: Some(raw(value(facts.first))),
                     ..Self::default()
                 };
             }
             names::TURN_END => *self = Self::default(),
             names::STEP_START => {
-                let [turn, step] = data.fields(["turn", "step"]);
                 self.open_step = Some(OpenStep {
-                    turn: raw(turn),
-                    step: raw(step),
+                    turn: raw(value(facts.first)),
+                    step: raw(value(facts.second)),
                 });
             }
             names::STEP_END => {
@@ -82,7 +160,7 @@ impl RepairState {
                 self.pending.clear();
             }
             names::TOOL_CALL => {
-                let id = data.get("callId").and_then(|c| c.as_str());
+                let id = value(facts.ids.first().copied()).and_then(|c| c.as_str());
                 if let Some(p) = self
                     .pending
                     .iter_mut()
@@ -93,15 +171,9 @@ impl RepairState {
             }
             _ => match event.surface_type() {
                 Some(SurfaceType::AssistantMessage) => {
-                    let [step, message] = data.fields(["step", "message"]);
-                    let step = raw(step);
-                    let blocks = message.and_then(|m| m.get("content"));
-                    for block in blocks.iter().flat_map(|c| c.elements()) {
-                        let [ty, id] = block.fields(["type", "id"]);
-                        if !ty.is_some_and(|t| t.str_eq("tool-call")) {
-                            continue;
-                        }
-                        let Some(id) = id.and_then(|i| i.as_str()) else {
+                    let step = raw(value(facts.first));
+                    for &span in &facts.ids {
+                        let Some(id) = value(Some(span)).and_then(|i| i.as_str()) else {
                             continue;
                         };
                         let call = PendingCall {
@@ -117,10 +189,7 @@ impl RepairState {
                     }
                 }
                 Some(SurfaceType::ToolResult) => {
-                    let id = data
-                        .get("message")
-                        .and_then(|m| m.get("source"))
-                        .and_then(|s| s.get("callId"));
+                    let id = value(facts.ids.first().copied());
                     if let Some(id) = id.and_then(|i| i.as_str()) {
                         self.pending.retain(|p| p.call_id != *id);
                     }
@@ -233,6 +302,49 @@ mod tests {
             ),
         )
         .with_surface_op(SurfaceOp::Append)
+    }
+
+    /// What the acceptance function locates through its index is what walking locates.
+    #[test]
+    fn facts_through_the_index_are_the_facts_by_walking() {
+        let mut assistant = assistant_with_calls(2, 7, &["a", "b\\u0063", "c"]);
+        assistant = Event::new(
+            "assistant/message",
+            2,
+            0,
+            String::from_utf8(assistant.data().to_vec())
+                .unwrap()
+                .replace(r#""id":"c""#, r#""id":5"#)
+                .into_bytes(),
+        );
+        let events = [
+            ev("turn/start", 0, r#"{"turn":3,"turn":4}"#),
+            ev("step/start", 1, r#"{"step":2,"turn":3}"#),
+            assistant,
+            ev("tool/call", 3, r#"{"callId":"a","name":"x"}"#),
+            ev(
+                "tool/result",
+                4,
+                r#"{"message":{"id":"r","role":"user","source":{"kind":"tool","callId":"a"},"content":[]}}"#,
+            ),
+        ];
+        let mut tape = crate::json::Tape::new();
+        for e in &events {
+            tape.validate(e.data(), &Limits::default()).unwrap();
+            let indexed = RepairFacts::read(e.event_type(), e.surface_type(), tape.root(e.data()));
+            let walked =
+                RepairFacts::read(e.event_type(), e.surface_type(), Node::plain(e.data_json()));
+            assert_eq!(indexed, walked, "{}", e.event_type());
+            assert!(
+                e.event_type() == "turn/end" || indexed != RepairFacts::default(),
+                "{}",
+                e.event_type()
+            );
+        }
+        // Two string ids of tool calls, the numeric one left out.
+        let a = &events[2];
+        let facts = RepairFacts::read(a.event_type(), a.surface_type(), Node::plain(a.data_json()));
+        assert_eq!(facts.ids.len(), 2);
     }
 
     #[test]

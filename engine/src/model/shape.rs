@@ -2,7 +2,7 @@
 //! sessdb checks on every append as well.
 
 use crate::event::SurfaceType;
-use crate::json::{JsonKind, JsonRef};
+use crate::json::{JsonKind, JsonRef, Node};
 use crate::{Violation, event::types::names};
 
 /// The message of a surface event: `data` for the user-shaped types, `data.message` for
@@ -19,16 +19,21 @@ fn shape(problem: &'static str) -> Violation {
     Violation::MessageShape { problem }
 }
 
-fn nonempty(v: Option<JsonRef<'_>>) -> bool {
+fn nonempty(v: Option<Node<'_>>) -> bool {
     v.is_some_and(|v| v.is_nonempty_str())
 }
 
 /// Reference §3.2 item 5, for every surface type.
-pub(crate) fn check_message(ty: SurfaceType, data: JsonRef<'_>) -> Result<(), Violation> {
+pub(crate) fn check_message(ty: SurfaceType, data: Node<'_>) -> Result<(), Violation> {
     if data.kind() != JsonKind::Object {
         return Err(shape("data must be an object"));
     }
-    let msg = message_of(ty, data)
+    let msg = if ty.message_is_nested() {
+        data.get("message")
+    } else {
+        Some(data)
+    };
+    let msg = msg
         .filter(|m| m.kind() == JsonKind::Object)
         .ok_or(shape("data.message must be an object"))?;
     // One pass over the message and one over its source (not a `get` per key).
@@ -106,7 +111,7 @@ pub(crate) fn check_message(ty: SurfaceType, data: JsonRef<'_>) -> Result<(), Vi
 }
 
 /// Reference §3.2 item 3: retired vocabulary.
-pub(crate) fn check_legacy(event_type: &str, data: JsonRef<'_>) -> Result<(), Violation> {
+pub(crate) fn check_legacy(event_type: &str, data: Node<'_>) -> Result<(), Violation> {
     if event_type == names::REQUEST_HEADER_DELTA {
         return Err(Violation::LegacyVocabulary {
             what: "type request/header-delta",
@@ -134,7 +139,7 @@ pub(crate) fn check_legacy(event_type: &str, data: JsonRef<'_>) -> Result<(), Vi
 /// a `turn/end` with no keys but `turn` and `reason`, a numeric `turn`, a `reason` object
 /// with a string `kind`, nothing else beside `kind: "completed"`, and an `error` object or a
 /// `message` string beside `kind: "error"`.
-pub(crate) fn check_marker(event_type: &str, data: JsonRef<'_>) -> Result<(), Violation> {
+pub(crate) fn check_marker(event_type: &str, data: Node<'_>) -> Result<(), Violation> {
     let type_name = match event_type {
         names::TURN_START => names::TURN_START,
         names::TURN_END => names::TURN_END,
@@ -199,7 +204,7 @@ pub(crate) fn check_marker(event_type: &str, data: JsonRef<'_>) -> Result<(), Vi
 }
 
 /// Reference §3.2 item 6.
-pub(crate) fn check_request_header(data: JsonRef<'_>) -> Result<(), Violation> {
+pub(crate) fn check_request_header(data: Node<'_>) -> Result<(), Violation> {
     let bad = |problem| Err(Violation::RequestHeaderShape { problem });
     let Some(header) = data.get("header").filter(|h| h.kind() == JsonKind::Object) else {
         return bad("data.header must be an object");
@@ -256,8 +261,19 @@ pub(crate) fn content_is_empty(msg: JsonRef<'_>) -> bool {
 mod tests {
     use super::*;
 
+    /// The verdict through the index, checked equal to the verdict by walking.
     fn msg(ty: SurfaceType, s: &str) -> Result<(), Violation> {
-        check_message(ty, JsonRef::new(s.as_bytes()))
+        let walked = check_message(ty, Node::plain(JsonRef::new(s.as_bytes())));
+        let mut tape = crate::json::Tape::new();
+        if tape
+            .validate(s.as_bytes(), &crate::Limits::default())
+            .is_err()
+        {
+            return walked;
+        }
+        let indexed = check_message(ty, tape.root(s.as_bytes()));
+        assert_eq!(indexed, walked, "{s}");
+        indexed
     }
 
     const USER: &str = r#"{"id":"u","role":"user","source":{"kind":"user"},"content":[]}"#;
@@ -377,7 +393,10 @@ mod tests {
     #[test]
     fn request_header_rules() {
         let ok = r#"{"header":{"config":{"provider":"p","model":"m","maxTokens":5},"adapterDefaults":{"maxTokens":true}},"reason":"initial"}"#;
-        assert_eq!(check_request_header(JsonRef::new(ok.as_bytes())), Ok(()));
+        assert_eq!(
+            check_request_header(Node::plain(JsonRef::new(ok.as_bytes()))),
+            Ok(())
+        );
         for (data, needle) in [
             (r#"{"header":1}"#, "data.header"),
             (r#"{"header":{}}"#, "config must be"),
@@ -400,10 +419,10 @@ mod tests {
                 "does not set",
             ),
         ] {
-            let err = check_request_header(JsonRef::new(data.as_bytes())).unwrap_err();
+            let err = check_request_header(Node::plain(JsonRef::new(data.as_bytes()))).unwrap_err();
             assert!(err.to_string().contains(needle), "{data}: {err}");
         }
-        let fallback = JsonRef::new(br#"{"reason":"fallback"}"#);
+        let fallback = Node::plain(JsonRef::new(br#"{"reason":"fallback"}"#));
         assert!(matches!(
             check_legacy("request/header", fallback),
             Err(Violation::LegacyVocabulary { .. })

@@ -3,8 +3,9 @@
 //! session (and checkpoints it); the acceptance function reads it.
 
 use super::repair::RepairState;
-use super::surface::{SurfaceChange, SurfaceManager};
+use super::surface::SurfaceManager;
 use super::turns::TurnMarks;
+use super::verdict::Verdict;
 use crate::event::{Event, types::names};
 
 /// The derived state of one session after its first [`next_seq`](Self::next_seq) events.
@@ -48,11 +49,11 @@ impl SessionState {
         &self.turns
     }
 
-    /// Commits one event that the acceptance function planned as `change`.
-    pub(crate) fn apply(&mut self, event: &Event, change: &SurfaceChange) {
+    /// Commits one event that the acceptance function planned as `verdict`.
+    pub(crate) fn apply(&mut self, event: &Event, verdict: &Verdict) {
         debug_assert_eq!(event.seq(), self.next_seq);
-        self.surface.apply(event.seq(), change);
-        self.repair.observe(event);
+        self.surface.apply(event.seq(), &verdict.change);
+        self.repair.observe_facts(event, &verdict.facts);
         match event.event_type() {
             names::TURN_START => self.turns.push(event.seq(), true),
             names::TURN_END => self.turns.push(event.seq(), false),

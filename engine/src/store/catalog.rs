@@ -8,7 +8,7 @@ use std::collections::{BTreeSet, HashMap};
 use super::segments::SegmentList;
 use crate::codec::EventLoc;
 use crate::event::Event;
-use crate::model::{EventSource, SessionHeader, SessionState, SharedVec, SurfaceChange, plan};
+use crate::model::{EventSource, SessionHeader, SessionState, SharedVec, Verdict, plan};
 use crate::{Limits, Result};
 
 /// One session's resident state.
@@ -89,7 +89,7 @@ impl From<Vec<Event>> for Batch {
 pub(crate) enum Planned {
     /// One event (the hot path): its surface change, applied to the live state at commit, so
     /// nothing is copied.
-    One(SurfaceChange),
+    One(Verdict),
     /// Several events: the state after all of them, planned on a copy.
     Many(SessionState),
 }
@@ -98,9 +98,9 @@ impl Planned {
     /// Commits the batch `events` (the one that was planned) to `state`.
     pub(crate) fn commit(self, state: &mut SessionState, events: &[Event]) {
         match self {
-            Planned::One(change) => {
+            Planned::One(verdict) => {
                 if let Some(event) = events.first() {
-                    state.apply(event, &change);
+                    state.apply(event, &verdict);
                 }
             }
             Planned::Many(after) => *state = after,
