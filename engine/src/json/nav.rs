@@ -127,6 +127,7 @@ impl<'a> JsonRef<'a> {
             .strip_prefix(b"\"")
             .and_then(|b| b.strip_suffix(b"\""))
         {
+            // Bytes without an escape are their text: compared as they are.
             Some(inner) if !inner.contains(&b'\\') => inner == s.as_bytes(),
             Some(_) => self.as_str().is_some_and(|d| d == s),
             None => false,

@@ -76,7 +76,7 @@ impl Tape {
             return Node::plain(json);
         }
         let end = u32::try_from(self.slots.len()).unwrap_or(0);
-        Node::container(json, bytes, &self.slots, 0, end, 1)
+        Node::container(json, &self.slots, 0, (0, end), 1)
     }
 }
 
@@ -130,28 +130,27 @@ impl Record for &mut Tape {
 #[derive(Debug, Clone, Copy)]
 pub struct Node<'a> {
     json: JsonRef<'a>,
-    index: Index<'a>,
+    /// The index (empty when not indexed).
+    slots: &'a [Slot],
+    /// Offset of `json` in the indexed bytes (slot offsets are relative to those).
+    base: u32,
+    /// The slots of its contents: `first..end`.
+    first: u32,
+    end: u32,
+    /// How it is indexed.
+    kind: Kind,
+    /// Depth it was opened at (arrays: their elements' members are at `depth + 1`).
+    depth: u8,
 }
 
-#[derive(Debug, Clone, Copy)]
-enum Index<'a> {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
     /// Not indexed: navigated by walking.
     None,
     /// An object whose members are the slots from `first`, following `next`, before `end`.
-    Object {
-        root: &'a [u8],
-        slots: &'a [Slot],
-        first: u32,
-        end: u32,
-    },
-    /// An array opened at `depth`, the slots of its contents `first..end`.
-    Array {
-        root: &'a [u8],
-        slots: &'a [Slot],
-        first: u32,
-        end: u32,
-        depth: usize,
-    },
+    Object,
+    /// An array whose contents' slots are `first..end`.
+    Array,
 }
 
 impl<'a> Deref for Node<'a> {
@@ -167,7 +166,12 @@ impl<'a> Node<'a> {
     pub fn plain(json: JsonRef<'a>) -> Self {
         Self {
             json,
-            index: Index::None,
+            slots: &[],
+            base: 0,
+            first: 0,
+            end: 0,
+            kind: Kind::None,
+            depth: 0,
         }
     }
 
@@ -176,45 +180,48 @@ impl<'a> Node<'a> {
         self.json
     }
 
-    /// `json`, a container opened at `depth` whose contents are the slots `first..end`.
+    /// `json` (at offset `base` of the indexed bytes), a container opened at `depth` whose
+    /// contents are the slots `first..end`.
     fn container(
         json: JsonRef<'a>,
-        root: &'a [u8],
         slots: &'a [Slot],
-        first: u32,
-        end: u32,
+        base: u32,
+        (first, end): (u32, u32),
         depth: usize,
     ) -> Self {
-        let index = match json.bytes().first() {
-            Some(b'{') if depth <= INDEXED_DEPTH => Index::Object {
-                root,
-                slots,
-                first,
-                end,
-            },
+        let kind = match json.bytes().first() {
+            Some(b'{') if depth <= INDEXED_DEPTH => Kind::Object,
             // Its elements' members are indexed only if the elements' depth is.
-            Some(b'[') if depth < INDEXED_DEPTH => Index::Array {
-                root,
-                slots,
-                first,
-                end,
-                depth,
-            },
-            _ => Index::None,
+            Some(b'[') if depth < INDEXED_DEPTH => Kind::Array,
+            _ => Kind::None,
         };
-        Self { json, index }
+        Self {
+            json,
+            slots,
+            base,
+            first,
+            end,
+            kind,
+            // At most `INDEXED_DEPTH` + 1 when indexed.
+            depth: u8::try_from(depth).unwrap_or(u8::MAX),
+        }
     }
 
-    /// The value of `slot`, with the index of its contents.
-    fn member_value(root: &'a [u8], slots: &'a [Slot], at: u32) -> Option<Self> {
-        let slot = slots.get(at as usize)?;
-        let value = root.get(slot.value.0 as usize..slot.value.1 as usize)?;
+    /// Bytes `span` of the indexed input, which lie inside this value.
+    fn inner(&self, span: (u32, u32)) -> &'a [u8] {
+        let from = span.0.wrapping_sub(self.base) as usize;
+        let to = span.1.wrapping_sub(self.base) as usize;
+        self.json.bytes().get(from..to).unwrap_or_default()
+    }
+
+    /// The value of member `at` (one of this object's slots), with the index of its contents.
+    fn member_value(&self, at: u32) -> Option<Self> {
+        let slot = self.slots.get(at as usize)?;
         Some(Self::container(
-            JsonRef::new(value),
-            root,
-            slots,
-            at + 1,
-            slot.next,
+            JsonRef::new(self.inner(slot.value)),
+            self.slots,
+            slot.value.0,
+            (at + 1, slot.next),
             slot.depth as usize + 1,
         ))
     }
@@ -222,47 +229,47 @@ impl<'a> Node<'a> {
     /// The values of several members in one pass (the last of repeated keys winning), as
     /// [`JsonRef::fields`].
     pub fn fields<const N: usize>(&self, keys: [&str; N]) -> [Option<Node<'a>>; N] {
-        let Index::Object {
-            root,
-            slots,
-            first,
-            end,
-        } = self.index
-        else {
+        if self.kind != Kind::Object {
             return self.json.fields(keys).map(|v| v.map(Node::plain));
-        };
-        let mut out = [None; N];
-        let mut at = first;
-        while at < end {
-            let Some(slot) = slots.get(at as usize) else {
+        }
+        // The slot of each key's last occurrence, found first; the nodes are built after.
+        let mut found = [u32::MAX; N];
+        let mut at = self.first;
+        while at < self.end {
+            let Some(slot) = self.slots.get(at as usize) else {
                 break;
             };
-            // The key's text between its quotes, compared as bytes; an escaped key (rare) is
-            // decoded once.
-            let inner = root
-                .get(slot.key.0 as usize + 1..(slot.key.1 as usize).saturating_sub(1))
-                .unwrap_or_default();
-            if inner.contains(&b'\\') {
-                let raw = root
-                    .get(slot.key.0 as usize..slot.key.1 as usize)
-                    .unwrap_or_default();
-                let decoded = JsonRef::new(raw).as_str();
-                for (out, name) in out.iter_mut().zip(keys) {
-                    if decoded.as_deref() == Some(name) {
-                        *out = Node::member_value(root, slots, at);
-                    }
+            // The key's text between its quotes, compared as bytes: a key written without
+            // escapes equals a name exactly when their bytes do (a raw backslash cannot
+            // appear in it). Only a key that matched no name this way and holds an escape
+            // is decoded, and a name with a backslash always compares decoded.
+            let key = self.inner(slot.key);
+            let text = key.get(1..key.len().saturating_sub(1)).unwrap_or_default();
+            let mut matched = false;
+            for (f, name) in found.iter_mut().zip(keys) {
+                if text == name.as_bytes() && !name.contains('\\') {
+                    *f = at;
+                    matched = true;
                 }
-            } else {
-                for (out, name) in out.iter_mut().zip(keys) {
-                    if inner == name.as_bytes() {
-                        *out = Node::member_value(root, slots, at);
+            }
+            if !matched && text.contains(&b'\\') {
+                let decoded = JsonRef::new(key).as_str();
+                for (f, name) in found.iter_mut().zip(keys) {
+                    if decoded.as_deref() == Some(name) {
+                        *f = at;
                     }
                 }
             }
             // Always forward, whatever the slot says.
             at = slot.next.max(at + 1);
         }
-        out
+        found.map(|at| {
+            if at == u32::MAX {
+                None
+            } else {
+                self.member_value(at)
+            }
+        })
     }
 
     /// The value of member `key` (the last one if the key repeats).
@@ -274,43 +281,42 @@ impl<'a> Node<'a> {
     /// The elements of an array in order (none for any other kind); an element object of an
     /// indexed array keeps its index.
     pub fn elements(&self) -> impl Iterator<Item = Node<'a>> + 'a {
-        let index = self.index;
-        let mut cursor = match index {
-            Index::Array { first, .. } => first,
-            _ => 0,
-        };
+        let this = *self;
+        let mut cursor = self.first;
         self.json.elements().map(move |element| {
-            let Index::Array {
-                root,
-                slots,
-                end,
-                depth,
-                ..
-            } = index
-            else {
-                return Node::plain(element);
-            };
-            if element.bytes().first() != Some(&b'{') {
+            if this.kind != Kind::Array || element.bytes().first() != Some(&b'{') {
                 return Node::plain(element);
             }
             // The element's members: the slots at this level whose keys lie inside it
             // (deeper ones are inside those members' subtrees, skipped by `next`).
-            let start = (element.bytes().as_ptr() as usize).wrapping_sub(root.as_ptr() as usize);
-            let stop = start + element.bytes().len();
-            let key_at = |at: u32| {
-                slots
+            let offset = (element.bytes().as_ptr() as usize)
+                .wrapping_sub(this.json.bytes().as_ptr() as usize);
+            let start = u32::try_from(offset)
+                .unwrap_or(u32::MAX)
+                .saturating_add(this.base);
+            let stop = u32::try_from(element.bytes().len())
+                .unwrap_or(u32::MAX)
+                .saturating_add(start);
+            let key_at = |at: u32| this.slots.get(at as usize).map_or(u32::MAX, |s| s.key.0);
+            let step = |at: u32| {
+                this.slots
                     .get(at as usize)
-                    .map_or(usize::MAX, |s| s.key.0 as usize)
+                    .map_or(this.end, |s| s.next.max(at + 1))
             };
-            let step = |at: u32| slots.get(at as usize).map_or(end, |s| s.next.max(at + 1));
-            while cursor < end && key_at(cursor) < start {
+            while cursor < this.end && key_at(cursor) < start {
                 cursor = step(cursor);
             }
             let first = cursor;
-            while cursor < end && key_at(cursor) < stop {
+            while cursor < this.end && key_at(cursor) < stop {
                 cursor = step(cursor);
             }
-            Node::container(element, root, slots, first, cursor, depth + 1)
+            Node::container(
+                element,
+                this.slots,
+                start,
+                (first, cursor),
+                usize::from(this.depth) + 1,
+            )
         })
     }
 }
@@ -331,7 +337,7 @@ mod tests {
         let s = r#"{"id":"u1","role":"user","source":{"kind":"user"},"content":[{"type":"text","text":"hi"},{"type":"x"}],"id":"u2"}"#;
         let t = tape(s);
         let root = t.root(s.as_bytes());
-        assert!(matches!(root.index, Index::Object { .. }));
+        assert!(root.kind == Kind::Object);
         let [id, source, content] = root.fields(["id", "source", "content"]);
         // The last of a repeated key, as `JSON.parse` reads it.
         assert_eq!(id.unwrap().bytes(), br#""u2""#);
@@ -339,10 +345,24 @@ mod tests {
         assert_eq!(kind.bytes(), br#""user""#);
         let blocks: Vec<_> = content.unwrap().elements().collect();
         assert_eq!(blocks.len(), 2);
-        assert!(matches!(blocks[0].index, Index::Object { .. }));
+        assert!(blocks[0].kind == Kind::Object);
         assert_eq!(blocks[0].get("text").unwrap().bytes(), br#""hi""#);
         assert_eq!(blocks[1].get("type").unwrap().bytes(), br#""x""#);
         assert!(blocks[1].get("text").is_none());
+    }
+
+    #[test]
+    fn escaped_keys_and_names_with_backslashes_compare_as_text() {
+        let s = r#"{"\u0069d":1,"a\\b":2,"x\"":3,"id2":4}"#;
+        let t = tape(s);
+        let root = t.root(s.as_bytes());
+        let [id, ab, xq, id2] = root.fields(["id", "a\\b", "x\"", "id2"]);
+        assert_eq!(id.unwrap().bytes(), b"1");
+        assert_eq!(ab.unwrap().bytes(), b"2");
+        assert_eq!(xq.unwrap().bytes(), b"3");
+        assert_eq!(id2.unwrap().bytes(), b"4");
+        // The key `x\"` written as bytes is the text `x"`: no match for the text `x\"`.
+        assert!(root.get("x\\\"").is_none());
     }
 
     #[test]
@@ -357,9 +377,9 @@ mod tests {
             .unwrap()
             .get("c")
             .unwrap();
-        assert!(matches!(d.index, Index::Object { .. }));
+        assert!(d.kind == Kind::Object);
         let dd = d.get("d").unwrap();
-        assert!(matches!(dd.index, Index::None));
+        assert!(dd.kind == Kind::None);
         assert_eq!(dd.get("e").unwrap().bytes(), b"1");
         let g: Vec<_> = d.get("f").unwrap().elements().collect();
         assert_eq!(g[0].get("g").unwrap().bytes(), b"2");
@@ -370,14 +390,14 @@ mod tests {
         let s = br#"{"a":1}"#;
         let mut t = Tape::new();
         t.validate(s, &Limits::default()).unwrap();
-        assert!(matches!(t.root(s).index, Index::Object { .. }));
+        assert!(t.root(s).kind == Kind::Object);
         // Equal length, other bytes: not the slice indexed, so walked.
         let other = br#"{"b":2}"#;
-        assert!(matches!(t.root(other).index, Index::None));
+        assert!(t.root(other).kind == Kind::None);
         assert_eq!(t.root(other).get("b").unwrap().bytes(), b"2");
         // A failed validation leaves nothing indexed.
         assert!(t.validate(br#"{"a":"#, &Limits::default()).is_err());
-        assert!(matches!(t.root(s).index, Index::None));
+        assert!(t.root(s).kind == Kind::None);
     }
 
     /// The index agrees with walking on arbitrary JSON.

@@ -24,6 +24,15 @@ impl SessionState {
         Self::default()
     }
 
+    /// A state that has only its next seq: what the acceptance function reads of a session
+    /// to check an event that is not a replace (the store's batch planning).
+    pub(crate) fn starting_at(next_seq: u64) -> Self {
+        Self {
+            next_seq,
+            ..Self::default()
+        }
+    }
+
     /// The seq the next event must have (= the number of events).
     pub fn next_seq(&self) -> u64 {
         self.next_seq

@@ -7,7 +7,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use super::segments::SegmentList;
 use crate::codec::EventLoc;
-use crate::event::Event;
+use crate::event::{Event, SurfaceOp};
 use crate::model::{EventSource, SessionHeader, SessionState, SharedVec, Verdict, plan};
 use crate::{Limits, Result};
 
@@ -90,7 +90,12 @@ pub(crate) enum Planned {
     /// One event (the hot path): its surface change, applied to the live state at commit, so
     /// nothing is copied.
     One(Verdict),
-    /// Several events: the state after all of them, planned on a copy.
+    /// Several events, none a replace: each one's verdict, applied in order at commit, so
+    /// nothing is copied (the state holds the whole surface: copying it for every batch made
+    /// a batch cost the session's length).
+    Appends(Vec<Verdict>),
+    /// Several events with a replace among them: the state after all of them, planned on a
+    /// copy.
     Many(SessionState),
 }
 
@@ -101,6 +106,11 @@ impl Planned {
             Planned::One(verdict) => {
                 if let Some(event) = events.first() {
                     state.apply(event, &verdict);
+                }
+            }
+            Planned::Appends(verdicts) => {
+                for (event, verdict) in events.iter().zip(&verdicts) {
+                    state.apply(event, verdict);
                 }
             }
             Planned::Many(after) => *state = after,
@@ -119,6 +129,21 @@ pub(crate) fn plan_batch(
 ) -> Result<Planned> {
     if let [event] = events {
         return plan(id, state, source, event, limits).map(Planned::One);
+    }
+    // Without a replace, the rules read of the state only the next seq (the surface only
+    // for a replace's endpoints), so each event is checked against a state that has the
+    // seq the batch's earlier events leave and nothing else.
+    if !events
+        .iter()
+        .any(|e| matches!(e.surface_op(), Some(SurfaceOp::Replace { .. })))
+    {
+        let mut next = SessionState::starting_at(state.next_seq());
+        let mut verdicts = Vec::with_capacity(events.len());
+        for event in events {
+            verdicts.push(plan(id, &next, source, event, limits)?);
+            next.next_seq += 1;
+        }
+        return Ok(Planned::Appends(verdicts));
     }
     let mut next = state.clone();
     for event in events {
