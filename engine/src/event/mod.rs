@@ -30,14 +30,15 @@ pub enum SurfaceOp {
 /// allocates nothing for its type.
 #[derive(Debug, Clone)]
 enum TypeName {
-    Known(&'static str),
+    /// A common type's static name, and its surface type (read for every message derived).
+    Known(&'static str, Option<SurfaceType>),
     Other(Box<str>),
 }
 
 impl TypeName {
     fn as_str(&self) -> &str {
         match self {
-            TypeName::Known(s) => s,
+            TypeName::Known(s, _) => s,
             TypeName::Other(s) => s,
         }
     }
@@ -63,7 +64,17 @@ impl TypeName {
     }
 
     fn interned(name: &str) -> Self {
-        Self::known(name).map_or_else(|| TypeName::Other(name.into()), TypeName::Known)
+        Self::known(name).map_or_else(
+            || TypeName::Other(name.into()),
+            |s| TypeName::Known(s, SurfaceType::from_name(s)),
+        )
+    }
+
+    fn surface_type(&self) -> Option<SurfaceType> {
+        match self {
+            TypeName::Known(_, surface) => *surface,
+            TypeName::Other(s) => SurfaceType::from_name(s),
+        }
     }
 }
 
@@ -282,6 +293,6 @@ impl Event {
 
     /// The surface type of this event, if its type is one.
     pub fn surface_type(&self) -> Option<SurfaceType> {
-        SurfaceType::from_name(self.event_type())
+        self.event_type.surface_type()
     }
 }

@@ -18,12 +18,16 @@ pub struct Message<'a> {
 /// The message an accepted surface event contributes, if any: `data` for user-shaped types,
 /// `data.message` for `assistant/message` (none when its content is empty) and `tool/result`.
 pub fn derive_message(event: &Event) -> Option<Message<'_>> {
-    derive_message_parts(event.seq(), event.event_type(), event.data())
+    message_from(event.seq(), event.surface_type()?, event.data())
 }
 
 /// [`derive_message`] from an event's seq, type and `data` (a borrowed stored event).
 pub fn derive_message_parts<'a>(seq: u64, event_type: &str, data: &'a [u8]) -> Option<Message<'a>> {
-    let surface_type = SurfaceType::from_name(event_type)?;
+    message_from(seq, SurfaceType::from_name(event_type)?, data)
+}
+
+#[inline]
+fn message_from(seq: u64, surface_type: SurfaceType, data: &[u8]) -> Option<Message<'_>> {
     let msg = message_of(surface_type, crate::json::JsonRef::new(data))?;
     if surface_type == SurfaceType::AssistantMessage && content_is_empty(msg) {
         return None;
