@@ -1,20 +1,43 @@
-//! The validator and the navigator: no panic on any bytes; validated bytes navigate.
+//! The validator, the member index and the navigator: no panic on any bytes; validating with
+//! the index decides as validating without it; validated bytes navigate, and the index reads
+//! every member and element as walking reads it.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use sessdb::Limits;
-use sessdb::json::{JsonRef, validate};
+use sessdb::json::{JsonRef, Node, Tape, validate};
+
+/// `node` (through the index) and `walked` (by walking) agree on every member and element,
+/// to a bounded depth.
+fn agree(node: Node<'_>, walked: JsonRef<'_>, depth: usize) {
+    assert_eq!(node.bytes(), walked.bytes());
+    if depth > 8 {
+        return;
+    }
+    for (k, _) in walked.members() {
+        let key = k.as_str().unwrap_or_default();
+        match (node.get(&key), walked.get(&key)) {
+            (Some(a), Some(b)) => agree(a, b, depth + 1),
+            (None, None) => {}
+            (a, b) => panic!("member {key:?}: index {a:?}, walk {b:?}"),
+        }
+    }
+    let (a, b): (Vec<_>, Vec<_>) = (node.elements().collect(), walked.elements().collect());
+    assert_eq!(a.len(), b.len());
+    for (a, b) in a.into_iter().zip(b) {
+        agree(a, b, depth + 1);
+    }
+}
 
 fuzz_target!(|data: &[u8]| {
-    if validate(
-        data,
-        &Limits {
-            max_depth: 64,
-            max_data_bytes: 1 << 20,
-        },
-    )
-    .is_ok()
-    {
+    let limits = Limits {
+        max_depth: 64,
+        max_data_bytes: 1 << 20,
+    };
+    let plain = validate(data, &limits);
+    let mut tape = Tape::new();
+    assert_eq!(tape.validate(data, &limits), plain);
+    if plain.is_ok() {
         let v = JsonRef::new(data);
         assert!(v.deep_eq(&v));
         for (k, x) in v.members() {
@@ -25,5 +48,6 @@ fuzz_target!(|data: &[u8]| {
         for x in v.elements() {
             let _ = x.kind();
         }
+        agree(tape.root(data), v, 0);
     }
 });
