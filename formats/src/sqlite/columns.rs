@@ -1,6 +1,8 @@
 //! Event fields as SQLite column values, and the start of a database, for both schemas'
 //! writers.
 
+use std::borrow::Cow;
+
 use rusqlite::Transaction;
 use sessdb::SurfaceOp;
 
@@ -23,22 +25,56 @@ pub(crate) fn create_schema(
     ))
 }
 
-/// `[1,2,3]`.
-pub(crate) fn sources_json(sources: Option<impl Iterator<Item = u64>>) -> Option<String> {
-    sources.map(|s| {
-        format!(
-            "[{}]",
-            s.map(|v| v.to_string()).collect::<Vec<_>>().join(",")
-        )
+/// `[1,2,3]`, written into `buf` (reused across rows); `None` without sources.
+pub(crate) fn sources_json(
+    sources: Option<impl Iterator<Item = u64>>,
+    buf: &mut String,
+) -> Option<&str> {
+    use std::fmt::Write;
+    let sources = sources?;
+    buf.clear();
+    buf.push('[');
+    for (i, v) in sources.enumerate() {
+        if i > 0 {
+            buf.push(',');
+        }
+        // Writing to a `String` cannot fail.
+        let _ = write!(buf, "{v}");
+    }
+    buf.push(']');
+    Some(buf)
+}
+
+/// `"append"` (not allocated: most surface events) or `{"op":"replace","start":S,"end":E}`.
+pub(crate) fn surface_op_json(op: Option<SurfaceOp>) -> Option<Cow<'static, str>> {
+    op.map(|op| match op {
+        SurfaceOp::Append => Cow::Borrowed("\"append\""),
+        SurfaceOp::Replace { start, end } => Cow::Owned(format!(
+            "{{\"op\":\"replace\",\"start\":{start},\"end\":{end}}}"
+        )),
     })
 }
 
-/// `"append"` or `{"op":"replace","start":S,"end":E}`.
-pub(crate) fn surface_op_json(op: Option<SurfaceOp>) -> Option<String> {
-    op.map(|op| match op {
-        SurfaceOp::Append => "\"append\"".to_owned(),
-        SurfaceOp::Replace { start, end } => {
-            format!("{{\"op\":\"replace\",\"start\":{start},\"end\":{end}}}")
-        }
-    })
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn column_texts() {
+        let mut buf = String::from("stale");
+        assert_eq!(
+            sources_json(Some([1u64, 22, 3].into_iter()), &mut buf),
+            Some("[1,22,3]")
+        );
+        assert_eq!(sources_json(Some(std::iter::empty()), &mut buf), Some("[]"));
+        assert_eq!(sources_json(None::<std::iter::Empty<u64>>, &mut buf), None);
+        assert_eq!(
+            surface_op_json(Some(SurfaceOp::Append)).as_deref(),
+            Some("\"append\"")
+        );
+        assert_eq!(
+            surface_op_json(Some(SurfaceOp::Replace { start: 2, end: 5 })).as_deref(),
+            Some(r#"{"op":"replace","start":2,"end":5}"#)
+        );
+    }
 }

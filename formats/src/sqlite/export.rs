@@ -98,27 +98,25 @@ pub fn export_sqlite(
                 ])
                 .map_err(&err)?;
             let mut from = 0;
+            let mut sources_buf = String::new();
             while from < info.events {
                 // Borrowed events, a window at a time: no owned copy of each event.
                 let mut read = 0u64;
                 let mut failed: Option<Error> = None;
                 let visited = store.visit_events(&h.id, from, from + WINDOW, |e| {
                     read += 1;
-                    let data =
-                        std::str::from_utf8(e.data()).map_err(|_| sessdb::Error::Corruption {
-                            segment: String::new(),
-                            offset: 0,
-                            kind: sessdb::codec::CorruptionKind::BadPayload(
-                                "stored data is not UTF-8",
-                            ),
-                        })?;
+                    // Bound as TEXT without a second UTF-8 pass: the validator checked it on
+                    // the way in, and the read checked the event's checksum.
+                    let data = rusqlite::types::ToSqlOutput::Borrowed(
+                        rusqlite::types::ValueRef::Text(e.data()),
+                    );
                     let inserted = event_row.execute(params![
                         h.id,
                         to_i64(e.seq()),
                         e.event_type(),
                         e.time(),
                         data,
-                        sources_json(e.sources()),
+                        sources_json(e.sources(), &mut sources_buf),
                         surface_op_json(e.surface_op()),
                         e.ignorable().then_some(1),
                         e.surface_op_first().then_some(1)
