@@ -104,7 +104,7 @@ impl Event {
             self.time,
             self.data(),
             self.sources().map(|s| s.iter().copied()),
-            self.surface_op,
+            self.surface_op(),
             self.ignorable,
             self.surface_op_first(),
         );

@@ -26,53 +26,114 @@ pub enum SurfaceOp {
     },
 }
 
-/// An event type name: the common DSH types are static strings, so decoding an event
-/// allocates nothing for its type.
+/// An event type name, one pointer wide: the common DSH types are static entries (decoding
+/// an event allocates nothing for its type, and its surface type is known without a string
+/// match), any other name is boxed. Why one pointer: `messages()` and every scan walk events
+/// in memory, and a smaller event is less to walk (`docs/PERFORMANCE.md`).
 #[derive(Debug, Clone)]
 enum TypeName {
-    /// A common type's static name, and its surface type (read for every message derived).
-    Known(&'static str, Option<SurfaceType>),
-    Other(Box<str>),
+    Known(&'static KnownType),
+    /// A name outside the common ones (boxed twice to keep the variant one pointer wide).
+    Other(Box<Box<str>>),
+}
+
+/// A common type: its name and surface type.
+#[derive(Debug)]
+struct KnownType {
+    name: &'static str,
+    surface: Option<SurfaceType>,
+}
+
+macro_rules! known_types {
+    ($($id:ident: $name:literal => $surface:expr),* $(,)?) => {
+        $(static $id: KnownType = KnownType { name: $name, surface: $surface };)*
+
+        impl TypeName {
+            /// The static entry for a DSH v0 type or a legacy surface type (a `match`, which
+            /// compiles to a comparison tree by length and bytes, not a scan).
+            fn known(name: &str) -> Option<&'static KnownType> {
+                Some(match name {
+                    $($name => &$id,)*
+                    _ => return None,
+                })
+            }
+        }
+    };
+}
+
+// Every name of the DSH v0 vocabulary and the two legacy surface types.
+known_types! {
+    T_TURN_START: "turn/start" => None,
+    T_TURN_END: "turn/end" => None,
+    T_STEP_START: "step/start" => None,
+    T_STEP_END: "step/end" => None,
+    T_USER_MESSAGE: "user/message" => Some(SurfaceType::UserMessage),
+    T_ASSISTANT_CHUNK: "assistant/chunk" => None,
+    T_ASSISTANT_MESSAGE: "assistant/message" => Some(SurfaceType::AssistantMessage),
+    T_TOOL_CALL: "tool/call" => None,
+    T_TOOL_RESULT: "tool/result" => Some(SurfaceType::ToolResult),
+    T_TODO_WRITE: "todo/write" => None,
+    T_REQUEST_HEADER: "request/header" => None,
+    T_REQUEST_CONTEXT: "request/context" => None,
+    T_SESSION_END_SEED: "session/end-seed" => None,
+    T_AGENT_INBOX_SPLICED: "agent/inbox/spliced" => None,
+    T_AGENT_PRESET_SELECTED: "agent-preset/selected" => None,
+    T_APPROVAL_ASKED: "approval/asked" => None,
+    T_APPROVAL_DECIDED: "approval/decided" => None,
+    T_APPROVAL_POLICY: "approval/policy" => None,
+    T_COMMAND_RUN: "command/run" => None,
+    T_COMMAND_DONE: "command/done" => None,
+    T_COMPACTION_START: "compaction/start" => None,
+    T_COMPACTION_SUMMARY: "compaction/summary" => None,
+    T_COMPACTION_PRUNE: "compaction/prune" => None,
+    T_COMPACTION_END: "compaction/end" => None,
+    T_FEEDBACK_RECORD: "feedback/record" => None,
+    T_GOAL_CHANGE: "goal/change" => None,
+    T_HOOK_INVOKED: "hook/invoked" => None,
+    T_HOOK_RESULT: "hook/result" => None,
+    T_LLM_RETRY: "llm/retry" => None,
+    T_LLM_RETRY_STARTED: "llm/retry-started" => None,
+    T_PERMISSION_PRESET: "permission/preset" => None,
+    T_PLAN_MODE: "plan/mode" => None,
+    T_SANDBOX_MODE: "sandbox/mode" => None,
+    T_SCHEDULE_CHANGE: "schedule/change" => None,
+    T_SESSION_TITLE: "session/title" => None,
+    T_SESSION_TITLE_LLM_REQUEST: "session/title-llm-request" => None,
+    T_SUBAGENT_DESCRIPTOR: "subagent/descriptor" => None,
+    T_TEAM_MEMBER: "team/member" => None,
+    T_TEAM_MESSAGE_QUEUED: "team/message/queued" => None,
+    T_TEAM_MESSAGE_DELIVERED: "team/message/delivered" => None,
+    T_TEAM_TASK: "team/task" => None,
+    T_TOOL_CODE_DISPATCH_START: "tool/code-dispatch-start" => None,
+    T_TOOL_CODE_DISPATCH: "tool/code-dispatch" => None,
+    T_TOOL_WORKFLOW_RUN_START: "tool-workflow/run-start" => None,
+    T_TOOL_WORKFLOW_RUN_END: "tool-workflow/run-end" => None,
+    T_TOOL_WORKFLOW_AGENT_START: "tool-workflow/agent-start" => None,
+    T_TOOL_WORKFLOW_AGENT_END: "tool-workflow/agent-end" => None,
+    T_WEB_DEEPSEEK_SEARCH_LLM_REQUEST: "web/deepseek-search-llm-request" => None,
+    T_CONTEXT_MESSAGE: "context/message" => Some(SurfaceType::ContextMessage),
+    T_STEERING_MESSAGE: "steering/message" => Some(SurfaceType::SteeringMessage),
 }
 
 impl TypeName {
     fn as_str(&self) -> &str {
         match self {
-            TypeName::Known(s, _) => s,
+            TypeName::Known(k) => k.name,
             TypeName::Other(s) => s,
         }
     }
 
-    /// The static name for a common type.
-    fn known(name: &str) -> Option<&'static str> {
-        Some(match name {
-            "assistant/chunk" => "assistant/chunk",
-            "user/message" => "user/message",
-            "assistant/message" => "assistant/message",
-            "tool/result" => "tool/result",
-            "tool/call" => "tool/call",
-            "turn/start" => "turn/start",
-            "turn/end" => "turn/end",
-            "step/start" => "step/start",
-            "step/end" => "step/end",
-            "request/header" => "request/header",
-            "request/context" => "request/context",
-            "session/end-seed" => "session/end-seed",
-            "session/title" => "session/title",
-            _ => return None,
-        })
+    fn interned(name: &str) -> Self {
+        Self::known(name).map_or_else(|| TypeName::Other(Box::new(name.into())), TypeName::Known)
     }
 
-    fn interned(name: &str) -> Self {
-        Self::known(name).map_or_else(
-            || TypeName::Other(name.into()),
-            |s| TypeName::Known(s, SurfaceType::from_name(s)),
-        )
+    fn from_boxed(name: Box<str>) -> Self {
+        Self::known(&name).map_or_else(|| TypeName::Other(Box::new(name)), TypeName::Known)
     }
 
     fn surface_type(&self) -> Option<SurfaceType> {
         match self {
-            TypeName::Known(_, surface) => *surface,
+            TypeName::Known(k) => k.surface,
             TypeName::Other(s) => SurfaceType::from_name(s),
         }
     }
@@ -113,7 +174,10 @@ pub struct Event {
     time: i64,
     data: Box<[u8]>,
     sources: Option<Box<[u64]>>,
-    surface_op: Option<SurfaceOp>,
+    /// The surface op: `op` 0 none, 1 append, 2 replace with `replace` its start and end
+    /// (boxed: replaces are rare, and the common event stays 80 bytes).
+    op: u8,
+    replace: Option<Box<[u64; 2]>>,
     ignorable: bool,
     surface_op_first: bool,
     pack_hint: PackHint,
@@ -127,7 +191,7 @@ impl PartialEq for Event {
             && self.time == o.time
             && self.data == o.data
             && self.sources == o.sources
-            && self.surface_op == o.surface_op
+            && self.surface_op() == o.surface_op()
             && self.ignorable == o.ignorable
             && self.surface_op_first == o.surface_op_first
     }
@@ -145,12 +209,13 @@ impl Event {
         data: impl Into<Box<[u8]>>,
     ) -> Self {
         Self {
-            event_type: TypeName::Other(event_type.into()),
+            event_type: TypeName::from_boxed(event_type.into()),
             seq,
             time,
             data: data.into(),
             sources: None,
-            surface_op: None,
+            op: 0,
+            replace: None,
             ignorable: false,
             surface_op_first: false,
             pack_hint: PackHint::Free,
@@ -175,14 +240,14 @@ impl Event {
     /// Sets `surfaceOp`.
     #[must_use]
     pub fn with_surface_op(mut self, op: SurfaceOp) -> Self {
-        self.surface_op = Some(op);
+        self.set_surface_op(Some(op));
         self
     }
 
     /// Sets or clears `surfaceOp`.
     #[must_use]
     pub fn with_surface_op_opt(mut self, op: Option<SurfaceOp>) -> Self {
-        self.surface_op = op;
+        self.set_surface_op(op);
         self
     }
 
@@ -278,12 +343,27 @@ impl Event {
 
     /// `surfaceOp`, when present.
     pub fn surface_op(&self) -> Option<SurfaceOp> {
-        self.surface_op
+        match (self.op, &self.replace) {
+            (1, _) => Some(SurfaceOp::Append),
+            (2, Some(r)) => Some(SurfaceOp::Replace {
+                start: r[0],
+                end: r[1],
+            }),
+            _ => None,
+        }
+    }
+
+    fn set_surface_op(&mut self, op: Option<SurfaceOp>) {
+        (self.op, self.replace) = match op {
+            None => (0, None),
+            Some(SurfaceOp::Append) => (1, None),
+            Some(SurfaceOp::Replace { start, end }) => (2, Some(Box::new([start, end]))),
+        };
     }
 
     /// Whether the JSONL line puts `surfaceOp` before `sourceEventSeqs`.
     pub fn surface_op_first(&self) -> bool {
-        self.surface_op_first && self.sources.is_some() && self.surface_op.is_some()
+        self.surface_op_first && self.sources.is_some() && self.op != 0
     }
 
     /// Whether `ignorable: true` is set.
@@ -294,5 +374,57 @@ impl Event {
     /// The surface type of this event, if its type is one.
     pub fn surface_type(&self) -> Option<SurfaceType> {
         self.event_type.surface_type()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_known_type_is_interned_with_its_surface_type() {
+        for name in types::DSH_V0_TYPES
+            .iter()
+            .copied()
+            .chain(["context/message", "steering/message"])
+        {
+            let e = Event::new(name, 0, 0, &b"{}"[..]);
+            assert!(matches!(e.event_type, TypeName::Known(_)), "{name}");
+            assert_eq!(e.event_type(), name);
+            assert_eq!(e.surface_type(), SurfaceType::from_name(name), "{name}");
+            let e = Event::with_type_name(name, 0, 0, &b"{}"[..]);
+            assert!(matches!(e.event_type, TypeName::Known(_)), "{name}");
+        }
+        let e = Event::new("plugin/x", 0, 0, &b"{}"[..]);
+        assert!(matches!(e.event_type, TypeName::Other(_)));
+        assert_eq!(e.event_type(), "plugin/x");
+        assert_eq!(e.surface_type(), None);
+    }
+
+    #[test]
+    fn the_surface_op_round_trips_and_takes_part_in_equality() {
+        let base = Event::new("user/message", 1, 0, &b"{}"[..]);
+        for op in [
+            None,
+            Some(SurfaceOp::Append),
+            Some(SurfaceOp::Replace { start: 3, end: 9 }),
+        ] {
+            let e = base.clone().with_surface_op_opt(op);
+            assert_eq!(e.surface_op(), op);
+            assert_eq!(e.clone(), e);
+        }
+        assert_ne!(
+            base.clone()
+                .with_surface_op(SurfaceOp::Replace { start: 3, end: 9 }),
+            base.with_surface_op(SurfaceOp::Replace { start: 3, end: 8 })
+        );
+    }
+
+    /// `messages()` and every scan walk events in memory: the common event stays 80 bytes
+    /// (`docs/PERFORMANCE.md`, 104 before: `messages()` of 10k nodes 62 → 37 µs).
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn an_event_is_80_bytes() {
+        assert_eq!(std::mem::size_of::<Event>(), 80);
     }
 }

@@ -170,7 +170,7 @@ pub(crate) mod names {
 }
 
 /// DSH v0's `KNOWN_SESSION_EVENT_TYPES` (48 names).
-const DSH_V0_TYPES: [&str; 48] = [
+pub(crate) const DSH_V0_TYPES: [&str; 48] = [
     "turn/start",
     "turn/end",
     "step/start",

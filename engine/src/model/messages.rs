@@ -17,11 +17,13 @@ pub struct Message<'a> {
 
 /// The message an accepted surface event contributes, if any: `data` for user-shaped types,
 /// `data.message` for `assistant/message` (none when its content is empty) and `tool/result`.
+#[inline]
 pub fn derive_message(event: &Event) -> Option<Message<'_>> {
     message_from(event.seq(), event.surface_type()?, event.data())
 }
 
 /// [`derive_message`] from an event's seq, type and `data` (a borrowed stored event).
+#[inline]
 pub fn derive_message_parts<'a>(seq: u64, event_type: &str, data: &'a [u8]) -> Option<Message<'a>> {
     message_from(seq, SurfaceType::from_name(event_type)?, data)
 }
