@@ -151,6 +151,11 @@ impl LogType {
         Ok(Self(name))
     }
 
+    /// The name, borrowed when it is a `'static` one (every constant).
+    pub(crate) fn name(&self) -> Cow<'static, str> {
+        self.0.clone()
+    }
+
     /// The type string.
     pub fn as_str(&self) -> &str {
         &self.0

@@ -5,7 +5,7 @@
 //! [`LogType`], which cannot name a surface type. [`Draft::dynamic`] accepts any type string
 //! and leaves the rule to the acceptance function at run time.
 
-use std::borrow::Borrow;
+use std::borrow::{Borrow, Cow};
 
 use crate::event::{Event, LogType, SurfaceOp, SurfaceType};
 
@@ -116,7 +116,9 @@ impl SurfaceIntent {
 /// An event to append; the session assigns its seq and, unless given, its time.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Draft {
-    event_type: Box<str>,
+    /// Borrowed for the vocabulary's types (`LogType` constants, `SurfaceType`): a draft of a
+    /// known type allocates nothing for its type, nor does the event it becomes.
+    event_type: Cow<'static, str>,
     data: Box<[u8]>,
     surface_op: Option<SurfaceOp>,
     sources: Option<Box<[u64]>>,
@@ -128,7 +130,7 @@ impl Draft {
     /// A log-only event. The type may be given by value or by reference
     /// (`LogType::TURN_START` or `&LogType::TURN_START`).
     pub fn log(event_type: impl Borrow<LogType>, data: impl EventData) -> Self {
-        Self::dynamic(event_type.borrow().as_str(), data)
+        Self::typed(event_type.borrow().name(), data)
     }
 
     /// A surface event with its intent.
@@ -136,14 +138,18 @@ impl Draft {
         Self {
             surface_op: Some(intent.op),
             sources: intent.sources,
-            ..Self::dynamic(event_type.as_str(), data)
+            ..Self::typed(Cow::Borrowed(event_type.as_str()), data)
         }
     }
 
     /// Any type string; surface rules are checked when appended.
     pub fn dynamic(event_type: impl Into<Box<str>>, data: impl EventData) -> Self {
+        Self::typed(Cow::Owned(event_type.into().into_string()), data)
+    }
+
+    fn typed(event_type: Cow<'static, str>, data: impl EventData) -> Self {
         Self {
-            event_type: event_type.into(),
+            event_type,
             data: data.into_data(),
             surface_op: None,
             sources: None,
@@ -187,9 +193,49 @@ impl Draft {
 
     /// The event this draft becomes at `seq`, stamped `now` unless it has a time.
     pub fn into_event(self, seq: u64, now: i64) -> Event {
-        Event::new(self.event_type, seq, self.time.unwrap_or(now), self.data)
-            .with_sources_opt(self.sources)
-            .with_surface_op_opt(self.surface_op)
-            .with_ignorable(self.ignorable)
+        let time = self.time.unwrap_or(now);
+        match self.event_type {
+            Cow::Borrowed(name) => Event::with_type_name(name, seq, time, self.data),
+            Cow::Owned(name) => Event::new(name, seq, time, self.data),
+        }
+        .with_sources_opt(self.sources)
+        .with_surface_op_opt(self.surface_op)
+        .with_ignorable(self.ignorable)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_draft_of_a_vocabulary_type_borrows_its_name() {
+        let log = Draft::log(LogType::ASSISTANT_CHUNK, &b"{}"[..]);
+        let by_ref = Draft::log(&LogType::TURN_START, &b"{}"[..]);
+        let surface = Draft::surface(
+            SurfaceType::UserMessage,
+            &b"{}"[..],
+            SurfaceIntent::append(),
+        );
+        for d in [&log, &by_ref, &surface] {
+            assert!(
+                matches!(d.event_type, Cow::Borrowed(_)),
+                "{}",
+                d.event_type()
+            );
+        }
+        let dynamic = Draft::dynamic("plugin/x", &b"{}"[..]);
+        assert!(matches!(dynamic.event_type, Cow::Owned(_)));
+        let e = log.into_event(3, 9);
+        assert_eq!(
+            (e.event_type(), e.seq(), e.time()),
+            ("assistant/chunk", 3, 9)
+        );
+        let e = dynamic.into_event(4, 9);
+        assert_eq!(e.event_type(), "plugin/x");
+        assert_eq!(
+            surface.into_event(5, 9).surface_op(),
+            Some(SurfaceOp::Append)
+        );
     }
 }
