@@ -65,15 +65,11 @@ pub fn len_crc(len: u32) -> u32 {
 
 /// The 12 header bytes the frame checksum covers before the payload.
 fn header_head(kind: RecordKind, len: u32) -> [u8; OFF_CRC] {
-    let mut v = Vec::with_capacity(OFF_CRC);
-    v.extend_from_slice(&len.to_le_bytes());
-    v.extend_from_slice(&len_crc(len).to_le_bytes());
-    v.push(kind as u8);
-    v.push(0); // flags
-    v.extend_from_slice(&0u16.to_le_bytes()); // reserved
-    let mut h = [0u8; OFF_CRC];
-    h.copy_from_slice(&v);
-    h
+    // Built in place: a `Vec` here was a heap allocation per record written or read.
+    let [l0, l1, l2, l3] = len.to_le_bytes();
+    let [c0, c1, c2, c3] = len_crc(len).to_le_bytes();
+    // Kind, then flags 0 and a reserved u16 0.
+    [l0, l1, l2, l3, c0, c1, c2, c3, kind as u8, 0, 0, 0]
 }
 
 fn frame_crc(head: &[u8], payload: &[u8]) -> u32 {

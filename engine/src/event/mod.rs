@@ -208,11 +208,20 @@ impl Event {
         time: i64,
         data: impl Into<Box<[u8]>>,
     ) -> Self {
-        Self {
-            event_type: TypeName::from_boxed(event_type.into()),
+        Self::named(
+            TypeName::from_boxed(event_type.into()),
             seq,
             time,
-            data: data.into(),
+            data.into(),
+        )
+    }
+
+    fn named(event_type: TypeName, seq: u64, time: i64, data: Box<[u8]>) -> Self {
+        Self {
+            event_type,
+            seq,
+            time,
+            data,
             sources: None,
             op: 0,
             replace: None,
@@ -310,10 +319,9 @@ impl Event {
         time: i64,
         data: impl Into<Box<[u8]>>,
     ) -> Self {
-        Self {
-            event_type: TypeName::interned(event_type),
-            ..Self::new("", seq, time, data)
-        }
+        // Built directly: through `new("")` an unknown empty name was boxed, then dropped (an
+        // allocation per event the optimizer removed only in release builds).
+        Self::named(TypeName::interned(event_type), seq, time, data.into())
     }
 
     /// The seq: the event's index in its session.
