@@ -47,17 +47,6 @@ struct KnownType {
 macro_rules! known_types {
     ($($id:ident: $name:literal => $surface:expr),* $(,)?) => {
         $(static $id: KnownType = KnownType { name: $name, surface: $surface };)*
-
-        impl TypeName {
-            /// The static entry for a DSH v0 type or a legacy surface type (a `match`, which
-            /// compiles to a comparison tree by length and bytes, not a scan).
-            fn known(name: &str) -> Option<&'static KnownType> {
-                Some(match name {
-                    $($name => &$id,)*
-                    _ => return None,
-                })
-            }
-        }
     };
 }
 
@@ -116,6 +105,66 @@ known_types! {
 }
 
 impl TypeName {
+    /// The static entry for a DSH v0 type or a legacy surface type: only the names of the
+    /// name's length (at most six share one) are compared, whatever the order of the list.
+    /// (The unit test below finds every name of the vocabulary here.)
+    fn known(name: &str) -> Option<&'static KnownType> {
+        let candidates: &[&'static KnownType] = match name.len() {
+            8 => &[&T_TURN_END, &T_STEP_END],
+            9 => &[&T_TOOL_CALL, &T_LLM_RETRY, &T_PLAN_MODE, &T_TEAM_TASK],
+            10 => &[&T_TURN_START, &T_STEP_START, &T_TODO_WRITE],
+            11 => &[
+                &T_TOOL_RESULT,
+                &T_COMMAND_RUN,
+                &T_GOAL_CHANGE,
+                &T_HOOK_RESULT,
+                &T_TEAM_MEMBER,
+            ],
+            12 => &[
+                &T_USER_MESSAGE,
+                &T_COMMAND_DONE,
+                &T_HOOK_INVOKED,
+                &T_SANDBOX_MODE,
+            ],
+            13 => &[&T_SESSION_TITLE],
+            14 => &[&T_REQUEST_HEADER, &T_APPROVAL_ASKED, &T_COMPACTION_END],
+            15 => &[
+                &T_ASSISTANT_CHUNK,
+                &T_REQUEST_CONTEXT,
+                &T_APPROVAL_POLICY,
+                &T_FEEDBACK_RECORD,
+                &T_SCHEDULE_CHANGE,
+                &T_CONTEXT_MESSAGE,
+            ],
+            16 => &[
+                &T_SESSION_END_SEED,
+                &T_APPROVAL_DECIDED,
+                &T_COMPACTION_START,
+                &T_COMPACTION_PRUNE,
+                &T_STEERING_MESSAGE,
+            ],
+            17 => &[
+                &T_ASSISTANT_MESSAGE,
+                &T_LLM_RETRY_STARTED,
+                &T_PERMISSION_PRESET,
+            ],
+            18 => &[&T_COMPACTION_SUMMARY, &T_TOOL_CODE_DISPATCH],
+            19 => &[
+                &T_AGENT_INBOX_SPLICED,
+                &T_SUBAGENT_DESCRIPTOR,
+                &T_TEAM_MESSAGE_QUEUED,
+            ],
+            21 => &[&T_AGENT_PRESET_SELECTED, &T_TOOL_WORKFLOW_RUN_END],
+            22 => &[&T_TEAM_MESSAGE_DELIVERED],
+            23 => &[&T_TOOL_WORKFLOW_RUN_START, &T_TOOL_WORKFLOW_AGENT_END],
+            24 => &[&T_TOOL_CODE_DISPATCH_START],
+            25 => &[&T_SESSION_TITLE_LLM_REQUEST, &T_TOOL_WORKFLOW_AGENT_START],
+            31 => &[&T_WEB_DEEPSEEK_SEARCH_LLM_REQUEST],
+            _ => return None,
+        };
+        candidates.iter().copied().find(|k| k.name == name)
+    }
+
     fn as_str(&self) -> &str {
         match self {
             TypeName::Known(k) => k.name,
