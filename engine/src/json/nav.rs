@@ -85,7 +85,7 @@ impl<'a> JsonRef<'a> {
                 .strip_prefix(b"\"")
                 .and_then(|b| b.strip_suffix(b"\""))
                 .unwrap_or_default();
-            if has_backslash(inner) {
+            if inner.contains(&b'\\') {
                 let decoded = k.as_str();
                 for (slot, key) in out.iter_mut().zip(keys) {
                     if decoded.as_deref() == Some(key) {
@@ -114,7 +114,7 @@ impl<'a> JsonRef<'a> {
     /// The decoded text of a string.
     pub fn as_str(&self) -> Option<Cow<'a, str>> {
         let inner = self.bytes.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
-        if !has_backslash(inner) {
+        if !inner.contains(&b'\\') {
             return std::str::from_utf8(inner).ok().map(Cow::Borrowed);
         }
         decode_escaped(inner).map(Cow::Owned)
@@ -128,7 +128,7 @@ impl<'a> JsonRef<'a> {
             .and_then(|b| b.strip_suffix(b"\""))
         {
             // Bytes without an escape are their text: compared as they are.
-            Some(inner) if !has_backslash(inner) => inner == s.as_bytes(),
+            Some(inner) if !inner.contains(&b'\\') => inner == s.as_bytes(),
             Some(_) => self.as_str().is_some_and(|d| d == s),
             None => false,
         }
@@ -312,17 +312,6 @@ fn skip_ws(b: &[u8], mut pos: usize) -> usize {
         pos += 1;
     }
     pos
-}
-
-/// Whether `b` holds a backslash (an escape, in validated string text). Keys and short
-/// strings are a few bytes: a plain loop, inlined, rather than a call to `memchr` per key.
-#[inline]
-pub(crate) fn has_backslash(b: &[u8]) -> bool {
-    if b.len() <= 32 {
-        b.iter().any(|&c| c == b'\\')
-    } else {
-        b.contains(&b'\\')
-    }
 }
 
 /// The end (exclusive) of the value that starts at `pos`.

@@ -11,7 +11,7 @@
 
 use std::ops::Deref;
 
-use super::nav::{JsonRef, has_backslash};
+use super::nav::JsonRef;
 use super::validate::{JsonError, Record, validate_with};
 use crate::Limits;
 
@@ -252,12 +252,12 @@ impl<'a> Node<'a> {
             let text = key.get(1..key.len().saturating_sub(1)).unwrap_or_default();
             let mut matched = false;
             for (f, name) in found.iter_mut().zip(keys) {
-                if text == name.as_bytes() && !has_backslash(text) {
+                if text == name.as_bytes() && !text.contains(&b'\\') {
                     *f = at;
                     matched = true;
                 }
             }
-            if !matched && has_backslash(text) {
+            if !matched && text.contains(&b'\\') {
                 let decoded = JsonRef::new(key).as_str();
                 for (f, name) in found.iter_mut().zip(keys) {
                     if decoded.as_deref() == Some(name) {
