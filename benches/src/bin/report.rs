@@ -534,7 +534,7 @@ fn export_row(dir: &tempfile::TempDir, reps: usize, rows: &mut Vec<Row>) {
 /// (borrowed slices) vs a memcpy of the same bytes.
 fn surface_rows(quick: bool, reps: usize, rows: &mut Vec<Row>) {
     let long = if quick { 100_000 } else { 1_000_000 };
-    let (l, sh) = pair(reps, || surface_ops(long, 30), || surface_ops(1_000, 30));
+    let (l, sh) = pair(reps, || surface_ops(long, 300), || surface_ops(1_000, 300));
     rows.push(Row {
         what: "surface op on a long surface (s)",
         unit: "s",
