@@ -60,7 +60,7 @@ impl RecordKind {
 
 /// The checksum of a payload length.
 pub fn len_crc(len: u32) -> u32 {
-    crc32fast::hash(&len.to_le_bytes())
+    super::crc::crc32(&len.to_le_bytes())
 }
 
 /// The 12 header bytes the frame checksum covers before the payload.
@@ -73,7 +73,7 @@ fn header_head(kind: RecordKind, len: u32) -> [u8; OFF_CRC] {
 }
 
 fn frame_crc(head: &[u8], payload: &[u8]) -> u32 {
-    let mut h = crc32fast::Hasher::new();
+    let mut h = super::crc::hasher();
     h.update(head);
     h.update(payload);
     h.finalize()

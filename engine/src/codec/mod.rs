@@ -7,6 +7,7 @@
 
 pub mod checkpoint;
 mod corruption;
+pub(crate) mod crc;
 pub(crate) mod cursor;
 mod file_names;
 pub use file_names::LOCK_FILE;

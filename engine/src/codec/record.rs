@@ -229,7 +229,7 @@ pub fn encode_event(e: &Event, out: &mut Vec<u8>) -> Decoded<()> {
 
 /// The checksum of an event encoding's fields (`bytes` without the checksum itself).
 pub fn event_crc(seq: u64, bytes: &[u8]) -> u32 {
-    let mut h = crc32fast::Hasher::new();
+    let mut h = super::crc::hasher();
     h.update(&seq.to_le_bytes());
     h.update(bytes);
     h.finalize()
