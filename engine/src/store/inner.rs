@@ -63,7 +63,7 @@ pub(crate) struct Inner {
     /// Log bytes written since the last checkpoint.
     pub(crate) bytes_since_checkpoint: AtomicU64,
     pub(crate) ckpt: Mutex<CheckpointState>,
-    pub(crate) changes: (Mutex<u64>, Condvar),
+    pub(crate) changes: super::changes::Changes,
     pub(crate) closed: AtomicBool,
     pub(crate) report: OpenReport,
 }

@@ -22,6 +22,7 @@
 
 mod api;
 mod catalog;
+mod changes;
 mod checkpoint;
 mod checkpointing;
 mod discover;

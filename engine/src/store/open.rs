@@ -190,7 +190,7 @@ pub(super) fn open(
         poison_flag: AtomicBool::new(false),
         bytes_since_checkpoint: AtomicU64::new(0),
         ckpt: Mutex::new(ck_state),
-        changes: (Mutex::new(0), Condvar::new()),
+        changes: super::changes::Changes::default(),
         closed: AtomicBool::new(false),
         report,
     })

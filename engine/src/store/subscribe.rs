@@ -44,24 +44,15 @@ impl Subscription {
         loop {
             // Read the change counter before looking, so an append between the look and the
             // wait is not missed.
-            let seen = *self.inner.changes.0.lock();
+            let seen = self.inner.changes.seen();
             if let Some(e) = self.try_next()? {
                 return Ok(Some(e));
             }
             if self.inner.is_closed() {
                 return Err(Error::Closed);
             }
-            let mut counter = self.inner.changes.0.lock();
-            while *counter == seen {
-                if self
-                    .inner
-                    .changes
-                    .1
-                    .wait_until(&mut counter, deadline)
-                    .timed_out()
-                {
-                    return Ok(None);
-                }
+            if !self.inner.changes.wait_past(seen, deadline) {
+                return Ok(None);
             }
         }
     }

@@ -23,8 +23,7 @@ impl Inner {
     }
 
     pub(super) fn notify(&self) {
-        *self.changes.0.lock() += 1;
-        self.changes.1.notify_all();
+        self.changes.notify();
     }
 
     pub(super) fn check_writable(&self) -> Result<()> {
