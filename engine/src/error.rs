@@ -39,6 +39,19 @@ pub enum Error {
         /// The version sessdb reads.
         expected: u64,
     },
+    /// A segment of the store is in a format version this sessdb does not read: the store was
+    /// written by another version of sessdb. Not damage: nothing is repaired or salvaged.
+    #[error(
+        "{file}: segment format version {found}, which this sessdb does not read (it reads version {expected}): the store was written by another sessdb version; export it with that version and import the export here"
+    )]
+    UnsupportedStore {
+        /// The segment file.
+        file: String,
+        /// Its format version.
+        found: u16,
+        /// The version this sessdb reads.
+        expected: u16,
+    },
     /// A log-only type was needed but a surface type (or an empty string) was given.
     #[error("invalid event type {type_name:?}: {problem}")]
     InvalidType {

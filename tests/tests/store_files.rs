@@ -354,3 +354,45 @@ fn sync_appends_into_zero_written_space_read_back() {
     drop(store);
     reopen_reads_back_and_verifies(dir.path(), options, &before);
 }
+
+/// A store whose segments another sessdb version wrote (the header's format version differs,
+/// its checksum valid) is refused as such — not reported as damage, and never salvaged: the
+/// advice is to export with that version and import here. Nothing on disk changes.
+#[test]
+fn a_store_of_another_format_version_is_refused_not_salvaged() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = StoreOptions::default();
+    let store = store_with_session(dir.path(), &options);
+    store.close().unwrap();
+    drop(store);
+    let segment = std::fs::read_dir(dir.path().join("segments"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "seg"))
+        .unwrap();
+    let mut bytes = std::fs::read(&segment).unwrap();
+    // Format version 2 (offset 8), the header checksum (offset 36) made valid again.
+    bytes[8] = 2;
+    let crc = crc32fast::hash(&bytes[..36]);
+    bytes[36..40].copy_from_slice(&crc.to_le_bytes());
+    std::fs::write(&segment, &bytes).unwrap();
+    let refused = |e: sessdb::Error| {
+        assert!(
+            matches!(
+                e,
+                sessdb::Error::UnsupportedStore {
+                    found: 2,
+                    expected: 3,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert!(e.to_string().contains("export it with that version"), "{e}");
+    };
+    refused(Store::open(dir.path(), options.clone()).unwrap_err());
+    refused(Store::open_read_only(dir.path()).unwrap_err());
+    let storage = sessdb::storage::FsStorage::new(dir.path());
+    refused(sessdb::store::salvage_plan(&storage, &options).unwrap_err());
+    assert_eq!(std::fs::read(&segment).unwrap(), bytes);
+}

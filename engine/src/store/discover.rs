@@ -8,7 +8,8 @@ use super::report::OpenReport;
 use super::segments::Segment;
 use crate::codec::CorruptionKind;
 use crate::codec::segment::{
-    SEGMENT_HEADER_LEN, SEGMENTS_DIR, SegmentHeader, parse_segment_name, segment_path,
+    SEGMENT_FORMAT_VERSION, SEGMENT_HEADER_LEN, SEGMENTS_DIR, SegmentHeader, SegmentHeaderError,
+    parse_segment_name, segment_path,
 };
 use crate::storage::{OpenMode, Storage};
 use crate::{Error, Result};
@@ -53,6 +54,14 @@ pub(super) fn load_segments(
                     0,
                     CorruptionKind::Inconsistent("segment name and header disagree"),
                 ));
+            }
+            Err(SegmentHeaderError::UnsupportedVersion(found)) => {
+                // A whole, checksummed header of another version: another sessdb wrote it.
+                return Err(Error::UnsupportedStore {
+                    file: path,
+                    found,
+                    expected: SEGMENT_FORMAT_VERSION,
+                });
             }
             Err(e) => {
                 // A crash while creating the newest segment leaves a short or empty header

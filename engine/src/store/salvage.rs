@@ -268,6 +268,14 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
         }
         let mut header = false;
         match SegmentHeader::decode(&bytes) {
+            // Another sessdb version's store is not damage: salvage refuses it whole.
+            Err(crate::codec::segment::SegmentHeaderError::UnsupportedVersion(found)) => {
+                return Err(Error::UnsupportedStore {
+                    file: path,
+                    found,
+                    expected: crate::codec::segment::SEGMENT_FORMAT_VERSION,
+                });
+            }
             Ok(h) if h.first_lsn == lsn => {}
             Ok(_) => {
                 header = true;
