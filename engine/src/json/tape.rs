@@ -19,6 +19,11 @@ use crate::Limits;
 /// for `data.message.content[i]` (the blocks of an assistant message or a tool result).
 pub const INDEXED_DEPTH: usize = 4;
 
+/// The most members one index holds (1.5 MiB of slots): a value with more is validated
+/// without an index and navigated by walking, so no input makes the thread's index grow to a
+/// multiple of its own size and stay that large.
+pub const MAX_INDEXED_MEMBERS: usize = 1 << 16;
+
 /// One member of an indexed object.
 #[derive(Debug, Clone, Copy, Default)]
 struct Slot {
@@ -40,8 +45,10 @@ pub struct Tape {
     /// Per depth, the slot whose value is being read.
     open: [u32; INDEXED_DEPTH + 1],
     /// Address and length of the bytes `slots` describe: set only when the last validation
-    /// succeeded (and its input fit 32-bit offsets).
+    /// succeeded (and its input fit 32-bit offsets and [`MAX_INDEXED_MEMBERS`]).
     indexed: Option<(usize, usize)>,
+    /// More members than [`MAX_INDEXED_MEMBERS`] were met: the index is incomplete.
+    overflow: bool,
 }
 
 impl Tape {
@@ -58,12 +65,15 @@ impl Tape {
     pub fn validate(&mut self, bytes: &[u8], limits: &Limits) -> Result<(), JsonError> {
         self.slots.clear();
         self.indexed = None;
+        self.overflow = false;
         if u32::try_from(bytes.len()).is_err() {
             // Offsets would not fit: validated without an index (navigation walks).
             return crate::json::validate(bytes, limits);
         }
         validate_with(bytes, limits, &mut *self)?;
-        self.indexed = Some((bytes.as_ptr() as usize, bytes.len()));
+        if !self.overflow {
+            self.indexed = Some((bytes.as_ptr() as usize, bytes.len()));
+        }
         Ok(())
     }
 
@@ -89,7 +99,12 @@ impl Record for &mut Tape {
         reason = "`Tape::validate` indexes only inputs shorter than 4 GiB"
     )]
     fn member(&mut self, depth: usize, key: (usize, usize), value_start: usize) {
-        if depth > INDEXED_DEPTH {
+        if depth > INDEXED_DEPTH || self.overflow {
+            return;
+        }
+        if self.slots.len() >= MAX_INDEXED_MEMBERS {
+            // The rest is validated only; the index is dropped at the end.
+            self.overflow = true;
             return;
         }
         let (Ok(index), Some(open)) = (u32::try_from(self.slots.len()), self.open.get_mut(depth))
@@ -111,7 +126,7 @@ impl Record for &mut Tape {
         reason = "`Tape::validate` indexes only inputs shorter than 4 GiB"
     )]
     fn value_end(&mut self, depth: usize, end: usize) {
-        if depth > INDEXED_DEPTH {
+        if depth > INDEXED_DEPTH || self.overflow {
             return;
         }
         let next = u32::try_from(self.slots.len()).unwrap_or(u32::MAX);
@@ -370,6 +385,28 @@ mod tests {
         assert_eq!(id2.unwrap().bytes(), b"4");
         // The key `x\"` written as bytes is the text `x"`: no match for the text `x\"`.
         assert!(root.get("x\\\"").is_none());
+    }
+
+    #[test]
+    fn a_value_with_too_many_members_is_walked_not_indexed() {
+        let members: Vec<String> = (0..MAX_INDEXED_MEMBERS + 10)
+            .map(|i| format!("\"k{i}\":{i}"))
+            .collect();
+        let s = format!("{{{}}}", members.join(","));
+        let mut t = Tape::new();
+        t.validate(s.as_bytes(), &Limits::default()).unwrap();
+        let root = t.root(s.as_bytes());
+        assert_eq!(root.kind, Kind::None);
+        assert!(t.slots.len() <= MAX_INDEXED_MEMBERS);
+        let last = format!("k{}", MAX_INDEXED_MEMBERS + 9);
+        assert_eq!(
+            root.get(&last).unwrap().bytes(),
+            (MAX_INDEXED_MEMBERS + 9).to_string().as_bytes()
+        );
+        // The next value is indexed again.
+        let small = br#"{"a":1}"#.to_vec();
+        t.validate(&small, &Limits::default()).unwrap();
+        assert_eq!(t.root(&small).kind, Kind::Object);
     }
 
     #[test]
