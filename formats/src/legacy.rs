@@ -65,6 +65,45 @@ fn migrated(session: &str, e: &Event, earlier: &[Event]) -> Option<(&'static str
     if data.kind() != JsonKind::Object {
         return None;
     }
+    // One pass over `data` decides whether a legacy shape can apply: every other event (all of
+    // them in a current file) is left before its members are collected.
+    let [
+        id,
+        role,
+        message,
+        content,
+        source,
+        provenance,
+        call_id,
+        is_error,
+    ] = data.fields([
+        "id",
+        "role",
+        "message",
+        "content",
+        "source",
+        "provenance",
+        "callId",
+        "isError",
+    ]);
+    let candidate = match e.event_type() {
+        "steering/message" => true,
+        "user/message" => {
+            id.is_none()
+                && role.is_none()
+                && message.is_none()
+                && content.is_some()
+                && source.is_some()
+        }
+        "assistant/message" => message.is_none() && content.is_some() && provenance.is_some(),
+        "tool/result" => {
+            message.is_none() && call_id.is_some() && content.is_some() && is_error.is_some()
+        }
+        _ => false,
+    };
+    if !candidate {
+        return None;
+    }
     let members = js_members(data);
     let has = |key: &str| members.iter().any(|m| m.name == key);
     let value = |key: &str| members.iter().find(|m| m.name == key).map(|m| m.value);
@@ -192,11 +231,17 @@ struct Member<'a> {
 /// key's last value wins.
 fn js_members(obj: JsonRef<'_>) -> Vec<Member<'_>> {
     let mut out: Vec<Member<'_>> = Vec::new();
+    // Where each name sits in `out`: an object of many keys costs no quadratic search.
+    let mut place: std::collections::HashMap<Cow<'_, str>, usize> =
+        std::collections::HashMap::new();
     for (key, value) in obj.members() {
         let name = key.as_str().unwrap_or_default();
-        if let Some(m) = out.iter_mut().find(|m| m.name == name) {
-            m.value = value;
+        if let Some(&i) = place.get(&name) {
+            if let Some(m) = out.get_mut(i) {
+                m.value = value;
+            }
         } else {
+            place.insert(name.clone(), out.len());
             out.push(Member { key, name, value });
         }
     }
