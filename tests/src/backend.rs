@@ -78,6 +78,22 @@ impl Backend {
         out
     }
 
+    /// Every file but the writer lock as `(relative path, length, hash of the bytes)`: what
+    /// "an open that refuses writes nothing" compares (the lock file is the lock, not store
+    /// data), short enough to print.
+    pub fn fingerprint(&self) -> Vec<(String, usize, u64)> {
+        use std::hash::{Hash, Hasher};
+        self.files()
+            .into_iter()
+            .filter(|(p, _)| p != "LOCK")
+            .map(|(p, b)| {
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                b.hash(&mut h);
+                (p, b.len(), h.finish())
+            })
+            .collect()
+    }
+
     /// Writes `bytes` as the file `rel`.
     ///
     /// # Panics

@@ -42,4 +42,11 @@ pub enum CorruptionKind {
     /// The bytes after the frame are not zero: something follows a damaged record.
     #[error("damaged record followed by data")]
     DataAfterDamage,
+    /// The log ends, or holds only zeros, before a position a checkpoint vouches for: records
+    /// that were durable are missing from here on.
+    #[error("the log ends here, but a checkpoint vouches for records up to LSN {vouched_to}")]
+    MissingRecords {
+        /// The LSN up to which a checkpoint vouches for the log.
+        vouched_to: u64,
+    },
 }

@@ -242,6 +242,10 @@ impl CrashFile {
 }
 
 impl StorageFile for CrashFile {
+    fn identity(&self) -> Option<(u64, u64)> {
+        Some((0, self.id))
+    }
+
     fn len(&self) -> io::Result<u64> {
         self.with(None, |f| Ok(f.live.len() as u64))
     }

@@ -109,6 +109,11 @@ impl StorageFile for FsFile {
         Ok(self.file.metadata()?.len())
     }
 
+    fn identity(&self) -> Option<(u64, u64)> {
+        use std::os::unix::fs::MetadataExt;
+        self.file.metadata().ok().map(|m| (m.dev(), m.ino()))
+    }
+
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         self.file.read_exact_at(buf, offset)
     }

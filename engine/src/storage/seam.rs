@@ -160,6 +160,13 @@ pub trait StorageFile: Send + Sync + std::fmt::Debug {
     fn map_window(&self, _start: u64, _end: u64) -> io::Result<Option<super::WriteWindow>> {
         Ok(None)
     }
+
+    /// Which file this is (a device and inode number, or the backend's own), so a reader can
+    /// tell that a name now holds another file (salvage replaces segments whole); `None`
+    /// where the backend cannot say.
+    fn identity(&self) -> Option<(u64, u64)> {
+        None
+    }
 }
 
 /// The directory part of `path` (`""` for the root).

@@ -10,7 +10,7 @@ use super::inner::Inner;
 use super::options::StoreOptions;
 use super::report::OpenReport;
 use super::subscribe::Subscription;
-use super::{open, scan};
+use super::{open, refresh};
 use crate::codec::EventLoc;
 use crate::codec::checkpoint::CheckpointMeta;
 use crate::event::Event;
@@ -374,7 +374,7 @@ impl Store {
         if !self.inner.read_only {
             return Ok(0);
         }
-        let n = scan::refresh(&self.inner)?;
+        let n = refresh::refresh(&self.inner)?;
         if n > 0 {
             self.inner.notify();
         }
@@ -400,9 +400,7 @@ impl Store {
     /// Sync errors (they poison the store); `Poisoned` once a write or sync has failed, until
     /// the store is reopened.
     pub fn sync(&self) -> Result<()> {
-        if let Some(cause) = self.inner.poisoned.lock().clone() {
-            return Err(Error::Poisoned { cause });
-        }
+        self.inner.poison.check()?;
         let end = self.inner.tail.lock().as_ref().map_or(0, |t| t.next_lsn);
         self.inner.sync_to(end)
     }
@@ -420,15 +418,19 @@ impl Store {
     /// `Closed`; subscribers are woken.
     ///
     /// # Errors
-    /// Checkpoint or sync errors.
+    /// Checkpoint or sync errors; `Poisoned` when a write or sync had failed (the lock is
+    /// released all the same: reopening recovers what is durable).
     pub fn close(&self) -> Result<()> {
         if self.inner.closed.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
-        let result = if self.inner.read_only || self.inner.poisoned.lock().is_some() {
+        let result = if self.inner.read_only {
             Ok(())
         } else {
-            self.inner.checkpoint_unchecked(false).map(|_| ())
+            self.inner
+                .poison
+                .check()
+                .and_then(|()| self.inner.checkpoint_unchecked(false).map(|_| ()))
         };
         self.inner.lock.lock().take();
         self.inner.notify();

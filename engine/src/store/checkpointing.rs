@@ -18,8 +18,10 @@ impl Inner {
         let Some(tail) = tail_guard.as_ref() else {
             return Ok(None);
         };
+        // Under the tail lock, as every write: nothing is checkpointed after a failure.
+        self.poison.check()?;
         let mut ck = self.ckpt.lock();
-        if tail.next_lsn == ck.covered_lsn && ck.generation > 0 && !full {
+        if tail.next_lsn == ck.covered_lsn && ck.generation > 0 && !ck.stale_newer && !full {
             return Ok(None);
         }
         // Never ahead of the durable log: sync what the checkpoint covers first (through
@@ -47,6 +49,7 @@ impl Inner {
         drop(cat);
         ck.generation = meta.generation;
         ck.covered_lsn = meta.covered_lsn;
+        ck.stale_newer = false;
         self.bytes_since_checkpoint
             .store(0, std::sync::atomic::Ordering::Relaxed);
         if full {

@@ -1,5 +1,5 @@
 //! The shared state of an open store: the storage, the segment list, the write tail, the
-//! catalog, and the bookkeeping of syncs and checkpoints. `write`, `checkpointing`, `scan`
+//! catalog, and the bookkeeping of syncs and checkpoints. `write`, `checkpointing`, `refresh`
 //! and `read` add its behaviour; the [`Store`](super::Store) API wraps it.
 
 use std::sync::atomic::{AtomicBool, AtomicU64};
@@ -20,6 +20,9 @@ pub(crate) struct CheckpointState {
     pub(crate) previous_full: u64,
     pub(crate) deltas_since_full: u32,
     pub(crate) covered_lsn: u64,
+    /// A later checkpoint than the one the open used was discarded: the next one is written
+    /// even if nothing changed, so no reader falls back past it.
+    pub(crate) stale_newer: bool,
 }
 
 /// Group commit's shared state.
@@ -57,9 +60,8 @@ pub(crate) struct Inner {
     pub(crate) active: Mutex<Option<ActiveFile>>,
     /// The first LSN of the segment in `active` (a roll is seen without taking the lock).
     pub(crate) active_first_lsn: AtomicU64,
-    pub(crate) poisoned: Mutex<Option<String>>,
-    /// Set once `poisoned` is: appends check it without taking the lock.
-    pub(crate) poison_flag: AtomicBool,
+    /// Set by the first failed write or sync; checked under `tail` by every write.
+    pub(crate) poison: super::poison::Poison,
     /// Log bytes written since the last checkpoint.
     pub(crate) bytes_since_checkpoint: AtomicU64,
     pub(crate) ckpt: Mutex<CheckpointState>,

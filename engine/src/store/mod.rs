@@ -8,31 +8,41 @@
 //! | `inner.rs` | the shared state of an open store |
 //! | `catalog.rs` | per-session resident state: header, state, locations |
 //! | `segments.rs` | the segment list, reads by location, the append tail and roll |
-//! | `discover.rs` | finding and checking the segment files on open |
-//! | `open.rs` | open: lock, segments, checkpoint choice, then the scan |
-//! | `scan.rs` | the recovery scan: replay and repair (open, salvage, `refresh`) |
+//! | `log/discover.rs` | the segment files and the segment-header rules |
+//! | `log/cursor.rs` | **the log cursor**: the only frame loop, deciding through the table |
 //! | `recovery.rs` | **the recovery decision table** |
+//! | `replay.rs` | applying one record to the catalog (open, `refresh`, salvage) |
+//! | `chain.rs` | checkpoint chains: headers, the durable mark, confirmation, the chain used |
+//! | `open.rs` | open: lock, checkpoints, segments, chain, scan; writes only once decided |
+//! | `scan.rs` | the recovery scan: the cursor over the log from a position, replaying |
+//! | `refresh.rs` | a read-only view catching up with a live writer (or a salvage) |
 //! | `salvage.rs` | salvage: plan (resync past damage, cut only damaged sessions), apply by replacement files |
 //! | `write.rs` | the write path and group commit |
+//! | `poison.rs` | the poisoned state after a failed write or sync |
 //! | `read.rs` | reads by location |
 //! | `checkpoint.rs` | checkpoint files and the catalog |
 //! | `checkpointing.rs` | taking checkpoints: policy, merge, retention |
 //! | `verify.rs` | full replay compared with the checkpoint |
 //! | `subscribe.rs` | following a session |
+//! | `report.rs` | every report type (open, salvage, verify): plain data |
 
 mod api;
 mod catalog;
+mod chain;
 mod changes;
 mod checkpoint;
 mod checkpointing;
-mod discover;
 mod info;
 mod inner;
+mod log;
 mod open;
 mod options;
+mod poison;
 mod prefault;
 mod read;
 mod recovery;
+mod refresh;
+mod replay;
 mod report;
 mod salvage;
 mod scan;
@@ -48,7 +58,7 @@ pub use crate::codec::checkpoint::{
 pub use api::{EventIter, Store};
 pub use info::{MemoryUsage, SessionInfo, StoreStats};
 pub use options::{Durability, OpenProgress, StoreOptions};
-pub use report::OpenReport;
-pub use salvage::{Damage, DamageRepair, SalvageReport, SessionLoss, salvage_plan};
+pub use report::{Damage, DamageRepair, OpenReport, SalvageReport, SessionLoss, VerifyReport};
+pub use salvage::salvage_plan;
 pub use subscribe::Subscription;
-pub use verify::{VerifyReport, verify, verify_with_progress};
+pub use verify::{verify, verify_with_progress};

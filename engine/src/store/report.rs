@@ -1,6 +1,7 @@
-//! What opening a store found and did.
+//! Every report the store hands out: what an open, a salvage and a verify found and did.
+//! Plain data: nothing here depends on the store's machinery.
 
-use super::salvage::SalvageReport;
+use crate::codec::CorruptionKind;
 
 /// The result of the recovery performed by `Store::open`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -22,4 +23,99 @@ pub struct OpenReport {
     pub sessions_touched: Vec<String>,
     /// With salvage: what was damaged, which sessions lost which events, what was done.
     pub salvaged: Option<SalvageReport>,
+}
+
+/// What salvage found and what it does (or, in a dry run, would do).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SalvageReport {
+    /// Every damaged place, in log order.
+    pub damage: Vec<Damage>,
+    /// Every session that loses events, by id.
+    pub sessions: Vec<SessionLoss>,
+    /// Intact records dropped because their session was cut before them.
+    pub records_dropped: u64,
+    /// Checkpoint files removed (they may cover dropped records).
+    pub checkpoints_removed: u64,
+}
+
+impl SalvageReport {
+    /// Whether there is nothing to salvage.
+    pub fn is_empty(&self) -> bool {
+        self.damage.is_empty()
+    }
+}
+
+/// One damaged place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Damage {
+    /// The segment file.
+    pub segment: String,
+    /// Byte offset in that file.
+    pub offset: u64,
+    /// Bytes the damage spans (to the next valid record).
+    pub bytes: u64,
+    /// What was wrong.
+    pub kind: CorruptionKind,
+    /// What salvage does about it.
+    pub repair: DamageRepair,
+    /// The session whose record was damaged, when the damaged bytes still name one that
+    /// exists; `None` when it cannot be read (a session may then have lost its last events
+    /// without a later record to show it, unless a checkpoint remembers its length).
+    pub session: Option<String>,
+}
+
+/// What salvage does with one damaged place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DamageRepair {
+    /// The bytes become void records.
+    Voided,
+    /// The segment header is written anew (the records after it are scanned as usual).
+    HeaderRewritten,
+    /// The segment does not continue the log: it and every later segment are removed.
+    SegmentRemoved,
+    /// A torn tail beyond every durable mark, or the newest segment's zeros: cut.
+    Cut,
+    /// The log ends before a checkpoint's covered position: the checkpoints go, and the
+    /// sessions they remember as longer are named as losses.
+    CheckpointsRemoved,
+}
+
+/// A session that loses events.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionLoss {
+    /// The session id.
+    pub session: String,
+    /// Events kept: seqs `0..kept` (0 when the session is lost whole).
+    pub kept: u64,
+    /// The last seq the log shows it had, when a readable record shows it.
+    pub lost_through: Option<u64>,
+}
+
+/// What [`verify`](super::verify) checked and found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct VerifyReport {
+    /// Segment files read.
+    pub segments: usize,
+    /// Records read and checked (checksums, decoding, acceptance).
+    pub records: u64,
+    /// Log bytes read.
+    pub log_bytes: u64,
+    /// Sessions compared.
+    pub sessions: usize,
+    /// Events over all sessions.
+    pub events: u64,
+    /// The checkpoint generation compared with the full replay.
+    pub checkpoint: Option<u64>,
+    /// Bytes after the last complete record (a torn tail, or a writer's append under way).
+    pub incomplete_tail_bytes: u64,
+    /// What is wrong; empty when everything checks out.
+    pub problems: Vec<String>,
+}
+
+impl VerifyReport {
+    /// Whether nothing is wrong.
+    pub fn ok(&self) -> bool {
+        self.problems.is_empty()
+    }
 }

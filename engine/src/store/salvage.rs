@@ -17,85 +17,25 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use super::catalog::Catalog;
+use super::chain::Headers;
 use super::checkpoint;
+use super::log::cursor::{LogCursor, SegmentFacts, Step, StopAction};
+use super::log::discover::{Header, judge_header, segment_lsns};
 use super::options::StoreOptions;
-use super::recovery::{TailAction, TailFacts, decide};
-use super::scan::replay;
+use super::replay::replay;
+use super::report::{Damage, DamageRepair, SalvageReport, SessionLoss};
 use super::segments::{Segment, SegmentList};
 use crate::codec::checkpoint::{CHECKPOINTS_DIR, checkpoint_path};
 use crate::codec::cursor::Cursor;
-use crate::codec::frame::{FRAME_HEADER_LEN, FrameCheck, check_frame, encode_voids};
+use crate::codec::frame::{FRAME_HEADER_LEN, encode_voids};
 use crate::codec::record::{RecordBody, decode};
 use crate::codec::segment::{
-    SEGMENT_HEADER_LEN, SEGMENTS_DIR, SegmentHeader, parse_segment_name, segment_path,
+    SEGMENT_FORMAT_VERSION, SEGMENT_HEADER_LEN, SEGMENTS_DIR, SegmentHeader, SegmentHeaderError,
+    segment_path,
 };
 use crate::codec::{CorruptionKind, LOCK_FILE};
 use crate::storage::{OpenMode, Replacement, Storage, StorageFile};
 use crate::{Error, Result};
-
-/// What salvage found and what it does (or, in a dry run, would do).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SalvageReport {
-    /// Every damaged place, in log order.
-    pub damage: Vec<Damage>,
-    /// Every session that loses events, by id.
-    pub sessions: Vec<SessionLoss>,
-    /// Intact records dropped because their session was cut before them.
-    pub records_dropped: u64,
-    /// Checkpoint files removed (they may cover dropped records).
-    pub checkpoints_removed: u64,
-}
-
-impl SalvageReport {
-    /// Whether there is nothing to salvage.
-    pub fn is_empty(&self) -> bool {
-        self.damage.is_empty()
-    }
-}
-
-/// One damaged place.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Damage {
-    /// The segment file.
-    pub segment: String,
-    /// Byte offset in that file.
-    pub offset: u64,
-    /// Bytes the damage spans (to the next valid record).
-    pub bytes: u64,
-    /// What was wrong.
-    pub kind: CorruptionKind,
-    /// What salvage does about it.
-    pub repair: DamageRepair,
-    /// The session whose record was damaged, when the damaged bytes still name one that
-    /// exists; `None` when it cannot be read (a session may then have lost its last events
-    /// without a later record to show it, unless a checkpoint remembers its length).
-    pub session: Option<String>,
-}
-
-/// What salvage does with one damaged place.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum DamageRepair {
-    /// The bytes become void records.
-    Voided,
-    /// The segment header is written anew (the records after it are scanned as usual).
-    HeaderRewritten,
-    /// The segment does not continue the log: it and every later segment are removed.
-    SegmentRemoved,
-    /// A torn tail beyond every durable mark: cut.
-    Cut,
-}
-
-/// A session that loses events.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SessionLoss {
-    /// The session id.
-    pub session: String,
-    /// Events kept: seqs `0..kept` (0 when the session is lost whole).
-    pub kept: u64,
-    /// The last seq the log shows it had, when a readable record shows it.
-    pub lost_through: Option<u64>,
-}
 
 /// What to do to one segment file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -115,16 +55,6 @@ enum Edit {
 pub(super) struct Plan {
     pub(super) report: SalvageReport,
     edits: Vec<(u64, Edit)>,
-}
-
-/// The furthest log position any checkpoint header vouches for.
-fn durable_mark(storage: &dyn Storage) -> Result<u64> {
-    Ok(checkpoint::list(storage)?
-        .into_iter()
-        .filter_map(|g| checkpoint::open_header(storage, g).ok())
-        .map(|opened| opened.header.meta.covered_lsn)
-        .max()
-        .unwrap_or(0))
 }
 
 /// Per-session bookkeeping while planning.
@@ -221,12 +151,21 @@ fn read_whole(storage: &dyn Storage, path: &str) -> Result<(Box<dyn StorageFile>
 
 /// Scans the whole log and plans the salvage; changes nothing.
 pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan> {
-    let durable = durable_mark(storage)?;
-    let names = storage
-        .list(SEGMENTS_DIR)
-        .map_err(|e| Error::io("list", SEGMENTS_DIR, e))?;
-    let mut lsns: Vec<u64> = names.iter().filter_map(|n| parse_segment_name(n)).collect();
-    lsns.sort_unstable();
+    let headers = Headers::load(storage)?;
+    let lsns = segment_lsns(storage)?;
+    let mut files = Vec::with_capacity(lsns.len());
+    for &lsn in &lsns {
+        let path = segment_path(lsn);
+        let (file, bytes) = read_whole(storage, &path)?;
+        files.push((lsn, path, Arc::<dyn StorageFile>::from(file), bytes));
+    }
+    // The durable mark as open computes it, over every segment file there is.
+    let durable = headers.durable_mark(&SegmentList::new(
+        files
+            .iter()
+            .map(|(lsn, _, file, _)| Arc::new(Segment::new(*lsn, Arc::clone(file), false)))
+            .collect(),
+    ));
 
     let mut out = Plan::default();
     let list = SegmentList::default();
@@ -237,11 +176,9 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
     let mut deleted = BTreeSet::new();
     let mut expected: Option<u64> = None;
     let mut removing = false;
-    let count = lsns.len();
-    for (i, lsn) in lsns.into_iter().enumerate() {
+    let count = files.len();
+    for (i, (lsn, path, file, bytes)) in files.into_iter().enumerate() {
         let last = i + 1 == count;
-        let path = segment_path(lsn);
-        let (file, bytes) = read_whole(storage, &path)?;
         let damage = |offset: usize, bytes: usize, kind, repair| Damage {
             segment: path.clone(),
             offset: offset as u64,
@@ -250,92 +187,80 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
             repair,
             session: None,
         };
+        let head = bytes.get(..SEGMENT_HEADER_LEN).unwrap_or(&bytes);
+        let rest_zero = bytes
+            .get(SEGMENT_HEADER_LEN..)
+            .is_none_or(|r| r.iter().all(|&b| b == 0));
+        let verdict = judge_header(lsn, head, rest_zero, last);
+        if verdict == Header::Interrupted && !removing && expected.is_none_or(|e| e == lsn) {
+            // An interrupted segment creation: open removes it.
+            continue;
+        }
+        if let Header::Unsupported(found) = verdict {
+            // Another sessdb version's store is not damage: salvage refuses it whole.
+            return Err(Error::UnsupportedStore {
+                file: path,
+                found,
+                expected: SEGMENT_FORMAT_VERSION,
+            });
+        }
         if removing || expected.is_some_and(|e| e != lsn) || bytes.len() < SEGMENT_HEADER_LEN {
             if !removing {
                 let kind = match expected {
                     Some(e) if e != lsn => CorruptionKind::SegmentGap { expected: e },
-                    _ => CorruptionKind::SegmentHeader(
-                        crate::codec::segment::SegmentHeaderError::Short,
-                    ),
+                    _ => CorruptionKind::SegmentHeader(SegmentHeaderError::Short),
                 };
                 out.report
                     .damage
                     .push(damage(0, bytes.len(), kind, DamageRepair::SegmentRemoved));
             }
             removing = true;
+            removed_records(&bytes, lsn, options, &catalog, &mut losses);
             out.edits.push((lsn, Edit::Remove));
             continue;
         }
-        let mut header = false;
-        match SegmentHeader::decode(&bytes) {
-            // Another sessdb version's store is not damage: salvage refuses it whole.
-            Err(crate::codec::segment::SegmentHeaderError::UnsupportedVersion(found)) => {
-                return Err(Error::UnsupportedStore {
-                    file: path,
-                    found,
-                    expected: crate::codec::segment::SEGMENT_FORMAT_VERSION,
-                });
+        let header_damage = match verdict {
+            Header::Valid => None,
+            Header::NameMismatch => Some(CorruptionKind::Inconsistent(
+                "segment name and header disagree",
+            )),
+            Header::Damaged(e) => Some(CorruptionKind::SegmentHeader(e)),
+            // Handled above.
+            Header::Interrupted | Header::Unsupported(_) => {
+                Some(CorruptionKind::SegmentHeader(SegmentHeaderError::Short))
             }
-            Ok(h) if h.first_lsn == lsn => {}
-            Ok(_) => {
-                header = true;
-                out.report.damage.push(damage(
-                    0,
-                    SEGMENT_HEADER_LEN,
-                    CorruptionKind::Inconsistent("segment name and header disagree"),
-                    DamageRepair::HeaderRewritten,
-                ));
-            }
-            Err(e) => {
-                let rest_zero = bytes
-                    .get(SEGMENT_HEADER_LEN..)
-                    .is_some_and(|r| r.iter().all(|&b| b == 0));
-                if last && rest_zero {
-                    // An interrupted segment creation: open removes it.
-                    continue;
-                }
-                header = true;
-                out.report.damage.push(damage(
-                    0,
-                    SEGMENT_HEADER_LEN,
-                    CorruptionKind::SegmentHeader(e),
-                    DamageRepair::HeaderRewritten,
-                ));
-            }
+        };
+        let header = header_damage.is_some();
+        if let Some(kind) = header_damage {
+            out.report.damage.push(damage(
+                0,
+                SEGMENT_HEADER_LEN,
+                kind,
+                DamageRepair::HeaderRewritten,
+            ));
         }
-        list.push(Arc::new(Segment::new(lsn, Arc::from(file), false)));
+        list.push(Arc::new(Segment::new(lsn, Arc::clone(&file), false)));
 
+        let facts = SegmentFacts {
+            first_lsn: lsn,
+            sealed: !last,
+            durable_lsn: durable,
+            // Salvage holds the writer lock: no write is in flight.
+            locked: true,
+            record_bytes_max: options.record_bytes_max,
+        };
+        let records = bytes.get(SEGMENT_HEADER_LEN..).unwrap_or_default();
+        let mut cursor = LogCursor::new(facts, SEGMENT_HEADER_LEN, records, false);
         let mut voids = Vec::new();
         let mut cut_at = None;
-        let mut pos = SEGMENT_HEADER_LEN;
         loop {
-            let rest = bytes.get(pos..).unwrap_or_default();
-            let frame_lsn = lsn + (pos - SEGMENT_HEADER_LEN) as u64;
-            let check = check_frame(rest, options.record_bytes_max);
-            let (kind, frame_len) = match check {
-                FrameCheck::End => break,
-                FrameCheck::Valid {
-                    kind, frame_len, ..
-                } => (kind, frame_len),
-                // Preallocated space of the active segment: its end.
-                _ if last && frame_lsn >= durable && rest.iter().all(|&b| b == 0) => break,
-                ref damaged => {
-                    let from = match damaged {
-                        FrameCheck::BadLength => pos + FRAME_HEADER_LEN,
-                        FrameCheck::BadChecksum { frame_len }
-                        | FrameCheck::UnknownKind { frame_len, .. } => pos + frame_len,
-                        _ => bytes.len(),
-                    };
-                    let zeros_after = bytes
-                        .get(from..)
-                        .unwrap_or_default()
-                        .iter()
-                        .all(|&b| b == 0);
-                    let facts =
-                        TailFacts::from_check(damaged, !last, frame_lsn < durable, zeros_after);
-                    let kind = match decide(facts) {
-                        TailAction::Corrupt(kind) => kind,
-                        _ if last => {
+            let frame = match cursor.step() {
+                Step::End => break,
+                Step::Record(frame) => frame,
+                Step::Stop(stop) => {
+                    let pos = stop.offset;
+                    let kind = match stop.action {
+                        StopAction::Truncate => {
                             out.report.damage.push(damage(
                                 pos,
                                 bytes.len() - pos,
@@ -345,20 +270,27 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
                             cut_at = Some(pos);
                             break;
                         }
-                        _ => CorruptionKind::Incomplete,
+                        StopAction::Corrupt(kind) => kind,
+                        StopAction::Reread => {
+                            CorruptionKind::Inconsistent("a write in flight under the lock")
+                        }
                     };
+                    if let CorruptionKind::MissingRecords { vouched_to } = kind {
+                        // The newest segment ends, or holds only zeros, before what a
+                        // checkpoint vouches for: the log ends here; the checkpoints go.
+                        out.report.damage.push(damage(
+                            pos,
+                            usize::try_from(vouched_to.saturating_sub(stop.lsn)).unwrap_or(0),
+                            kind,
+                            DamageRepair::CheckpointsRemoved,
+                        ));
+                        if pos < bytes.len() {
+                            cut_at = Some(pos);
+                        }
+                        break;
+                    }
                     // Resynchronise at the next valid frame (or the end of the segment).
-                    let next = (pos + FRAME_HEADER_LEN..bytes.len())
-                        .find(|&q| {
-                            matches!(
-                                check_frame(
-                                    bytes.get(q..).unwrap_or_default(),
-                                    options.record_bytes_max
-                                ),
-                                FrameCheck::Valid { .. }
-                            )
-                        })
-                        .unwrap_or(bytes.len());
+                    let next = cursor.resync();
                     if next - pos < FRAME_HEADER_LEN {
                         // Too short for a void record: only the end of a segment can be.
                         if !last {
@@ -370,7 +302,7 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
                         cut_at = Some(pos);
                         break;
                     }
-                    let session = attribute(&catalog, rest);
+                    let session = attribute(&catalog, cursor.bytes_from(pos));
                     if let Some(id) = &session {
                         losses.cut(&catalog, id, None);
                     }
@@ -379,12 +311,11 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
                         ..damage(pos, next - pos, kind, DamageRepair::Voided)
                     });
                     voids.push((pos, next - pos));
-                    pos = next;
                     continue;
                 }
             };
-            let payload = rest.get(FRAME_HEADER_LEN..frame_len).unwrap_or_default();
-            match decode(kind, payload) {
+            let (pos, frame_len) = (frame.offset, frame.bytes.len());
+            match decode(frame.kind, frame.payload()) {
                 Ok(body) if losses.drops(&catalog, &body) => {
                     losses.dropped += 1;
                     voids.push((pos, frame_len));
@@ -393,7 +324,7 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
                     let id = session_of(&body).map(str::to_owned);
                     let last_seq = last_seq(&body);
                     let appends = matches!(body, RecordBody::Append { .. });
-                    match replay(&list, options, &mut catalog, &mut touched, body, frame_lsn) {
+                    match replay(&list, options, &mut catalog, &mut touched, body, frame.lsn) {
                         Err(kind) => {
                             if let Some(id) = &id {
                                 losses.cut(&catalog, id, last_seq);
@@ -426,7 +357,7 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
                     }
                 }
                 Err(what) => {
-                    let session = attribute(&catalog, rest);
+                    let session = attribute(&catalog, frame.bytes);
                     if let Some(id) = &session {
                         losses.cut(&catalog, id, None);
                     }
@@ -442,7 +373,6 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
                     voids.push((pos, frame_len));
                 }
             }
-            pos += frame_len;
         }
         touched.clear();
         let end = cut_at.unwrap_or(bytes.len());
@@ -459,64 +389,81 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
         }
     }
     if !out.report.is_empty() {
-        remembered_losses(storage, &catalog, &deleted, &mut losses);
+        remembered_losses(&headers, &catalog, &deleted, &mut losses);
     }
     out.report.sessions = losses.by_id.into_values().collect();
     out.report.records_dropped = losses.dropped;
     Ok(out)
 }
 
+/// The records in a segment salvage removes (it does not continue the log): each one's
+/// session loses what it held, and the count is reported as dropped.
+fn removed_records(
+    bytes: &[u8],
+    lsn: u64,
+    options: &StoreOptions,
+    catalog: &Catalog,
+    losses: &mut Losses,
+) {
+    let facts = SegmentFacts {
+        first_lsn: lsn,
+        sealed: true,
+        durable_lsn: 0,
+        locked: true,
+        record_bytes_max: options.record_bytes_max,
+    };
+    let records = bytes.get(SEGMENT_HEADER_LEN..).unwrap_or_default();
+    let mut cursor = LogCursor::new(facts, SEGMENT_HEADER_LEN, records, false);
+    loop {
+        match cursor.step() {
+            Step::End => break,
+            Step::Stop(_) => {
+                if cursor.resync() >= cursor.end() {
+                    break;
+                }
+            }
+            Step::Record(frame) => {
+                let Ok(body) = decode(frame.kind, frame.payload()) else {
+                    continue;
+                };
+                if matches!(body, RecordBody::Void | RecordBody::Delete { .. }) {
+                    continue;
+                }
+                losses.dropped += 1;
+                if let Some(id) = session_of(&body) {
+                    losses.cut(catalog, id, last_seq(&body));
+                }
+            }
+        }
+    }
+}
+
 /// Sessions shorter than the newest readable checkpoint remembers them (and not deleted
-/// since): their last events were in damaged records that named no readable session.
+/// since): their last events were in damaged records that named no readable session, or past
+/// where the log now ends.
 fn remembered_losses(
-    storage: &dyn Storage,
+    headers: &Headers,
     catalog: &Catalog,
     deleted: &BTreeSet<String>,
     losses: &mut Losses,
 ) {
-    let Ok(gens) = checkpoint::list(storage) else {
+    let Some(remembered) = headers.remembered() else {
         return;
     };
-    'chains: for &g in gens.iter().rev() {
-        // The chain back to its full checkpoint, oldest first.
-        let mut chain = Vec::new();
-        let mut next = g;
-        loop {
-            let Ok(opened) = checkpoint::open_header(storage, next) else {
-                continue 'chains;
-            };
-            let base = opened.header.meta.base;
-            chain.push(opened);
-            if base == 0 {
-                break;
-            }
-            next = base;
+    let mut remembered: Vec<_> = remembered.sessions.into_iter().collect();
+    remembered.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    for (id, entry) in &remembered {
+        let had = entry.state.next_seq;
+        let now = catalog.sessions.get(id).map_or(0, |e| e.state.next_seq);
+        if now < had && !deleted.contains(id) {
+            losses.cut(catalog, id, Some(had - 1));
         }
-        let mut remembered = Catalog::default();
-        for opened in chain.iter().rev() {
-            let Ok(body) = opened.body() else {
-                continue 'chains;
-            };
-            if checkpoint::apply(body, &mut remembered).is_err() {
-                continue 'chains;
-            }
-        }
-        let mut remembered: Vec<_> = remembered.sessions.into_iter().collect();
-        remembered.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        for (id, entry) in &remembered {
-            let had = entry.state.next_seq;
-            let now = catalog.sessions.get(id).map_or(0, |e| e.state.next_seq);
-            if now < had && !deleted.contains(id) {
-                losses.cut(catalog, id, Some(had - 1));
-            }
-        }
-        return;
     }
 }
 
 /// Carries out a plan (see the module docs for the order and why).
 pub(super) fn apply(storage: &dyn Storage, options: &StoreOptions, plan: &mut Plan) -> Result<()> {
-    if plan.edits.is_empty() {
+    if plan.edits.is_empty() && plan.report.is_empty() {
         return Ok(());
     }
     for generation in checkpoint::list(storage)? {

@@ -1,352 +1,201 @@
-//! The recovery scan (`docs/DESIGN.md` §3.6): read the log from a position, replay each
-//! valid record through the acceptance function, and let the decision table
-//! (`log::recovery`) decide what to do where a frame is not valid. Open, `refresh` and
-//! salvage all go through here.
+//! The recovery scan (`docs/DESIGN.md` §3.6): walk the log from a position with the log
+//! cursor, replay each valid record through the acceptance function (`replay.rs`), and do
+//! what the decision table says where the cursor stops. It changes no file: a torn tail to
+//! cut is returned, and a writable open cuts it only once everything else has been decided.
+//! Open and `refresh` go through here.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use super::catalog::{Catalog, SessionEntry, StoredEvents, plan_batch};
-use super::discover::load_segments;
-use super::inner::Inner;
+use super::catalog::Catalog;
+use super::log::cursor::{LogCursor, SegmentFacts, Step, StopAction};
 use super::options::StoreOptions;
-use super::recovery::{TailAction, TailFacts, decide};
-use super::report::OpenReport;
-use super::segments::{SegmentList, Tail};
-use crate::codec::frame::{FRAME_HEADER_LEN, FrameCheck, check_frame};
-use crate::codec::record::{LocatedEvent, RecordBody, decode};
-use crate::codec::segment::{SEGMENT_HEADER_LEN, SEGMENTS_DIR};
-use crate::codec::{CorruptionKind, EventLoc};
-use crate::model::{SessionHeader, SessionState, SharedVec};
+use super::replay::replay;
+use super::segments::{Segment, SegmentList};
+use crate::codec::CorruptionKind;
+use crate::codec::record::decode;
+use crate::codec::segment::SEGMENTS_DIR;
 use crate::{Error, Result};
 
-/// Scans from `start_lsn` up to `stop_lsn` (`u64::MAX`: to the end), replays, repairs;
-/// returns the append position. Damage before `durable_lsn` (the furthest position a
-/// checkpoint header vouches for) is never a torn tail.
-#[allow(
-    clippy::too_many_arguments,
-    reason = "the recovery scan threads its accumulators explicitly"
-)]
+/// Where and how far a scan reads.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Span {
+    /// The LSN to start at (the chosen checkpoint's covered position, or 0).
+    pub(super) start_lsn: u64,
+    /// The furthest position a checkpoint header vouches for.
+    pub(super) durable_lsn: u64,
+    /// `u64::MAX`, or the position to treat as the end (a snapshot).
+    pub(super) stop_lsn: u64,
+    /// The reader holds the writer lock.
+    pub(super) locked: bool,
+}
+
+/// A torn tail the scan found: the newest segment holds it from `offset` on.
+#[derive(Debug)]
+pub(super) struct Cut {
+    pub(super) segment: Arc<Segment>,
+    pub(super) offset: u64,
+    pub(super) bytes: u64,
+}
+
+/// What a scan found.
+#[derive(Debug, Default)]
+pub(super) struct Scanned {
+    /// The LSN just past the last record.
+    pub(super) end_lsn: u64,
+    /// Records replayed.
+    pub(super) records: u64,
+    /// A torn tail to cut (only where the reader holds the writer lock).
+    pub(super) cut: Option<Cut>,
+    /// Bytes left after the last record by a reader without the lock: a writer may be in
+    /// the middle of appending them.
+    pub(super) pending_bytes: u64,
+}
+
+/// Scans `span` of the log, replaying onto `catalog`; `last_record` starts as the chosen
+/// checkpoint's and ends as the last record's.
+///
+/// # Errors
+/// `Corruption` where the table says so or a record is refused, I/O errors.
 pub(super) fn scan(
     list: &SegmentList,
     options: &StoreOptions,
-    read_only: bool,
-    start_lsn: u64,
-    durable_lsn: u64,
-    stop_lsn: u64,
+    span: Span,
     last_record: &mut Option<(u64, u32)>,
     catalog: &mut Catalog,
     touched: &mut BTreeSet<String>,
-    report: &mut OpenReport,
-    end: &mut u64,
-) -> Result<Option<Tail>> {
+) -> Result<Scanned> {
     let segs = list.all();
-    let Some(first) = segs.iter().rposition(|s| s.first_lsn <= start_lsn) else {
-        return Ok(None);
+    let mut out = Scanned {
+        end_lsn: span.start_lsn,
+        ..Scanned::default()
     };
-    let mut end_lsn = start_lsn;
+    let facts_of = |seg: Option<&Segment>, sealed| SegmentFacts {
+        first_lsn: seg.map_or(0, |s| s.first_lsn),
+        sealed,
+        durable_lsn: span.durable_lsn,
+        locked: span.locked,
+        record_bytes_max: options.record_bytes_max,
+    };
+    let Some(first) = segs.iter().rposition(|s| s.first_lsn <= span.start_lsn) else {
+        // No segment at all: the table decides whether an empty log may be the end.
+        let mut cursor = LogCursor::new(facts_of(None, false), 0, &[], span.locked);
+        return match cursor.step() {
+            Step::Stop(stop) => match stop.action {
+                StopAction::Corrupt(kind) => Err(Error::corruption(SEGMENTS_DIR, 0, kind)),
+                _ => Ok(out),
+            },
+            _ => Ok(out),
+        };
+    };
     // For progress: the log end as the newest segment's length says (its preallocated zeros
     // included, so an estimate).
-    let total = segs.last().map_or(0, |s| {
-        let len = s.file.len().unwrap_or(0);
-        (s.first_lsn + len.saturating_sub(SEGMENT_HEADER_LEN as u64)).saturating_sub(start_lsn)
-    });
+    let total = segs
+        .last()
+        .and_then(|s| s.end_lsn().ok())
+        .unwrap_or(0)
+        .saturating_sub(span.start_lsn);
     let mut reported = 0u64;
     for (i, seg) in segs.iter().enumerate().skip(first) {
         // A scan told to stop (a snapshot at a position) treats the stop as the end.
-        let stops_here = stop_lsn != u64::MAX
-            && seg.first_lsn <= stop_lsn
-            && segs.get(i + 1).is_none_or(|n| n.first_lsn > stop_lsn);
-        let is_last = i + 1 == segs.len() || stops_here;
-        let mut len = seg
-            .file
-            .len()
-            .map_err(|e| Error::io("stat", &seg.path, e))?;
-        if stops_here {
-            len = len.min(seg.offset_of(stop_lsn));
-        }
-        let mut pos = usize::try_from(seg.offset_of(end_lsn.max(seg.first_lsn))).map_err(|_| {
-            Error::corruption(
-                &seg.path,
-                0,
-                CorruptionKind::Inconsistent("a position past the address space"),
-            )
-        })?;
-        // Only the bytes from where the scan starts: what a checkpoint covers is not re-read.
-        let base = pos;
-        let file_len = usize::try_from(len).unwrap_or(0).max(base);
-        let mut bytes = vec![0u8; file_len - base];
-        seg.file
-            .read_at(&mut bytes, base as u64)
-            .map_err(|e| Error::io("read", &seg.path, e))?;
+        let stops_here = span.stop_lsn != u64::MAX
+            && seg.first_lsn <= span.stop_lsn
+            && segs.get(i + 1).is_none_or(|n| n.first_lsn > span.stop_lsn);
+        let newest = i + 1 == segs.len() || stops_here;
+        let facts = facts_of(Some(seg), !newest);
+        let limit = stops_here.then(|| seg.offset_of(span.stop_lsn));
+        let mut offset = to_usize(seg, seg.offset_of(out.end_lsn.max(seg.first_lsn)))?;
+        let mut reread = false;
         loop {
-            let rest = bytes.get(pos - base..).unwrap_or_default();
-            let check = check_frame(rest, options.record_bytes_max);
-            let lsn = seg.first_lsn + (pos - SEGMENT_HEADER_LEN) as u64;
-            let stop = match check {
-                FrameCheck::End => None,
-                FrameCheck::Valid {
-                    kind,
-                    frame_len,
-                    crc,
-                } => {
-                    let payload = &rest[FRAME_HEADER_LEN..frame_len];
-                    match decode(kind, payload)
-                        .map_err(CorruptionKind::BadPayload)
-                        .and_then(|body| replay(list, options, catalog, touched, body, lsn))
-                    {
-                        Ok(()) => {
-                            report.records_replayed += 1;
-                            *last_record = Some((lsn, crc));
-                            pos += frame_len;
-                            let done = lsn.saturating_sub(start_lsn);
-                            if done >= reported + (1 << 20) {
-                                reported = done;
-                                options.progress.report(done, total.max(done));
-                            }
-                            continue;
+            // Only the bytes from where the scan is: what a checkpoint covers is not re-read.
+            let bytes = read_from(seg, offset, limit)?;
+            let mut cursor = LogCursor::new(facts, offset, &bytes, reread);
+            let stop = loop {
+                match cursor.step() {
+                    Step::Record(frame) => {
+                        decode(frame.kind, frame.payload())
+                            .map_err(CorruptionKind::BadPayload)
+                            .and_then(|body| {
+                                replay(list, options, catalog, touched, body, frame.lsn)
+                            })
+                            .map_err(|kind| {
+                                Error::corruption(&seg.path, frame.offset as u64, kind)
+                            })?;
+                        out.records += 1;
+                        *last_record = Some((frame.lsn, frame.crc));
+                        let done = frame.lsn.saturating_sub(span.start_lsn);
+                        if done >= reported + (1 << 20) {
+                            reported = done;
+                            options.progress.report(done, total.max(done));
                         }
-                        Err(kind) => Some(TailAction::Corrupt(kind)),
                     }
-                }
-                // The active segment's preallocated space beyond every durable mark: a clean
-                // end, not a torn tail (vouched zeros stay corruption, below).
-                _ if is_last && lsn >= durable_lsn && rest.iter().all(|&b| b == 0) => None,
-                ref damaged => {
-                    let from = match damaged {
-                        FrameCheck::BadLength => pos + FRAME_HEADER_LEN,
-                        FrameCheck::BadChecksum { frame_len }
-                        | FrameCheck::UnknownKind { frame_len, .. } => pos + frame_len,
-                        _ => file_len,
-                    };
-                    let zeros_after = bytes
-                        .get(from.saturating_sub(base)..)
-                        .unwrap_or_default()
-                        .iter()
-                        .all(|&b| b == 0);
-                    let facts =
-                        TailFacts::from_check(damaged, !is_last, lsn < durable_lsn, zeros_after);
-                    let action = decide(facts);
-                    Some(match (action, damaged) {
-                        (TailAction::Corrupt(_), FrameCheck::UnknownKind { kind, .. }) => {
-                            TailAction::Corrupt(CorruptionKind::UnknownKind(*kind))
-                        }
-                        _ => action,
-                    })
+                    Step::End => break None,
+                    Step::Stop(stop) => break Some((stop, cursor.end())),
                 }
             };
+            offset = cursor.offset();
             match stop {
                 None => break,
-                Some(TailAction::Accept) => unreachable_accept()?,
-                Some(TailAction::Truncate) => {
-                    if !read_only {
-                        seg.file
-                            .set_len(pos as u64)
-                            .map_err(|e| Error::io("truncate", &seg.path, e))?;
-                        seg.file
-                            .sync_data()
-                            .map_err(|e| Error::io("sync", &seg.path, e))?;
-                        report.bytes_truncated += (file_len - pos) as u64;
+                Some((stop, _)) if stop.action == StopAction::Reread => {
+                    // Read the bytes from the stop again: settled there.
+                    reread = true;
+                }
+                Some((stop, end)) if stop.action == StopAction::Truncate => {
+                    let bytes = (end - stop.offset) as u64;
+                    if span.locked {
+                        out.cut = Some(Cut {
+                            segment: Arc::clone(seg),
+                            offset: stop.offset as u64,
+                            bytes,
+                        });
                     } else {
-                        report.torn_tail_ignored += (file_len - pos) as u64;
+                        out.pending_bytes = bytes;
                     }
                     break;
                 }
-                Some(TailAction::Corrupt(kind)) => {
-                    return Err(Error::corruption(&seg.path, pos as u64, kind));
+                Some((stop, _)) => {
+                    let kind = match stop.action {
+                        StopAction::Corrupt(kind) => kind,
+                        _ => CorruptionKind::Inconsistent("an unknown stop"),
+                    };
+                    return Err(Error::corruption(&seg.path, stop.offset as u64, kind));
                 }
             }
         }
-        if is_last {
-            let active = Arc::clone(seg);
-            let next_lsn = seg.first_lsn + (pos - SEGMENT_HEADER_LEN) as u64;
-            *end = next_lsn;
-            let allocated = active
-                .file
-                .len()
-                .map_err(|e| Error::io("stat", &active.path, e))?;
-            return Ok((!read_only).then_some(Tail {
-                active,
-                next_lsn,
-                last_record: *last_record,
-                allocated,
-                window: None,
-                next_window: None,
-                ahead_failed_at: None,
-                frame: Vec::new(),
-                offsets: Vec::new(),
-                prefault: options.durability == super::Durability::Buffered,
-                prefaulter: None,
-                sync_store: options.durability == super::Durability::Sync,
-            }));
+        out.end_lsn = facts.lsn_of(offset);
+        if newest {
+            return Ok(out);
         }
-        end_lsn = segs[i + 1].first_lsn;
+        if let Some(next) = segs.get(i + 1) {
+            out.end_lsn = next.first_lsn;
+        }
     }
-    Ok(None)
+    Ok(out)
 }
 
-fn unreachable_accept() -> Result<()> {
-    // `decide` answers Accept only for a valid frame, which the scan replays before asking.
-    Err(Error::Corruption {
-        segment: SEGMENTS_DIR.to_owned(),
-        offset: 0,
-        kind: CorruptionKind::Inconsistent("recovery table accepted a damaged frame"),
+fn to_usize(seg: &Segment, at: u64) -> Result<usize> {
+    usize::try_from(at).map_err(|_| {
+        Error::corruption(
+            &seg.path,
+            0,
+            CorruptionKind::Inconsistent("a position past the address space"),
+        )
     })
 }
 
-/// Replays a record's events onto a session's state and locations, validating them as a
-/// live write would be. On a refusal nothing changes.
-fn replay_events(
-    list: &SegmentList,
-    options: &StoreOptions,
-    id: &str,
-    state: &mut SessionState,
-    locs: &mut SharedVec<EventLoc>,
-    events: &[LocatedEvent],
-    lsn: u64,
-) -> std::result::Result<(), CorruptionKind> {
-    let evs: Vec<_> = events.iter().map(|l| l.event.clone()).collect();
-    let source = StoredEvents {
-        segments: list,
-        locs: Some(locs),
-        batch: &evs,
-    };
-    plan_batch(id, state, &source, &evs, &options.limits)
-        .map_err(|_| CorruptionKind::Inconsistent("a stored event is refused"))?
-        .commit(state, &evs);
-    for e in events {
-        locs.push(EventLoc {
-            lsn,
-            offset: e.offset,
-            len: e.len,
-        });
+/// The segment's bytes from file offset `at` to its end (or `limit`), read now.
+fn read_from(seg: &Segment, at: usize, limit: Option<u64>) -> Result<Vec<u8>> {
+    let mut len = seg
+        .file
+        .len()
+        .map_err(|e| Error::io("stat", &seg.path, e))?;
+    if let Some(limit) = limit {
+        len = len.min(limit);
     }
-    Ok(())
-}
-
-/// Applies one decoded record to the catalog, validating it as a live write would be. On a
-/// refusal the catalog is unchanged.
-pub(super) fn replay(
-    list: &SegmentList,
-    options: &StoreOptions,
-    catalog: &mut Catalog,
-    touched: &mut BTreeSet<String>,
-    body: RecordBody,
-    lsn: u64,
-) -> std::result::Result<(), CorruptionKind> {
-    let inconsistent = CorruptionKind::Inconsistent;
-    let (id, header_json, mut state, locs, parent, events) = match body {
-        RecordBody::Append { session, events } => {
-            let entry = catalog
-                .sessions
-                .get_mut(&session)
-                .ok_or(inconsistent("events for an unknown session"))?;
-            replay_events(
-                list,
-                options,
-                &session,
-                &mut entry.state,
-                &mut entry.locs,
-                &events,
-                lsn,
-            )?;
-            catalog.touch(&session);
-            touched.insert(session);
-            return Ok(());
-        }
-        RecordBody::Void => return Ok(()),
-        RecordBody::Delete { session } => {
-            catalog
-                .delete(&session)
-                .ok_or(inconsistent("deletion of an unknown session"))?;
-            touched.insert(session);
-            return Ok(());
-        }
-        RecordBody::Create {
-            session,
-            header_json,
-            events,
-        } => (
-            session,
-            header_json,
-            SessionState::new(),
-            SharedVec::default(),
-            None,
-            events,
-        ),
-        RecordBody::Fork {
-            child,
-            header_json,
-            parent,
-            inherited,
-            events,
-        } => {
-            if catalog.sessions.contains_key(&child) {
-                return Err(inconsistent("a fork reuses a session id"));
-            }
-            let (base, locs) = catalog
-                .fork_base(list, &child, &parent, inherited, &options.limits)
-                .map_err(|_| inconsistent("a fork's inherited events are refused"))?
-                .ok_or(inconsistent("a fork of an unknown session"))?;
-            (
-                child,
-                header_json,
-                base,
-                locs,
-                Some((parent, inherited)),
-                events,
-            )
-        }
-    };
-    // A new session: created, or forked.
-    if catalog.sessions.contains_key(&id) {
-        return Err(inconsistent("a session is created twice"));
-    }
-    let header = SessionHeader::from_json(&header_json)
-        .map_err(|_| inconsistent("a stored header does not parse"))?;
-    let mut locs = locs;
-    replay_events(list, options, &id, &mut state, &mut locs, &events, lsn)?;
-    catalog.sessions.insert(
-        id.clone(),
-        SessionEntry {
-            header,
-            state,
-            locs,
-            parent,
-            created_lsn: lsn,
-            checkpointed_locs: 0,
-            dirty: true,
-        },
-    );
-    catalog.touch(&id);
-    touched.insert(id);
-    Ok(())
-}
-
-/// Catches a read-only store up with what a live writer appended since: new records of the
-/// last segment and new segments. Returns the records replayed.
-pub(super) fn refresh(inner: &Inner) -> Result<u64> {
-    let mut report = OpenReport::default();
-    let segments = load_segments(&*inner.storage, true, &mut report)?;
-    *inner.segments.write() = segments;
-    let mut read_end = inner.read_end.lock();
-    let (start, mut last_record) = *read_end;
-    let mut catalog = inner.catalog.write();
-    let mut touched = BTreeSet::new();
-    let mut end = start;
-    scan(
-        &inner.segments,
-        &inner.options,
-        true,
-        start,
-        start,
-        u64::MAX,
-        &mut last_record,
-        &mut catalog,
-        &mut touched,
-        &mut report,
-        &mut end,
-    )?;
-    *read_end = (end, last_record);
-    Ok(report.records_replayed)
+    let len = to_usize(seg, len)?.max(at);
+    let mut bytes = vec![0u8; len - at];
+    seg.file
+        .read_at(&mut bytes, at as u64)
+        .map_err(|e| Error::io("read", &seg.path, e))?;
+    Ok(bytes)
 }

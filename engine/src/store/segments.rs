@@ -52,6 +52,15 @@ impl Segment {
         SEGMENT_HEADER_LEN as u64 + (lsn - self.first_lsn)
     }
 
+    /// The LSN just past the file's last byte (allocated space included).
+    pub(crate) fn end_lsn(&self) -> Result<u64> {
+        let len = self
+            .file
+            .len()
+            .map_err(|e| Error::io("stat", &self.path, e))?;
+        Ok(self.first_lsn + len.saturating_sub(SEGMENT_HEADER_LEN as u64))
+    }
+
     /// Hands `len` bytes at file offset `at` to `use_bytes`: borrowed from the mapped view
     /// once sealed, else read from the file into a buffer.
     pub(crate) fn with_bytes<R>(
@@ -271,6 +280,34 @@ pub(crate) struct Tail {
 }
 
 impl Tail {
+    /// The append position at `next_lsn` of the `active` (newest) segment, whose last record
+    /// is `last_record`: what recovery hands the writer.
+    pub(crate) fn at(
+        active: Arc<Segment>,
+        next_lsn: u64,
+        last_record: Option<(u64, u32)>,
+        durability: crate::store::Durability,
+    ) -> Result<Tail> {
+        let allocated = active
+            .file
+            .len()
+            .map_err(|e| Error::io("stat", &active.path, e))?;
+        Ok(Tail {
+            active,
+            next_lsn,
+            last_record,
+            allocated,
+            window: None,
+            next_window: None,
+            ahead_failed_at: None,
+            frame: Vec::new(),
+            offsets: Vec::new(),
+            prefault: durability == crate::store::Durability::Buffered,
+            prefaulter: None,
+            sync_store: durability == crate::store::Durability::Sync,
+        })
+    }
+
     /// Bytes written to the active segment after its header.
     fn active_bytes(&self) -> u64 {
         self.next_lsn - self.active.first_lsn

@@ -6,36 +6,9 @@ use std::sync::Arc;
 use super::api::Store;
 use super::open;
 use super::options::StoreOptions;
+use super::report::VerifyReport;
 use crate::storage::Storage;
 use crate::{Error, Result};
-
-/// What [`verify`] checked and found.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct VerifyReport {
-    /// Segment files read.
-    pub segments: usize,
-    /// Records read and checked (checksums, decoding, acceptance).
-    pub records: u64,
-    /// Log bytes read.
-    pub log_bytes: u64,
-    /// Sessions compared.
-    pub sessions: usize,
-    /// Events over all sessions.
-    pub events: u64,
-    /// The checkpoint generation compared with the full replay.
-    pub checkpoint: Option<u64>,
-    /// Bytes after the last complete record (a torn tail, or a writer's append under way).
-    pub incomplete_tail_bytes: u64,
-    /// What is wrong; empty when everything checks out.
-    pub problems: Vec<String>,
-}
-
-impl VerifyReport {
-    /// Whether nothing is wrong.
-    pub fn ok(&self) -> bool {
-        self.problems.is_empty()
-    }
-}
 
 /// Verifies the store on `storage` without writing to it (works beside a live writer).
 ///

@@ -33,21 +33,11 @@ impl Inner {
         if self.is_closed() {
             return Err(Error::Closed);
         }
-        if self.poison_flag.load(Ordering::Acquire)
-            && let Some(cause) = self.poisoned.lock().clone()
-        {
-            return Err(Error::Poisoned { cause });
-        }
-        Ok(())
+        self.poison.check()
     }
 
     pub(super) fn poison<T>(&self, e: Error) -> Result<T> {
-        let mut p = self.poisoned.lock();
-        if p.is_none() {
-            *p = Some(e.to_string());
-            self.poison_flag.store(true, Ordering::Release);
-        }
-        Err(e)
+        self.poison.set(e)
     }
 
     /// Encodes and writes one record; returns its LSN and the log end after it, and leaves
@@ -59,6 +49,9 @@ impl Inner {
         body: &BodyRef<'_>,
         now: i64,
     ) -> Result<(u64, u64)> {
+        // Checked under the tail lock: an append that waited for it while another write
+        // failed must not write after that failure (a failed roll left the tail behind).
+        self.poison.check()?;
         // The payload is encoded after room for the frame header, into the tail's reused
         // buffer: no allocation and no copy per record.
         let mut frame = std::mem::take(&mut tail.frame);
@@ -152,9 +145,7 @@ impl Inner {
             if state.durable >= lsn {
                 return Ok(());
             }
-            if let Some(cause) = self.poisoned.lock().clone() {
-                return Err(Error::Poisoned { cause });
-            }
+            self.poison.check()?;
             if state.leader {
                 self.sync_done.wait(&mut state);
                 continue;
@@ -179,7 +170,7 @@ impl Inner {
                 return self.poison(Error::io("sync", path, e));
             }
             // A failure another path saw meanwhile (a roll's sync) wins over this success.
-            if self.poisoned.lock().is_none() {
+            if !self.poison.is_set() {
                 state.durable = state.durable.max(written);
             }
             self.sync_done.notify_all();

@@ -1,0 +1,206 @@
+//! Checkpoint chains as recovery uses them: the headers read before the segments are listed
+//! (so every checkpoint seen was written after the log it covers was durable), the durable
+//! mark they set, the confirmation of a checkpoint against the log, the newest chain open
+//! applies, and the sessions the newest readable chain remembers (salvage names what was lost
+//! by them). Open and salvage share this.
+
+use std::collections::BTreeMap;
+
+use super::catalog::Catalog;
+use super::checkpoint::{self, Opened};
+use super::segments::SegmentList;
+use crate::Result;
+use crate::codec::checkpoint::{Body, CheckpointMeta, checkpoint_path};
+use crate::codec::frame::{FRAME_HEADER_LEN, FrameCheck, check_frame};
+use crate::storage::Storage;
+
+/// Every checkpoint header that checks out, by generation.
+pub(super) struct Headers {
+    by_generation: BTreeMap<u64, Opened>,
+    /// A file listed was gone when opened: retention removed it (a reader beside a writer).
+    any_gone: bool,
+    /// Files whose header does not check out, with the reason.
+    pub(super) discarded: Vec<String>,
+}
+
+/// What the log says of a checkpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Confirmation {
+    /// The record it names is there with its checksum, ending where it says.
+    Holds,
+    /// Another valid record is where it points: it belongs to another log (a stale copy).
+    Stale,
+    /// The record it names is damaged, cut, missing or zeros: the checkpoint cannot be used,
+    /// but it still vouches for the log before its position.
+    Unconfirmed(&'static str),
+}
+
+/// A chain to apply: the bodies oldest first, the newest member's meta, the full base's
+/// generation.
+pub(super) struct Chosen {
+    pub(super) bodies: Vec<Body>,
+    pub(super) meta: CheckpointMeta,
+    pub(super) base: u64,
+}
+
+impl Headers {
+    /// Lists the checkpoint files and checks their headers (bodies are read on use).
+    pub(super) fn load(storage: &dyn Storage) -> Result<Headers> {
+        let mut out = Headers {
+            by_generation: BTreeMap::new(),
+            any_gone: false,
+            discarded: Vec::new(),
+        };
+        for g in checkpoint::list(storage)? {
+            match checkpoint::open_header(storage, g) {
+                Ok(opened) => {
+                    out.by_generation.insert(g, opened);
+                }
+                Err(unusable) => {
+                    out.any_gone |= unusable.gone;
+                    if !unusable.gone {
+                        out.discarded.push(unusable.why);
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The newest generation listed with a valid header.
+    pub(super) fn newest(&self) -> Option<u64> {
+        self.by_generation.keys().next_back().copied()
+    }
+
+    /// The furthest position any checkpoint header vouches for: every one does, whether or
+    /// not its state can be used, unless the log holds another valid record where it points.
+    pub(super) fn durable_mark(&self, segments: &SegmentList) -> u64 {
+        self.by_generation
+            .values()
+            .map(|o| o.header.meta)
+            .filter(|meta| confirm(segments, meta) != Confirmation::Stale)
+            .map(|meta| meta.covered_lsn)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The generations of `g`'s chain, newest first, when it reaches a full checkpoint.
+    fn chain(&self, g: u64) -> Option<Vec<u64>> {
+        let mut chain = vec![g];
+        let mut base = self.by_generation.get(&g)?.header.meta.base;
+        while base != 0 {
+            let member = self.by_generation.get(&base)?;
+            chain.push(base);
+            base = member.header.meta.base;
+        }
+        Some(chain)
+    }
+
+    /// The bodies of a chain, oldest first.
+    fn bodies(&self, chain: &[u64]) -> std::result::Result<Vec<Body>, String> {
+        chain
+            .iter()
+            .rev()
+            .map(|g| {
+                self.by_generation
+                    .get(g)
+                    .ok_or_else(|| format!("{}: gone", checkpoint_path(*g)))?
+                    .body()
+                    .map_err(|unusable| unusable.why)
+            })
+            .collect()
+    }
+
+    /// The newest chain that the log confirms and whose bodies check out; every checkpoint
+    /// passed over on the way is named in `discarded`.
+    pub(super) fn choose(
+        &self,
+        segments: &SegmentList,
+        discarded: &mut Vec<String>,
+    ) -> Option<Chosen> {
+        for (&g, opened) in self.by_generation.iter().rev() {
+            let meta = opened.header.meta;
+            match confirm(segments, &meta) {
+                Confirmation::Holds => {}
+                Confirmation::Stale => {
+                    discarded.push(format!(
+                        "{}: the log has another record where it points (stale checkpoint)",
+                        checkpoint_path(g)
+                    ));
+                    continue;
+                }
+                Confirmation::Unconfirmed(why) => {
+                    discarded.push(format!("{}: {why}", checkpoint_path(g)));
+                    continue;
+                }
+            }
+            let Some(chain) = self.chain(g) else {
+                // A base that retention removed after the listing is not damage.
+                if !self.any_gone {
+                    discarded.push(format!("{}: its chain lacks a base", checkpoint_path(g)));
+                }
+                continue;
+            };
+            match self.bodies(&chain) {
+                Ok(bodies) => {
+                    return Some(Chosen {
+                        bodies,
+                        meta,
+                        base: chain.last().copied().unwrap_or(g),
+                    });
+                }
+                Err(why) => discarded.push(why),
+            }
+        }
+        None
+    }
+
+    /// The sessions the newest chain whose bodies apply remembers (salvage compares them with
+    /// what the log still holds).
+    pub(super) fn remembered(&self) -> Option<Catalog> {
+        self.by_generation.keys().rev().find_map(|&g| {
+            let bodies = self.bodies(&self.chain(g)?).ok()?;
+            let mut catalog = Catalog::default();
+            for body in bodies {
+                checkpoint::apply(body, &mut catalog).ok()?;
+            }
+            Some(catalog)
+        })
+    }
+}
+
+/// Whether the log holds the record a checkpoint names, with its checksum, ending where the
+/// checkpoint says.
+pub(super) fn confirm(segments: &SegmentList, meta: &CheckpointMeta) -> Confirmation {
+    use Confirmation::Unconfirmed;
+    let Some((lsn, crc)) = meta.last_record else {
+        return if meta.covered_lsn == 0 {
+            Confirmation::Holds
+        } else {
+            Unconfirmed("no record named but a position past 0")
+        };
+    };
+    let Some(seg) = segments.find(lsn) else {
+        return Unconfirmed("the record it names is not in the log");
+    };
+    let at = seg.offset_of(lsn);
+    let mut head = [0u8; FRAME_HEADER_LEN];
+    if seg.file.read_at(&mut head, at).is_err() {
+        return Unconfirmed("the record it names is not in the log");
+    }
+    if head.iter().all(|&b| b == 0) {
+        return Unconfirmed("the log holds only zeros where it points");
+    }
+    let len = u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as usize;
+    let mut frame = vec![0u8; FRAME_HEADER_LEN + len.min(1 << 30)];
+    if seg.file.read_at(&mut frame, at).is_err() {
+        return Unconfirmed("the record it names is cut short");
+    }
+    match check_frame(&frame, u32::MAX) {
+        FrameCheck::Valid {
+            crc: c, frame_len, ..
+        } if c == crc && lsn + frame_len as u64 == meta.covered_lsn => Confirmation::Holds,
+        FrameCheck::Valid { .. } => Confirmation::Stale,
+        _ => Unconfirmed("the record it names is damaged"),
+    }
+}

@@ -1,0 +1,345 @@
+//! The log cursor: the only frame loop of the store. It walks the bytes of one segment frame
+//! by frame, and where the next frame is not a valid record it asks the decision table
+//! (`store/recovery.rs`) what the bytes there are: the segment's end, a torn tail, a write
+//! that may be in flight, or corruption of a named kind. Open, `refresh`, salvage and (through
+//! open) `verify` read the log only through it.
+
+use crate::codec::CorruptionKind;
+use crate::codec::frame::{FRAME_HEADER_LEN, FrameCheck, RecordKind, check_frame};
+use crate::codec::segment::SEGMENT_HEADER_LEN;
+use crate::store::recovery::{Corrupt, TailAction, TailFacts, decide_row};
+
+/// What is known of a segment as a whole when its bytes are read.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SegmentFacts {
+    /// The LSN of the segment's first record byte.
+    pub(crate) first_lsn: u64,
+    /// Not the newest segment: synced whole before its successor was created.
+    pub(crate) sealed: bool,
+    /// The furthest log position a checkpoint header vouches for.
+    pub(crate) durable_lsn: u64,
+    /// The reader holds the writer lock: no write is in flight anywhere in the log.
+    pub(crate) locked: bool,
+    /// The largest payload a valid frame has.
+    pub(crate) record_bytes_max: u32,
+}
+
+impl SegmentFacts {
+    /// The LSN of a file offset of this segment.
+    pub(crate) fn lsn_of(&self, offset: usize) -> u64 {
+        self.first_lsn + offset.saturating_sub(SEGMENT_HEADER_LEN) as u64
+    }
+}
+
+/// A valid record frame.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Frame<'a> {
+    /// Its file offset.
+    pub(crate) offset: usize,
+    /// Its LSN.
+    pub(crate) lsn: u64,
+    pub(crate) kind: RecordKind,
+    /// The frame checksum (a checkpoint links to it).
+    pub(crate) crc: u32,
+    /// Header and payload.
+    pub(crate) bytes: &'a [u8],
+}
+
+impl<'a> Frame<'a> {
+    /// The payload.
+    pub(crate) fn payload(&self) -> &'a [u8] {
+        self.bytes.get(FRAME_HEADER_LEN..).unwrap_or_default()
+    }
+}
+
+/// Where the cursor stopped before the end, and what the table says of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Stop {
+    /// The file offset.
+    pub(crate) offset: usize,
+    /// Its LSN.
+    pub(crate) lsn: u64,
+    /// The table row that decided.
+    pub(crate) row: &'static str,
+    pub(crate) action: StopAction,
+}
+
+/// What to do where the cursor stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StopAction {
+    /// A torn tail from here to the segment's end.
+    Truncate,
+    /// A write may be in flight here: read the bytes from here again (then the position is
+    /// settled) and go on with a new cursor.
+    Reread,
+    /// Corruption of this kind.
+    Corrupt(CorruptionKind),
+}
+
+/// One step of the cursor.
+#[derive(Debug)]
+pub(crate) enum Step<'a> {
+    /// A valid record; the cursor is past it.
+    Record(Frame<'a>),
+    /// The end of the segment's records (the cursor stays there).
+    End,
+    /// Not a record and not the end (the cursor stays there).
+    Stop(Stop),
+}
+
+/// A cursor over the bytes of one segment from some offset to the segment's end (as far as
+/// the reader's view of the file goes).
+#[derive(Debug)]
+pub(crate) struct LogCursor<'a> {
+    facts: SegmentFacts,
+    /// File offset of `bytes[0]`.
+    base: usize,
+    bytes: &'a [u8],
+    /// File offset of the next frame.
+    pos: usize,
+    /// An offset whose bytes were read again after later bytes had been seen: settled.
+    reread_at: Option<usize>,
+}
+
+impl<'a> LogCursor<'a> {
+    /// A cursor at file offset `base`, which `bytes[0]` is; `reread` when these bytes were
+    /// read again at `base` after a [`StopAction::Reread`].
+    pub(crate) fn new(facts: SegmentFacts, base: usize, bytes: &'a [u8], reread: bool) -> Self {
+        Self {
+            facts,
+            base,
+            bytes,
+            pos: base,
+            reread_at: reread.then_some(base),
+        }
+    }
+
+    /// The file offset of the next frame.
+    pub(crate) fn offset(&self) -> usize {
+        self.pos
+    }
+
+    /// The LSN of the next frame.
+    pub(crate) fn lsn(&self) -> u64 {
+        self.facts.lsn_of(self.pos)
+    }
+
+    /// The file offset just past the bytes this cursor reads.
+    pub(crate) fn end(&self) -> usize {
+        self.base + self.bytes.len()
+    }
+
+    /// The bytes from file offset `at` to the end.
+    pub(crate) fn bytes_from(&self, at: usize) -> &'a [u8] {
+        self.bytes
+            .get(at.saturating_sub(self.base)..)
+            .unwrap_or_default()
+    }
+
+    /// The next step.
+    pub(crate) fn step(&mut self) -> Step<'a> {
+        let rest = self.bytes_from(self.pos);
+        let check = check_frame(rest, self.facts.record_bytes_max);
+        if let FrameCheck::Valid {
+            kind,
+            frame_len,
+            crc,
+        } = check
+        {
+            let frame = Frame {
+                offset: self.pos,
+                lsn: self.lsn(),
+                kind,
+                crc,
+                bytes: rest.get(..frame_len).unwrap_or_default(),
+            };
+            self.pos += frame_len;
+            return Step::Record(frame);
+        }
+        let after = match check {
+            FrameCheck::BadLength => FRAME_HEADER_LEN,
+            FrameCheck::BadChecksum { frame_len } | FrameCheck::UnknownKind { frame_len, .. } => {
+                frame_len
+            }
+            _ => rest.len(),
+        };
+        let zeros = |b: &[u8]| b.iter().all(|&x| x == 0);
+        let lsn = self.lsn();
+        let facts = TailFacts::from_check(
+            &check,
+            [
+                self.facts.sealed,
+                lsn < self.facts.durable_lsn,
+                self.facts.locked || self.reread_at == Some(self.pos),
+            ],
+            zeros(rest.get(after..).unwrap_or_default()),
+            zeros(rest),
+        );
+        let (row, action) = match decide_row(facts) {
+            Ok(decided) => decided,
+            // The cursor never produces such facts (the table's tests prove it total).
+            Err(_) => ("impossible facts", TailAction::Corrupt(Corrupt::AsFound)),
+        };
+        let action = match action {
+            TailAction::End => return Step::End,
+            // Only a valid frame is accepted, and that was replayed above.
+            TailAction::Accept => StopAction::Corrupt(CorruptionKind::Inconsistent(
+                "the recovery table accepted a damaged frame",
+            )),
+            TailAction::Truncate => StopAction::Truncate,
+            TailAction::Reread => StopAction::Reread,
+            TailAction::Corrupt(why) => StopAction::Corrupt(match why {
+                Corrupt::DataAfterDamage => CorruptionKind::DataAfterDamage,
+                Corrupt::MissingRecords => CorruptionKind::MissingRecords {
+                    vouched_to: self.facts.durable_lsn,
+                },
+                Corrupt::AsFound => found(&check),
+            }),
+        };
+        Step::Stop(Stop {
+            offset: self.pos,
+            lsn,
+            row,
+            action,
+        })
+    }
+
+    /// Salvage: moves past damage at the cursor to the next offset where a valid frame starts
+    /// (or the end); returns that offset.
+    pub(crate) fn resync(&mut self) -> usize {
+        let max = self.facts.record_bytes_max;
+        let next = (self.pos + FRAME_HEADER_LEN..self.end())
+            .find(|&q| {
+                matches!(
+                    check_frame(self.bytes_from(q), max),
+                    FrameCheck::Valid { .. }
+                )
+            })
+            .unwrap_or(self.end());
+        self.pos = next.max(self.pos);
+        self.pos
+    }
+}
+
+/// The kind of damage a frame check found.
+fn found(check: &FrameCheck) -> CorruptionKind {
+    match check {
+        FrameCheck::ShortHeader | FrameCheck::End => CorruptionKind::ShortHeader,
+        FrameCheck::BadLength => CorruptionKind::BadLength,
+        FrameCheck::Incomplete { .. } => CorruptionKind::Incomplete,
+        FrameCheck::BadChecksum { .. } => CorruptionKind::ChecksumMismatch,
+        FrameCheck::UnknownKind { kind, .. } => CorruptionKind::UnknownKind(*kind),
+        FrameCheck::Valid { .. } => CorruptionKind::Inconsistent("a valid frame reported"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::frame::encode_frame;
+
+    fn facts(sealed: bool, durable_lsn: u64, locked: bool) -> SegmentFacts {
+        SegmentFacts {
+            first_lsn: 0,
+            sealed,
+            durable_lsn,
+            locked,
+            record_bytes_max: 1 << 20,
+        }
+    }
+
+    /// A segment's bytes from its first record: two frames, then `tail`.
+    fn log(tail: &[u8]) -> Vec<u8> {
+        let mut b = Vec::new();
+        encode_frame(RecordKind::Void, &[0; 4], &mut b);
+        encode_frame(RecordKind::Void, &[0; 8], &mut b);
+        b.extend_from_slice(tail);
+        b
+    }
+
+    fn walk(c: &mut LogCursor<'_>) -> (usize, Step<'static>) {
+        let mut records = 0;
+        loop {
+            match c.step() {
+                Step::Record(_) => records += 1,
+                Step::End => return (records, Step::End),
+                Step::Stop(s) => return (records, Step::Stop(s)),
+            }
+        }
+    }
+
+    const H: usize = SEGMENT_HEADER_LEN;
+
+    #[test]
+    fn records_then_the_clean_end_or_zeros() {
+        for tail in [&[][..], &[0; 100]] {
+            let b = log(tail);
+            let mut c = LogCursor::new(facts(false, 0, true), H, &b, false);
+            assert!(matches!(walk(&mut c), (2, Step::End)));
+            assert_eq!(c.offset(), H + 44);
+        }
+    }
+
+    #[test]
+    fn zeros_below_a_durable_mark_are_missing_records() {
+        let b = log(&[0; 100]);
+        let mut c = LogCursor::new(facts(false, 500, true), H, &b, false);
+        let (n, step) = walk(&mut c);
+        assert_eq!(n, 2);
+        let Step::Stop(stop) = step else {
+            panic!("{step:?}")
+        };
+        assert_eq!(
+            stop.action,
+            StopAction::Corrupt(CorruptionKind::MissingRecords { vouched_to: 500 })
+        );
+        // A sealed segment's exact end is its end; zeros in it are damage.
+        let b = log(&[]);
+        let mut c = LogCursor::new(facts(true, 500, true), H, &b, false);
+        assert!(matches!(walk(&mut c), (2, Step::End)));
+        let b = log(&[0; 20]);
+        let mut c = LogCursor::new(facts(true, 0, true), H, &b, false);
+        assert!(
+            matches!(walk(&mut c), (2, Step::Stop(s)) if s.action == StopAction::Corrupt(CorruptionKind::BadLength))
+        );
+    }
+
+    #[test]
+    fn damage_with_data_after_is_read_again_by_a_view_without_the_lock() {
+        let mut tail = vec![0u8; 30];
+        tail[0] = 7; // a damaged header
+        tail[29] = 1; // data after it
+        let b = log(&tail);
+        let mut c = LogCursor::new(facts(false, 0, false), H, &b, false);
+        let (_, step) = walk(&mut c);
+        let Step::Stop(stop) = step else {
+            panic!("{step:?}")
+        };
+        assert_eq!(stop.action, StopAction::Reread);
+        // Read again at that offset: now the decision is final.
+        let at = stop.offset;
+        let again = &b[at - H..];
+        let mut c = LogCursor::new(facts(false, 0, false), at, again, true);
+        assert!(
+            matches!(c.step(), Step::Stop(s) if s.action == StopAction::Corrupt(CorruptionKind::DataAfterDamage))
+        );
+        // With the writer lock held it is final at once.
+        let mut c = LogCursor::new(facts(false, 0, true), H, &b, false);
+        assert!(
+            matches!(walk(&mut c), (2, Step::Stop(s)) if s.action == StopAction::Corrupt(CorruptionKind::DataAfterDamage))
+        );
+    }
+
+    #[test]
+    fn resync_finds_the_next_valid_frame() {
+        let mut b = vec![9u8; 24];
+        let mut f = Vec::new();
+        encode_frame(RecordKind::Void, &[0; 4], &mut f);
+        b.extend_from_slice(&f);
+        let mut c = LogCursor::new(facts(true, 0, true), H, &b, false);
+        assert!(matches!(c.step(), Step::Stop(_)));
+        assert_eq!(c.resync(), H + 24);
+        assert!(matches!(c.step(), Step::Record(r) if r.lsn == 24));
+        assert!(matches!(c.step(), Step::End));
+    }
+}

@@ -1,0 +1,151 @@
+//! Finding the segment files: the segment-header rules, in one place, and the strict listing
+//! open and `refresh` use (every header checked, each segment continuing the previous one).
+//! Nothing here changes a file: a newest segment whose creation was interrupted is reported,
+//! and a writable open removes it only once recovery has decided that the store opens.
+//! Salvage applies the same header rules to a store that this listing refuses.
+
+use std::sync::Arc;
+
+use crate::codec::CorruptionKind;
+use crate::codec::segment::{
+    SEGMENT_FORMAT_VERSION, SEGMENT_HEADER_LEN, SEGMENTS_DIR, SegmentHeader, SegmentHeaderError,
+    parse_segment_name, segment_path,
+};
+use crate::storage::{OpenMode, Storage, StorageFile};
+use crate::store::segments::Segment;
+use crate::{Error, Result};
+
+/// What a segment's header says about it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Header {
+    /// A valid header naming the segment's own first LSN.
+    Valid,
+    /// A valid header of another segment (its name and header disagree).
+    NameMismatch,
+    /// A whole, checksummed header of another format version: another sessdb wrote it.
+    Unsupported(u16),
+    /// The newest segment with a short or damaged header and nothing but zeros after it: a
+    /// crash while it was being created. It never held a record.
+    Interrupted,
+    /// A damaged header.
+    Damaged(SegmentHeaderError),
+}
+
+/// The header rules: `head` is the file's first bytes (up to a header's worth), `rest_zero`
+/// whether every byte after the header is zero, `newest` whether no segment follows.
+pub(crate) fn judge_header(lsn: u64, head: &[u8], rest_zero: bool, newest: bool) -> Header {
+    match SegmentHeader::decode(head) {
+        Ok(h) if h.first_lsn == lsn => Header::Valid,
+        Ok(_) => Header::NameMismatch,
+        Err(SegmentHeaderError::UnsupportedVersion(found)) => Header::Unsupported(found),
+        Err(_) if newest && rest_zero => Header::Interrupted,
+        Err(e) => Header::Damaged(e),
+    }
+}
+
+/// The segments' first LSNs, from their file names, in order.
+pub(crate) fn segment_lsns(storage: &dyn Storage) -> Result<Vec<u64>> {
+    let names = storage
+        .list(SEGMENTS_DIR)
+        .map_err(|e| Error::io("list", SEGMENTS_DIR, e))?;
+    let mut lsns: Vec<u64> = names.iter().filter_map(|n| parse_segment_name(n)).collect();
+    lsns.sort_unstable();
+    Ok(lsns)
+}
+
+/// Reads a segment's header bytes and whether every byte after them is zero.
+pub(crate) fn read_head(file: &dyn StorageFile, path: &str) -> Result<(Vec<u8>, bool)> {
+    let len = file.len().map_err(|e| Error::io("stat", path, e))?;
+    let mut head = vec![0u8; usize::try_from(len.min(SEGMENT_HEADER_LEN as u64)).unwrap_or(0)];
+    file.read_at(&mut head, 0)
+        .map_err(|e| Error::io("read", path, e))?;
+    let rest_zero = len <= SEGMENT_HEADER_LEN as u64 || {
+        let mut rest = vec![0u8; usize::try_from(len).unwrap_or(0) - SEGMENT_HEADER_LEN];
+        file.read_at(&mut rest, SEGMENT_HEADER_LEN as u64)
+            .map_err(|e| Error::io("read", path, e))?;
+        rest.iter().all(|&b| b == 0)
+    };
+    Ok((head, rest_zero))
+}
+
+/// The segments found.
+#[derive(Debug, Default)]
+pub(crate) struct Discovered {
+    /// Every segment that holds records, oldest first.
+    pub(crate) segments: Vec<Arc<Segment>>,
+    /// The newest segment's file when its creation was interrupted (not in `segments`).
+    pub(crate) interrupted: Option<String>,
+}
+
+/// Opens every segment, checks its header and that it continues the previous one.
+///
+/// # Errors
+/// `Corruption` for a damaged header or a segment that does not continue the log,
+/// `UnsupportedStore` for another format version, I/O errors.
+pub(crate) fn discover(storage: &dyn Storage, read_only: bool) -> Result<Discovered> {
+    let lsns = segment_lsns(storage)?;
+    let mode = if read_only {
+        OpenMode::Read
+    } else {
+        OpenMode::ReadWrite
+    };
+    let mut out = Discovered::default();
+    let mut kept: Vec<(u64, Box<dyn StorageFile>, u64)> = Vec::new();
+    let count = lsns.len();
+    for (i, lsn) in lsns.into_iter().enumerate() {
+        let newest = i + 1 == count;
+        let path = segment_path(lsn);
+        let file = storage
+            .open(&path, mode)
+            .map_err(|e| Error::io("open", &path, e))?;
+        let (head, rest_zero) = read_head(&*file, &path)?;
+        match judge_header(lsn, &head, rest_zero, newest) {
+            Header::Valid => {}
+            Header::Interrupted => {
+                out.interrupted = Some(path);
+                continue;
+            }
+            Header::NameMismatch => {
+                return Err(Error::corruption(
+                    &path,
+                    0,
+                    CorruptionKind::Inconsistent("segment name and header disagree"),
+                ));
+            }
+            Header::Unsupported(found) => {
+                return Err(Error::UnsupportedStore {
+                    file: path,
+                    found,
+                    expected: SEGMENT_FORMAT_VERSION,
+                });
+            }
+            Header::Damaged(e) => {
+                return Err(Error::corruption(
+                    &path,
+                    0,
+                    CorruptionKind::SegmentHeader(e),
+                ));
+            }
+        }
+        let len = file.len().map_err(|e| Error::io("stat", &path, e))?;
+        if let Some(&(prev, _, prev_len)) = kept.last() {
+            let expected = prev + prev_len.saturating_sub(SEGMENT_HEADER_LEN as u64);
+            if lsn != expected {
+                return Err(Error::corruption(
+                    &path,
+                    0,
+                    CorruptionKind::SegmentGap { expected },
+                ));
+            }
+        }
+        kept.push((lsn, file, len));
+    }
+    // Sealed: every segment but the last one kept (an interrupted newest one is not kept).
+    let n = kept.len();
+    out.segments = kept
+        .into_iter()
+        .enumerate()
+        .map(|(i, (lsn, file, _))| Arc::new(Segment::new(lsn, Arc::from(file), i + 1 < n)))
+        .collect();
+    Ok(out)
+}

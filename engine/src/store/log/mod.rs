@@ -1,0 +1,6 @@
+//! The log as recovery reads it: the segment files and their header rules (`discover.rs`),
+//! and the cursor that walks a segment's frames and asks the decision table wherever the next
+//! frame is not a valid record (`cursor.rs`).
+
+pub(crate) mod cursor;
+pub(crate) mod discover;

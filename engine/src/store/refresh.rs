@@ -1,0 +1,83 @@
+//! A read-only view catching up with the log: what a live writer appended since the open (or
+//! the last refresh), read through the same scan as open. When the log was rewritten under the
+//! view — salvage replaces segment files whole — or what follows no longer continues what the
+//! view holds, the view is built again from the files as they are now, as a fresh read-only
+//! open would; only damage that fresh view sees too is reported.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use super::inner::Inner;
+use super::log::discover::discover;
+use super::open;
+use super::report::OpenReport;
+use super::scan::{Span, scan};
+use super::segments::Segment;
+use crate::{Error, Result};
+
+/// Catches the view up; returns the records read (at least 1 when the view was rebuilt).
+pub(super) fn refresh(inner: &Inner) -> Result<u64> {
+    match catch_up(inner) {
+        Ok(Some(n)) => Ok(n),
+        Ok(None) | Err(Error::Corruption { .. }) => rebuild(inner),
+        Err(e) => Err(e),
+    }
+}
+
+/// Reads the new records; `None` when the log was rewritten under the view.
+fn catch_up(inner: &Inner) -> Result<Option<u64>> {
+    let discovered = discover(&*inner.storage, true)?;
+    if rewritten(&inner.segments.all(), &discovered.segments) {
+        return Ok(None);
+    }
+    *inner.segments.write() = discovered.segments;
+    let mut read_end = inner.read_end.lock();
+    let (start, mut last_record) = *read_end;
+    let mut catalog = inner.catalog.write();
+    let mut touched = BTreeSet::new();
+    let span = Span {
+        start_lsn: start,
+        durable_lsn: start,
+        stop_lsn: u64::MAX,
+        locked: false,
+    };
+    let scanned = scan(
+        &inner.segments,
+        &inner.options,
+        span,
+        &mut last_record,
+        &mut catalog,
+        &mut touched,
+    )?;
+    *read_end = (scanned.end_lsn, last_record);
+    Ok(Some(scanned.records))
+}
+
+/// Whether the segments now listed are not the ones the view read, grown: a segment the view
+/// knew is gone or is another file under its name.
+fn rewritten(known: &[Arc<Segment>], now: &[Arc<Segment>]) -> bool {
+    known.iter().any(|k| {
+        now.iter()
+            .find(|n| n.first_lsn == k.first_lsn)
+            .is_none_or(|n| n.file.identity() != k.file.identity())
+    })
+}
+
+/// Builds the view again from the files as they are now.
+fn rebuild(inner: &Inner) -> Result<u64> {
+    let fresh = open::open(
+        Arc::clone(&inner.storage),
+        inner.options.clone(),
+        true,
+        u64::MAX,
+    )?;
+    let mut read_end = inner.read_end.lock();
+    let mut catalog = inner.catalog.write();
+    *inner.segments.write() = fresh.segments.all();
+    *catalog = std::mem::take(&mut *fresh.catalog.write());
+    *read_end = *fresh.read_end.lock();
+    let OpenReport {
+        records_replayed, ..
+    } = fresh.report;
+    Ok(records_replayed.max(1))
+}

@@ -1,0 +1,140 @@
+//! Applying one decoded record to the catalog, validated as a live write would be: what open,
+//! `refresh` and salvage do with every record the log cursor hands them.
+
+use std::collections::BTreeSet;
+
+use super::catalog::{Catalog, SessionEntry, StoredEvents, plan_batch};
+use super::options::StoreOptions;
+use super::segments::SegmentList;
+use crate::codec::record::{LocatedEvent, RecordBody};
+use crate::codec::{CorruptionKind, EventLoc};
+use crate::model::{SessionHeader, SessionState, SharedVec};
+
+/// Replays a record's events onto a session's state and locations, validating them as a
+/// live write would be. On a refusal nothing changes.
+fn replay_events(
+    list: &SegmentList,
+    options: &StoreOptions,
+    id: &str,
+    state: &mut SessionState,
+    locs: &mut SharedVec<EventLoc>,
+    events: &[LocatedEvent],
+    lsn: u64,
+) -> std::result::Result<(), CorruptionKind> {
+    let evs: Vec<_> = events.iter().map(|l| l.event.clone()).collect();
+    let source = StoredEvents {
+        segments: list,
+        locs: Some(locs),
+        batch: &evs,
+    };
+    plan_batch(id, state, &source, &evs, &options.limits)
+        .map_err(|_| CorruptionKind::Inconsistent("a stored event is refused"))?
+        .commit(state, &evs);
+    for e in events {
+        locs.push(EventLoc {
+            lsn,
+            offset: e.offset,
+            len: e.len,
+        });
+    }
+    Ok(())
+}
+
+/// Applies one decoded record to the catalog, validating it as a live write would be. On a
+/// refusal the catalog is unchanged.
+pub(super) fn replay(
+    list: &SegmentList,
+    options: &StoreOptions,
+    catalog: &mut Catalog,
+    touched: &mut BTreeSet<String>,
+    body: RecordBody,
+    lsn: u64,
+) -> std::result::Result<(), CorruptionKind> {
+    let inconsistent = CorruptionKind::Inconsistent;
+    let (id, header_json, mut state, locs, parent, events) = match body {
+        RecordBody::Append { session, events } => {
+            let entry = catalog
+                .sessions
+                .get_mut(&session)
+                .ok_or(inconsistent("events for an unknown session"))?;
+            replay_events(
+                list,
+                options,
+                &session,
+                &mut entry.state,
+                &mut entry.locs,
+                &events,
+                lsn,
+            )?;
+            catalog.touch(&session);
+            touched.insert(session);
+            return Ok(());
+        }
+        RecordBody::Void => return Ok(()),
+        RecordBody::Delete { session } => {
+            catalog
+                .delete(&session)
+                .ok_or(inconsistent("deletion of an unknown session"))?;
+            touched.insert(session);
+            return Ok(());
+        }
+        RecordBody::Create {
+            session,
+            header_json,
+            events,
+        } => (
+            session,
+            header_json,
+            SessionState::new(),
+            SharedVec::default(),
+            None,
+            events,
+        ),
+        RecordBody::Fork {
+            child,
+            header_json,
+            parent,
+            inherited,
+            events,
+        } => {
+            if catalog.sessions.contains_key(&child) {
+                return Err(inconsistent("a fork reuses a session id"));
+            }
+            let (base, locs) = catalog
+                .fork_base(list, &child, &parent, inherited, &options.limits)
+                .map_err(|_| inconsistent("a fork's inherited events are refused"))?
+                .ok_or(inconsistent("a fork of an unknown session"))?;
+            (
+                child,
+                header_json,
+                base,
+                locs,
+                Some((parent, inherited)),
+                events,
+            )
+        }
+    };
+    // A new session: created, or forked.
+    if catalog.sessions.contains_key(&id) {
+        return Err(inconsistent("a session is created twice"));
+    }
+    let header = SessionHeader::from_json(&header_json)
+        .map_err(|_| inconsistent("a stored header does not parse"))?;
+    let mut locs = locs;
+    replay_events(list, options, &id, &mut state, &mut locs, &events, lsn)?;
+    catalog.sessions.insert(
+        id.clone(),
+        SessionEntry {
+            header,
+            state,
+            locs,
+            parent,
+            created_lsn: lsn,
+            checkpointed_locs: 0,
+            dirty: true,
+        },
+    );
+    catalog.touch(&id);
+    touched.insert(id);
+    Ok(())
+}
