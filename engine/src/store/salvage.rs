@@ -176,8 +176,27 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
     let mut deleted = BTreeSet::new();
     let mut expected: Option<u64> = None;
     let mut removing = false;
-    let count = files.len();
+    // The newest segment that holds records: a newest one whose creation was interrupted is
+    // no segment of the log (open removes it).
+    let rest_zero = |bytes: &[u8]| {
+        Ok(bytes
+            .get(SEGMENT_HEADER_LEN..)
+            .is_none_or(|r| r.iter().all(|&b| b == 0)))
+    };
+    let head = |bytes: &[u8]| bytes.get(..SEGMENT_HEADER_LEN).unwrap_or(bytes).to_vec();
+    let interrupted_newest = match files.last() {
+        Some((lsn, _, _, bytes)) => {
+            judge_header(*lsn, &head(bytes), || rest_zero(bytes), true)? == Header::Interrupted
+        }
+        None => false,
+    };
+    let count = files.len() - usize::from(interrupted_newest);
+    let mut scanned_any = false;
     for (i, (lsn, path, file, bytes)) in files.into_iter().enumerate() {
+        if i >= count {
+            // The interrupted creation: open removes it.
+            break;
+        }
         let last = i + 1 == count;
         let damage = |offset: usize, bytes: usize, kind, repair| Damage {
             segment: path.clone(),
@@ -187,15 +206,7 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
             repair,
             session: None,
         };
-        let head = bytes.get(..SEGMENT_HEADER_LEN).unwrap_or(&bytes);
-        let rest_zero = bytes
-            .get(SEGMENT_HEADER_LEN..)
-            .is_none_or(|r| r.iter().all(|&b| b == 0));
-        let verdict = judge_header(lsn, head, rest_zero, last);
-        if verdict == Header::Interrupted && !removing && expected.is_none_or(|e| e == lsn) {
-            // An interrupted segment creation: open removes it.
-            continue;
-        }
+        let verdict = judge_header(lsn, &head(&bytes), || rest_zero(&bytes), false)?;
         if let Header::Unsupported(found) = verdict {
             // Another sessdb version's store is not damage: salvage refuses it whole.
             return Err(Error::UnsupportedStore {
@@ -240,6 +251,7 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
             ));
         }
         list.push(Arc::new(Segment::new(lsn, Arc::clone(&file), false)));
+        scanned_any = true;
 
         let facts = SegmentFacts {
             first_lsn: lsn,
@@ -386,6 +398,28 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
                     cut_at,
                 },
             ));
+        }
+    }
+    if !scanned_any {
+        // No segment holds records: the table decides whether an empty log may be the end.
+        let facts = SegmentFacts {
+            first_lsn: 0,
+            sealed: false,
+            durable_lsn: durable,
+            locked: true,
+            record_bytes_max: options.record_bytes_max,
+        };
+        if let Step::Stop(stop) = LogCursor::new(facts, 0, &[], false).step()
+            && let StopAction::Corrupt(kind) = stop.action
+        {
+            out.report.damage.push(Damage {
+                segment: SEGMENTS_DIR.to_owned(),
+                offset: 0,
+                bytes: durable,
+                kind,
+                repair: DamageRepair::CheckpointsRemoved,
+                session: None,
+            });
         }
     }
     if !out.report.is_empty() {

@@ -185,17 +185,25 @@ fn to_usize(seg: &Segment, at: u64) -> Result<usize> {
 
 /// The segment's bytes from file offset `at` to its end (or `limit`), read now.
 fn read_from(seg: &Segment, at: usize, limit: Option<u64>) -> Result<Vec<u8>> {
-    let mut len = seg
-        .file
-        .len()
-        .map_err(|e| Error::io("stat", &seg.path, e))?;
-    if let Some(limit) = limit {
-        len = len.min(limit);
+    // A live writer's roll cuts the active segment's allocated space between the length and
+    // the read: read again at the new length (a sealed segment no longer changes).
+    let mut attempts = 0;
+    loop {
+        let mut len = seg
+            .file
+            .len()
+            .map_err(|e| Error::io("stat", &seg.path, e))?;
+        if let Some(limit) = limit {
+            len = len.min(limit);
+        }
+        let len = to_usize(seg, len)?.max(at);
+        let mut bytes = vec![0u8; len - at];
+        match seg.file.read_at(&mut bytes, at as u64) {
+            Ok(()) => return Ok(bytes),
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && attempts < 3 => {
+                attempts += 1;
+            }
+            Err(e) => return Err(Error::io("read", &seg.path, e)),
+        }
     }
-    let len = to_usize(seg, len)?.max(at);
-    let mut bytes = vec![0u8; len - at];
-    seg.file
-        .read_at(&mut bytes, at as u64)
-        .map_err(|e| Error::io("read", &seg.path, e))?;
-    Ok(bytes)
 }

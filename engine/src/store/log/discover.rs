@@ -32,15 +32,21 @@ pub(crate) enum Header {
 }
 
 /// The header rules: `head` is the file's first bytes (up to a header's worth), `rest_zero`
-/// whether every byte after the header is zero, `newest` whether no segment follows.
-pub(crate) fn judge_header(lsn: u64, head: &[u8], rest_zero: bool, newest: bool) -> Header {
-    match SegmentHeader::decode(head) {
+/// tells whether every byte after the header is zero (asked only of a damaged header),
+/// `newest` whether no segment follows.
+pub(crate) fn judge_header(
+    lsn: u64,
+    head: &[u8],
+    rest_zero: impl FnOnce() -> Result<bool>,
+    newest: bool,
+) -> Result<Header> {
+    Ok(match SegmentHeader::decode(head) {
         Ok(h) if h.first_lsn == lsn => Header::Valid,
         Ok(_) => Header::NameMismatch,
         Err(SegmentHeaderError::UnsupportedVersion(found)) => Header::Unsupported(found),
-        Err(_) if newest && rest_zero => Header::Interrupted,
+        Err(_) if newest && rest_zero()? => Header::Interrupted,
         Err(e) => Header::Damaged(e),
-    }
+    })
 }
 
 /// The segments' first LSNs, from their file names, in order.
@@ -53,19 +59,25 @@ pub(crate) fn segment_lsns(storage: &dyn Storage) -> Result<Vec<u64>> {
     Ok(lsns)
 }
 
-/// Reads a segment's header bytes and whether every byte after them is zero.
-pub(crate) fn read_head(file: &dyn StorageFile, path: &str) -> Result<(Vec<u8>, bool)> {
+/// Reads a segment's header bytes (fewer when the file is shorter).
+fn read_head(file: &dyn StorageFile, path: &str) -> Result<Vec<u8>> {
     let len = file.len().map_err(|e| Error::io("stat", path, e))?;
     let mut head = vec![0u8; usize::try_from(len.min(SEGMENT_HEADER_LEN as u64)).unwrap_or(0)];
     file.read_at(&mut head, 0)
         .map_err(|e| Error::io("read", path, e))?;
-    let rest_zero = len <= SEGMENT_HEADER_LEN as u64 || {
-        let mut rest = vec![0u8; usize::try_from(len).unwrap_or(0) - SEGMENT_HEADER_LEN];
-        file.read_at(&mut rest, SEGMENT_HEADER_LEN as u64)
-            .map_err(|e| Error::io("read", path, e))?;
-        rest.iter().all(|&b| b == 0)
-    };
-    Ok((head, rest_zero))
+    Ok(head)
+}
+
+/// Whether every byte after the header is zero.
+fn rest_is_zero(file: &dyn StorageFile, path: &str) -> Result<bool> {
+    let len = file.len().map_err(|e| Error::io("stat", path, e))?;
+    if len <= SEGMENT_HEADER_LEN as u64 {
+        return Ok(true);
+    }
+    let mut rest = vec![0u8; usize::try_from(len).unwrap_or(0) - SEGMENT_HEADER_LEN];
+    file.read_at(&mut rest, SEGMENT_HEADER_LEN as u64)
+        .map_err(|e| Error::io("read", path, e))?;
+    Ok(rest.iter().all(|&b| b == 0))
 }
 
 /// The segments found.
@@ -98,8 +110,8 @@ pub(crate) fn discover(storage: &dyn Storage, read_only: bool) -> Result<Discove
         let file = storage
             .open(&path, mode)
             .map_err(|e| Error::io("open", &path, e))?;
-        let (head, rest_zero) = read_head(&*file, &path)?;
-        match judge_header(lsn, &head, rest_zero, newest) {
+        let head = read_head(&*file, &path)?;
+        match judge_header(lsn, &head, || rest_is_zero(&*file, &path), newest)? {
             Header::Valid => {}
             Header::Interrupted => {
                 out.interrupted = Some(path);

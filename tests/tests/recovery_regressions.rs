@@ -1,0 +1,774 @@
+//! The six recovery failures found under injected faults, each a named regression test (each
+//! failed before recovery went through one log cursor and one decision table):
+//! 1. one EIO during a segment roll with concurrent appenders left a store that could not be
+//!    reopened, and salvage's report of it was false;
+//! 2. a follower beside a live buffered writer reported damage that was a write in flight;
+//! 3. a follower across a salvage reported corruption;
+//! 4. a log cut at a record boundary below the checkpoint's coverage was silently shorter;
+//! 5. a refused writable open changed the store;
+//! 6. `close()` returned `Ok` on a poisoned store.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers fail loudly"
+)]
+
+use std::io;
+use std::sync::Arc;
+
+use sessdb::codec::CorruptionKind;
+use sessdb::codec::frame::{FrameCheck, check_frame};
+use sessdb::codec::segment::SEGMENT_HEADER_LEN;
+use sessdb::storage::{
+    CrashStorage, FileView, LockGuard, MemStorage, OpenMode, Storage, StorageFile, WriteWindow,
+};
+use sessdb::store::{salvage_plan, verify};
+use sessdb::{Clock, Draft, Durability, Error, LogType, SessionHeader, Store, StoreOptions};
+use sessdb_tests::Backend;
+use sessdb_workload::{WorkloadSpec, generate, payload as p};
+use std::sync::Mutex;
+
+fn eio() -> io::Error {
+    io::Error::other("injected EIO")
+}
+
+/// The storage operations of a segment roll, in the order a roll does them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RollStep {
+    /// Cutting the old segment's allocated space to its records.
+    TruncateOld,
+    /// Creating the new segment file.
+    Create,
+    /// Writing its header.
+    HeaderWrite,
+    /// Syncing it.
+    HeaderSync,
+    /// Syncing the `segments/` directory.
+    DirSync,
+}
+
+const ROLL_STEPS: [RollStep; 5] = [
+    RollStep::TruncateOld,
+    RollStep::Create,
+    RollStep::HeaderWrite,
+    RollStep::HeaderSync,
+    RollStep::DirSync,
+];
+
+#[derive(Debug, Default)]
+struct Armed {
+    step: Option<RollStep>,
+    hit: bool,
+}
+
+/// Memory storage that fails one operation of the next segment roll with EIO.
+#[derive(Debug, Clone)]
+struct RollFaults {
+    inner: MemStorage,
+    armed: Arc<Mutex<Armed>>,
+}
+
+impl RollFaults {
+    fn take(&self, step: RollStep) -> bool {
+        let mut a = self.armed.lock().unwrap();
+        if a.step == Some(step) && !a.hit {
+            a.hit = true;
+            return true;
+        }
+        false
+    }
+}
+
+fn is_segment(path: &str) -> bool {
+    path.starts_with("segments/") && path.ends_with(".seg")
+}
+
+impl Storage for RollFaults {
+    fn create_dir_all(&self, dir: &str) -> io::Result<()> {
+        self.inner.create_dir_all(dir)
+    }
+    fn list(&self, dir: &str) -> io::Result<Vec<String>> {
+        self.inner.list(dir)
+    }
+    fn open(&self, path: &str, mode: OpenMode) -> io::Result<Box<dyn StorageFile>> {
+        let new_segment = mode == OpenMode::CreateNew && is_segment(path);
+        if new_segment && self.take(RollStep::Create) {
+            return Err(eio());
+        }
+        Ok(Box::new(FaultFile {
+            inner: self.inner.open(path, mode)?,
+            storage: self.clone(),
+            new_segment,
+            segment: is_segment(path),
+        }))
+    }
+    fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+        self.inner.rename(from, to)
+    }
+    fn remove(&self, path: &str) -> io::Result<()> {
+        self.inner.remove(path)
+    }
+    fn sync_dir(&self, dir: &str) -> io::Result<()> {
+        if dir == "segments" && self.take(RollStep::DirSync) {
+            return Err(eio());
+        }
+        self.inner.sync_dir(dir)
+    }
+    fn try_lock(&self, path: &str) -> io::Result<Option<LockGuard>> {
+        self.inner.try_lock(path)
+    }
+    fn describe(&self, path: &str) -> String {
+        self.inner.describe(path)
+    }
+}
+
+#[derive(Debug)]
+struct FaultFile {
+    inner: Box<dyn StorageFile>,
+    storage: RollFaults,
+    new_segment: bool,
+    segment: bool,
+}
+
+impl StorageFile for FaultFile {
+    fn len(&self) -> io::Result<u64> {
+        self.inner.len()
+    }
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        self.inner.read_at(buf, offset)
+    }
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        if self.new_segment && offset == 0 && self.storage.take(RollStep::HeaderWrite) {
+            return Err(eio());
+        }
+        self.inner.write_at(buf, offset)
+    }
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        if self.segment && self.storage.take(RollStep::TruncateOld) {
+            return Err(eio());
+        }
+        self.inner.set_len(len)
+    }
+    fn sync_data(&self) -> io::Result<()> {
+        if self.new_segment && self.storage.take(RollStep::HeaderSync) {
+            return Err(eio());
+        }
+        self.inner.sync_data()
+    }
+    fn view(&self) -> io::Result<FileView> {
+        self.inner.view()
+    }
+    fn preallocate(&self, len: u64) -> io::Result<bool> {
+        self.inner.preallocate(len)
+    }
+    fn map_window(&self, start: u64, end: u64) -> io::Result<Option<WriteWindow>> {
+        self.inner.map_window(start, end)
+    }
+    fn identity(&self) -> Option<(u64, u64)> {
+        self.inner.identity()
+    }
+}
+
+fn turn_pair(store: &Store, session: &str, turn: u64) -> sessdb::Result<u64> {
+    store.append(
+        session,
+        Draft::log(&LogType::TURN_START, p::turn_start(turn).into_bytes()),
+    )?;
+    store.append(
+        session,
+        Draft::log(&LogType::TURN_END, p::turn_end(turn).into_bytes()),
+    )
+}
+
+#[test]
+fn regression_an_eio_at_any_step_of_a_roll_with_eight_appenders_leaves_a_store_that_reopens() {
+    for durability in [Durability::Sync, Durability::Buffered] {
+        for step in ROLL_STEPS {
+            for round in 0..4 {
+                let what = format!("{durability:?}, {step:?}, round {round}");
+                let storage = RollFaults {
+                    inner: MemStorage::new(),
+                    armed: Arc::new(Mutex::new(Armed::default())),
+                };
+                let options = StoreOptions {
+                    durability,
+                    clock: Clock::fixed(1_000),
+                    segment_bytes_max: 2048,
+                    preallocate_bytes: 512,
+                    ..StoreOptions::tiny()
+                };
+                let store = Store::open_with(Arc::new(storage.clone()), options.clone()).unwrap();
+                for t in 0..8 {
+                    store
+                        .create_session(SessionHeader::new(format!("s{t}"), 0), Vec::new())
+                        .unwrap();
+                }
+                storage.armed.lock().unwrap().step = Some(step);
+                let threads: Vec<_> = (0..8)
+                    .map(|t| {
+                        let store = store.clone();
+                        std::thread::spawn(move || {
+                            let mut acked = None;
+                            for turn in 1..=40 {
+                                match turn_pair(&store, &format!("s{t}"), turn) {
+                                    Ok(seq) => acked = Some(seq),
+                                    Err(_) => break,
+                                }
+                            }
+                            acked
+                        })
+                    })
+                    .collect();
+                let acked: Vec<Option<u64>> =
+                    threads.into_iter().map(|h| h.join().unwrap()).collect();
+                assert!(
+                    storage.armed.lock().unwrap().hit,
+                    "{what}: the fault was never hit"
+                );
+                assert!(
+                    matches!(store.sync(), Err(Error::Poisoned { .. })),
+                    "{what}: poisoned after the failed roll"
+                );
+                drop(store);
+                // The files as the failed process left them.
+                let files = storage.inner.files();
+                let image = || Arc::new(MemStorage::from_files(files.clone()));
+                let report = verify(image()).unwrap();
+                assert!(report.ok(), "{what}: {:?}", report.problems);
+                let plan = salvage_plan(&*image(), &options).unwrap();
+                assert!(plan.is_empty(), "{what}: nothing to salvage: {plan:?}");
+                let after = Store::open_with(image(), options.clone())
+                    .unwrap_or_else(|e| panic!("{what}: reopen: {e}"));
+                for (t, acked) in acked.iter().enumerate() {
+                    let len = after.session_len(&format!("s{t}")).unwrap();
+                    if let Some(seq) = acked {
+                        assert!(len > *seq, "{what}: s{t} acked {seq}, holds {len}");
+                    }
+                }
+                // And it takes writes again.
+                turn_pair(&after, "s0", 1000).unwrap();
+                after.close().unwrap();
+            }
+        }
+    }
+}
+
+#[test]
+fn regression_salvage_names_the_records_of_every_segment_it_removes() {
+    // A store whose second segment no longer continues the first (as a failed roll that
+    // was written past used to leave): salvage removes it and every later one, and its
+    // report counts exactly the records they held and names their sessions.
+    let storage = MemStorage::new();
+    let options = StoreOptions {
+        clock: Clock::fixed(1_000),
+        ..StoreOptions::tiny()
+    };
+    let store = Store::open_with(Arc::new(storage.clone()), options.clone()).unwrap();
+    for t in 0..3 {
+        store
+            .create_session(SessionHeader::new(format!("s{t}"), 0), Vec::new())
+            .unwrap();
+    }
+    for turn in 1..=120 {
+        turn_pair(&store, &format!("s{}", turn % 3), turn).unwrap();
+    }
+    store.close().unwrap();
+    let mut files = storage.files();
+    files.retain(|(p, _)| !p.starts_with("checkpoints/"));
+    let segments: Vec<String> = files
+        .iter()
+        .map(|(p, _)| p.clone())
+        .filter(|p| p.starts_with("segments/"))
+        .collect();
+    assert!(segments.len() >= 4, "{segments:?}");
+    // Cut the first segment short by its last record: the second no longer continues it.
+    let first = &segments[0];
+    let bytes = files.iter().find(|(p, _)| p == first).unwrap().1.clone();
+    let boundaries = record_boundaries(&bytes);
+    let cut = boundaries[boundaries.len() - 2];
+    files
+        .iter_mut()
+        .find(|(p, _)| p == first)
+        .unwrap()
+        .1
+        .truncate(cut);
+    // The records in the segments salvage must remove, counted independently.
+    let mut removed = 0;
+    for (p, b) in &files {
+        if p.starts_with("segments/") && p != first {
+            removed += record_boundaries(b).len() - 1;
+        }
+    }
+    let image = MemStorage::from_files(files);
+    let plan = salvage_plan(&image, &options).unwrap();
+    assert_eq!(plan.records_dropped, removed as u64, "{plan:?}");
+    assert!(!plan.sessions.is_empty(), "{plan:?}");
+    let salvaged = Store::open_with(
+        Arc::new(image),
+        StoreOptions {
+            salvage: true,
+            ..options
+        },
+    )
+    .unwrap();
+    let report = salvaged.open_report().salvaged.clone().unwrap();
+    for loss in &report.sessions {
+        assert_eq!(
+            salvaged.session_len(&loss.session).unwrap_or(0),
+            loss.kept,
+            "{loss:?}"
+        );
+    }
+}
+
+/// File offsets of every frame start in a segment's bytes, and of the end of its records.
+fn record_boundaries(segment: &[u8]) -> Vec<usize> {
+    let mut out = vec![SEGMENT_HEADER_LEN];
+    let mut pos = SEGMENT_HEADER_LEN;
+    while let FrameCheck::Valid { frame_len, .. } = check_frame(&segment[pos..], u32::MAX) {
+        pos += frame_len;
+        out.push(pos);
+    }
+    out
+}
+
+/// A turn of `chunks` streamed text chunks of about 3 KB each: frames that span pages, so a
+/// reader's `pread` can see part of one beside later ones.
+fn chunky_turn(store: &Store, session: &str, turn: u64, chunks: u64) -> sessdb::Result<u64> {
+    let text = "x".repeat(3000);
+    store.append(
+        session,
+        Draft::log(&LogType::TURN_START, p::turn_start(turn).into_bytes()),
+    )?;
+    store.append(
+        session,
+        Draft::log(&LogType::STEP_START, p::step(turn, 1).into_bytes()),
+    )?;
+    for i in 0..chunks {
+        store.append(
+            session,
+            Draft::log(
+                &LogType::ASSISTANT_CHUNK,
+                p::text_delta(turn, 1, i, &text).into_bytes(),
+            ),
+        )?;
+    }
+    store.append(
+        session,
+        Draft::log(&LogType::STEP_END, p::step(turn, 1).into_bytes()),
+    )?;
+    store.append(
+        session,
+        Draft::log(&LogType::TURN_END, p::turn_end(turn).into_bytes()),
+    )
+}
+
+#[test]
+fn regression_a_follower_beside_a_buffered_writer_never_reports_damage() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = StoreOptions {
+        durability: Durability::Buffered,
+        clock: Clock::fixed(1_000),
+        // Many rolls and write windows while the follower reads.
+        segment_bytes_max: 1 << 20,
+        preallocate_bytes: 64 << 10,
+        checkpoint_interval_bytes: 4 << 20,
+        ..StoreOptions::default()
+    };
+    let store = Store::open(dir.path(), options).unwrap();
+    let writers = 3;
+    for w in 0..writers {
+        store
+            .create_session(SessionHeader::new(format!("w{w}"), 0), Vec::new())
+            .unwrap();
+    }
+    let reader = Store::open_read_only(dir.path()).unwrap();
+    let mut subs: Vec<_> = (0..writers)
+        .map(|w| reader.subscribe(&format!("w{w}"), 0).unwrap())
+        .collect();
+    let threads: Vec<_> = (0..writers)
+        .map(|w| {
+            let store = store.clone();
+            std::thread::spawn(move || {
+                let id = format!("w{w}");
+                for turn in 1..=60 {
+                    chunky_turn(&store, &id, turn, 40).unwrap();
+                }
+                store.session_len(&id).unwrap()
+            })
+        })
+        .collect();
+    let mut seen = vec![0u64; writers];
+    let mut refreshes = 0u64;
+    loop {
+        let finished = threads.iter().all(std::thread::JoinHandle::is_finished);
+        reader
+            .refresh()
+            .unwrap_or_else(|e| panic!("refresh {refreshes} after {seen:?} events: {e}"));
+        refreshes += 1;
+        for (w, sub) in subs.iter_mut().enumerate() {
+            while let Some(e) = sub
+                .try_next()
+                .unwrap_or_else(|e| panic!("read after {seen:?} events: {e}"))
+            {
+                assert_eq!(e.seq(), seen[w]);
+                seen[w] += 1;
+            }
+        }
+        if finished {
+            break;
+        }
+    }
+    let lens: Vec<u64> = threads.into_iter().map(|h| h.join().unwrap()).collect();
+    assert_eq!(
+        seen, lens,
+        "the follower read every event ({refreshes} refreshes)"
+    );
+    assert!(store.stats().segments > 4);
+    store.close().unwrap();
+    assert!(
+        verify(Arc::new(sessdb::storage::FsStorage::new(dir.path())))
+            .unwrap()
+            .ok()
+    );
+}
+
+fn demo_store(storage: &Backend) -> Vec<String> {
+    store_of(
+        storage,
+        &WorkloadSpec {
+            sessions: 4,
+            ..WorkloadSpec::default()
+        },
+    )
+}
+
+fn store_of(storage: &Backend, spec: &WorkloadSpec) -> Vec<String> {
+    let mut store = Store::open_with(
+        storage.storage(),
+        StoreOptions {
+            clock: Clock::fixed(1_000),
+            ..StoreOptions::default()
+        },
+    )
+    .unwrap();
+    let summary = generate(spec, &mut store).unwrap();
+    store.close().unwrap();
+    summary.sessions
+}
+
+fn the_segment(storage: &Backend) -> (String, Vec<u8>) {
+    let mut segs: Vec<_> = storage
+        .files()
+        .into_iter()
+        .filter(|(p, _)| p.starts_with("segments/"))
+        .collect();
+    assert_eq!(segs.len(), 1);
+    segs.pop().unwrap()
+}
+
+#[test]
+fn regression_a_follower_across_a_salvage_goes_on() {
+    for (name, storage) in [("mem", Backend::mem()), ("fs", Backend::fs())] {
+        let sessions = demo_store(&storage);
+        // Damage one record of the first session (4 bytes inside its first append).
+        let (path, mut bytes) = the_segment(&storage);
+        let reader =
+            Store::open_read_only_with(storage.storage(), StoreOptions::default()).unwrap();
+        // Two root sessions with no fork between them: one is damaged, the other followed.
+        let roots: Vec<String> = reader
+            .list()
+            .into_iter()
+            .filter(|s| s.header.parent_session.is_none())
+            .map(|s| s.header.id)
+            .filter(|id| {
+                !reader
+                    .list()
+                    .iter()
+                    .any(|c| c.header.parent_session.as_deref() == Some(id))
+            })
+            .collect();
+        assert!(roots.len() >= 2, "{sessions:?}");
+        let (victim, follow) = (&roots[0], &roots[1]);
+        // A record of the victim in the second half of the log.
+        let of_victim: Vec<usize> = record_boundaries(&bytes)
+            .into_iter()
+            .filter(|&b| b + 40 < bytes.len() && names(&bytes[b..], victim))
+            .collect();
+        let first_loc = of_victim[of_victim.len() / 2];
+        for b in &mut bytes[first_loc + 20..first_loc + 24] {
+            *b ^= 0x5a;
+        }
+        storage.put(&path, bytes);
+        let len = reader.session_len(follow).unwrap();
+        let mut sub = reader.subscribe(follow, len).unwrap();
+        // Salvage, then a writer goes on with every session.
+        let store = Store::open_with(
+            storage.storage(),
+            StoreOptions {
+                salvage: true,
+                clock: Clock::fixed(2_000),
+                ..StoreOptions::default()
+            },
+        )
+        .unwrap();
+        let salvaged = store.open_report().salvaged.clone().unwrap();
+        assert!(!salvaged.damage.is_empty());
+        for id in store.list().into_iter().map(|s| s.header.id) {
+            store.resume(&id).unwrap();
+        }
+        store
+            .append(
+                follow,
+                Draft::log(&LogType::TURN_START, p::turn_start(900).into_bytes()),
+            )
+            .unwrap();
+        store.close().unwrap();
+        reader
+            .refresh()
+            .unwrap_or_else(|e| panic!("{name}: the follower across the salvage: {e}"));
+        let mut got = Vec::new();
+        while let Some(e) = sub.try_next().unwrap() {
+            got.push(e.event_type().to_owned());
+        }
+        assert_eq!(
+            got.last().map(String::as_str),
+            Some("turn/start"),
+            "{got:?}"
+        );
+        assert_eq!(reader.session_len(follow).unwrap(), len + got.len() as u64);
+    }
+}
+
+/// Whether the frame at the start of `frame` is a record of session `id` (every record kind
+/// but void starts its payload with the session id, a `u16` length and the bytes).
+fn names(frame: &[u8], id: &str) -> bool {
+    let n = usize::from(u16::from_le_bytes([frame[16], frame[17]]));
+    frame.get(18..18 + n) == Some(id.as_bytes())
+}
+
+/// Sessions as `(id, events as JSONL lines)`.
+fn contents(store: &Store) -> Vec<(String, Vec<Vec<u8>>)> {
+    store
+        .list()
+        .into_iter()
+        .map(|s| {
+            let id = s.header.id;
+            let events = store
+                .events(&id, 0, u64::MAX)
+                .unwrap()
+                .iter()
+                .map(sessdb::Event::to_jsonl)
+                .collect();
+            (id, events)
+        })
+        .collect()
+}
+
+#[test]
+fn regression_a_log_cut_below_the_checkpoint_at_any_record_boundary_is_refused_and_salvaged() {
+    let storage = Backend::mem();
+    // Small sessions (with a fork) keep one case quick: every boundary is a case.
+    store_of(
+        &storage,
+        &WorkloadSpec {
+            sessions: 2,
+            max_turns: 2,
+            max_chunks: 5,
+            ..WorkloadSpec::default()
+        },
+    );
+    let original =
+        contents(&Store::open_read_only_with(storage.storage(), StoreOptions::default()).unwrap());
+    let (path, bytes) = the_segment(&storage);
+    let boundaries = record_boundaries(&bytes);
+    let end = *boundaries.last().unwrap();
+    assert!(boundaries.len() > 40, "{}", boundaries.len());
+    let mut cases = 0;
+    for (n, &cut) in boundaries.iter().enumerate() {
+        if cut == end {
+            continue;
+        }
+        for zero_filled in [false, true] {
+            let mut cut_bytes = bytes[..cut].to_vec();
+            if zero_filled {
+                cut_bytes.resize(bytes.len(), 0);
+            }
+            // Every fourth boundary zero-filled keeps the test quick; every one is cut.
+            if zero_filled && n % 4 != 0 {
+                continue;
+            }
+            cases += 1;
+            let what = format!("cut at {cut} (record {n}), zero-filled {zero_filled}");
+            let image = storage.image_with(&path, &cut_bytes);
+            // Reads refuse.
+            match Store::open_read_only_with(image.storage(), StoreOptions::default()) {
+                Err(Error::Corruption {
+                    kind: CorruptionKind::MissingRecords { vouched_to },
+                    ..
+                }) => assert_eq!(vouched_to, (end - SEGMENT_HEADER_LEN) as u64, "{what}"),
+                other => panic!("{what}: a reader must refuse: {other:?}"),
+            }
+            // verify names the missing range.
+            let report = verify(image.storage()).unwrap();
+            assert!(
+                report.problems.iter().any(|p| p.contains(&format!(
+                    "vouches for records up to LSN {}",
+                    end - SEGMENT_HEADER_LEN
+                ))),
+                "{what}: {:?}",
+                report.problems
+            );
+            // A writable open refuses and writes nothing.
+            let before = image.fingerprint();
+            assert!(
+                matches!(
+                    Store::open_with(image.storage(), StoreOptions::default()),
+                    Err(Error::Corruption { .. })
+                ),
+                "{what}"
+            );
+            assert_eq!(image.fingerprint(), before, "{what}: a refused open wrote");
+            // Salvage ends in a store that opens, every session a prefix of what it was,
+            // each shorter one named.
+            let salvaged = Store::open_with(
+                image.storage(),
+                StoreOptions {
+                    salvage: true,
+                    ..StoreOptions::default()
+                },
+            )
+            .unwrap_or_else(|e| panic!("{what}: salvage: {e}"));
+            let report = salvaged.open_report().salvaged.clone().unwrap();
+            assert!(
+                report
+                    .damage
+                    .iter()
+                    .any(|d| matches!(d.kind, CorruptionKind::MissingRecords { .. })),
+                "{what}: {report:?}"
+            );
+            let now = contents(&salvaged);
+            for (id, events) in &original {
+                let kept = now
+                    .iter()
+                    .find(|(i, _)| i == id)
+                    .map_or(&[][..], |(_, e)| e.as_slice());
+                assert_eq!(kept, &events[..kept.len()], "{what}: {id} is not a prefix");
+                let named = report.sessions.iter().find(|l| &l.session == id);
+                if kept.len() < events.len() {
+                    let loss = named.unwrap_or_else(|| panic!("{what}: {id} lost events unnamed"));
+                    assert_eq!(loss.kept, kept.len() as u64, "{what}");
+                } else {
+                    assert!(named.is_none(), "{what}: {id} named but whole");
+                }
+            }
+            salvaged.close().unwrap();
+            Store::open_with(image.storage(), StoreOptions::default())
+                .unwrap_or_else(|e| panic!("{what}: reopen after salvage: {e}"))
+                .close()
+                .unwrap();
+        }
+    }
+    assert!(cases > 40);
+}
+
+#[test]
+fn regression_a_refused_writable_open_leaves_every_file_as_it_was() {
+    for (name, storage) in [("mem", Backend::mem()), ("fs", Backend::fs())] {
+        demo_store(&storage);
+        let (path, bytes) = the_segment(&storage);
+        for zero_filled in [false, true] {
+            // 13 bytes: a short segment header, as an interrupted creation would leave it,
+            // but the checkpoint vouches for the whole log.
+            let mut cut = bytes[..13].to_vec();
+            if zero_filled {
+                cut.resize(bytes.len(), 0);
+                cut[..13].copy_from_slice(&bytes[..13]);
+            }
+            let image = storage.image_with(&path, &cut);
+            let before = image.fingerprint();
+            let err = Store::open_with(image.storage(), StoreOptions::default()).unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    Error::Corruption {
+                        kind: CorruptionKind::MissingRecords { .. },
+                        ..
+                    }
+                ),
+                "{name} {zero_filled}: {err}"
+            );
+            assert_eq!(
+                image.fingerprint(),
+                before,
+                "{name} {zero_filled}: a refused open wrote"
+            );
+            // Salvage still works on it, and the store then opens.
+            let salvaged = Store::open_with(
+                image.storage(),
+                StoreOptions {
+                    salvage: true,
+                    ..StoreOptions::default()
+                },
+            )
+            .unwrap_or_else(|e| panic!("{name} {zero_filled}: salvage: {e}"));
+            let report = salvaged.open_report().salvaged.clone().unwrap();
+            assert!(!report.sessions.is_empty(), "{report:?}");
+            salvaged.close().unwrap();
+            Store::open_with(image.storage(), StoreOptions::default()).unwrap();
+        }
+    }
+}
+
+#[test]
+fn regression_close_after_a_failed_sync_returns_the_poison_error() {
+    let storage = CrashStorage::new();
+    let store = Store::open_with(Arc::new(storage.clone()), StoreOptions::tiny()).unwrap();
+    store
+        .create_session(SessionHeader::new("s", 0), Vec::new())
+        .unwrap();
+    store
+        .append(
+            "s",
+            Draft::log(&LogType::TURN_START, p::turn_start(1).into_bytes()),
+        )
+        .unwrap();
+    storage.fail_at(storage.ops() + 1);
+    assert!(matches!(store.sync(), Err(Error::Io { .. })));
+    assert!(
+        matches!(store.close(), Err(Error::Poisoned { .. })),
+        "close after a failed sync"
+    );
+    // The lock is released all the same: the store reopens.
+    Store::open_with(Arc::new(storage.crash()), StoreOptions::tiny()).unwrap();
+}
+
+#[test]
+fn stats_never_report_a_placeholder_coverage() {
+    let storage = Backend::mem();
+    demo_store(&storage);
+    let store = Store::open_with(storage.storage(), StoreOptions::default()).unwrap();
+    store
+        .append(
+            &store.list()[0].header.id,
+            Draft::log(&LogType::TURN_START, p::turn_start(500).into_bytes()),
+        )
+        .ok();
+    store.checkpoint().unwrap();
+    store.close().unwrap();
+    // Damage the newest checkpoint's body: the open falls back to the older one.
+    let mut ckpts: Vec<_> = storage
+        .files()
+        .into_iter()
+        .filter(|(p, _)| p.starts_with("checkpoints/"))
+        .collect();
+    let (path, mut bytes) = ckpts.pop().unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    storage.put(&path, bytes);
+    let store = Store::open_with(storage.storage(), StoreOptions::default()).unwrap();
+    assert!(!store.open_report().checkpoints_discarded.is_empty());
+    let stats = store.stats();
+    assert!(stats.checkpoint_lsn <= stats.log_bytes, "{stats:?}");
+}
