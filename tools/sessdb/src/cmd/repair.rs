@@ -93,10 +93,16 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
 
 /// The salvage report, one line per damaged place and per session that loses events.
 fn print_salvage(r: &SalvageReport, dry_run: bool) {
-    let (void, cut, remove, header) = if dry_run {
-        ("would void", "would cut", "would remove", "would rewrite")
+    let (void, cut, remove, header, drop) = if dry_run {
+        (
+            "would void",
+            "would cut",
+            "would remove",
+            "would rewrite",
+            "would remove",
+        )
     } else {
-        ("voided", "cut", "removed", "rewrote")
+        ("voided", "cut", "removed", "rewrote", "removed")
     };
     for d in &r.damage {
         let what = match d.repair {
@@ -104,14 +110,19 @@ fn print_salvage(r: &SalvageReport, dry_run: bool) {
             DamageRepair::Cut => format!("{cut} a torn tail of {} byte(s)", d.bytes),
             DamageRepair::SegmentRemoved => format!("{remove} the segment"),
             DamageRepair::HeaderRewritten => format!("{header} the segment header"),
+            DamageRepair::CheckpointsRemoved => {
+                format!("{drop} the checkpoints; the sessions they remember longer are named below")
+            }
             _ => "left alone".to_owned(),
         };
-        let whose = d.session.as_deref().map_or_else(
-            || "session unreadable".to_owned(),
-            |s| format!("session {}", shown(s)),
-        );
+        let whose = match (&d.repair, d.session.as_deref()) {
+            (_, Some(s)) => format!(", session {}", shown(s)),
+            // Missing records name no session of their own: the losses below do.
+            (DamageRepair::CheckpointsRemoved, None) => String::new(),
+            (_, None) => ", session unreadable".to_owned(),
+        };
         println(&format!(
-            "damage: {} at byte {} ({}, {whose}): {what}",
+            "damage: {} at byte {} ({}{whose}): {what}",
             d.segment, d.offset, d.kind
         ));
     }
