@@ -116,6 +116,23 @@ pub fn encode_voids(len: usize, max_payload: u32, out: &mut Vec<u8>) -> Option<(
     Some(())
 }
 
+/// Starts a frame in `buf` (cleared): room for the header, which [`seal_frame`] fills in once
+/// the payload has been encoded after it.
+pub fn begin_frame(buf: &mut Vec<u8>) {
+    buf.clear();
+    buf.resize(FRAME_HEADER_LEN, 0);
+}
+
+/// The payload bytes of a frame begun with [`begin_frame`].
+pub fn payload_len(frame: &[u8]) -> usize {
+    frame.len().saturating_sub(FRAME_HEADER_LEN)
+}
+
+/// An offset into a frame begun with [`begin_frame`] as an offset into its payload.
+pub fn payload_offset(frame_offset: u32) -> u32 {
+    frame_offset.saturating_sub(FRAME_HEADER_LEN_U32)
+}
+
 /// Fills in the header of a frame whose payload was written after [`FRAME_HEADER_LEN`]
 /// reserved bytes (saves a copy of the payload); returns the frame checksum.
 pub fn seal_frame(kind: RecordKind, frame: &mut [u8]) -> u32 {

@@ -19,6 +19,16 @@ impl EventLoc {
     /// Bytes of one encoded location.
     pub const ENCODED_LEN: usize = 16;
 
+    /// The file offset of the event's bytes in the segment whose first LSN is
+    /// `segment_first_lsn`: past the segment header to the record's frame, then past the frame
+    /// header to the event inside the payload (`docs/FORMAT.md` §2–§4).
+    pub fn file_offset(&self, segment_first_lsn: u64) -> u64 {
+        super::segment::SEGMENT_HEADER_LEN as u64
+            + self.lsn.saturating_sub(segment_first_lsn)
+            + super::frame::FRAME_HEADER_LEN as u64
+            + u64::from(self.offset)
+    }
+
     /// `lsn` (u64), `offset` (u32), `len` (u32), little-endian.
     pub fn encode(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.lsn.to_le_bytes());

@@ -161,6 +161,33 @@ impl Catalog {
             .ok_or_else(|| crate::Error::SessionNotFound { id: id.to_owned() })
     }
 
+    /// Adds a session a record created (or forked) at `created_lsn`: changed since the last
+    /// checkpoint, none of its locations in the chain yet. The one place a new entry is made
+    /// by a write or a replay.
+    pub(crate) fn insert_created(
+        &mut self,
+        header: SessionHeader,
+        state: SessionState,
+        locs: SharedVec<EventLoc>,
+        parent: Option<(String, u64)>,
+        created_lsn: u64,
+    ) {
+        let id = header.id.clone();
+        self.sessions.insert(
+            id.clone(),
+            SessionEntry {
+                header,
+                state,
+                locs,
+                parent,
+                created_lsn,
+                checkpointed_locs: 0,
+                dirty: true,
+            },
+        );
+        self.touch(&id);
+    }
+
     pub(crate) fn touch(&mut self, id: &str) {
         if let Some(e) = self.sessions.get_mut(id) {
             e.dirty = true;

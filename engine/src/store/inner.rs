@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64};
 
-use parking_lot::{Condvar, Mutex, RwLock};
+use parking_lot::{Mutex, RwLock};
 
 use super::catalog::Catalog;
 use super::options::StoreOptions;
@@ -25,18 +25,6 @@ pub(crate) struct CheckpointState {
     pub(crate) stale_newer: bool,
 }
 
-/// Group commit's shared state.
-#[derive(Debug, Default)]
-pub(crate) struct SyncState {
-    /// Everything before this LSN is durable.
-    pub(crate) durable: u64,
-    /// A leader is in `fdatasync` now.
-    pub(crate) leader: bool,
-}
-
-/// The file group commit syncs, and its path for errors.
-pub(crate) type ActiveFile = (Arc<dyn crate::storage::StorageFile>, String);
-
 #[derive(Debug)]
 pub(crate) struct Inner {
     pub(crate) storage: Arc<dyn Storage>,
@@ -49,17 +37,8 @@ pub(crate) struct Inner {
     /// Read-only stores: where the last scan stopped, and the last record seen.
     pub(crate) read_end: Mutex<(u64, Option<(u64, u32)>)>,
     pub(crate) catalog: RwLock<Catalog>,
-    /// Group commit: the durable log end and whether a leader is syncing; followers wait on
-    /// `sync_done`.
-    pub(crate) sync_state: Mutex<SyncState>,
-    pub(crate) sync_done: Condvar,
-    /// The log end after the last record written (set under `tail`, read lock-free by group
-    /// commit's leader after it takes the sync role).
-    pub(crate) written_lsn: AtomicU64,
-    /// The active segment's file and path (replaced under `tail` at a roll; innermost lock).
-    pub(crate) active: Mutex<Option<ActiveFile>>,
-    /// The first LSN of the segment in `active` (a roll is seen without taking the lock).
-    pub(crate) active_first_lsn: AtomicU64,
+    /// Group commit: the durable log end, the active file, the round in progress.
+    pub(crate) commit: super::commit::GroupCommit,
     /// Set by the first failed write or sync; checked under `tail` by every write.
     pub(crate) poison: super::poison::Poison,
     /// Log bytes written since the last checkpoint.

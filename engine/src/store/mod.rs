@@ -17,7 +17,8 @@
 //! | `scan.rs` | the recovery scan: the cursor over the log from a position, replaying |
 //! | `refresh.rs` | a read-only view catching up with a live writer (or a salvage) |
 //! | `salvage.rs` | salvage: plan (resync past damage, cut only damaged sessions), apply by replacement files |
-//! | `write.rs` | the write path and group commit |
+//! | `write.rs` | the write path: plan, encode, write, commit to the catalog |
+//! | `commit.rs` | group commit: one `fdatasync` per round for every appender it covers |
 //! | `poison.rs` | the poisoned state after a failed write or sync |
 //! | `read.rs` | reads by location |
 //! | `checkpoint.rs` | checkpoint files and the catalog |
@@ -32,6 +33,7 @@ mod chain;
 mod changes;
 mod checkpoint;
 mod checkpointing;
+mod commit;
 mod info;
 mod inner;
 mod log;

@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 
-use parking_lot::{Condvar, Mutex, RwLock};
+use parking_lot::{Mutex, RwLock};
 
 use super::catalog::Catalog;
 use super::chain::Headers;
@@ -153,11 +153,7 @@ pub(super) fn open(
         e.locs.shrink_to_fit();
         e.state.surface.shrink_to_fit();
     }
-    let synced = tail.as_ref().map_or(0, |t| t.next_lsn);
-    let active_first_lsn = tail.as_ref().map_or(u64::MAX, |t| t.active.first_lsn);
-    let active = tail
-        .as_ref()
-        .map(|t| (Arc::clone(&t.active.file), t.active.path.clone()));
+    let commit = super::commit::GroupCommit::new(tail.as_ref());
     Ok(Inner {
         storage,
         options,
@@ -167,14 +163,7 @@ pub(super) fn open(
         tail: Mutex::new(tail),
         read_end: Mutex::new((scanned.end_lsn, last_record)),
         catalog: RwLock::new(catalog),
-        sync_state: Mutex::new(super::inner::SyncState {
-            durable: synced,
-            leader: false,
-        }),
-        sync_done: Condvar::new(),
-        written_lsn: AtomicU64::new(synced),
-        active_first_lsn: AtomicU64::new(active_first_lsn),
-        active: Mutex::new(active),
+        commit,
         poison: super::poison::Poison::default(),
         bytes_since_checkpoint: AtomicU64::new(0),
         ckpt: Mutex::new(ck_state),

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use super::catalog::{Catalog, SessionEntry, StoredEvents, plan_batch};
+use super::catalog::{Catalog, StoredEvents, plan_batch};
 use super::options::StoreOptions;
 use super::segments::SegmentList;
 use crate::codec::record::{LocatedEvent, RecordBody};
@@ -120,21 +120,12 @@ pub(super) fn replay(
     }
     let header = SessionHeader::from_json(&header_json)
         .map_err(|_| inconsistent("a stored header does not parse"))?;
+    if header.id != id {
+        return Err(inconsistent("a stored header names another session"));
+    }
     let mut locs = locs;
     replay_events(list, options, &id, &mut state, &mut locs, &events, lsn)?;
-    catalog.sessions.insert(
-        id.clone(),
-        SessionEntry {
-            header,
-            state,
-            locs,
-            parent,
-            created_lsn: lsn,
-            checkpointed_locs: 0,
-            dirty: true,
-        },
-    );
-    catalog.touch(&id);
+    catalog.insert_created(header, state, locs, parent, lsn);
     touched.insert(id);
     Ok(())
 }

@@ -155,8 +155,7 @@ impl SegmentList {
             let (seg, next_first) = self
                 .find_with_next(first.lsn)
                 .ok_or_else(|| no_segment(first.lsn))?;
-            let start =
-                seg.offset_of(first.lsn) + FRAME_HEADER_LEN as u64 + u64::from(first.offset);
+            let start = first.file_offset(seg.first_lsn);
             // The run: following locations in the same segment, within the window (a run of
             // one is one event's bytes).
             let mut end = start + u64::from(first.len);
@@ -165,7 +164,7 @@ impl SegmentList {
                 if l.lsn < seg.first_lsn || next_first.is_some_and(|f| l.lsn >= f) {
                     break;
                 }
-                let at = seg.offset_of(l.lsn) + FRAME_HEADER_LEN as u64 + u64::from(l.offset);
+                let at = l.file_offset(seg.first_lsn);
                 let e = at + u64::from(l.len);
                 if at < start || e.max(end) - start > READ_WINDOW_MAX {
                     break;
@@ -182,7 +181,7 @@ impl SegmentList {
             };
             seg.with_bytes(start, len, |window| {
                 for &(seq, l) in run {
-                    let at = seg.offset_of(l.lsn) + FRAME_HEADER_LEN as u64 + u64::from(l.offset);
+                    let at = l.file_offset(seg.first_lsn);
                     let from = usize::try_from(at - start).unwrap_or(usize::MAX);
                     let bytes = window
                         .get(from..from.saturating_add(l.len as usize))
@@ -213,7 +212,7 @@ impl SegmentList {
             offset: loc.lsn,
             kind: CorruptionKind::Inconsistent("an indexed record lies in no segment"),
         })?;
-        let at = seg.offset_of(loc.lsn) + FRAME_HEADER_LEN as u64 + u64::from(loc.offset);
+        let at = loc.file_offset(seg.first_lsn);
         let decoded = seg.with_bytes(at, loc.len as usize, |bytes| check_decode(bytes, seq))?;
         decoded.map_err(|kind| Error::Corruption {
             segment: seg.path.clone(),

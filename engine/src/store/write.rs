@@ -2,14 +2,13 @@
 //! frame, write it at the tail, commit to the catalog, then wake subscribers, sync (group
 //! commit) and checkpoint when due. A failed write or sync poisons the store.
 
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use super::catalog::{Batch, SessionEntry, StoredEvents, plan_batch};
 use super::inner::Inner;
 use super::options;
 use super::segments::{EventLoc, Tail};
-use crate::codec::frame::{FRAME_HEADER_LEN, FRAME_HEADER_LEN_U32, seal_frame};
+use crate::codec::frame::{begin_frame, payload_len, payload_offset, seal_frame};
 use crate::codec::record::{BodyRef, encode_into};
 use crate::event::Event;
 use crate::model::{
@@ -55,8 +54,7 @@ impl Inner {
         // The payload is encoded after room for the frame header, into the tail's reused
         // buffer: no allocation and no copy per record.
         let mut frame = std::mem::take(&mut tail.frame);
-        frame.clear();
-        frame.resize(FRAME_HEADER_LEN, 0);
+        begin_frame(&mut frame);
         tail.offsets.clear();
         let result = self.encode_and_write(tail, body, &mut frame, now);
         // A huge record's buffer is not kept for the records after it.
@@ -76,18 +74,17 @@ impl Inner {
         // Only a part past its 4 GiB length field fails to encode.
         let kind =
             encode_into(body, frame, &mut tail.offsets).map_err(|_| Error::RecordTooLarge {
-                bytes: frame.len().saturating_sub(FRAME_HEADER_LEN),
+                bytes: payload_len(frame),
                 limit: self.options.record_bytes_max,
             })?;
-        let payload_len = frame.len() - FRAME_HEADER_LEN;
-        if payload_len > self.options.record_bytes_max as usize {
+        if payload_len(frame) > self.options.record_bytes_max as usize {
             return Err(Error::RecordTooLarge {
-                bytes: payload_len,
+                bytes: payload_len(frame),
                 limit: self.options.record_bytes_max,
             });
         }
         for (o, _) in &mut tail.offsets {
-            *o = o.saturating_sub(FRAME_HEADER_LEN_U32);
+            *o = payload_offset(*o);
         }
         let crc = seal_frame(kind, frame);
         match tail.write_frame(
@@ -102,16 +99,8 @@ impl Inner {
             Ok(lsn) => {
                 self.bytes_since_checkpoint
                     .fetch_add(frame.len() as u64, Ordering::Relaxed);
-                // A roll changed the active file: group commit syncs the new one. Checked
-                // lock-free; the slot is locked only after a roll (writers hold `tail`).
-                if self.active_first_lsn.load(Ordering::Relaxed) != tail.active.first_lsn {
-                    *self.active.lock() =
-                        Some((Arc::clone(&tail.active.file), tail.active.path.clone()));
-                    self.active_first_lsn
-                        .store(tail.active.first_lsn, Ordering::Relaxed);
-                }
-                // Published after the bytes are written: a sync that reads it covers them.
-                self.written_lsn.store(tail.next_lsn, Ordering::Release);
+                // A roll changed the active file: group commit syncs the new one.
+                self.commit.written(tail);
                 Ok((lsn, tail.next_lsn))
             }
             Err(e) => self.poison(e),
@@ -132,49 +121,9 @@ impl Inner {
         Ok(())
     }
 
-    /// Group commit: the appender that finds no sync running becomes the leader, reads the
-    /// log end *then*, and makes everything written up to it durable with one `fdatasync`,
-    /// without holding any lock (writers keep encoding and writing meanwhile). Followers wait
-    /// for the leader's round and return as soon as it covers them, without a round of their
-    /// own; the first one not covered leads the next round. After a failed `fdatasync` every
-    /// waiter not already covered gets `Poisoned` (fsyncgate: the failed sync may have
-    /// dropped dirty pages that a later sync would report as written).
+    /// Group commit (`commit.rs`): returns once everything before `lsn` is durable.
     pub(super) fn sync_to(&self, lsn: u64) -> Result<()> {
-        let mut state = self.sync_state.lock();
-        loop {
-            if state.durable >= lsn {
-                return Ok(());
-            }
-            self.poison.check()?;
-            if state.leader {
-                self.sync_done.wait(&mut state);
-                continue;
-            }
-            state.leader = true;
-            drop(state);
-            // The end first, then the file: a roll in between synced the old segment whole
-            // before the new one existed, so syncing the newer file still covers `written`.
-            let written = self.written_lsn.load(Ordering::Acquire);
-            let Some((file, path)) = self.active.lock().clone() else {
-                // A read-only store writes nothing: there is nothing to make durable.
-                state = self.sync_state.lock();
-                state.leader = false;
-                self.sync_done.notify_all();
-                return Ok(());
-            };
-            let result = file.sync_data();
-            state = self.sync_state.lock();
-            state.leader = false;
-            if let Err(e) = result {
-                self.sync_done.notify_all();
-                return self.poison(Error::io("sync", path, e));
-            }
-            // A failure another path saw meanwhile (a roll's sync) wins over this success.
-            if !self.poison.is_set() {
-                state.durable = state.durable.max(written);
-            }
-            self.sync_done.notify_all();
-        }
+        self.commit.sync_to(lsn, &self.poison)
     }
 
     pub(super) fn create(
@@ -222,19 +171,7 @@ impl Inner {
         let len = state.next_seq();
         {
             let mut cat = self.catalog.write();
-            cat.sessions.insert(
-                id.clone(),
-                SessionEntry {
-                    header,
-                    state,
-                    locs,
-                    parent: None,
-                    created_lsn: lsn,
-                    checkpointed_locs: 0,
-                    dirty: true,
-                },
-            );
-            cat.touch(&id);
+            cat.insert_created(header, state, locs, None, lsn);
         }
         drop(tail_guard);
         self.after_write(end)?;
@@ -358,19 +295,13 @@ impl Inner {
         for &(offset, len) in &tail.offsets {
             locs.push(EventLoc { lsn, offset, len });
         }
-        cat.sessions.insert(
-            child_id.clone(),
-            SessionEntry {
-                header,
-                state,
-                locs,
-                parent: Some((source.to_owned(), inherited)),
-                created_lsn: lsn,
-                checkpointed_locs: 0,
-                dirty: true,
-            },
+        cat.insert_created(
+            header,
+            state,
+            locs,
+            Some((source.to_owned(), inherited)),
+            lsn,
         );
-        cat.touch(&child_id);
         drop(cat);
         drop(tail_guard);
         self.after_write(end)?;
