@@ -1,5 +1,7 @@
 //! Recovery on arbitrary files: a segment and a checkpoint of arbitrary bytes. Open either
-//! succeeds (and the store reads back) or fails with an error; it never panics.
+//! succeeds (and the store reads back) or fails with an error; it never panics. A writable
+//! open that refuses leaves every file as it was; a salvage that succeeds leaves a store
+//! that opens again without salvage.
 #![no_main]
 
 use std::sync::Arc;
@@ -26,16 +28,35 @@ fuzz_target!(|data: &[u8]| {
     }
     for salvage in [false, true] {
         let storage = MemStorage::from_files(files.clone());
-        if let Ok(store) = Store::open_with(
-            Arc::new(storage),
+        let opened = Store::open_with(
+            Arc::new(storage.clone()),
             StoreOptions {
                 salvage,
                 ..StoreOptions::tiny()
             },
-        ) {
-            for info in store.list() {
-                let _ = store.events(&info.header.id, 0, u64::MAX);
-                let _ = store.messages(&info.header.id);
+        );
+        match opened {
+            Ok(store) => {
+                for info in store.list() {
+                    let _ = store.events(&info.header.id, 0, u64::MAX);
+                    let _ = store.messages(&info.header.id);
+                }
+                drop(store);
+                if salvage {
+                    // Salvage always ends in a store that opens.
+                    if let Err(e) = Store::open_with(Arc::new(storage), StoreOptions::tiny()) {
+                        panic!("a salvaged store does not reopen: {e}");
+                    }
+                }
+            }
+            Err(_) => {
+                // An open that refuses writes nothing (the lock file is the lock).
+                let mut after = storage.files();
+                after.retain(|(p, _)| p != "LOCK");
+                let mut before = files.clone();
+                before.sort();
+                after.sort();
+                assert!(after == before, "a refused open changed the files");
             }
         }
     }

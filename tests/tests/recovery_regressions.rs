@@ -183,6 +183,7 @@ fn turn_pair(store: &Store, session: &str, turn: u64) -> sessdb::Result<u64> {
 
 #[test]
 fn regression_an_eio_at_any_step_of_a_roll_with_eight_appenders_leaves_a_store_that_reopens() {
+    let mut runs = 0;
     for durability in [Durability::Sync, Durability::Buffered] {
         for step in ROLL_STEPS {
             for round in 0..4 {
@@ -226,6 +227,7 @@ fn regression_an_eio_at_any_step_of_a_roll_with_eight_appenders_leaves_a_store_t
                     storage.armed.lock().unwrap().hit,
                     "{what}: the fault was never hit"
                 );
+                runs += 1;
                 assert!(
                     matches!(store.sync(), Err(Error::Poisoned { .. })),
                     "{what}: poisoned after the failed roll"
@@ -252,6 +254,10 @@ fn regression_an_eio_at_any_step_of_a_roll_with_eight_appenders_leaves_a_store_t
             }
         }
     }
+    eprintln!(
+        "{runs} runs of eight appenders with one EIO in a roll: each store reopened, verified \
+         clean, nothing to salvage, every acknowledged event there"
+    );
 }
 
 #[test]
@@ -671,6 +677,10 @@ fn regression_a_log_cut_below_the_checkpoint_at_any_record_boundary_is_refused_a
         }
     }
     assert!(cases > 40);
+    eprintln!(
+        "{cases} cuts below the checkpoint: each refused by a reader, verify and a writer (which \
+         wrote nothing), then salvaged to a store that reopens"
+    );
 }
 
 #[test]
