@@ -360,6 +360,60 @@ fn fork_verify_repair_and_locking() {
     ok(&["verify", "store"], dir.path());
 }
 
+/// The records of a segment: the file offset where each frame starts, and the end.
+fn record_boundaries(segment: &[u8]) -> Vec<usize> {
+    use sessdb::codec::frame::{FrameCheck, check_frame};
+    let mut out = vec![sessdb::codec::segment::SEGMENT_HEADER_LEN];
+    let mut pos = out[0];
+    while let FrameCheck::Valid { frame_len, .. } = check_frame(&segment[pos..], u32::MAX) {
+        pos += frame_len;
+        out.push(pos);
+    }
+    out
+}
+
+#[test]
+fn regression_a_log_cut_below_its_checkpoint_is_corruption_to_every_command() {
+    let dir = tempfile::tempdir().unwrap();
+    demo(dir.path());
+    let seg = dir.path().join("store/segments/00000000000000000000.seg");
+    let bytes = std::fs::read(&seg).unwrap();
+    let b = record_boundaries(&bytes);
+    // A cut at a record boundary: the file looks whole, but the checkpoint covers more.
+    std::fs::write(&seg, &bytes[..b[b.len() * 9 / 10]]).unwrap();
+    let out = sessdb(&["verify", "store"], dir.path());
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "verify names the damage and exits 3"
+    );
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(report.contains("vouches for records up to LSN"), "{report}");
+    for args in [
+        &["ls", "store"][..],
+        &["stats", "store"],
+        &["repair", "store"],
+    ] {
+        let err = fails(args, dir.path(), 3);
+        assert!(
+            err.contains("vouches for records up to LSN"),
+            "{args:?}: {err}"
+        );
+    }
+    let before = std::fs::read(&seg).unwrap();
+    assert_eq!(
+        before.len(),
+        b[b.len() * 9 / 10],
+        "a refused repair wrote nothing"
+    );
+    let plan = ok(&["repair", "store", "--salvage", "--dry-run"], dir.path());
+    assert!(plan.contains("lose events"), "{plan}");
+    let done = ok(&["repair", "store", "--salvage"], dir.path());
+    assert!(done.contains("salvaged"), "{done}");
+    assert!(ok(&["verify", "store"], dir.path()).contains("ok: no corruption"));
+    ok(&["ls", "store"], dir.path());
+}
+
 #[test]
 fn help_version_and_usage() {
     let dir = tempfile::tempdir().unwrap();
