@@ -296,19 +296,14 @@ impl Store {
     /// Every live session, in id order.
     pub fn list(&self) -> Vec<SessionInfo> {
         let cat = self.inner.catalog.read();
-        let mut list = cat
-            .sessions
-            .values()
-            .map(|e| SessionInfo {
-                header: e.header.clone(),
-                events: e.state.next_seq(),
-                surface_len: e.state.surface().seqs().len(),
-                last_time: e.state.last_time(),
-                turn_open: e.state.repair().turn_is_open(),
-            })
-            .collect::<Vec<_>>();
+        let mut list = cat.sessions.values().map(info_of).collect::<Vec<_>>();
         list.sort_unstable_by(|a, b| a.header.id.cmp(&b.header.id));
         list
+    }
+
+    /// One session's row of [`Store::list`], if it exists.
+    pub fn info(&self, session: &str) -> Option<SessionInfo> {
+        self.inner.catalog.read().sessions.get(session).map(info_of)
     }
 
     /// Figures about the store.
@@ -440,6 +435,17 @@ impl Store {
     fn with_entry<T>(&self, session: &str, f: impl FnOnce(&SessionEntry) -> T) -> Result<T> {
         let cat = self.inner.catalog.read();
         cat.get(session).map(f)
+    }
+}
+
+fn info_of(e: &SessionEntry) -> SessionInfo {
+    SessionInfo {
+        header: e.header.clone(),
+        events: e.state.next_seq(),
+        surface_len: e.state.surface().seqs().len(),
+        last_time: e.state.last_time(),
+        turn_open: e.state.repair().turn_is_open(),
+        created_lsn: e.created_lsn,
     }
 }
 

@@ -15,6 +15,10 @@ pub struct SessionInfo {
     pub last_time: Option<i64>,
     /// Whether the last turn is open.
     pub turn_open: bool,
+    /// The log position of the record that created the session. A session only grows (a
+    /// repair appends), so `(created_lsn, events)` changes with every append and with a
+    /// re-creation under the same id, and stays equal otherwise: a revision.
+    pub created_lsn: u64,
 }
 
 /// Figures of [`Store::stats`](super::Store::stats).

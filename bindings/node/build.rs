@@ -1,0 +1,5 @@
+//! Links the addon against the symbols Node provides at load time.
+
+fn main() {
+    napi_build::setup();
+}

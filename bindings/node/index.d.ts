@@ -1,0 +1,120 @@
+// Type declarations of the sessdb Node binding (`index.js`).
+
+/** A DSH v0 session header line, as an object. */
+export interface SessionHeader {
+  type: 'session'
+  version: number
+  id: string
+  createdAt: number
+  cwd: string
+  parentSession?: string
+  seedLength?: number
+  delegationDepth?: number
+  [key: string]: unknown
+}
+
+/** A DSH v0 event, as an object (or its JSONL line as a string). */
+export interface SessionEvent {
+  type: string
+  seq: number
+  time: number
+  data: unknown
+  surfaceOp?: unknown
+  sourceEventSeqs?: number[]
+  [key: string]: unknown
+}
+
+export type EventInput = SessionEvent | string
+
+export interface OpenOptions {
+  /** `'buffered'` (default: resolved once in the page cache) or `'sync'` (resolved once durable). */
+  durability?: 'buffered' | 'sync'
+  /** Open read-only, beside a live writer. */
+  readOnly?: boolean
+}
+
+export interface SessionRow {
+  id: string
+  header: SessionHeader
+  events: number
+  parent: string | null
+  turnOpen: boolean
+  /** Changes with every append and repair and with a re-creation; equal otherwise. */
+  revision: string
+}
+
+export interface AppendResult {
+  from: number
+  to: number
+}
+
+export interface RepairResult {
+  closers: number[]
+  endSeed: number | null
+}
+
+export interface Stats {
+  sessions: number
+  events: number
+  segments: number
+  logBytes: number
+  checkpointGeneration: number
+}
+
+export interface OpenFacts {
+  checkpoint: number | null
+  recordsReplayed: number
+  bytesTruncated: number
+  tornTailIgnored: number
+}
+
+/**
+ * Every rejection is an `Error` with a stable `code`: a refused event's rule name (with
+ * `rule`, `session`, `seq`), `CORRUPTION` (with `segment`, `offset`, `kind`), `LOCKED`,
+ * `NOT_FOUND`, `EXISTS`, `POISONED`, `READ_ONLY`, `CLOSED`, `IO`, `INVALID_EVENT`,
+ * `INVALID_HEADER`, `INVALID_TYPE`, `TOO_LARGE`, `UNSUPPORTED_STORE`, `INVALID_ARGUMENT`, or a
+ * fork's DSH code (`OPEN_TURN`, ...).
+ */
+export interface SessdbError extends Error {
+  code: string
+  rule?: string
+  session?: string
+  seq?: number
+  segment?: string
+  offset?: number
+  kind?: string
+  lockFile?: string
+}
+
+export declare class Store {
+  /** Opens (creating if needed) the store in directory `dir`. */
+  static open(dir: string, options?: OpenOptions): Promise<Store>
+  /**
+   * Creates a session from its header and events (seq from 0). `exact`: stored as given;
+   * otherwise `session/end-seed` is appended unless the seed ends with one. Resolves to the
+   * session's length.
+   */
+  createSession(meta: SessionHeader | string, events?: EventInput[], options?: { exact?: boolean }): Promise<number>
+  /** Appends a batch whose seqs continue the session, atomically. */
+  appendBatch(id: string, events: EventInput[]): Promise<AppendResult>
+  /** Events from `from` (to `to`, exclusive) as JSON lines. */
+  readLines(id: string, from?: number, to?: number): Promise<string[]>
+  /** Events from `from` (to `to`, exclusive) as fresh objects. */
+  read(id: string, from?: number, to?: number): Promise<SessionEvent[]>
+  header(id: string): Promise<SessionHeader>
+  list(): Promise<SessionRow[]>
+  revision(id: string): Promise<string | null>
+  /** Closes an interrupted turn and appends the end-seed marker (DSH resume). */
+  repair(id: string): Promise<RepairResult>
+  fork(id: string, options?: { at?: number; childId?: string }): Promise<string>
+  deleteSession(id: string): Promise<void>
+  /** Yields the session's events from `from` on as they are appended, until `signal` aborts. */
+  subscribe(id: string, from?: number, options?: { signal?: AbortSignal; pollMs?: number }): AsyncGenerator<SessionEvent>
+  stats(): Promise<Stats>
+  openFacts(): OpenFacts
+  sync(): Promise<void>
+  close(): Promise<void>
+}
+
+/** Turns a native error into a `SessdbError` (exported for wrappers). */
+export declare function translate(err: unknown): unknown

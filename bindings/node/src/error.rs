@@ -1,0 +1,99 @@
+//! sessdb's errors as JavaScript sees them. A task can only reject with a `napi::Error`, whose
+//! code is a Node-API status; so the addon puts the stable code and the facts in the message,
+//! as one JSON object after a marker byte, and `index.js` turns that into an `Error` with
+//! `code`, `rule`, `session`, `seq`, `segment`, `offset`.
+
+use napi::Status;
+use sessdb::json::write_str;
+
+/// The marker that starts an encoded error message.
+pub const MARKER: char = '\u{1}';
+
+/// The stable code of an error: the rule name for a refused event, the fork code for a refused
+/// fork, else one name per kind of failure.
+fn code(e: &sessdb::Error) -> String {
+    use sessdb::Error as E;
+    match e {
+        E::Rejected { violation, .. } => violation.rule().to_owned(),
+        E::Fork { code, .. } => code.to_string(),
+        E::InvalidEnvelope { .. } => "INVALID_EVENT".into(),
+        E::InvalidHeader { .. } => "INVALID_HEADER".into(),
+        E::InvalidType { .. } => "INVALID_TYPE".into(),
+        E::UnsupportedFormat { .. } => "UNSUPPORTED_FORMAT".into(),
+        E::UnsupportedStore { .. } => "UNSUPPORTED_STORE".into(),
+        E::SessionExists { .. } => "EXISTS".into(),
+        E::SessionNotFound { .. } => "NOT_FOUND".into(),
+        E::Io { .. } => "IO".into(),
+        E::Corruption { .. } => "CORRUPTION".into(),
+        E::Locked { .. } => "LOCKED".into(),
+        E::Poisoned { .. } => "POISONED".into(),
+        E::ReadOnly => "READ_ONLY".into(),
+        E::Closed => "CLOSED".into(),
+        E::RecordTooLarge { .. } => "TOO_LARGE".into(),
+        _ => "ERROR".into(),
+    }
+}
+
+/// A JSON member `"key":"value"` (with the comma before it).
+fn member(out: &mut Vec<u8>, key: &str, value: &str) {
+    out.push(b',');
+    write_str(out, key);
+    out.push(b':');
+    write_str(out, value);
+}
+
+/// A JSON member `"key":number`.
+fn number(out: &mut Vec<u8>, key: &str, value: u64) {
+    out.push(b',');
+    write_str(out, key);
+    out.extend_from_slice(format!(":{value}").as_bytes());
+}
+
+/// The error, encoded for `index.js`.
+pub fn to_js(e: &sessdb::Error) -> napi::Error {
+    use sessdb::Error as E;
+    let mut out = Vec::new();
+    out.extend_from_slice(b"{");
+    write_str(&mut out, "code");
+    out.push(b':');
+    write_str(&mut out, &code(e));
+    member(&mut out, "message", &e.to_string());
+    match e {
+        E::Rejected {
+            session,
+            seq,
+            violation,
+        } => {
+            member(&mut out, "session", session);
+            number(&mut out, "seq", *seq);
+            member(&mut out, "rule", violation.rule());
+        }
+        E::Corruption {
+            segment,
+            offset,
+            kind,
+        } => {
+            member(&mut out, "segment", segment);
+            number(&mut out, "offset", *offset);
+            member(&mut out, "kind", &kind.to_string());
+        }
+        E::SessionNotFound { id } | E::SessionExists { id } => member(&mut out, "session", id),
+        E::Locked { lock_file } => member(&mut out, "lockFile", lock_file),
+        _ => {}
+    }
+    out.push(b'}');
+    let json = String::from_utf8_lossy(&out);
+    napi::Error::new(Status::GenericFailure, format!("{MARKER}{json}"))
+}
+
+/// A usage error of the binding itself (a bad argument).
+pub fn invalid(message: impl Into<String>) -> napi::Error {
+    let mut out = Vec::new();
+    out.extend_from_slice(br#"{"code":"INVALID_ARGUMENT""#);
+    member(&mut out, "message", &message.into());
+    out.push(b'}');
+    napi::Error::new(
+        Status::InvalidArg,
+        format!("{MARKER}{}", String::from_utf8_lossy(&out)),
+    )
+}

@@ -1,0 +1,402 @@
+//! The Node.js binding of sessdb: the durable store from JavaScript through N-API (napi-rs),
+//! so one build serves every Node version with N-API 4 (Node ≥ 20 here). Every call that does
+//! I/O runs on libuv's thread pool and returns a Promise; a `Sync` store's appends resolve only
+//! once durable. Events cross as JSON text lines (DSH's JSONL event lines), so JavaScript
+//! parses each event once and sessdb validates the bytes it will store. `index.js` loads this
+//! addon and gives errors their stable `code`; `index.d.ts` declares the API.
+
+// napi-derive's macros expand to the FFI glue, which is `unsafe`; no unsafe is written here.
+#![allow(unsafe_code)]
+
+mod error;
+mod task;
+
+use std::time::{Duration, Instant};
+
+use napi::bindgen_prelude::AsyncTask;
+use napi_derive::napi;
+use sessdb::{Durability, Event, ForkSpec, Limits, SessionHeader, Store, StoreOptions};
+
+use error::{invalid, to_js};
+use task::Job;
+
+/// How a store is opened.
+#[napi(object)]
+pub struct OpenOptions {
+    /// `"buffered"` (the default: an append is in the page cache when it resolves) or
+    /// `"sync"` (durable when it resolves).
+    pub durability: Option<String>,
+    /// Open read-only, beside a live writer.
+    pub read_only: Option<bool>,
+}
+
+/// One session of [`NativeStore::list`].
+#[napi(object)]
+pub struct SessionRow {
+    /// The session id.
+    pub id: String,
+    /// The header line as JSON text.
+    pub header: String,
+    /// Number of events.
+    pub events: i64,
+    /// The parent of a fork.
+    pub parent: Option<String>,
+    /// Whether the last turn is open (a crash left it: `repair` closes it).
+    pub turn_open: bool,
+    /// Changes with every append and repair of the session and with its re-creation.
+    pub revision: String,
+}
+
+/// What [`NativeStore::repair`] appended.
+#[napi(object)]
+pub struct RepairResult {
+    /// Seqs of the closers of an open turn.
+    pub closers: Vec<i64>,
+    /// Seq of the `session/end-seed` marker, unless the log already ended with one.
+    pub end_seed: Option<i64>,
+}
+
+/// The range of seqs a batch took.
+#[napi(object)]
+pub struct AppendResult {
+    /// The first seq.
+    pub from: i64,
+    /// One past the last seq.
+    pub to: i64,
+}
+
+/// Figures of the store.
+#[napi(object)]
+pub struct Stats {
+    /// Live sessions.
+    pub sessions: i64,
+    /// Events over all sessions.
+    pub events: i64,
+    /// Segment files.
+    pub segments: i64,
+    /// Log bytes.
+    pub log_bytes: i64,
+    /// The newest checkpoint generation (0: none).
+    pub checkpoint_generation: i64,
+}
+
+/// What the open found and did.
+#[napi(object)]
+pub struct OpenFacts {
+    /// The checkpoint generation the state came from.
+    pub checkpoint: Option<i64>,
+    /// Log records replayed after it.
+    pub records_replayed: i64,
+    /// Bytes of a torn tail cut (writable opens).
+    pub bytes_truncated: i64,
+    /// Bytes after the last whole record left alone (read-only opens beside a writer).
+    pub torn_tail_ignored: i64,
+}
+
+/// An open store.
+#[napi]
+pub struct NativeStore {
+    store: Store,
+    root: String,
+}
+
+fn n(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+fn seq_arg(v: i64, what: &str) -> napi::Result<u64> {
+    u64::try_from(v).map_err(|_| invalid(format!("{what} must be a non-negative integer")))
+}
+
+fn events_of(lines: &[String]) -> napi::Result<Vec<Event>> {
+    let limits = Limits::default();
+    lines
+        .iter()
+        .map(|l| Event::from_jsonl(l.as_bytes(), &limits).map_err(|e| to_js(&e)))
+        .collect()
+}
+
+fn lines_of(events: &[Event]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| String::from_utf8_lossy(&e.to_jsonl()).into_owned())
+        .collect()
+}
+
+fn header_of(json: &str) -> napi::Result<SessionHeader> {
+    SessionHeader::from_json(json.as_bytes()).map_err(|e| to_js(&e))
+}
+
+fn text(bytes: Vec<u8>) -> String {
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// Opens (creating if needed) the store in directory `path`.
+#[napi]
+pub fn open(
+    path: String,
+    options: Option<OpenOptions>,
+) -> napi::Result<AsyncTask<Job<NativeStore>>> {
+    let (durability, read_only) = match options {
+        Some(o) => (o.durability, o.read_only.unwrap_or(false)),
+        None => (None, false),
+    };
+    let durability = match durability.as_deref() {
+        None | Some("buffered") => Durability::Buffered,
+        Some("sync") => Durability::Sync,
+        Some(other) => {
+            return Err(invalid(format!(
+                "durability must be \"buffered\" or \"sync\", not {other:?}"
+            )));
+        }
+    };
+    Ok(AsyncTask::new(Job::new(move || {
+        let store = if read_only {
+            Store::open_read_only(&path)
+        } else {
+            Store::open(
+                &path,
+                StoreOptions {
+                    durability,
+                    ..StoreOptions::default()
+                },
+            )
+        }
+        .map_err(|e| to_js(&e))?;
+        let root = std::fs::canonicalize(&path).map_or(path, |p| p.display().to_string());
+        Ok(NativeStore { store, root })
+    })))
+}
+
+impl NativeStore {
+    /// A job on a clone of the store (clones share it).
+    fn job<T>(
+        &self,
+        work: impl FnOnce(&Store) -> sessdb::Result<T> + Send + 'static,
+    ) -> AsyncTask<Job<T>>
+    where
+        T: napi::bindgen_prelude::ToNapiValue + napi::bindgen_prelude::TypeName + Send + 'static,
+    {
+        let store = self.store.clone();
+        AsyncTask::new(Job::new(move || work(&store).map_err(|e| to_js(&e))))
+    }
+}
+
+/// The revision of a session: the store's directory, the log position that created the
+/// session, and its length (a session only grows; a repair appends).
+fn revision(root: &str, created_lsn: u64, events: u64) -> String {
+    format!("sessdb:{root}#{created_lsn}:{events}")
+}
+
+#[napi]
+impl NativeStore {
+    /// Creates a session from its header (JSON text) and events (JSON lines, seq from 0).
+    /// `exact`: store them as given (DSH materializing a session with its first batch);
+    /// otherwise the seed gets `session/end-seed` unless it ends with one. Resolves to the
+    /// session's length.
+    #[napi]
+    pub fn create_session(
+        &self,
+        header: String,
+        events: Vec<String>,
+        exact: Option<bool>,
+    ) -> napi::Result<AsyncTask<Job<i64>>> {
+        let header = header_of(&header)?;
+        let events = events_of(&events)?;
+        Ok(self.job(move |s| {
+            if exact.unwrap_or(false) {
+                s.restore_session(header, events)
+            } else {
+                s.create_session(header, events)
+            }
+            .map(n)
+        }))
+    }
+
+    /// Appends a batch of events (JSON lines whose seqs continue the session), atomically.
+    #[napi]
+    pub fn append_batch(
+        &self,
+        session: String,
+        events: Vec<String>,
+    ) -> napi::Result<AsyncTask<Job<AppendResult>>> {
+        let events = events_of(&events)?;
+        Ok(self.job(move |s| {
+            s.append_events(&session, events).map(|r| AppendResult {
+                from: n(r.start),
+                to: n(r.end),
+            })
+        }))
+    }
+
+    /// The events from seq `from` (to `to`, exclusive, or the end) as JSON lines.
+    #[napi]
+    pub fn read_from(
+        &self,
+        session: String,
+        from: i64,
+        to: Option<i64>,
+    ) -> napi::Result<AsyncTask<Job<Vec<String>>>> {
+        let from = seq_arg(from, "from")?;
+        let to = match to {
+            Some(t) => seq_arg(t, "to")?,
+            None => u64::MAX,
+        };
+        Ok(self.job(move |s| s.events(&session, from, to).map(|e| lines_of(&e))))
+    }
+
+    /// The header line of a session as JSON text.
+    #[napi]
+    pub fn header(&self, session: String) -> AsyncTask<Job<String>> {
+        self.job(move |s| s.header(&session).map(|h| text(h.to_json())))
+    }
+
+    /// Every session, in id order, with its revision.
+    #[napi]
+    pub fn list(&self) -> AsyncTask<Job<Vec<SessionRow>>> {
+        let root = self.root.clone();
+        self.job(move |s| {
+            s.refresh()?;
+            Ok(s.list()
+                .into_iter()
+                .map(|i| SessionRow {
+                    id: i.header.id.clone(),
+                    header: text(i.header.to_json()),
+                    events: n(i.events),
+                    parent: i.header.parent_session.clone(),
+                    turn_open: i.turn_open,
+                    revision: revision(&root, i.created_lsn, i.events),
+                })
+                .collect())
+        })
+    }
+
+    /// The revision of one session, or `null` when there is none; reads no event.
+    #[napi]
+    pub fn revision(&self, session: String) -> AsyncTask<Job<Option<String>>> {
+        let root = self.root.clone();
+        self.job(move |s| {
+            s.refresh()?;
+            Ok(s.info(&session)
+                .map(|i| revision(&root, i.created_lsn, i.events)))
+        })
+    }
+
+    /// Prepares a session for writing after a crash (DSH resume): closes an open last turn
+    /// and appends `session/end-seed` unless the log ends with one. One record.
+    #[napi]
+    pub fn repair(&self, session: String) -> AsyncTask<Job<RepairResult>> {
+        self.job(move |s| {
+            s.resume(&session).map(|r| RepairResult {
+                closers: r.closers.into_iter().map(n).collect(),
+                end_seed: r.end_seed.map(n),
+            })
+        })
+    }
+
+    /// Forks `session` by reference after seq `at` (default: its last event); resolves to the
+    /// child's id.
+    #[napi]
+    pub fn fork(
+        &self,
+        session: String,
+        at: Option<i64>,
+        child_id: Option<String>,
+    ) -> napi::Result<AsyncTask<Job<String>>> {
+        let boundary = at.map(|a| seq_arg(a, "at")).transpose()?;
+        Ok(self.job(move |s| {
+            s.fork(
+                &session,
+                ForkSpec {
+                    boundary,
+                    child_id,
+                    ..ForkSpec::default()
+                },
+            )
+        }))
+    }
+
+    /// Deletes a session (its forks keep what they inherited).
+    #[napi]
+    pub fn delete_session(&self, session: String) -> AsyncTask<Job<()>> {
+        self.job(move |s| s.delete_session(&session))
+    }
+
+    /// Waits up to `timeout_ms` for events of `session` from seq `from`; resolves to the ones
+    /// there (possibly none). A read-only store catches up with the writer's appends.
+    #[napi]
+    pub fn wait_events(
+        &self,
+        session: String,
+        from: i64,
+        timeout_ms: u32,
+    ) -> napi::Result<AsyncTask<Job<Vec<String>>>> {
+        let from = seq_arg(from, "from")?;
+        Ok(self.job(move |s| {
+            let deadline = Instant::now() + Duration::from_millis(u64::from(timeout_ms));
+            let mut sub = s.subscribe(&session, from)?;
+            loop {
+                s.refresh()?;
+                let mut got = Vec::new();
+                while let Some(e) = sub.try_next()? {
+                    got.push(e);
+                }
+                if !got.is_empty() {
+                    return Ok(lines_of(&got));
+                }
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Ok(Vec::new());
+                }
+                // A writer in this process wakes the subscription; one in another process is
+                // seen by the next refresh.
+                if let Some(e) = sub.next_timeout(left.min(Duration::from_millis(25)))? {
+                    got.push(e);
+                    while let Some(e) = sub.try_next()? {
+                        got.push(e);
+                    }
+                    return Ok(lines_of(&got));
+                }
+            }
+        }))
+    }
+
+    /// Figures of the store.
+    #[napi]
+    pub fn stats(&self) -> AsyncTask<Job<Stats>> {
+        self.job(|s| {
+            let st = s.stats();
+            Ok(Stats {
+                sessions: n(st.sessions as u64),
+                events: n(st.events),
+                segments: n(st.segments as u64),
+                log_bytes: n(st.log_bytes),
+                checkpoint_generation: n(st.checkpoint_generation),
+            })
+        })
+    }
+
+    /// What the open found and did (no I/O).
+    #[napi]
+    pub fn open_facts(&self) -> OpenFacts {
+        let r = self.store.open_report();
+        OpenFacts {
+            checkpoint: r.checkpoint.map(n),
+            records_replayed: n(r.records_replayed),
+            bytes_truncated: n(r.bytes_truncated),
+            torn_tail_ignored: n(r.torn_tail_ignored),
+        }
+    }
+
+    /// Makes every acknowledged append durable.
+    #[napi]
+    pub fn sync(&self) -> AsyncTask<Job<()>> {
+        self.job(Store::sync)
+    }
+
+    /// Checkpoints, syncs and releases the writer lock; later calls fail with `CLOSED`.
+    #[napi]
+    pub fn close(&self) -> AsyncTask<Job<()>> {
+        self.job(Store::close)
+    }
+}

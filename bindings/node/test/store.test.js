@@ -1,0 +1,158 @@
+'use strict'
+// The binding's own tests, with Node's built-in runner (`node --test`): no npm dependency.
+const { test } = require('node:test')
+const assert = require('node:assert/strict')
+const fs = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
+const { Store } = require('..')
+
+function tempDir() {
+  return fs.mkdtempSync(path.join(os.tmpdir(), 'sessdb-node-'))
+}
+
+const header = (id) => ({ type: 'session', version: 0, id, createdAt: 1000, cwd: '/w', delegationDepth: 0 })
+const turnStart = (seq, turn) => ({ type: 'turn/start', seq, time: 1000 + seq, data: { turn } })
+const turnEnd = (seq, turn) => ({
+  type: 'turn/end',
+  seq,
+  time: 1000 + seq,
+  data: { turn, reason: { kind: 'completed' } },
+})
+const user = (seq, id, text) => ({
+  type: 'user/message',
+  seq,
+  time: 1000 + seq,
+  data: { id, role: 'user', source: { kind: 'user' }, content: [{ type: 'text', text }] },
+  surfaceOp: 'append',
+})
+
+test('a session round-trips: created exactly, appended, read back as lines and objects', async () => {
+  const dir = tempDir()
+  const store = await Store.open(dir)
+  assert.equal(await store.createSession(header('s1'), [turnStart(0, 1)], { exact: true }), 1)
+  const range = await store.appendBatch('s1', [user(1, 'u1', 'hi'), JSON.stringify(turnEnd(2, 1))])
+  assert.deepEqual(range, { from: 1, to: 3 })
+  const lines = await store.readLines('s1', 1)
+  assert.equal(lines.length, 2)
+  assert.deepEqual(JSON.parse(lines[0]), user(1, 'u1', 'hi'))
+  const events = await store.read('s1')
+  assert.deepEqual(events, [turnStart(0, 1), user(1, 'u1', 'hi'), turnEnd(2, 1)])
+  assert.equal(events[0] === (await store.read('s1'))[0], false, 'every read gives fresh objects')
+  assert.deepEqual(await store.header('s1'), header('s1'))
+  await store.close()
+  // Reopened in another open: the same events.
+  const again = await Store.open(dir, { durability: 'sync' })
+  assert.deepEqual(await again.read('s1'), events)
+  await again.close()
+})
+
+test('revisions change with every append and repair and stay equal otherwise', async () => {
+  const store = await Store.open(tempDir())
+  assert.equal(await store.revision('nope'), null)
+  await store.createSession(header('r'), [turnStart(0, 1)], { exact: true })
+  const r1 = await store.revision('r')
+  assert.equal(await store.revision('r'), r1)
+  await store.appendBatch('r', [user(1, 'u1', 'x')])
+  const r2 = await store.revision('r')
+  assert.notEqual(r2, r1)
+  // The turn is open: repair closes it and appends the end-seed marker.
+  const rows = await store.list()
+  assert.equal(rows.length, 1)
+  assert.equal(rows[0].turnOpen, true)
+  assert.equal(rows[0].revision, r2)
+  const repaired = await store.repair('r')
+  assert.ok(repaired.closers.length > 0, JSON.stringify(repaired))
+  assert.notEqual(await store.revision('r'), r2)
+  assert.equal((await store.list())[0].turnOpen, false)
+  // A session deleted and created again under the same id has another revision.
+  const before = await store.revision('r')
+  await store.deleteSession('r')
+  await store.createSession(header('r'), [turnStart(0, 1)], { exact: true })
+  assert.notEqual(await store.revision('r'), before)
+  await store.close()
+})
+
+test('errors carry a stable code and their facts', async () => {
+  const dir = tempDir()
+  const store = await Store.open(dir)
+  await store.createSession(header('e'), [], { exact: true })
+  // A user message without surfaceOp: refused by its rule, naming session and seq.
+  const bad = { ...user(0, 'u', 'x') }
+  delete bad.surfaceOp
+  await assert.rejects(store.appendBatch('e', [bad]), (err) => {
+    assert.equal(err.code, 'surface-op-required')
+    assert.equal(err.rule, 'surface-op-required')
+    assert.equal(err.session, 'e')
+    assert.equal(err.seq, 0)
+    assert.match(err.message, /surface-op-required/)
+    return true
+  })
+  await assert.rejects(store.read('none'), { code: 'NOT_FOUND', session: 'none' })
+  await assert.rejects(store.createSession(header('e'), []), { code: 'EXISTS' })
+  await assert.rejects(store.appendBatch('e', ['{not json']), { code: 'INVALID_EVENT' })
+  await assert.rejects(Store.open(dir), { code: 'LOCKED' })
+  await assert.rejects(Store.open(dir, { durability: 'sometimes' }), { code: 'INVALID_ARGUMENT' })
+  // A reader opens beside the writer and sees what it wrote.
+  await store.appendBatch('e', [turnStart(0, 1)])
+  const reader = await Store.open(dir, { readOnly: true })
+  assert.equal((await reader.read('e')).length, 1)
+  await assert.rejects(reader.appendBatch('e', [turnEnd(1, 1)]), { code: 'READ_ONLY' })
+  await store.close()
+  await assert.rejects(store.appendBatch('e', [turnEnd(1, 1)]), { code: 'CLOSED' })
+})
+
+test('damage is CORRUPTION with its segment and offset', async () => {
+  const dir = tempDir()
+  const store = await Store.open(dir)
+  await store.createSession(header('c'), [turnStart(0, 1)], { exact: true })
+  for (let i = 1; i < 40; i++) await store.appendBatch('c', [user(i, `u${i}`, 'some text '.repeat(10))])
+  await store.close()
+  const seg = path.join(dir, 'segments', '00000000000000000000.seg')
+  const bytes = fs.readFileSync(seg)
+  // A byte of an event's data in the middle of the log.
+  let at = -1
+  for (let i = 0; i < 20; i++) at = bytes.indexOf('some text', at + 1)
+  assert.ok(at > 0)
+  bytes[at] ^= 0x55
+  fs.writeFileSync(seg, bytes)
+  // The checkpoint covers the log: open works, the read that touches the damage refuses.
+  const again = await Store.open(dir)
+  await assert.rejects(again.read('c'), (err) => {
+    assert.equal(err.code, 'CORRUPTION')
+    assert.equal(err.segment, 'segments/00000000000000000000.seg')
+    assert.equal(typeof err.offset, 'number')
+    return true
+  })
+  await again.close()
+})
+
+test('fork, subscribe beside a writer, stats', async () => {
+  const dir = tempDir()
+  const store = await Store.open(dir, { durability: 'sync' })
+  await store.createSession(header('p'), [turnStart(0, 1), user(1, 'u1', 'a'), turnEnd(2, 1)], {
+    exact: true,
+  })
+  const child = await store.fork('p', { at: 2, childId: 'kid' })
+  assert.equal(child, 'kid')
+  assert.equal((await store.read('kid')).length, 4, 'three inherited and the end-seed marker')
+  await assert.rejects(store.fork('p', { at: 0 }), { code: 'OPEN_TURN' })
+  const reader = await Store.open(dir, { readOnly: true })
+  const ac = new AbortController()
+  const seen = []
+  const follow = (async () => {
+    for await (const e of reader.subscribe('p', 3, { signal: ac.signal, pollMs: 50 })) {
+      seen.push(e.seq)
+      if (seen.length === 2) ac.abort()
+    }
+  })()
+  await store.appendBatch('p', [turnStart(3, 2)])
+  await store.appendBatch('p', [turnEnd(4, 2)])
+  await follow
+  assert.deepEqual(seen, [3, 4])
+  const stats = await store.stats()
+  assert.equal(stats.sessions, 2)
+  assert.ok(stats.events >= 9)
+  assert.equal(typeof store.openFacts().recordsReplayed, 'number')
+  await store.close()
+})
