@@ -94,9 +94,16 @@ export declare class Store {
    * otherwise `session/end-seed` is appended unless the seed ends with one. Resolves to the
    * session's length.
    */
-  createSession(meta: SessionHeader | string, events?: EventInput[], options?: { exact?: boolean }): Promise<number>
-  /** Appends a batch whose seqs continue the session, atomically. */
-  appendBatch(id: string, events: EventInput[]): Promise<AppendResult>
+  createSession(
+    meta: SessionHeader | string,
+    events?: EventInput[],
+    options?: { exact?: boolean; migrateLegacy?: boolean },
+  ): Promise<number>
+  /**
+   * Appends a batch whose seqs continue the session, atomically. `migrateLegacy`: events in
+   * DSH's pre-identity message shapes are stored as DSH's loader reads them.
+   */
+  appendBatch(id: string, events: EventInput[], options?: { migrateLegacy?: boolean }): Promise<AppendResult>
   /** Events from `from` (to `to`, exclusive) as JSON lines. */
   readLines(id: string, from?: number, to?: number): Promise<string[]>
   /** Events from `from` (to `to`, exclusive) as fresh objects. */

@@ -90,12 +90,14 @@ class Store {
     return new Store(inner)
   }
 
-  createSession(meta, events = [], { exact = false } = {}) {
-    return call(() => syncCall(() => this.inner.createSession(header(meta), events.map(line), exact)))
+  createSession(meta, events = [], { exact = false, migrateLegacy = false } = {}) {
+    return call(() =>
+      syncCall(() => this.inner.createSession(header(meta), events.map(line), exact, migrateLegacy)),
+    )
   }
 
-  appendBatch(id, events) {
-    return call(() => syncCall(() => this.inner.appendBatch(id, events.map(line))))
+  appendBatch(id, events, { migrateLegacy = false } = {}) {
+    return call(() => syncCall(() => this.inner.appendBatch(id, events.map(line), migrateLegacy)))
   }
 
   /** Events from `from` (to `to`, exclusive) as JSON lines. */

@@ -29,9 +29,15 @@ use std::borrow::Cow;
 use sessdb::json::{JsonKind, JsonRef, write_str};
 use sessdb::{Event, SurfaceOp};
 
+/// Whether `e` may have a legacy shape that [`migrate`] rewrites: a cheap test (one pass over
+/// the members of `data`) that lets a writer skip the migration for current events.
+pub fn may_be_legacy(e: &Event) -> bool {
+    migrated("", e, &[]).is_some()
+}
+
 /// Rewrites every legacy-shaped event of one session (`events[i]` has seq `i`, as both
 /// importers read them) into the shape DSH's loader gives it; returns the seqs rewritten.
-pub(crate) fn migrate(session: &str, events: &mut [Event]) -> Vec<u64> {
+pub fn migrate(session: &str, events: &mut [Event]) -> Vec<u64> {
     let mut rewritten = Vec::new();
     for i in 0..events.len() {
         if let Some(e) = events.get(i)

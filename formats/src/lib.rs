@@ -29,7 +29,7 @@
 
 mod error;
 pub mod jsonl;
-mod legacy;
+pub mod legacy;
 mod progress;
 mod select;
 pub mod sqlite;

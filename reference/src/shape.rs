@@ -122,9 +122,18 @@ pub fn marker(ty: &str, data: &Value) -> Result<(), &'static str> {
                 .ok_or("reason kind")?
             {
                 "completed" if reason.len() != 1 => Err("completed with extra keys"),
+                // Current, or a pre-react-loop ending DSH's loader migrates (a message, or a
+                // provider failure with a string message and code).
                 "error"
                     if !reason.get("error").is_some_and(Value::is_object)
-                        && !reason.get("message").is_some_and(Value::is_string) =>
+                        && !reason.get("message").is_some_and(Value::is_string)
+                        && !reason
+                            .get("failure")
+                            .and_then(Value::as_object)
+                            .is_some_and(|f| {
+                                f.get("message").is_some_and(Value::is_string)
+                                    && f.get("code").is_some_and(Value::is_string)
+                            }) =>
                 {
                     Err("error without error")
                 }

@@ -18,6 +18,7 @@ use napi_derive::napi;
 use sessdb::{Durability, Event, ForkSpec, Limits, SessionHeader, Store, StoreOptions};
 
 use error::{invalid, to_js};
+use sessdb_formats::legacy;
 use task::Job;
 
 /// How a store is opened.
@@ -192,17 +193,22 @@ fn revision(root: &str, created_lsn: u64, events: u64) -> String {
 impl NativeStore {
     /// Creates a session from its header (JSON text) and events (JSON lines, seq from 0).
     /// `exact`: store them as given (DSH materializing a session with its first batch);
-    /// otherwise the seed gets `session/end-seed` unless it ends with one. Resolves to the
-    /// session's length.
+    /// otherwise the seed gets `session/end-seed` unless it ends with one. `migrate_legacy`:
+    /// events in DSH's pre-identity message shapes are stored as DSH's loader reads them
+    /// (FORMATS.md §1.1). Resolves to the session's length.
     #[napi]
     pub fn create_session(
         &self,
         header: String,
         events: Vec<String>,
         exact: Option<bool>,
+        migrate_legacy: Option<bool>,
     ) -> napi::Result<AsyncTask<Job<i64>>> {
         let header = header_of(&header)?;
-        let events = events_of(&events)?;
+        let mut events = events_of(&events)?;
+        if migrate_legacy.unwrap_or(false) && events.iter().any(legacy::may_be_legacy) {
+            legacy::migrate(&header.id, &mut events);
+        }
         Ok(self.job(move |s| {
             if exact.unwrap_or(false) {
                 s.restore_session(header, events)
@@ -214,14 +220,29 @@ impl NativeStore {
     }
 
     /// Appends a batch of events (JSON lines whose seqs continue the session), atomically.
+    /// `migrate_legacy`: as for `create_session` (a replacement in an old shape takes the id
+    /// of the stored message it replaces).
     #[napi]
     pub fn append_batch(
         &self,
         session: String,
         events: Vec<String>,
+        migrate_legacy: Option<bool>,
     ) -> napi::Result<AsyncTask<Job<AppendResult>>> {
         let events = events_of(&events)?;
+        let migrate = migrate_legacy.unwrap_or(false) && events.iter().any(legacy::may_be_legacy);
         Ok(self.job(move |s| {
+            let events = if migrate {
+                // The migration reads earlier messages (a replacement's target): the session
+                // so far, then the batch, seq = index.
+                let mut all = s.events(&session, 0, u64::MAX)?;
+                let stored = all.len();
+                all.extend(events);
+                legacy::migrate(&session, &mut all);
+                all.split_off(stored)
+            } else {
+                events
+            };
             s.append_events(&session, events).map(|r| AppendResult {
                 from: n(r.start),
                 to: n(r.end),

@@ -443,6 +443,13 @@ fn markers_are_refused_where_dsh_refuses_them() {
             ),
             "error reason",
         ),
+        (
+            marker(
+                &LogType::TURN_END,
+                r#"{"turn":1,"reason":{"kind":"error","step":2,"failure":{"message":"m"}}}"#,
+            ),
+            "error reason",
+        ),
     ] {
         match refused(draft) {
             Violation::MarkerShape { problem: p, .. } => assert!(p.contains(problem), "{p}"),
@@ -456,6 +463,9 @@ fn markers_are_refused_where_dsh_refuses_them() {
     for data in [
         r#"{"turn":1,"reason":{"kind":"error","step":2,"message":"m"}}"#,
         r#"{"turn":1,"reason":{"kind":"error","error":{"message":"m","code":"E","x":1}}}"#,
+        // A pre-react-loop provider failure, which DSH's loader migrates (found by DSH's
+        // coordinator contract suite on the sessdb backend).
+        r#"{"turn":2,"reason":{"kind":"error","step":1,"failure":{"message":"m","code":"SERVER"}}}"#,
         r#"{"turn":1,"reason":{"kind":"max-tokens"}}"#,
         // The repair closer when the turn's number is unknown.
         r#"{"reason":{"kind":"interrupted"}}"#,

@@ -189,15 +189,23 @@ pub(crate) fn check_marker(event_type: &str, data: Node<'_>) -> Result<(), Viola
         "completed" if reason.members().count() != 1 => {
             bad("a completed reason has no keys but kind")
         }
+        // The current `error` object, or a pre-react-loop ending DSH's loader migrates: a
+        // `message` (and `code`), or a provider `failure` with a string message and code.
         "error"
             if !reason
                 .get("error")
                 .is_some_and(|e| e.kind() == JsonKind::Object)
                 && !reason
                     .get("message")
-                    .is_some_and(|m| m.kind() == JsonKind::String) =>
+                    .is_some_and(|m| m.kind() == JsonKind::String)
+                && !reason.get("failure").is_some_and(|f| {
+                    f.kind() == JsonKind::Object
+                        && f.get("message")
+                            .is_some_and(|m| m.kind() == JsonKind::String)
+                        && f.get("code").is_some_and(|c| c.kind() == JsonKind::String)
+                }) =>
         {
-            bad("an error reason needs an error object or a message")
+            bad("an error reason needs an error object, a message or a failure")
         }
         _ => Ok(()),
     }

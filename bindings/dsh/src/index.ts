@@ -1,0 +1,214 @@
+/**
+ * A DSH `SessionPersistence` backend that keeps sessions in a sessdb store. DSH's own
+ * `PersistenceCoordinator` keeps doing write-behind batching, migration, crash closers and
+ * live adoption; sessdb does the storage, through its Node binding (`bindings/node`).
+ * @module @sessdb/dsh-session-persistence-sessdb
+ */
+
+import { createRequire } from 'node:module'
+import { join } from 'node:path'
+import { Context, Service } from '@deepseek-ai/cordis'
+import type { SessionEvent, SessionHeader, SessionId, SessionPreparation } from '@deepseek-ai/dsh-session'
+import {
+  DEFAULT_PREPARED_SESSION_CACHE_SIZE,
+  DEFAULT_WRITE_BATCH_MAX_DELAY_MS,
+  PersistenceCoordinator,
+  SessionPersistence,
+  SessionPersistenceRevision,
+  type PersistenceBackend,
+  type SessionInspection,
+  type SessionLocation,
+  type SessionPersistenceSnapshot,
+  type StoredPrefix,
+  type StoredSuffix,
+} from '@deepseek-ai/dsh-session-persistence'
+
+// The Node binding: beside this package in the sessdb repository, or where
+// $SESSDB_NODE_BINDING says (the harness copies this package elsewhere and names the original).
+const require = createRequire(import.meta.url)
+const bindingDir = process.env.SESSDB_NODE_BINDING
+  ?? join(process.env.SESSDB_PACKAGE_DIR ?? join(import.meta.dirname, '..'), '..', 'node')
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { Store } = require(join(bindingDir, 'index.js')) as { Store: SessdbStoreClass }
+
+interface SessdbStore {
+  createSession(meta: object, events: readonly unknown[], options: { exact: boolean, migrateLegacy: boolean }): Promise<number>
+  appendBatch(id: string, events: readonly unknown[], options?: { migrateLegacy: boolean }): Promise<unknown>
+  read(id: string, from?: number, to?: number): Promise<SessionEvent[]>
+  header(id: string): Promise<Record<string, unknown>>
+  list(): Promise<{ id: string, header: Record<string, unknown>, revision: string, events: number }[]>
+  revision(id: string): Promise<string | null>
+  close(): Promise<void>
+}
+interface SessdbStoreClass {
+  open(dir: string, options: { durability?: string }): Promise<SessdbStore>
+}
+
+/** Plugin configuration. */
+export interface Config {
+  /** The sessdb store directory (created if missing). */
+  path: string
+  /** `sync` (the default): a batch is durable when the coordinator's append resolves. */
+  durability?: 'sync' | 'buffered'
+  /** Maximum cold Session preparations retained for history-to-resume reuse. */
+  preparedSessionCacheSize?: number
+  /** Fixed live-event coalescing window. */
+  writeBatchMaxDelayMs?: number
+}
+
+/** sessdb stores the header line; DSH's metadata is that line without its `type`. */
+function toMeta(header: Record<string, unknown>): SessionHeader {
+  const { type: _type, ...meta } = header
+  return meta as unknown as SessionHeader
+}
+
+function toHeaderLine(meta: SessionHeader): object {
+  return { type: 'session', ...meta }
+}
+
+function isNotFound(error: unknown): boolean {
+  return (error as { code?: string } | undefined)?.code === 'NOT_FOUND'
+}
+
+/** The storage primitives DSH's coordinator calls, over one sessdb store. */
+class SessdbBackend implements PersistenceBackend<never> {
+  readonly name = 'session-persistence-sessdb'
+  private opened?: Promise<SessdbStore>
+
+  constructor(private readonly config: Config) {}
+
+  store(): Promise<SessdbStore> {
+    this.opened ??= Store.open(this.config.path, { durability: this.config.durability ?? 'sync' })
+    return this.opened
+  }
+
+  async loadStored(id: SessionId, signal?: AbortSignal): Promise<StoredPrefix<never> | undefined> {
+    signal?.throwIfAborted()
+    const store = await this.store()
+    const revision = await store.revision(id)
+    if (revision === null) return undefined
+    try {
+      const [header, events] = await Promise.all([store.header(id), store.read(id, 0)])
+      return { meta: toMeta(header), events, revision: SessionPersistenceRevision(revision) }
+    } catch (error) {
+      if (isNotFound(error)) return undefined
+      throw error
+    }
+  }
+
+  async readStoredRevision(id: SessionId, signal?: AbortSignal): Promise<SessionPersistenceRevision | undefined> {
+    signal?.throwIfAborted()
+    const revision = await (await this.store()).revision(id)
+    return revision === null ? undefined : SessionPersistenceRevision(revision)
+  }
+
+  async loadStoredFrom(id: SessionId, fromSeq: number, signal?: AbortSignal): Promise<StoredSuffix | undefined> {
+    signal?.throwIfAborted()
+    const store = await this.store()
+    try {
+      const [header, events] = await Promise.all([store.header(id), store.read(id, fromSeq)])
+      return { meta: toMeta(header), events }
+    } catch (error) {
+      if (isNotFound(error)) return undefined
+      throw error
+    }
+  }
+
+  async appendBatch(meta: SessionHeader, events: readonly SessionEvent[], isMaterialized: boolean): Promise<void> {
+    const store = await this.store()
+    if (!isMaterialized) {
+      await store.createSession(toHeaderLine(meta), events, { exact: true, migrateLegacy: true })
+    } else if (events.length > 0) {
+      await store.appendBatch(meta.id, events, { migrateLegacy: true })
+    }
+  }
+
+  async commitRepair(meta: SessionHeader, _torn: never | undefined, closers: readonly SessionEvent[]): Promise<void> {
+    // sessdb cut any torn tail when it opened the store: only the closers are left to write.
+    if (closers.length > 0) await (await this.store()).appendBatch(meta.id, closers)
+  }
+
+  async list(signal?: AbortSignal): Promise<SessionHeader[]> {
+    signal?.throwIfAborted()
+    return (await (await this.store()).list()).map(r => toMeta(r.header))
+  }
+
+  async listSnapshots(signal?: AbortSignal): Promise<SessionPersistenceSnapshot[]> {
+    signal?.throwIfAborted()
+    return (await (await this.store()).list()).map(r => ({
+      header: toMeta(r.header),
+      revision: SessionPersistenceRevision(r.revision),
+    }))
+  }
+
+  async close(): Promise<void> {
+    if (this.opened === undefined) return
+    const store = await this.opened
+    this.opened = undefined
+    await store.close()
+  }
+}
+
+/** A DSH `SessionPersistence` provider over a sessdb store. */
+export class SessdbSessionPersistence extends SessionPersistence {
+  override readonly supportsRawArtifacts = false
+  override readonly name = 'session-persistence-sessdb'
+
+  static inject = ['sessions']
+
+  private readonly backend: SessdbBackend
+  private readonly coordinator: PersistenceCoordinator<never>
+
+  constructor(ctx: Context, public config: Config) {
+    super(ctx)
+    this.backend = new SessdbBackend(config)
+    this.coordinator = new PersistenceCoordinator(this.ctx, this.backend, {
+      preparedSessionCacheSize: config.preparedSessionCacheSize ?? DEFAULT_PREPARED_SESSION_CACHE_SIZE,
+      writeBatchMaxDelayMs: config.writeBatchMaxDelayMs ?? DEFAULT_WRITE_BATCH_MAX_DELAY_MS,
+    })
+  }
+
+  /** Opens the store when the plugin starts (a locked or damaged store fails here). */
+  protected async [Service.init](): Promise<void> {
+    await this.backend.store()
+  }
+
+  /** sessdb keeps every session in one log, not one artifact per session. */
+  locate(_meta: SessionHeader): SessionLocation | undefined {
+    return undefined
+  }
+
+  create(meta: SessionHeader): Promise<void> {
+    return this.coordinator.create(meta)
+  }
+
+  append(id: SessionId, events: readonly SessionEvent[]): Promise<void> {
+    return this.coordinator.append(id, events)
+  }
+
+  override prepare(id: SessionId, signal?: AbortSignal): Promise<SessionPreparation> {
+    return this.coordinator.prepare(id, signal)
+  }
+
+  load(id: SessionId): Promise<SessionInspection> {
+    return this.coordinator.load(id)
+  }
+
+  inspect(id: SessionId, signal?: AbortSignal): Promise<SessionInspection> {
+    return this.coordinator.inspect(id, signal)
+  }
+
+  readFrom(id: SessionId, fromSeq: number, signal?: AbortSignal): Promise<{ meta: SessionHeader; events: SessionEvent[] }> {
+    return this.coordinator.readFrom(id, fromSeq, signal)
+  }
+
+  list(signal?: AbortSignal): Promise<SessionHeader[]> {
+    return this.backend.list(signal)
+  }
+
+  listSnapshots(signal?: AbortSignal): Promise<SessionPersistenceSnapshot[]> {
+    return this.backend.listSnapshots(signal)
+  }
+}
+
+export default SessdbSessionPersistence
