@@ -1,0 +1,184 @@
+// Backend-specific tests of the sessdb backend, written the way DSH's own jsonl.spec.ts and
+// sqlite.spec.ts test theirs: real child processes killed mid-append, a second process on one
+// store, a long session read from a seq, and a session written here exported by `sessdb
+// export` and loaded by DSH's own JSONL backend.
+
+import { describe, expect, it } from 'vitest'
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Context, type Fiber } from '@deepseek-ai/cordis'
+import SessionStore, { SessionId } from '@deepseek-ai/dsh-session'
+import type { SessionEvent } from '@deepseek-ai/dsh-session'
+import JsonlSessionPersistence from '@deepseek-ai/dsh-session-persistence-jsonl'
+import SessdbSessionPersistence from '../src/index.ts'
+import { meta, oneTurnLog } from '../../../session/session-persistence/tests/contract.ts'
+
+const repo = join(process.env.SESSDB_PACKAGE_DIR ?? join(import.meta.dirname, '..'), '..', '..')
+const binding = join(repo, 'bindings', 'node', 'index.js')
+
+async function mount(path: string): Promise<{ ctx: Context, fiber: Fiber }> {
+  const ctx = new Context()
+  await ctx.plugin(SessionStore)
+  const fiber = await ctx.plugin(SessdbSessionPersistence, { path })
+  return { ctx, fiber }
+}
+
+/** A child Node process running `script` with the binding at hand; its stdout lines. */
+function child(script: string): { proc: ChildProcess, lines: AsyncIterator<string> } {
+  const proc = spawn(process.execPath, ['-e', script], {
+    env: { ...process.env, SESSDB_BINDING: binding },
+    stdio: ['pipe', 'pipe', 'inherit'],
+  })
+  const lines = (async function* () {
+    let buffered = ''
+    for await (const chunk of proc.stdout!) {
+      buffered += chunk
+      let at
+      while ((at = buffered.indexOf('\n')) >= 0) {
+        yield buffered.slice(0, at)
+        buffered = buffered.slice(at + 1)
+      }
+    }
+  })()
+  return { proc, lines }
+}
+
+function turnPair(seq: number, turn: number): SessionEvent[] {
+  return [
+    { type: 'turn/start', seq, time: seq, data: { turn } },
+    { type: 'turn/end', seq: seq + 1, time: seq + 1, data: { turn, reason: { kind: 'completed' } } },
+  ] as SessionEvent[]
+}
+
+describe('sessdb backend', () => {
+  it('reopens after a writer process is killed mid-append: every acknowledged event is there', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'dsh-sessdb-kill-'))
+    const store = join(dir, 'store')
+    try {
+      // The child appends turns through the binding ('sync': durable when acknowledged) and
+      // prints each acknowledged seq; it is killed with SIGKILL in the middle.
+      const { proc, lines } = child(`
+        const { Store } = require(process.env.SESSDB_BINDING)
+        ;(async () => {
+          const s = await Store.open(${JSON.stringify(store)}, { durability: 'sync' })
+          await s.createSession({ type: 'session', version: 0, id: 'k', createdAt: 1000, cwd: '/w' },
+            [{ type: 'turn/start', seq: 0, time: 0, data: { turn: 1 } }], { exact: true })
+          console.log('ack 0')
+          for (let seq = 1, turn = 1; ; seq += 1) {
+            const e = seq % 2 === 1
+              ? { type: 'turn/end', seq, time: seq, data: { turn, reason: { kind: 'completed' } } }
+              : { type: 'turn/start', seq, time: seq, data: { turn: ++turn } }
+            await s.appendBatch('k', [e])
+            console.log('ack ' + seq)
+          }
+        })()
+      `)
+      let acked = -1
+      for (;;) {
+        const { value, done } = await lines.next()
+        if (done) throw new Error('the writer ended by itself')
+        acked = Number(value.split(' ')[1])
+        if (acked >= 150) break
+      }
+      const exited = new Promise(resolve => proc.on('exit', (_code, signal) => resolve(signal)))
+      proc.kill('SIGKILL')
+      expect(await exited).toBe('SIGKILL')
+      const { ctx, fiber } = await mount(store)
+      try {
+        const loaded = await ctx.sessionPersistence.load(SessionId('k'))
+        const seqs = loaded.events.map(e => e.seq)
+        expect(seqs.length).toBeGreaterThan(acked)
+        expect(seqs).toEqual(seqs.map((_, i) => i))
+        // An interrupted turn was closed by DSH's coordinator through commitRepair.
+        expect(loaded.events.at(-1)?.type).toBe('turn/end')
+      } finally {
+        await fiber.dispose()
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true })
+    }
+  })
+
+  it('a second process on one store is refused clearly', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'dsh-sessdb-lock-'))
+    const store = join(dir, 'store')
+    const { proc, lines } = child(`
+      const { Store } = require(process.env.SESSDB_BINDING)
+      ;(async () => {
+        const s = await Store.open(${JSON.stringify(store)})
+        console.log('ready')
+        process.stdin.on('end', () => s.close().then(() => process.exit(0)))
+        process.stdin.resume()
+      })()
+    `)
+    try {
+      expect((await lines.next()).value).toBe('ready')
+      const ctx = new Context()
+      await ctx.plugin(SessionStore)
+      const failure = await ctx.plugin(SessdbSessionPersistence, { path: store })
+        .then(() => undefined, (error: unknown) => error as { code?: string, message: string })
+      expect(failure?.code).toBe('LOCKED')
+      expect(failure?.message).toMatch(/locked by another writer.*LOCK/)
+    } finally {
+      proc.stdin!.end()
+      await new Promise(resolve => proc.on('exit', resolve))
+      await rm(dir, { recursive: true, force: true })
+    }
+  })
+
+  it('reads a long session from a seq', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'dsh-sessdb-long-'))
+    const { ctx, fiber } = await mount(join(dir, 'store'))
+    try {
+      const id = SessionId('long')
+      await ctx.sessionPersistence.create(meta(id, '/w'))
+      for (let seq = 0; seq < 6000; seq += 200) {
+        const batch: SessionEvent[] = []
+        for (let s = seq; s < seq + 200; s += 2) batch.push(...turnPair(s, s / 2 + 1))
+        await ctx.sessionPersistence.append(id, batch)
+      }
+      const suffix = await ctx.sessionPersistence.readFrom(id, 5990)
+      expect(suffix.events.map(e => e.seq)).toEqual([5990, 5991, 5992, 5993, 5994, 5995, 5996, 5997, 5998, 5999])
+      expect(suffix.meta.id).toBe(id)
+    } finally {
+      await fiber.dispose()
+      await rm(dir, { recursive: true, force: true })
+    }
+  })
+
+  it('a session written here, exported by `sessdb export`, loads in DSH\'s JSONL backend with the same events', async () => {
+    const cli = ['release', 'debug'].map(p => join(repo, 'target', p, 'sessdb')).find(existsSync)
+    expect(cli, 'the sessdb binary is built (cargo build -p sessdb-cli)').toBeDefined()
+    const dir = await mkdtemp(join(tmpdir(), 'dsh-sessdb-export-'))
+    const store = join(dir, 'store')
+    try {
+      const id = SessionId('exported')
+      const first = await mount(store)
+      let written
+      try {
+        await first.ctx.sessionPersistence.create(meta(id, '/w'))
+        await first.ctx.sessionPersistence.append(id, oneTurnLog())
+        written = await first.ctx.sessionPersistence.load(id)
+      } finally {
+        await first.fiber.dispose()
+      }
+      const root = join(dir, 'jsonl')
+      execFileSync(cli!, ['export', store, '--jsonl', root, '--quiet'])
+      const ctx = new Context()
+      await ctx.plugin(SessionStore)
+      const fiber = await ctx.plugin(JsonlSessionPersistence, { root, compression: 'none' })
+      try {
+        const loaded = await ctx.sessionPersistence.load(id)
+        expect(loaded.meta).toEqual(written.meta)
+        expect(loaded.events).toEqual(written.events)
+      } finally {
+        await fiber.dispose()
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true })
+    }
+  })
+})
