@@ -15,6 +15,7 @@ import type { SessionEvent } from '@deepseek-ai/dsh-session'
 import JsonlSessionPersistence from '@deepseek-ai/dsh-session-persistence-jsonl'
 import SessdbSessionPersistence from '../src/index.ts'
 import { meta, oneTurnLog } from '../../../session/session-persistence/tests/contract.ts'
+import { tearLog } from './tear.ts'
 
 const repo = join(process.env.SESSDB_PACKAGE_DIR ?? join(import.meta.dirname, '..'), '..', '..')
 const binding = join(repo, 'bindings', 'node', 'index.js')
@@ -96,6 +97,29 @@ describe('sessdb backend', () => {
         expect(loaded.events.at(-1)?.type).toBe('turn/end')
       } finally {
         await fiber.dispose()
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true })
+    }
+  })
+
+  it('the torn write corruptTail injects is a torn tail sessdb cuts on open', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'dsh-sessdb-tear-'))
+    const store = join(dir, 'store')
+    try {
+      const first = await mount(store)
+      await first.ctx.sessionPersistence.create(meta(SessionId('t'), '/w'))
+      await first.ctx.sessionPersistence.append(SessionId('t'), oneTurnLog())
+      await first.fiber.dispose()
+      await tearLog(store)
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const { Store } = (await import('node:module')).createRequire(import.meta.url)(binding)
+      const reopened = await Store.open(store)
+      try {
+        expect(reopened.openFacts().bytesTruncated).toBeGreaterThan(0)
+        expect((await reopened.read('t')).length).toBe(oneTurnLog().length)
+      } finally {
+        await reopened.close()
       }
     } finally {
       await rm(dir, { recursive: true, force: true })

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import SessionStore from '@deepseek-ai/dsh-session'
 import SessdbSessionPersistence from '../src/index.ts'
+import { tearLog } from './tear.ts'
 import { runPersistenceContract } from '../../../session/session-persistence/tests/contract.ts'
 import { runCoordinatorContract, type CoordinatorFixture } from '../../../session/session-persistence/tests/coordinator-contract.ts'
 
@@ -25,6 +26,7 @@ runCoordinatorContract('sessdb', async (): Promise<CoordinatorFixture> => {
   const dir = await mkdtemp(join(tmpdir(), 'dsh-sessdb-coord-'))
   return {
     mount: async (ctx) => ctx.plugin(SessdbSessionPersistence, { path: join(dir, 'store') }),
+    corruptTail: async () => { await tearLog(join(dir, 'store')) },
     cleanup: async () => { await rm(dir, { recursive: true, force: true }) },
   }
 })
