@@ -108,6 +108,8 @@ export declare class Store {
   readLines(id: string, from?: number, to?: number): Promise<string[]>
   /** Events from `from` (to `to`, exclusive) as fresh objects. */
   read(id: string, from?: number, to?: number): Promise<SessionEvent[]>
+  /** The session as its DSH `session.jsonl` text (what DSH's JSONL writer writes), or `null`. */
+  rawJsonl(id: string): Promise<string | null>
   header(id: string): Promise<SessionHeader>
   list(): Promise<SessionRow[]>
   revision(id: string): Promise<string | null>

@@ -110,6 +110,11 @@ class Store {
     return (await this.readLines(id, from, to)).map((l) => JSON.parse(l))
   }
 
+  /** The session as its DSH `session.jsonl` text, or `null`. */
+  rawJsonl(id) {
+    return call(() => this.inner.rawJsonl(id))
+  }
+
   async header(id) {
     return JSON.parse(await call(() => this.inner.header(id)))
   }

@@ -10,6 +10,7 @@ import { join } from 'node:path'
 import { Context, Service } from '@deepseek-ai/cordis'
 import type { SessionEvent, SessionHeader, SessionId, SessionPreparation } from '@deepseek-ai/dsh-session'
 import {
+  type SessionRawArtifact,
   DEFAULT_PREPARED_SESSION_CACHE_SIZE,
   DEFAULT_WRITE_BATCH_MAX_DELAY_MS,
   PersistenceCoordinator,
@@ -36,6 +37,7 @@ interface SessdbStore {
   appendBatch(id: string, events: readonly unknown[], options?: { migrateLegacy: boolean }): Promise<unknown>
   read(id: string, from?: number, to?: number): Promise<SessionEvent[]>
   header(id: string): Promise<Record<string, unknown>>
+  rawJsonl(id: string): Promise<string | null>
   list(): Promise<{ id: string, header: Record<string, unknown>, revision: string, events: number }[]>
   revision(id: string): Promise<string | null>
   close(): Promise<void>
@@ -141,6 +143,14 @@ class SessdbBackend implements PersistenceBackend<never> {
     }))
   }
 
+  async readRaw(id: SessionId, signal?: AbortSignal): Promise<SessionRawArtifact | undefined> {
+    signal?.throwIfAborted()
+    const content = await (await this.store()).rawJsonl(id)
+    if (content === null) return undefined
+    const header = JSON.parse(content.slice(0, content.indexOf('\n'))) as Record<string, unknown>
+    return { meta: toMeta(header), filename: 'session.jsonl', content }
+  }
+
   async close(): Promise<void> {
     if (this.opened === undefined) return
     const store = await this.opened
@@ -151,7 +161,8 @@ class SessdbBackend implements PersistenceBackend<never> {
 
 /** A DSH `SessionPersistence` provider over a sessdb store. */
 export class SessdbSessionPersistence extends SessionPersistence {
-  override readonly supportsRawArtifacts = false
+  /** `readRaw` gives the session's JSONL exactly as DSH's own JSONL writer writes it. */
+  override readonly supportsRawArtifacts = true
   override readonly name = 'session-persistence-sessdb'
 
   static inject = ['sessions']
@@ -200,6 +211,10 @@ export class SessdbSessionPersistence extends SessionPersistence {
 
   readFrom(id: SessionId, fromSeq: number, signal?: AbortSignal): Promise<{ meta: SessionHeader; events: SessionEvent[] }> {
     return this.coordinator.readFrom(id, fromSeq, signal)
+  }
+
+  override readRaw(id: SessionId, signal?: AbortSignal): Promise<SessionRawArtifact | undefined> {
+    return this.backend.readRaw(id, signal)
   }
 
   list(signal?: AbortSignal): Promise<SessionHeader[]> {

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest'
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process'
 import { existsSync } from 'node:fs'
-import { mkdtemp, rm } from 'node:fs/promises'
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Context, type Fiber } from '@deepseek-ai/cordis'
@@ -149,6 +149,38 @@ describe('sessdb backend', () => {
     } finally {
       proc.stdin!.end()
       await new Promise(resolve => proc.on('exit', resolve))
+      await rm(dir, { recursive: true, force: true })
+    }
+  })
+
+  it('readRaw gives the file DSH\'s own JSONL writer writes for the same session, byte for byte', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'dsh-sessdb-raw-'))
+    try {
+      const id = SessionId('raw')
+      const log = oneTurnLog()
+      const ours = await mount(join(dir, 'store'))
+      const theirs = new Context()
+      await theirs.plugin(SessionStore)
+      const jsonl = await theirs.plugin(JsonlSessionPersistence, { root: join(dir, 'jsonl'), compression: 'none' })
+      try {
+        for (const ctx of [ours.ctx, theirs]) {
+          await ctx.sessionPersistence.create(meta(id, '/w'))
+          await ctx.sessionPersistence.append(id, log)
+          await ctx.sessionPersistence.load(id) // the coordinator flushes
+        }
+        expect(ours.ctx.sessionPersistence.supportsRawArtifacts).toBe(true)
+        const raw = await ours.ctx.sessionPersistence.readRaw(id)
+        const location = theirs.sessionPersistence.locate(meta(id, '/w'))
+        const file = await readFile(location!.path, 'utf8')
+        expect(raw?.content).toBe(file)
+        // The whole artifact as DSH's own backend reports it: header, filename, content.
+        expect(raw).toEqual(await theirs.sessionPersistence.readRaw(id))
+        expect(await ours.ctx.sessionPersistence.readRaw(SessionId('none'))).toBeUndefined()
+      } finally {
+        await ours.fiber.dispose()
+        await jsonl.dispose()
+      }
+    } finally {
       await rm(dir, { recursive: true, force: true })
     }
   })

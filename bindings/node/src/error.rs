@@ -86,6 +86,23 @@ pub fn to_js(e: &sessdb::Error) -> napi::Error {
     napi::Error::new(Status::GenericFailure, format!("{MARKER}{json}"))
 }
 
+/// An error of the formats crate: the store's own errors keep their codes.
+pub fn formats_to_js(e: &sessdb_formats::Error) -> napi::Error {
+    match e {
+        sessdb_formats::Error::Store(inner) => to_js(inner),
+        other => {
+            let mut out = Vec::new();
+            out.extend_from_slice(br#"{"code":"FORMAT""#);
+            member(&mut out, "message", &other.to_string());
+            out.push(b'}');
+            napi::Error::new(
+                Status::GenericFailure,
+                format!("{MARKER}{}", String::from_utf8_lossy(&out)),
+            )
+        }
+    }
+}
+
 /// A usage error of the binding itself (a bad argument).
 pub fn invalid(message: impl Into<String>) -> napi::Error {
     let mut out = Vec::new();

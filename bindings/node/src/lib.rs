@@ -266,6 +266,29 @@ impl NativeStore {
         Ok(self.job(move |s| s.events(&session, from, to).map(|e| lines_of(&e))))
     }
 
+    /// The session as its DSH `session.jsonl` text (the header line, then the events, chunk
+    /// runs packed as DSH packs them): the file DSH's own JSONL writer writes; `null` when
+    /// there is no such session.
+    #[napi]
+    pub fn raw_jsonl(&self, session: String) -> AsyncTask<Job<Option<String>>> {
+        let store = self.store.clone();
+        AsyncTask::new(Job::new(move || {
+            if store.info(&session).is_none() {
+                return Ok(None);
+            }
+            let mut out = Vec::new();
+            sessdb_formats::jsonl::write_session_jsonl(
+                &store,
+                &session,
+                &mut out,
+                true,
+                std::path::Path::new("session.jsonl"),
+            )
+            .map_err(|e| error::formats_to_js(&e))?;
+            Ok(Some(text(out)))
+        }))
+    }
+
     /// The header line of a session as JSON text.
     #[napi]
     pub fn header(&self, session: String) -> AsyncTask<Job<String>> {
