@@ -23,6 +23,7 @@ import {
   type StoredPrefix,
   type StoredSuffix,
 } from '@deepseek-ai/dsh-session-persistence'
+import { RefusedSessions, refusedForContent } from './refused.ts'
 
 // The Node binding: beside this package in the sessdb repository, or where
 // $SESSDB_NODE_BINDING says (the harness copies this package elsewhere and names the original).
@@ -36,6 +37,7 @@ interface SessdbStore {
   createSession(meta: object, events: readonly unknown[], options: { exact: boolean, migrateLegacy: boolean }): Promise<number>
   appendBatch(id: string, events: readonly unknown[], options?: { migrateLegacy: boolean }): Promise<unknown>
   read(id: string, from?: number, to?: number): Promise<SessionEvent[]>
+  deleteSession(id: string): Promise<void>
   header(id: string): Promise<Record<string, unknown>>
   rawJsonl(id: string): Promise<string | null>
   list(): Promise<{ id: string, header: Record<string, unknown>, revision: string, events: number }[]>
@@ -76,8 +78,11 @@ function isNotFound(error: unknown): boolean {
 class SessdbBackend implements PersistenceBackend<never> {
   readonly name = 'session-persistence-sessdb'
   private opened?: Promise<SessdbStore>
+  private readonly refused: RefusedSessions
 
-  constructor(private readonly config: Config) {}
+  constructor(private readonly config: Config) {
+    this.refused = new RefusedSessions(config.path)
+  }
 
   store(): Promise<SessdbStore> {
     this.opened ??= Store.open(this.config.path, { durability: this.config.durability ?? 'sync' })
@@ -86,6 +91,10 @@ class SessdbBackend implements PersistenceBackend<never> {
 
   async loadStored(id: SessionId, signal?: AbortSignal): Promise<StoredPrefix<never> | undefined> {
     signal?.throwIfAborted()
+    const refused = await this.refused.read(id)
+    if (refused !== undefined) {
+      return { meta: toMeta(refused.header), events: refused.events, revision: SessionPersistenceRevision(refused.revision) }
+    }
     const store = await this.store()
     const revision = await store.revision(id)
     if (revision === null) return undefined
@@ -100,12 +109,18 @@ class SessdbBackend implements PersistenceBackend<never> {
 
   async readStoredRevision(id: SessionId, signal?: AbortSignal): Promise<SessionPersistenceRevision | undefined> {
     signal?.throwIfAborted()
+    const refused = await this.refused.read(id)
+    if (refused !== undefined) return SessionPersistenceRevision(refused.revision)
     const revision = await (await this.store()).revision(id)
     return revision === null ? undefined : SessionPersistenceRevision(revision)
   }
 
   async loadStoredFrom(id: SessionId, fromSeq: number, signal?: AbortSignal): Promise<StoredSuffix | undefined> {
     signal?.throwIfAborted()
+    const refused = await this.refused.read(id)
+    if (refused !== undefined) {
+      return { meta: toMeta(refused.header), events: refused.events.filter(e => e.seq >= fromSeq) }
+    }
     const store = await this.store()
     try {
       const [header, events] = await Promise.all([store.header(id), store.read(id, fromSeq)])
@@ -117,34 +132,55 @@ class SessdbBackend implements PersistenceBackend<never> {
   }
 
   async appendBatch(meta: SessionHeader, events: readonly SessionEvent[], isMaterialized: boolean): Promise<void> {
+    if (await this.refused.has(meta.id)) {
+      await this.refused.append(meta.id, events)
+      return
+    }
     const store = await this.store()
-    if (!isMaterialized) {
-      await store.createSession(toHeaderLine(meta), events, { exact: true, migrateLegacy: true })
-    } else if (events.length > 0) {
-      await store.appendBatch(meta.id, events, { migrateLegacy: true })
+    try {
+      if (!isMaterialized) {
+        await store.createSession(toHeaderLine(meta), events, { exact: true, migrateLegacy: true })
+      } else if (events.length > 0) {
+        await store.appendBatch(meta.id, events, { migrateLegacy: true })
+      }
+    } catch (error) {
+      if (!refusedForContent(error)) throw error
+      // Content sessdb refuses: the session moves, whole, to the refused sessions (refused.ts).
+      const stored = isMaterialized ? await store.read(meta.id, 0) : []
+      await this.refused.start(meta, [...stored, ...events])
+      if (isMaterialized) await store.deleteSession(meta.id)
     }
   }
 
   async commitRepair(meta: SessionHeader, _torn: never | undefined, closers: readonly SessionEvent[]): Promise<void> {
     // sessdb cut any torn tail when it opened the store: only the closers are left to write.
-    if (closers.length > 0) await (await this.store()).appendBatch(meta.id, closers)
+    if (closers.length === 0) return
+    if (await this.refused.has(meta.id)) await this.refused.append(meta.id, closers)
+    else await (await this.store()).appendBatch(meta.id, closers)
   }
 
   async list(signal?: AbortSignal): Promise<SessionHeader[]> {
     signal?.throwIfAborted()
-    return (await (await this.store()).list()).map(r => toMeta(r.header))
+    const refused = (await this.refused.all()).map(r => toMeta(r.header))
+    return [...(await (await this.store()).list()).map(r => toMeta(r.header)), ...refused]
   }
 
   async listSnapshots(signal?: AbortSignal): Promise<SessionPersistenceSnapshot[]> {
     signal?.throwIfAborted()
-    return (await (await this.store()).list()).map(r => ({
+    const refused = (await this.refused.all()).map(r => ({
       header: toMeta(r.header),
       revision: SessionPersistenceRevision(r.revision),
     }))
+    return [...(await (await this.store()).list()).map(r => ({
+      header: toMeta(r.header),
+      revision: SessionPersistenceRevision(r.revision),
+    })), ...refused]
   }
 
   async readRaw(id: SessionId, signal?: AbortSignal): Promise<SessionRawArtifact | undefined> {
     signal?.throwIfAborted()
+    const refused = await this.refused.read(id)
+    if (refused !== undefined) return { meta: toMeta(refused.header), filename: 'session.jsonl', content: refused.text }
     const content = await (await this.store()).rawJsonl(id)
     if (content === null) return undefined
     const header = JSON.parse(content.slice(0, content.indexOf('\n'))) as Record<string, unknown>

@@ -185,6 +185,43 @@ describe('sessdb backend', () => {
     }
   })
 
+  it('a batch sessdb refuses moves its session, whole, beside the store; DSH refuses it at load', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'dsh-sessdb-refused-'))
+    const store = join(dir, 'store')
+    try {
+      const id = SessionId('refused')
+      const first = await mount(store)
+      try {
+        await first.ctx.sessionPersistence.create(meta(id, '/w'))
+        await first.ctx.sessionPersistence.append(id, oneTurnLog())
+        await first.ctx.sessionPersistence.load(id)
+        // A user message with the assistant's role: DSH's loader refuses it, so does sessdb.
+        await first.ctx.sessionPersistence.append(id, [{
+          type: 'user/message', seq: 6, time: 7, surfaceOp: 'append',
+          data: { id: 'm', role: 'assistant', content: [{ type: 'text', text: 'x' }], source: { kind: 'user' } },
+        } as unknown as SessionEvent])
+        await expect(first.ctx.sessionPersistence.load(id)).rejects.toThrow('message must have role "user"')
+        // Nothing lost: the refused session holds every event, as DSH's JSONL text.
+        const raw = await first.ctx.sessionPersistence.readRaw(id)
+        expect(raw?.content.split('\n').filter(l => l).length).toBe(1 + oneTurnLog().length + 1)
+        expect(await first.ctx.sessionPersistence.list()).toEqual([expect.objectContaining({ id })])
+      } finally {
+        await first.fiber.dispose()
+      }
+      // The sessdb store holds only what it validated: the session is no longer in it.
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const { Store } = (await import('node:module')).createRequire(import.meta.url)(binding)
+      const plain = await Store.open(store)
+      try {
+        expect(await plain.revision('refused')).toBeNull()
+      } finally {
+        await plain.close()
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true })
+    }
+  })
+
   it('reads a long session from a seq', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'dsh-sessdb-long-'))
     const { ctx, fiber } = await mount(join(dir, 'store'))
