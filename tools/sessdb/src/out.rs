@@ -16,11 +16,17 @@ pub fn print_json<T: serde::Serialize>(value: &T) {
     }
 }
 
-/// Writes to stdout; a closed stdout (`| head`) ends the program quietly.
+/// Writes to stdout. A closed stdout (`| head`) ends the program quietly; any other write
+/// error (a full disk, `> /dev/full`) ends it with exit code 1 and the error on stderr: output
+/// that was not written is never reported as success.
 pub fn print(bytes: &[u8]) {
     let mut out = std::io::stdout().lock();
-    if out.write_all(bytes).and_then(|()| out.flush()).is_err() {
-        std::process::exit(0);
+    if let Err(e) = out.write_all(bytes).and_then(|()| out.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("sessdb: write stdout: {e}");
+        std::process::exit(i32::from(crate::error::code::OTHER));
     }
 }
 

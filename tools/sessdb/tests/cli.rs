@@ -415,6 +415,48 @@ fn regression_a_log_cut_below_its_checkpoint_is_corruption_to_every_command() {
 }
 
 #[test]
+fn regression_a_failed_stdout_write_exits_1_and_a_closed_pipe_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let ids = demo(dir.path());
+    let id = ids[0].as_str();
+    for args in [
+        &["ls", "store"][..],
+        &["show", "store", id],
+        &["show", "store", id, "--jsonl"],
+        &["tail", "store", id],
+        &["stats", "store", "--json"],
+        &["verify", "store", "--json"],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_sessdb"))
+            .args(args)
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create("/dev/full").unwrap())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?} > /dev/full: {err}");
+        assert!(err.contains("No space left"), "{args:?}: {err}");
+    }
+    // A reader that goes away (`| head`) is no error.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sessdb"))
+        .args(["show", "store", id])
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
 fn help_version_and_usage() {
     let dir = tempfile::tempdir().unwrap();
     let help = ok(&["--help"], dir.path());

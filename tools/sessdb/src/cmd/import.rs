@@ -195,9 +195,9 @@ fn dry_run(a: &Args) -> CliResult {
             ),
             _ => format!("skip    {} (all {} events stored)", s.id, s.events),
         };
-        println!("{}", crate::out::shown(&what));
+        crate::out::println(&crate::out::shown(&what));
     }
-    println!("would have: {}", summary(&report));
+    crate::out::println(&format!("would have: {}", summary(&report)));
     Ok(code::OK)
 }
 

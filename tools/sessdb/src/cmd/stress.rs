@@ -5,7 +5,6 @@
 //! after every acknowledged append: the tool for kill loops (kill it at any moment, reopen,
 //! and every printed event must be there), and for users testing their disks.
 
-use std::io::Write;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -54,14 +53,8 @@ impl AckSink {
     }
 
     fn ack(&self, session: &str, seq: u64) {
-        let mut out = std::io::stdout().lock();
-        // A closed stdout ends the run quietly (`| head`).
-        if writeln!(out, "ack {} {seq}", session.escape_debug())
-            .and_then(|()| out.flush())
-            .is_err()
-        {
-            std::process::exit(0);
-        }
+        // A closed stdout ends the run quietly (`| head`), another write error with exit 1.
+        crate::out::println(&format!("ack {} {seq}", session.escape_debug()));
         self.acked.fetch_add(1, Ordering::Relaxed);
     }
 }
