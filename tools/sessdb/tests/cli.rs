@@ -457,6 +457,57 @@ fn regression_a_failed_stdout_write_exits_1_and_a_closed_pipe_quietly() {
 }
 
 #[test]
+fn regression_export_sqlite_replaces_only_its_own_databases_and_import_reads_stdin() {
+    let dir = tempfile::tempdir().unwrap();
+    demo(dir.path());
+    std::fs::write(dir.path().join("notes.txt"), "precious\n").unwrap();
+    let err = fails(&["export", "store", "--sqlite", "notes.txt"], dir.path(), 4);
+    assert!(err.contains("--force"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(),
+        "precious\n"
+    );
+    // An earlier export, of either layout, is replaced.
+    ok(&["export", "store", "--sqlite", "x.sqlite"], dir.path());
+    ok(
+        &[
+            "export",
+            "store",
+            "--sqlite",
+            "x.sqlite",
+            "--layout",
+            "analytics",
+        ],
+        dir.path(),
+    );
+    ok(&["export", "store", "--sqlite", "x.sqlite"], dir.path());
+    std::fs::create_dir(dir.path().join("adir")).unwrap();
+    fails(&["export", "store", "--sqlite", "adir"], dir.path(), 4);
+    fails(&["export", "store", "--sqlite", "-"], dir.path(), 2);
+    ok(
+        &["export", "store", "--sqlite", "notes.txt", "--force"],
+        dir.path(),
+    );
+    // `import --sqlite -` reads the database from stdin.
+    let out = Command::new(env!("CARGO_BIN_EXE_sessdb"))
+        .args(["import", "copy", "--sqlite", "-"])
+        .current_dir(dir.path())
+        .stdin(std::fs::File::open(dir.path().join("x.sqlite")).unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        ok(&["ls", "copy"], dir.path()),
+        ok(&["ls", "store"], dir.path())
+    );
+}
+
+#[test]
 fn help_version_and_usage() {
     let dir = tempfile::tempdir().unwrap();
     let help = ok(&["--help"], dir.path());

@@ -20,7 +20,8 @@ pub struct Args {
     /// one session file (raw or zstd) from stdin.
     #[arg(long, value_name = "PATH")]
     jsonl: Option<PathArg>,
-    /// A SQLite export.
+    /// A sessdb SQLite export or a DSH database; `-` reads one from stdin (copied to a private
+    /// temporary file first: SQLite reads a file).
     #[arg(long, value_name = "FILE")]
     sqlite: Option<PathArg>,
     /// Print what the import would do (imported, extended, skipped, per session) and write
@@ -93,12 +94,29 @@ fn stdin_file(path: &std::path::Path) -> CliResult<StdinCopy> {
     Ok(Some((dir, file)))
 }
 
+/// `--sqlite -`: stdin streamed to a private temporary file (SQLite reads files).
+fn sqlite_source(a: &Args) -> CliResult<(StdinCopy, Option<PathBuf>)> {
+    let Some(path) = &a.sqlite else {
+        return Ok((None, None));
+    };
+    if path != std::path::Path::new("-") {
+        return Ok((None, Some(path.clone())));
+    }
+    let io = |e: std::io::Error| CliError::new(code::OTHER, format!("reading stdin: {e}"));
+    let dir = tempfile::tempdir().map_err(io)?;
+    let file = dir.path().join("stdin.sqlite");
+    let mut out = std::fs::File::create(&file).map_err(io)?;
+    std::io::copy(&mut std::io::stdin().lock(), &mut out).map_err(io)?;
+    Ok((Some((dir, file.clone())), Some(file)))
+}
+
 fn import(a: &Args, quiet: bool) -> CliResult {
     let (stdin, jsonl) = jsonl_source(a)?;
+    let (_stdin_sqlite, sqlite) = sqlite_source(a)?;
     let store = open_writer(&a.store, StoreOptions::default())?;
     let progress = bar(quiet, "importing", Unit::Events);
     let mut report_progress = |p| update(&progress, p);
-    let report = match (&jsonl, &a.sqlite) {
+    let report = match (&jsonl, &sqlite) {
         (Some(path), _) => import_jsonl(&store, path, &mut report_progress),
         (_, Some(file)) => import_sqlite(&store, file, &mut report_progress),
         (None, None) => unreachable_source(),
@@ -178,7 +196,8 @@ fn dry_run(a: &Args) -> CliResult {
     };
     // The guard keeps a copy of stdin alive while it is read.
     let (_stdin, jsonl) = jsonl_source(a)?;
-    let report = match (&jsonl, &a.sqlite) {
+    let (_stdin_sqlite, sqlite) = sqlite_source(a)?;
+    let report = match (&jsonl, &sqlite) {
         (Some(path), _) => plan_jsonl(&store, path),
         (_, Some(file)) => plan_sqlite(&store, file),
         (None, None) => unreachable_source(),
