@@ -508,6 +508,30 @@ fn regression_export_sqlite_replaces_only_its_own_databases_and_import_reads_std
 }
 
 #[test]
+fn regression_a_write_command_creates_a_store_only_in_a_new_or_empty_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    demo(dir.path());
+    ok(&["export", "store", "--jsonl", "ex"], dir.path());
+    // Arguments swapped: a DSH sessions root (or any folder of files) is not turned into a store.
+    std::fs::create_dir_all(dir.path().join("dshroot/project")).unwrap();
+    std::fs::write(dir.path().join("dshroot/project/file"), "x").unwrap();
+    let err = fails(&["import", "dshroot", "--jsonl", "ex"], dir.path(), 4);
+    assert!(err.contains("not empty"), "{err}");
+    let mut left: Vec<_> = std::fs::read_dir(dir.path().join("dshroot"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["project"], "nothing was added");
+    fails(&["stress", "dshroot", "--seconds", "1"], dir.path(), 4);
+    std::fs::create_dir(dir.path().join("empty")).unwrap();
+    ok(&["import", "empty", "--jsonl", "ex"], dir.path());
+    ok(&["import", "fresh", "--jsonl", "ex"], dir.path());
+    // An existing store is opened as ever (the import is idempotent).
+    ok(&["import", "fresh", "--jsonl", "ex"], dir.path());
+}
+
+#[test]
 fn help_version_and_usage() {
     let dir = tempfile::tempdir().unwrap();
     let help = ok(&["--help"], dir.path());

@@ -115,7 +115,10 @@ const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
 /// Refuses a target that would lose data when replaced: `-` (a database is a file, not a
 /// stream), something that is not a file, or a file that is not a SQLite database of sessdb's
 /// layouts (application id `SSDB` or DSH's `DSHP`), unless `force`.
-#[allow(clippy::big_endian_bytes, reason = "SQLite's file header is big-endian")]
+#[allow(
+    clippy::big_endian_bytes,
+    reason = "SQLite's file header is big-endian"
+)]
 fn check_sqlite_target(file: &std::path::Path, force: bool) -> CliResult<()> {
     use sessdb_formats::sqlite::{APPLICATION_ID, DSH_APPLICATION_ID};
     if file == std::path::Path::new("-") {

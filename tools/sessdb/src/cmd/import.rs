@@ -7,7 +7,7 @@ use sessdb_formats::Outcome;
 use sessdb_formats::jsonl::{ImportReport, import_jsonl, plan_jsonl};
 use sessdb_formats::sqlite::{import_sqlite, plan_sqlite};
 
-use crate::cmd::{PathArg, is_store, open_existing, open_writer};
+use crate::cmd::{PathArg, is_store, open_existing, open_or_create_writer};
 use crate::error::{CliError, CliResult, code};
 use crate::out::{Unit, bar, note, update};
 
@@ -113,7 +113,7 @@ fn sqlite_source(a: &Args) -> CliResult<(StdinCopy, Option<PathBuf>)> {
 fn import(a: &Args, quiet: bool) -> CliResult {
     let (stdin, jsonl) = jsonl_source(a)?;
     let (_stdin_sqlite, sqlite) = sqlite_source(a)?;
-    let store = open_writer(&a.store, StoreOptions::default())?;
+    let store = open_or_create_writer(&a.store, StoreOptions::default())?;
     let progress = bar(quiet, "importing", Unit::Events);
     let mut report_progress = |p| update(&progress, p);
     let report = match (&jsonl, &sqlite) {

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use clap::Subcommand;
 use sessdb::{Store, StoreOptions};
 
-use crate::error::{CliResult, no_store};
+use crate::error::{CliError, CliResult, code, no_store};
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
@@ -109,6 +109,29 @@ fn open_existing(dir: &Path) -> CliResult<Store> {
 fn open_store_writer(dir: &Path, options: StoreOptions) -> CliResult<Store> {
     if !is_store(dir) {
         return Err(no_store(dir));
+    }
+    open_writer(dir, options)
+}
+
+/// Opens a store for writing, creating it only in a missing or empty directory: a directory
+/// that holds other files (a DSH sessions root, a project) never becomes a store.
+fn open_or_create_writer(dir: &Path, options: StoreOptions) -> CliResult<Store> {
+    if !is_store(dir) {
+        let occupied = match std::fs::read_dir(dir) {
+            Ok(mut entries) => entries.next().is_some(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+            Err(_) => true,
+        };
+        if occupied || dir.is_file() {
+            return Err(CliError::new(
+                code::REJECTED,
+                format!(
+                    "{} holds no sessdb store and is not empty: refused (a store is created \
+                     only in a new or empty directory)",
+                    dir.display()
+                ),
+            ));
+        }
     }
     open_writer(dir, options)
 }

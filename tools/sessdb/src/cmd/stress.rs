@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use sessdb::{Draft, Durability, ForkSpec, SessionHeader, Store, StoreOptions};
 use sessdb_workload::{Sink, WorkloadSpec, generate};
 
-use crate::cmd::{PathArg, open_writer};
+use crate::cmd::{PathArg, open_or_create_writer};
 use crate::error::{CliError, CliResult, code};
 use crate::out::{Unit, bar};
 
@@ -110,7 +110,7 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
         },
         ..StoreOptions::default()
     };
-    let store = open_writer(&a.store, options)?;
+    let store = open_or_create_writer(&a.store, options)?;
     let started = Instant::now();
     let deadline = started + Duration::from_secs_f64(a.seconds);
     let acked = Arc::new(AtomicU64::new(0));
