@@ -9,7 +9,7 @@ use crate::{Error, ForkErrorCode, Result};
 pub struct ForkSpec {
     /// The last inherited seq (inclusive); `None` = the source's last event.
     pub boundary: Option<u64>,
-    /// The child's id; `None` = mint `session-<n>`.
+    /// The child's id; `None` = mint a random (v4) UUID, as DSH does.
     pub child_id: Option<String>,
     /// The child header's `origin`.
     pub origin: Option<Origin>,

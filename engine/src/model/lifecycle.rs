@@ -70,8 +70,7 @@ impl ForkPlan {
 }
 
 /// Plans a fork of `source` (`None`: no such session) under DSH v0 rules; `exists` says
-/// whether an id is taken. The child id is the one asked for, else the first free
-/// `session-<n>` from 1.
+/// whether an id is taken. The child id is the one asked for, else a new random (v4) UUID.
 ///
 /// # Errors
 /// [`Error::Fork`] with `SESSION_NOT_FOUND`, `SESSION_ALREADY_EXISTS`, `INVALID_BOUNDARY`
@@ -98,10 +97,12 @@ pub fn plan_fork(
             );
         }
         Some(id) => id.clone(),
-        None => (1u64..)
-            .map(|n| format!("session-{n}"))
-            .find(|id| !exists(id))
-            .unwrap_or_default(),
+        None => loop {
+            let id = random_uuid();
+            if !exists(&id) {
+                break id;
+            }
+        },
     };
     let inherited = inherited_len(source_id, source_state, spec.boundary)?;
     let header = child_header(source_header, child_id.clone(), now, inherited, spec);
@@ -112,4 +113,36 @@ pub fn plan_fork(
         header,
         now,
     })
+}
+
+/// A random (version 4) UUID, as DSH mints session ids: unique across stores and time, so a
+/// minted child id is never one that `delete` freed or another store minted too.
+fn random_uuid() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    // `RandomState` is keyed from the OS's randomness; the clock and a counter make every
+    // draw in a process different even so.
+    let draw = |salt: u64| {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u64(salt);
+        h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+        h.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos()),
+        );
+        h.finish()
+    };
+    let (hi, lo) = (draw(0x5e55), draw(0xdb));
+    let hi = (hi & !0xf000) | 0x4000; // version 4
+    let lo = (lo & !(0b11 << 62)) | (0b10 << 62); // variant 1
+    format!(
+        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+        hi >> 32,
+        (hi >> 16) & 0xffff,
+        hi & 0xffff,
+        lo >> 48,
+        lo & 0xffff_ffff_ffff
+    )
 }

@@ -205,7 +205,34 @@ fn fork_inherits_by_reference_and_marks_the_seed() {
             },
         )
         .unwrap();
-    assert_eq!(minted.id(), "session-1");
+    let id = minted.id().to_owned();
+    // A random v4 UUID, as DSH mints ids: never a reused one.
+    let hex: Vec<&str> = id.split('-').collect();
+    assert_eq!(
+        hex.iter().map(|p| p.len()).collect::<Vec<_>>(),
+        [8, 4, 4, 4, 12],
+        "{id}"
+    );
+    assert!(
+        hex.iter().all(|p| p.chars().all(|c| c.is_ascii_hexdigit())),
+        "{id}"
+    );
+    assert!(
+        hex[2].starts_with('4') && matches!(&hex[3][..1], "8" | "9" | "a" | "b"),
+        "{id}"
+    );
+    let again = set
+        .fork(
+            "c",
+            ForkSpec {
+                boundary: Some(6),
+                ..ForkSpec::default()
+            },
+        )
+        .unwrap()
+        .id()
+        .to_owned();
+    assert_ne!(again, id, "every minted id is new");
 }
 
 #[test]

@@ -15,7 +15,7 @@ pub struct Args {
     /// The last inherited seq (inclusive); it may not lie inside an open turn.
     #[arg(long, value_name = "SEQ")]
     at: u64,
-    /// The child's id (default: session-<n>).
+    /// The child's id (default: a new random UUID, as DSH mints them).
     #[arg(long = "id", value_name = "NEW_ID")]
     id: Option<String>,
 }
