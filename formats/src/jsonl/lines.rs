@@ -124,13 +124,21 @@ impl std::fmt::Debug for LineReader {
     }
 }
 
+/// The first bytes of every zstd frame.
+pub const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+
 impl LineReader {
-    /// Opens `path`; `.zstd` files are read as zstd frames.
+    /// Opens `path`; a file that starts with the zstd frame magic is read as zstd frames,
+    /// whatever its name says (as stdin is), any other as raw lines.
     pub fn open(path: &Path, max_line: usize) -> Result<Self> {
         let file = File::open(path).map_err(|e| Error::io("open", path, e))?;
-        let input = if path.extension().is_some_and(|e| e == "zstd") {
+        let mut reader = BufReader::with_capacity(1 << 16, file);
+        let zstd = std::io::BufRead::fill_buf(&mut reader)
+            .map_err(|e| Error::io("read", path, e))?
+            .starts_with(&ZSTD_MAGIC);
+        let input = if zstd {
             let mut bytes = Vec::new();
-            BufReader::new(file)
+            reader
                 .read_to_end(&mut bytes)
                 .map_err(|e| Error::io("read", path, e))?;
             Input::Zstd {
@@ -139,7 +147,7 @@ impl LineReader {
                 frame: 0,
             }
         } else {
-            Input::Raw(BufReader::with_capacity(1 << 16, file))
+            Input::Raw(reader)
         };
         Ok(Self {
             path: path.to_owned(),
@@ -346,6 +354,25 @@ mod tests {
         bad.extend(frame("c\n"));
         std::fs::write(&p, &bad).unwrap();
         assert!(matches!(read_all(&p, 100), Err(Error::Corrupt { .. })));
+    }
+
+    #[test]
+    fn regression_the_encoding_is_told_by_content_not_by_the_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = |p: &Path| -> Vec<Vec<u8>> {
+            read_all(p, 100)
+                .unwrap()
+                .into_iter()
+                .map(|l| l.bytes)
+                .collect()
+        };
+        // zstd named .jsonl, raw named .zstd: both read as what they hold.
+        let zstd_named_raw = dir.path().join("a.jsonl");
+        std::fs::write(&zstd_named_raw, frame("h\nx\n")).unwrap();
+        assert_eq!(text(&zstd_named_raw), [b"h".to_vec(), b"x".to_vec()]);
+        let raw_named_zstd = dir.path().join("b.jsonl.zstd");
+        std::fs::write(&raw_named_zstd, "h\ny\n").unwrap();
+        assert_eq!(text(&raw_named_zstd), [b"h".to_vec(), b"y".to_vec()]);
     }
 
     #[test]
