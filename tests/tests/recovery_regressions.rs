@@ -782,3 +782,30 @@ fn stats_never_report_a_placeholder_coverage() {
     let stats = store.stats();
     assert!(stats.checkpoint_lsn <= stats.log_bytes, "{stats:?}");
 }
+
+#[test]
+fn regression_verify_reports_every_damaged_place() {
+    let storage = Backend::mem();
+    demo_store(&storage);
+    let (path, mut bytes) = the_segment(&storage);
+    let b = record_boundaries(&bytes);
+    let (first, second) = (b[b.len() / 4], b[b.len() * 3 / 4]);
+    for at in [first, second] {
+        bytes[at + 20] ^= 0x40;
+    }
+    storage.put(&path, bytes);
+    let report = verify(storage.storage()).unwrap();
+    assert!(!report.ok());
+    for at in [first, second] {
+        assert!(
+            report
+                .problems
+                .iter()
+                .any(|p| p.contains(&format!("at byte {at}:"))),
+            "{at}: {:?}",
+            report.problems
+        );
+    }
+    assert_eq!(report.problems.len(), 2, "{:?}", report.problems);
+    assert_eq!(report.segments, 1);
+}

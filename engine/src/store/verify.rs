@@ -43,12 +43,12 @@ pub fn verify_with_progress(
     let stop = checked
         .as_ref()
         .map_or(u64::MAX, |inner| inner.read_end.lock().0);
-    let full = match open::open(storage, full_options, true, stop) {
+    let full = match open::open(Arc::clone(&storage), full_options, true, stop) {
         Ok(inner) => Store {
             inner: Arc::new(inner),
         },
         Err(e @ Error::Corruption { .. }) => {
-            report.problems.push(e.to_string());
+            every_damage(&*storage, &e, &mut report);
             return Ok(report);
         }
         Err(e) => return Err(e),
@@ -115,4 +115,28 @@ pub fn verify_with_progress(
         ));
     }
     Ok(report)
+}
+
+/// The full replay stopped at `first`: every damaged place of the log, as salvage's plan
+/// (which reads on past damage, and writes nothing) finds them, after the first one.
+fn every_damage(storage: &dyn Storage, first: &Error, report: &mut VerifyReport) {
+    report.problems.push(first.to_string());
+    let Ok(plan) = super::salvage::plan(storage, &StoreOptions::default()) else {
+        return;
+    };
+    report.segments = super::log::discover::segment_lsns(storage).map_or(0, |l| l.len());
+    for d in plan.report.damage {
+        let same = matches!(first, Error::Corruption { segment, offset, .. }
+            if *segment == d.segment && *offset == d.offset);
+        if !same {
+            report.problems.push(
+                Error::Corruption {
+                    segment: d.segment,
+                    offset: d.offset,
+                    kind: d.kind,
+                }
+                .to_string(),
+            );
+        }
+    }
 }
