@@ -25,7 +25,8 @@ Exit codes:
   1  other error (I/O, internal)
   2  usage error
   3  corruption found (verify, or any command reading a damaged store)
-  4  input refused (validation, an unreadable input file, an import conflict)
+  4  input refused (validation, an unreadable or unsupported input file, an import
+     conflict, a refused fork)
   5  store locked by another writer
   6  not found (no store at the path, no such session)";
 
