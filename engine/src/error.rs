@@ -176,6 +176,15 @@ pub enum Violation {
         /// The limit.
         limit: usize,
     },
+    /// A type outside DSH's v0 vocabulary on an event not marked `"ignorable":true`: DSH's
+    /// loader refuses the whole session for it (reference §3.5), so it is refused here.
+    #[error(
+        "event type {type_name:?} is not in DSH's v0 vocabulary: mark the event \"ignorable\":true (DSH's loader refuses a session holding it otherwise)"
+    )]
+    UnknownType {
+        /// The event type.
+        type_name: String,
+    },
     /// A retired DSH type or reason (`request/header-delta`, `request/header` with reason
     /// `fallback`).
     #[error("legacy vocabulary is refused: {what}")]
@@ -295,6 +304,7 @@ impl Violation {
             Self::SeqNotContiguous { .. } => "seq-contiguity",
             Self::EmptyType => "type-non-empty",
             Self::TypeTooLong { .. } => "type-length",
+            Self::UnknownType { .. } => "unknown-type-needs-ignorable",
             Self::LegacyVocabulary { .. } => "legacy-vocabulary",
             Self::InvalidData(_) => "lossless-json",
             Self::SurfaceOpOnLogType { .. } | Self::SourcesOnLogType { .. } => {

@@ -52,6 +52,9 @@ pub fn decide(model: &dyn History, c: &Candidate) -> Result<Accepted, Refusal> {
     if c.ty.len() > 64 << 20 {
         return refuse("type-length", "");
     }
+    if !c.ignorable && !crate::vocabulary::known(&c.ty) {
+        return refuse("unknown-type-needs-ignorable", c.ty.clone());
+    }
     let Ok(data) = serde_json::from_slice::<Value>(&c.data) else {
         return refuse("lossless-json", "data does not parse");
     };

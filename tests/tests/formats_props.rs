@@ -12,7 +12,7 @@
 use sessdb_tests::mem_store as store;
 
 use proptest::prelude::*;
-use sessdb::{Event, Store};
+use sessdb::{Draft, Event, ForkSpec, LogType, SessionHeader, Store, SurfaceIntent, SurfaceType};
 use sessdb_formats::jsonl::{ExportOptions, export_jsonl, import_jsonl};
 use sessdb_formats::sqlite::{SqliteExportOptions, export_sqlite, import_sqlite};
 use sessdb_workload::{WorkloadSpec, generate};
@@ -89,8 +89,112 @@ fn apply(text: &[u8], d: &Damage) -> Vec<u8> {
     lines.concat()
 }
 
+/// One write a user may attempt; the store accepts it or refuses it.
+#[derive(Debug, Clone)]
+enum Attempt {
+    /// An event of a type outside DSH's vocabulary, marked ignorable or not.
+    Unknown { ty: String, ignorable: bool, n: u32 },
+    /// A known log type through `Draft::dynamic` (a name given at run time).
+    Dynamic { n: u32 },
+    /// A user message.
+    User { n: u32 },
+    /// A new session with a seed.
+    Create { n: u32 },
+    /// A fork at the session's end.
+    Fork,
+}
+
+fn attempt() -> impl Strategy<Value = Attempt> {
+    prop_oneof![
+        ("[a-z]{1,8}/[a-z]{1,8}", any::<bool>(), any::<u32>())
+            .prop_map(|(ty, ignorable, n)| Attempt::Unknown { ty, ignorable, n }),
+        any::<u32>().prop_map(|n| Attempt::Dynamic { n }),
+        any::<u32>().prop_map(|n| Attempt::User { n }),
+        any::<u32>().prop_map(|n| Attempt::Create { n }),
+        Just(Attempt::Fork),
+    ]
+}
+
+/// Tries `a` on session `id`; a refusal leaves the store as it was (that is checked).
+fn try_attempt(s: &Store, id: &str, a: &Attempt, k: usize) {
+    let before = all_events(s);
+    let result = match a {
+        Attempt::Unknown { ty, ignorable, n } => {
+            let d = Draft::dynamic(ty.as_str(), format!(r#"{{"n":{n}}}"#));
+            s.append(id, if *ignorable { d.ignorable() } else { d })
+                .map(drop)
+        }
+        Attempt::Dynamic { n } => s
+            .append(
+                id,
+                Draft::dynamic("session/title", format!(r#"{{"title":"t{n}"}}"#)),
+            )
+            .map(drop),
+        Attempt::User { n } => s
+            .append(
+                id,
+                Draft::surface(
+                    SurfaceType::UserMessage,
+                    sessdb_workload::payload::user_message(&format!("u{k}-{n}"), "user", "hi"),
+                    SurfaceIntent::append(),
+                ),
+            )
+            .map(drop),
+        Attempt::Create { n } => s
+            .create_session(
+                SessionHeader::new(format!("new-{k}-{n}"), 1_000),
+                vec![
+                    Draft::log(&LogType::SESSION_TITLE, r#"{"title":"seeded"}"#)
+                        .into_event(0, 1_000),
+                ],
+            )
+            .map(drop),
+        Attempt::Fork => s
+            .fork(
+                id,
+                ForkSpec {
+                    child_id: Some(format!("{id}-f{k}")),
+                    ..ForkSpec::default()
+                },
+            )
+            .map(drop),
+    };
+    if result.is_err() {
+        assert_eq!(all_events(s), before, "{a:?}: a refusal changed the store");
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// Whatever append, create and fork accept, every export restores exactly: the store
+    /// refuses (at write) what DSH's loader and the importers refuse (an unknown type without
+    /// `ignorable`), so no store holds an event its own export cannot bring back.
+    #[test]
+    fn accepted_writes_restore_exactly_through_every_format(seed in any::<u64>(), attempts in prop::collection::vec(attempt(), 1..24)) {
+        let mut original = store();
+        let summary = generate(&WorkloadSpec { seed, sessions: 2, max_turns: 2, max_chunks: 6, ..WorkloadSpec::default() }, &mut original).unwrap();
+        for (k, a) in attempts.iter().enumerate() {
+            let id = &summary.sessions[k % summary.sessions.len()];
+            try_attempt(&original, id, a, k);
+        }
+        let expected = all_events(&original);
+        for options in [ExportOptions::default(), ExportOptions { zstd: true, ..ExportOptions::default() }, ExportOptions { pack: false, ..ExportOptions::default() }] {
+            let dir = tempfile::tempdir().unwrap();
+            export_jsonl(&original, dir.path(), &options, &mut |_| {}).unwrap();
+            let copy = store();
+            import_jsonl(&copy, dir.path(), &mut |_| {}).unwrap();
+            prop_assert_eq!(all_events(&copy), expected.clone());
+        }
+        for layout in [SqliteExportOptions::default(), analytics()] {
+            let dir = tempfile::tempdir().unwrap();
+            let db = dir.path().join("x.sqlite");
+            export_sqlite(&original, &db, &layout, &mut |_| {}).unwrap();
+            let copy = store();
+            import_sqlite(&copy, &db, &mut |_| {}).unwrap();
+            prop_assert_eq!(all_events(&copy), expected.clone());
+        }
+    }
 
     #[test]
     fn generated_stores_round_trip_exactly(seed in any::<u64>(), sessions in 1usize..4, turns in 1u64..5) {

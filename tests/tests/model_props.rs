@@ -66,7 +66,8 @@ fn step(
                 Draft::log(
                     LogType::new("plugin/note").unwrap(),
                     format!(r#"{{"n":{seq}}}"#).into_bytes(),
-                ),
+                )
+                .ignorable(),
             )?;
         }
         1 => {

@@ -61,7 +61,7 @@ fn a_reader_opens_beside_a_live_writer_and_reads_sealed_segments() {
     store
         .append(
             id,
-            Draft::log(LogType::new("plugin/note").unwrap(), &b"{}"[..]),
+            Draft::log(LogType::new("plugin/note").unwrap(), &b"{}"[..]).ignorable(),
         )
         .unwrap();
     assert_eq!(
@@ -294,7 +294,9 @@ fn buffered_appends_across_windows_and_rolls_read_back() {
             "{{\"i\":{i},\"pad\":\"{}\"}}",
             "x".repeat((i % 700) as usize)
         );
-        store.append("s", Draft::log(&note, data)).unwrap();
+        store
+            .append("s", Draft::log(&note, data).ignorable())
+            .unwrap();
     }
     let before = store.events("s", 0, u64::MAX).unwrap();
     assert!(store.stats().segments >= 6, "{:?}", store.stats());
@@ -329,6 +331,7 @@ fn sync_appends_into_zero_written_space_read_back() {
                         "y".repeat((i % 300) as usize)
                     ),
                 )
+                .ignorable()
             })
             .collect();
         store.append_batch("s", batch).unwrap();

@@ -895,7 +895,7 @@ fn open_reports_its_scan_progress() {
         store
             .append(
                 "s",
-                Draft::log(LogType::new("plugin/note").unwrap(), data.as_bytes()),
+                Draft::log(LogType::new("plugin/note").unwrap(), data.as_bytes()).ignorable(),
             )
             .unwrap();
     }
@@ -946,7 +946,8 @@ fn iter_events_matches_events_across_windows() {
                 Draft::log(
                     LogType::new("plugin/note").unwrap(),
                     format!("{{\"i\":{i}}}"),
-                ),
+                )
+                .ignorable(),
             )
             .unwrap();
     }

@@ -423,6 +423,12 @@ impl Event {
         self.surface_op_first && self.sources.is_some() && self.op != 0
     }
 
+    /// Whether the type is in DSH's v0 vocabulary (or is one of the two legacy surface
+    /// types): every other type must be `ignorable` for DSH's loader to read it.
+    pub fn has_known_type(&self) -> bool {
+        matches!(self.event_type, TypeName::Known(_))
+    }
+
     /// Whether `ignorable: true` is set.
     pub fn ignorable(&self) -> bool {
         self.ignorable

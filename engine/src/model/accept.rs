@@ -77,6 +77,14 @@ fn check(
             limit: limits.max_data_bytes,
         });
     }
+    // DSH's loader refuses a session holding an unknown type that is not ignorable: what it
+    // cannot load is never stored (a plugin event without the mark made whole histories
+    // unloadable, reference §9).
+    if !event.has_known_type() && !event.ignorable() {
+        reject!(Violation::UnknownType {
+            type_name: ty.to_owned(),
+        });
+    }
     // One pass validates `data` and indexes its members: the rules below read them from the
     // index instead of walking `data` again (`json/tape.rs`). The index is the thread's,
     // reused, so indexing allocates nothing in steady state.

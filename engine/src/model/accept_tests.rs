@@ -168,8 +168,14 @@ fn type_must_fit_the_data_limit() {
 
 #[test]
 fn legacy_vocabulary_is_refused() {
+    // Outside the vocabulary, DSH's loader refuses it as unknown first; marked ignorable, as
+    // retired vocabulary.
     assert!(matches!(
         refused(Draft::dynamic("request/header-delta", &b"{}"[..])),
+        Violation::UnknownType { .. }
+    ));
+    assert!(matches!(
+        refused(Draft::dynamic("request/header-delta", &b"{}"[..]).ignorable()),
         Violation::LegacyVocabulary { .. }
     ));
     let fallback = p::request_header().replace("initial", "fallback");
@@ -177,6 +183,22 @@ fn legacy_vocabulary_is_refused() {
         refused(Draft::log(&LogType::REQUEST_HEADER, fallback.into_bytes())),
         Violation::LegacyVocabulary { .. }
     ));
+}
+
+#[test]
+fn regression_an_unknown_type_must_be_ignorable_as_dshs_loader_requires() {
+    // The store accepted these and its own import then refused them.
+    for ty in ["myplugin/note", "turn/strat"] {
+        match refused(Draft::dynamic(ty, &br#"{"text":"hello"}"#[..])) {
+            Violation::UnknownType { type_name } => assert_eq!(type_name, ty),
+            other => panic!("{ty}: {other}"),
+        }
+    }
+    let mut s = base();
+    s.append(Draft::dynamic("myplugin/note", &br#"{"text":"hello"}"#[..]).ignorable())
+        .unwrap();
+    s.append(Draft::log(&LogType::TURN_START, &br#"{"turn":1}"#[..]))
+        .unwrap();
 }
 
 #[test]
@@ -189,14 +211,14 @@ fn data_must_be_lossless_json() {
             crate::json::JsonErrorKind::Syntax("expected a value"),
         ),
     ] {
-        match refused(Draft::dynamic("x/y", data)) {
+        match refused(Draft::dynamic("x/y", data).ignorable()) {
             Violation::InvalidData(e) => assert_eq!(e.kind, kind),
             other => panic!("{other}"),
         }
     }
     let deep = format!("{}{}", "[".repeat(513), "]".repeat(513));
     assert!(matches!(
-        refused(Draft::dynamic("x/y", deep.into_bytes())),
+        refused(Draft::dynamic("x/y", deep.into_bytes()).ignorable()),
         Violation::InvalidData(crate::json::JsonError {
             kind: crate::json::JsonErrorKind::TooDeep { limit: 512 },
             ..

@@ -170,7 +170,8 @@ fn tail_follow_prints_new_events() {
             Draft::log(
                 LogType::new("plugin/note").unwrap(),
                 &br#"{"followed":true}"#[..],
-            ),
+            )
+            .ignorable(),
         )
         .unwrap();
     let next = lines.next().unwrap().unwrap();

@@ -127,7 +127,8 @@ fn regression_tail_follow_across_a_salvage_goes_on() {
             Draft::log(
                 LogType::new("plugin/note").unwrap(),
                 &br#"{"after":"salvage"}"#[..],
-            ),
+            )
+            .ignorable(),
         )
         .unwrap();
     store.close().unwrap();
