@@ -112,6 +112,13 @@ pub fn marker(ty: &str, data: &Value) -> Result<(), &'static str> {
             if object.get("turn").is_some_and(|t| !t.is_number()) {
                 return Err("turn");
             }
+            // A safe integer from 1, as DSH's loader reads it.
+            if object.get("turn").is_some_and(|t| {
+                t.as_f64()
+                    .is_none_or(|n| n < 1.0 || n.fract() != 0.0 || n > 9_007_199_254_740_991.0)
+            }) {
+                return Err("turn from 1");
+            }
             let reason = object
                 .get("reason")
                 .and_then(Value::as_object)

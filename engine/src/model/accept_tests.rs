@@ -465,6 +465,22 @@ fn markers_are_refused_where_dsh_refuses_them() {
             ),
             "error reason",
         ),
+        // DSH's loader refuses a turn number below 1 or not whole (found by a differential
+        // against DSH's loader: sessdb imported them).
+        (
+            marker(
+                &LogType::TURN_END,
+                r#"{"turn":0,"reason":{"kind":"completed"}}"#,
+            ),
+            "integer from 1",
+        ),
+        (
+            marker(
+                &LogType::TURN_END,
+                r#"{"turn":1.5,"reason":{"kind":"completed"}}"#,
+            ),
+            "integer from 1",
+        ),
         (
             marker(
                 &LogType::TURN_END,

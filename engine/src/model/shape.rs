@@ -179,6 +179,10 @@ pub(crate) fn check_marker(event_type: &str, data: Node<'_>) -> Result<(), Viola
     if turn.is_some_and(|t| t.kind() != JsonKind::Number) {
         return bad("turn must be a number");
     }
+    // DSH's loader reads a turn number as a safe integer from 1 (its turn/end migration).
+    if turn.is_some_and(|t| t.as_safe_integer().is_none_or(|n| n < 1)) {
+        return bad("turn must be an integer from 1");
+    }
     let Some(reason) = reason.filter(|r| r.kind() == JsonKind::Object) else {
         return bad("reason must be an object");
     };
