@@ -177,6 +177,20 @@ fn headers_of_other_versions_and_unknown_types_are_refused() {
     import_jsonl(&s, &write_session(dir.path(), &ignorable), &mut |_| {}).unwrap();
 }
 
+/// Found by a differential against DSH's JSONL reader, which requires the header line's
+/// `delegationDepth` (its writer always writes it): sessdb imported a header without it.
+#[test]
+fn regression_a_header_line_without_delegation_depth_is_refused_as_dsh_refuses_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store();
+    let without = "{\"type\":\"session\",\"version\":0,\"id\":\"x\",\"createdAt\":0}\n";
+    let err = import_jsonl(&s, &write_session(dir.path(), without), &mut |_| {}).unwrap_err();
+    assert!(err.to_string().contains("delegationDepth"), "{err}");
+    assert!(s.list().is_empty());
+    let with = without.replace("\"createdAt\":0", "\"createdAt\":0,\"delegationDepth\":0");
+    import_jsonl(&s, &write_session(dir.path(), &with), &mut |_| {}).unwrap();
+}
+
 /// Found by `seed_rejection`: a final line whose seq is negative, fractional, a string or
 /// past the safe range is a seq gap to DSH's scanner (it compares the seq before decoding),
 /// so with no `turn/end` from there on it is a torn tail, not a refused file; the same line

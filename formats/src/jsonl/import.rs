@@ -382,6 +382,22 @@ pub(crate) fn read_session(file: &Path, limits: &Limits) -> Result<Scanned> {
 }
 
 fn read_header(file: &Path, bytes: &[u8]) -> Result<SessionHeader> {
+    // DSH's JSONL reader requires the header line's `delegationDepth` (its writer always
+    // writes it): a line without it is no header DSH loads.
+    let v = sessdb::json::JsonRef::new(bytes);
+    if sessdb::json::validate(bytes, &sessdb::Limits::default()).is_ok()
+        && v.kind() == sessdb::json::JsonKind::Object
+        && v.get("delegationDepth").is_none()
+        && v.get("version").is_some_and(|n| n.bytes() == b"0")
+    {
+        return Err(Error::Invalid {
+            file: file.to_owned(),
+            line: Some(1),
+            source: StoreError::InvalidHeader {
+                problem: "delegationDepth is missing (DSH's JSONL reader requires it)".into(),
+            },
+        });
+    }
     SessionHeader::from_json(bytes).map_err(|e| match e {
         StoreError::UnsupportedFormat { found, expected } => {
             let newer = found.parse::<u64>().is_ok_and(|v| v > expected);
