@@ -64,7 +64,10 @@ pub fn decide(model: &dyn History, c: &Candidate) -> Result<Accepted, Refusal> {
     if let Err(e) = shape::marker(&c.ty, &data) {
         return refuse("marker-shape", e);
     }
-    let surface_type = shape::is_surface(&c.ty);
+    // An ignorable `context/message` without surface metadata is a log event to DSH's loader.
+    let log_context =
+        c.ty == "context/message" && c.ignorable && c.op.is_none() && c.sources.is_none();
+    let surface_type = shape::is_surface(&c.ty) && !log_context;
     if surface_type && let Err(e) = shape::message(&c.ty, &data) {
         return refuse("message-shape", e);
     }

@@ -191,6 +191,31 @@ fn regression_a_header_line_without_delegation_depth_is_refused_as_dsh_refuses_i
     import_jsonl(&s, &write_session(dir.path(), &with), &mut |_| {}).unwrap();
 }
 
+/// Found by a differential with DSH's own loader (run through the DSH harness): a `null`
+/// line anywhere — last, or after a torn line — makes DSH's loader fail, where sessdb took a
+/// final one for a torn tail; a final `42` DSH does take for a torn tail.
+#[test]
+fn regression_a_null_line_is_refused_as_dshs_loader_fails_on_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let head = "{\"type\":\"session\",\"version\":0,\"id\":\"x\",\"createdAt\":0,\"delegationDepth\":0}\n{\"type\":\"turn/start\",\"seq\":0,\"time\":1,\"data\":{\"turn\":1}}\n";
+    for tail in ["null\n", " null \n", "{\"seq\":9}\nnull\n"] {
+        let s = store();
+        let text = format!("{head}{tail}");
+        let err = import_jsonl(&s, &write_session(dir.path(), &text), &mut |_| {}).unwrap_err();
+        assert!(err.to_string().contains("null"), "{tail:?}: {err}");
+        assert!(s.list().is_empty());
+    }
+    let s = store();
+    let r = import_jsonl(
+        &s,
+        &write_session(dir.path(), &format!("{head}42\n")),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert!(r.sessions[0].torn.is_some());
+    assert_eq!(s.session_len("x").unwrap(), 1);
+}
+
 /// Found by `seed_rejection`: a final line whose seq is negative, fractional, a string or
 /// past the safe range is a seq gap to DSH's scanner (it compares the seq before decoding),
 /// so with no `turn/end` from there on it is a torn tail, not a refused file; the same line

@@ -143,7 +143,17 @@ fn check_data(
     if let Err(v) = shape::check_marker(ty, data) {
         reject!(v);
     }
-    let Some(surface_type) = event.surface_type() else {
+    // DSH's loader reads an ignorable `context/message` with no surface metadata as a log
+    // event (measured with DSH's own code): so does sessdb.
+    let surface_type = match event.surface_type() {
+        Some(crate::event::SurfaceType::ContextMessage)
+            if event.ignorable() && event.surface_op().is_none() && event.sources().is_none() =>
+        {
+            None
+        }
+        other => other,
+    };
+    let Some(surface_type) = surface_type else {
         if ty == names::REQUEST_HEADER
             && let Err(v) = shape::check_request_header(data)
         {

@@ -202,6 +202,26 @@ fn regression_an_unknown_type_must_be_ignorable_as_dshs_loader_requires() {
 }
 
 #[test]
+fn regression_an_ignorable_context_message_without_surface_metadata_is_a_log_event() {
+    // DSH's loader loads it (measured with DSH's own code); sessdb refused it.
+    let mut s = base();
+    let data = &br#"{"x":1}"#[..];
+    let surface = s.state().surface().seqs().to_vec();
+    s.append(Draft::dynamic("context/message", data).ignorable())
+        .unwrap();
+    assert_eq!(
+        s.state().surface().seqs(),
+        &surface[..],
+        "not on the surface"
+    );
+    // Not ignorable, it is a surface event as before (its message shape is checked).
+    assert!(matches!(
+        refused(Draft::dynamic("context/message", data)),
+        Violation::MessageShape { .. }
+    ));
+}
+
+#[test]
 fn data_must_be_lossless_json() {
     for (data, kind) in [
         (&b"{\"a\":-0}"[..], crate::json::JsonErrorKind::NegativeZero),

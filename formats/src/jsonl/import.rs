@@ -301,7 +301,14 @@ pub(crate) fn read_session(file: &Path, limits: &Limits) -> Result<Scanned> {
     while let Some(line) = reader.next_line()? {
         if let Some((first, problem)) = &bad {
             dropped += 1;
-            // After the first bad line, lines are read only to see whether a turn ends later.
+            // After the first bad line, lines are read only to see whether a turn ends later
+            // (or whether one is `null`, which DSH's loader fails on anywhere).
+            if line.terminated && line.bytes.trim_ascii() == b"null" {
+                return Err(corrupt(
+                    Some(line.number),
+                    "the line is `null`, a record DSH's loader fails on".into(),
+                ));
+            }
             if line.terminated
                 && validate(line.bytes.trim_ascii(), &line_limits).is_ok()
                 && JsonRef::new(line.bytes.trim_ascii())
@@ -477,6 +484,13 @@ fn decode_line(
         } else {
             BadLine::Torn(format!("the line is not JSON: {e}"))
         });
+    }
+    // DSH's loader fails on a `null` record wherever it stands (it reads the record's seq
+    // before anything else; measured with DSH's own code): no torn tail, a refused file.
+    if bytes == b"null" {
+        return Err(BadLine::Refuse(
+            "the line is `null`, a record DSH's loader fails on".into(),
+        ));
     }
     let row = JsonRef::new(bytes);
     // Where the file's packed rows began and which chunks stood alone is remembered
