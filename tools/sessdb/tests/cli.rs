@@ -533,6 +533,23 @@ fn regression_a_write_command_creates_a_store_only_in_a_new_or_empty_directory()
 }
 
 #[test]
+fn regression_consistent_answers_to_a_missing_input_a_misplaced_flag_and_a_negative_number() {
+    let dir = tempfile::tempdir().unwrap();
+    demo(dir.path());
+    let err = fails(&["import", "new", "--jsonl", "/nonexistent"], dir.path(), 6);
+    assert!(err.contains("no such file"), "{err}");
+    assert!(!dir.path().join("new").exists(), "nothing created");
+    fails(
+        &["export", "store", "--jsonl", "ex", "--layout", "analytics"],
+        dir.path(),
+        2,
+    );
+    let out = sessdb(&["stress", "st", "--seconds", "-1"], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--seconds must be"));
+}
+
+#[test]
 fn help_version_and_usage() {
     let dir = tempfile::tempdir().unwrap();
     let help = ok(&["--help"], dir.path());

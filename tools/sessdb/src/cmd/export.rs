@@ -33,8 +33,8 @@ pub struct Args {
     force: bool,
     /// SQLite: `dsh` writes DSH's own schema 17 (a database DSH's SQLite backend opens);
     /// `analytics` sessdb's one-row-per-event schema, lossless and queryable.
-    #[arg(long, value_enum, default_value_t = Layout::Dsh, requires = "sqlite")]
-    layout: Layout,
+    #[arg(long, value_enum, requires = "sqlite", conflicts_with = "jsonl")]
+    layout: Option<Layout>,
     /// Only this session (repeatable); all when absent.
     #[arg(long = "session", value_name = "ID")]
     sessions: Vec<String>,
@@ -62,7 +62,7 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
             check_sqlite_target(file, a.force)?;
             let options = SqliteExportOptions {
                 sessions: a.sessions.clone(),
-                layout: match a.layout {
+                layout: match a.layout.unwrap_or(Layout::Dsh) {
                     Layout::Dsh => SqliteLayout::Dsh,
                     Layout::Analytics => SqliteLayout::Analytics,
                 },

@@ -31,6 +31,16 @@ pub struct Args {
 }
 
 pub fn run(a: &Args, quiet: bool) -> CliResult {
+    // A missing input is "not found" (exit 6), said before anything is opened or created.
+    if let Some(input) = a.jsonl.as_ref().or(a.sqlite.as_ref())
+        && input != std::path::Path::new("-")
+        && !input.exists()
+    {
+        return Err(CliError::new(
+            code::NOT_FOUND,
+            format!("{}: no such file or directory", input.display()),
+        ));
+    }
     if a.dry_run {
         return dry_run(a);
     }

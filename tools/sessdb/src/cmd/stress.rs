@@ -18,10 +18,10 @@ use crate::out::{Unit, bar};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The store directory (created if needed).
+    /// The store directory (created if it is new or empty).
     store: PathArg,
     /// How long to append, in seconds.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     seconds: f64,
     /// Root sessions per generated round (a round may fork one more).
     #[arg(long, default_value_t = 4)]
