@@ -294,6 +294,27 @@ fn subscribers_see_new_events(storage: &Backend) {
     ));
 }
 
+fn regression_a_subscription_alone_does_not_keep_the_writer_lock(storage: &Backend) {
+    let store = open(storage);
+    store
+        .create_session(SessionHeader::new("s", 0), Vec::new())
+        .unwrap();
+    let mut sub = store.subscribe("s", 0).unwrap();
+    drop(store);
+    // The last store handle is gone: the store reopens in this process, and the old
+    // subscription is told its store closed instead of waiting forever.
+    let again = open(storage);
+    assert_eq!(again.session_len("s").unwrap(), 1);
+    assert!(matches!(
+        sub.next_timeout(Duration::from_secs(30)).map(|_| ()),
+        Ok(()) | Err(Error::Closed)
+    ));
+    assert!(matches!(
+        sub.next_timeout(Duration::from_secs(30)),
+        Err(Error::Closed)
+    ));
+}
+
 fn fork_by_reference_adds_a_small_record(storage: &Backend) {
     let mut store = open(storage);
     let summary = workload(&mut store);
@@ -856,6 +877,7 @@ fn preallocated_space_is_a_clean_end_not_a_torn_tail(storage: &Backend) {
 on_both_storages!(
     preallocated_space_is_a_clean_end_not_a_torn_tail,
     a_log_shorter_than_a_checkpoint_vouches_for_is_corruption_to_every_view,
+    regression_a_subscription_alone_does_not_keep_the_writer_lock,
     a_workload_reads_back_the_same_after_reopen_and_matches_the_model,
     replay_without_any_checkpoint_gives_the_same_state,
     a_second_writer_is_locked_out_and_a_reader_is_not,

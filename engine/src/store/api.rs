@@ -22,10 +22,37 @@ use crate::model::{
 use crate::storage::{FsStorage, Storage};
 use crate::{Draft, Error, Result};
 
-/// An open store. Clones share it; it is `Send + Sync`.
+/// An open store. Clones share it; it is `Send + Sync`. The writer lock is released when the
+/// last clone is dropped (or at [`Store::close`]): a [`Subscription`] alone does not keep it.
 #[derive(Debug, Clone)]
 pub struct Store {
     pub(super) inner: Arc<Inner>,
+    /// Shared by the clones (not by subscriptions): the last one dropped lets the lock go.
+    _handle: Arc<Handle>,
+}
+
+/// Releases the writer lock when the last [`Store`] clone is dropped.
+#[derive(Debug)]
+struct Handle(Arc<Inner>);
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        // Nothing more can be written: subscribers see the store closed, the lock goes.
+        self.0.closed.store(true, Ordering::Release);
+        self.0.lock.lock().take();
+        self.0.notify();
+    }
+}
+
+impl Store {
+    /// A store over an open `Inner`.
+    pub(super) fn from_inner(inner: Inner) -> Store {
+        let inner = Arc::new(inner);
+        Store {
+            _handle: Arc::new(Handle(Arc::clone(&inner))),
+            inner,
+        }
+    }
 }
 
 impl Store {
@@ -58,9 +85,7 @@ impl Store {
     /// # Errors
     /// As [`Store::open`].
     pub fn open_with(storage: Arc<dyn Storage>, options: StoreOptions) -> Result<Store> {
-        open::open(storage, options, false, u64::MAX).map(|inner| Store {
-            inner: Arc::new(inner),
-        })
+        open::open(storage, options, false, u64::MAX).map(Store::from_inner)
     }
 
     /// Opens a store on any storage backend read-only.
@@ -68,9 +93,7 @@ impl Store {
     /// # Errors
     /// As [`Store::open_read_only`].
     pub fn open_read_only_with(storage: Arc<dyn Storage>, options: StoreOptions) -> Result<Store> {
-        open::open(storage, options, true, u64::MAX).map(|inner| Store {
-            inner: Arc::new(inner),
-        })
+        open::open(storage, options, true, u64::MAX).map(Store::from_inner)
     }
 
     /// What the open found and did.

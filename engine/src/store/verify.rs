@@ -44,9 +44,7 @@ pub fn verify_with_progress(
         .as_ref()
         .map_or(u64::MAX, |inner| inner.read_end.lock().0);
     let full = match open::open(Arc::clone(&storage), full_options, true, stop) {
-        Ok(inner) => Store {
-            inner: Arc::new(inner),
-        },
+        Ok(inner) => Store::from_inner(inner),
         Err(e @ Error::Corruption { .. }) => {
             every_damage(&*storage, &e, &mut report);
             return Ok(report);
@@ -59,9 +57,7 @@ pub fn verify_with_progress(
     report.records = full.open_report().records_replayed;
     report.incomplete_tail_bytes = full.open_report().torn_tail_ignored;
     let checked = match checked {
-        Ok(inner) => Store {
-            inner: Arc::new(inner),
-        },
+        Ok(inner) => Store::from_inner(inner),
         Err(e) => {
             report
                 .problems
