@@ -325,6 +325,10 @@ fn fork_verify_repair_and_locking() {
     );
     assert_eq!(child.trim(), "kid");
     fails(&["fork", "store", &parent, "--at", "999999"], dir.path(), 4);
+    // Without --at: after the last event; without --id: a new UUID.
+    let minted = ok(&["fork", "store", &parent], dir.path());
+    assert_eq!(minted.trim().len(), 36, "{minted}");
+    assert_ne!(ok(&["fork", "store", &parent], dir.path()), minted);
 
     let verify = ok(&["verify", "store", "--json"], dir.path());
     assert_eq!(json(&verify).get("ok").unwrap().as_bool(), Some(true));

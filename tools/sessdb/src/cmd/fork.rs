@@ -1,4 +1,4 @@
-//! `sessdb fork STORE SESSION --at SEQ [--id NEW_ID]`
+//! `sessdb fork STORE SESSION [--at SEQ] [--id NEW_ID]`
 
 use sessdb::{ForkSpec, StoreOptions};
 
@@ -12,9 +12,10 @@ pub struct Args {
     store: PathArg,
     /// The session to fork.
     session: String,
-    /// The last inherited seq (inclusive); it may not lie inside an open turn.
+    /// The last inherited seq (inclusive; default: the session's last event); it may not lie
+    /// inside an open turn.
     #[arg(long, value_name = "SEQ")]
-    at: u64,
+    at: Option<u64>,
     /// The child's id (default: a new random UUID, as DSH mints them).
     #[arg(long = "id", value_name = "NEW_ID")]
     id: Option<String>,
@@ -25,7 +26,7 @@ pub fn run(a: &Args) -> CliResult {
     let result = store.fork(
         &a.session,
         ForkSpec {
-            boundary: Some(a.at),
+            boundary: a.at,
             child_id: a.id.clone(),
             ..ForkSpec::default()
         },
