@@ -118,10 +118,13 @@ impl From<sessdb_formats::Error> for CliError {
         use sessdb_formats::Error as E;
         match e {
             E::Store(inner) => inner.into(),
+            E::Conflict { .. } => CliError::new(code::REJECTED, e.to_string()).hint(
+                "nothing was written; `sessdb import --dry-run` shows the plan per session, \
+                 and `sessdb delete STORE SESSION` makes room for the incoming version",
+            ),
             E::Invalid { .. }
             | E::InvalidRow { .. }
             | E::Corrupt { .. }
-            | E::Conflict { .. }
             | E::UnsupportedFormat { .. }
             | E::Layout { .. } => CliError::new(code::REJECTED, e.to_string()),
             _ => CliError::new(code::OTHER, e.to_string()),

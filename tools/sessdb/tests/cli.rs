@@ -786,6 +786,10 @@ fn import_is_incremental_idempotent_and_refuses_conflicts_whole() {
     let listed = ok(&["ls", "copy", "--json"], dir.path());
     let err = fails(&["import", "copy", "--jsonl", "root2"], dir.path(), 4);
     assert!(err.contains("conflicts with the stored one"), "{err}");
+    assert!(
+        err.contains("--dry-run"),
+        "the conflict says what to do: {err}"
+    );
     assert_eq!(ok(&["ls", "copy", "--json"], dir.path()), listed);
 }
 
