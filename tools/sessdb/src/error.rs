@@ -119,8 +119,8 @@ impl From<sessdb_formats::Error> for CliError {
         match e {
             E::Store(inner) => inner.into(),
             E::Conflict { .. } => CliError::new(code::REJECTED, e.to_string()).hint(
-                "nothing was written; `sessdb import --dry-run` shows the plan per session, \
-                 and `sessdb delete STORE SESSION` makes room for the incoming version",
+                "nothing of this import was stored; `sessdb import --dry-run` shows the plan per \
+                 session, and `sessdb delete STORE SESSION` makes room for the incoming version",
             ),
             E::Invalid { .. }
             | E::InvalidRow { .. }

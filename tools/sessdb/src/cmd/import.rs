@@ -141,7 +141,7 @@ fn import(a: &Args, quiet: bool) -> CliResult {
         if let Some((_, file)) = &stdin {
             err.message = err.message.replace(&file.display().to_string(), "stdin");
         }
-        if err.code == code::REJECTED {
+        if err.code == code::REJECTED && err.hint.is_none() {
             err.hint("nothing of this import was stored")
         } else {
             err
