@@ -20,7 +20,7 @@ use super::catalog::Catalog;
 use super::chain::Headers;
 use super::checkpoint;
 use super::log::cursor::{LogCursor, SegmentFacts, Step, StopAction};
-use super::log::discover::{Header, judge_header, segment_lsns};
+use super::log::discover::{Header, judge_header, read_head, rest_is_zero, segment_lsns};
 use super::options::StoreOptions;
 use super::replay::replay;
 use super::report::{Damage, DamageRepair, SalvageReport, SessionLoss};
@@ -142,28 +142,38 @@ fn read_whole(storage: &dyn Storage, path: &str) -> Result<(Box<dyn StorageFile>
     let file = storage
         .open(path, OpenMode::Read)
         .map_err(|e| Error::io("open", path, e))?;
+    let bytes = bytes_of(&*file, path)?;
+    Ok((file, bytes))
+}
+
+/// All of an open file's bytes.
+fn bytes_of(file: &dyn StorageFile, path: &str) -> Result<Vec<u8>> {
     let len = file.len().map_err(|e| Error::io("stat", path, e))?;
     let mut bytes = vec![0u8; usize::try_from(len).unwrap_or(0)];
     file.read_at(&mut bytes, 0)
         .map_err(|e| Error::io("read", path, e))?;
-    Ok((file, bytes))
+    Ok(bytes)
 }
 
 /// Scans the whole log and plans the salvage; changes nothing.
 pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan> {
     let headers = Headers::load(storage)?;
     let lsns = segment_lsns(storage)?;
+    // Every segment file opened; each one's bytes are read in its turn below, so the plan
+    // holds one segment in memory at a time, never the whole log.
     let mut files = Vec::with_capacity(lsns.len());
     for &lsn in &lsns {
         let path = segment_path(lsn);
-        let (file, bytes) = read_whole(storage, &path)?;
-        files.push((lsn, path, Arc::<dyn StorageFile>::from(file), bytes));
+        let file = storage
+            .open(&path, OpenMode::Read)
+            .map_err(|e| Error::io("open", &path, e))?;
+        files.push((lsn, path, Arc::<dyn StorageFile>::from(file)));
     }
     // The durable mark as open computes it, over every segment file there is.
     let durable = headers.durable_mark(&SegmentList::new(
         files
             .iter()
-            .map(|(lsn, _, file, _)| Arc::new(Segment::new(*lsn, Arc::clone(file), false)))
+            .map(|(lsn, _, file)| Arc::new(Segment::new(*lsn, Arc::clone(file), false)))
             .collect(),
     ));
 
@@ -185,18 +195,22 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
     };
     let head = |bytes: &[u8]| bytes.get(..SEGMENT_HEADER_LEN).unwrap_or(bytes).to_vec();
     let interrupted_newest = match files.last() {
-        Some((lsn, _, _, bytes)) => {
-            judge_header(*lsn, &head(bytes), || rest_zero(bytes), true)? == Header::Interrupted
+        Some((lsn, path, file)) => {
+            // The header first; the rest is read only when the header is damaged.
+            let first = read_head(&**file, path)?;
+            let rest = || rest_is_zero(&**file, path);
+            judge_header(*lsn, &first, rest, true)? == Header::Interrupted
         }
         None => false,
     };
     let count = files.len() - usize::from(interrupted_newest);
     let mut scanned_any = false;
-    for (i, (lsn, path, file, bytes)) in files.into_iter().enumerate() {
+    for (i, (lsn, path, file)) in files.into_iter().enumerate() {
         if i >= count {
             // The interrupted creation: open removes it.
             break;
         }
+        let bytes = bytes_of(&*file, &path)?;
         let last = i + 1 == count;
         let damage = |offset: usize, bytes: usize, kind, repair| Damage {
             segment: path.clone(),

@@ -60,7 +60,7 @@ pub(crate) fn segment_lsns(storage: &dyn Storage) -> Result<Vec<u64>> {
 }
 
 /// Reads a segment's header bytes (fewer when the file is shorter).
-fn read_head(file: &dyn StorageFile, path: &str) -> Result<Vec<u8>> {
+pub(crate) fn read_head(file: &dyn StorageFile, path: &str) -> Result<Vec<u8>> {
     let len = file.len().map_err(|e| Error::io("stat", path, e))?;
     let mut head = vec![0u8; usize::try_from(len.min(SEGMENT_HEADER_LEN as u64)).unwrap_or(0)];
     file.read_at(&mut head, 0)
@@ -69,7 +69,7 @@ fn read_head(file: &dyn StorageFile, path: &str) -> Result<Vec<u8>> {
 }
 
 /// Whether every byte after the header is zero.
-fn rest_is_zero(file: &dyn StorageFile, path: &str) -> Result<bool> {
+pub(crate) fn rest_is_zero(file: &dyn StorageFile, path: &str) -> Result<bool> {
     let len = file.len().map_err(|e| Error::io("stat", path, e))?;
     if len <= SEGMENT_HEADER_LEN as u64 {
         return Ok(true);
