@@ -67,6 +67,14 @@ fn rebuild(e: &Event, ty: &str, data: Vec<u8>) -> Event {
 /// The migrated type and `data` of `e`, when it has a legacy shape. `earlier` holds the
 /// session's events, those before `e` already migrated.
 fn migrated(session: &str, e: &Event, earlier: &[Event]) -> Option<(&'static str, Vec<u8>)> {
+    // Only these four types have legacy shapes: every other event (a streamed chunk, most of
+    // them) is left without reading its `data` (the DSH backend asks this of every append).
+    if !matches!(
+        e.event_type(),
+        "steering/message" | "user/message" | "assistant/message" | "tool/result"
+    ) {
+        return None;
+    }
     let data = e.data_json();
     if data.kind() != JsonKind::Object {
         return None;
