@@ -29,7 +29,7 @@ mod rules;
 mod shape;
 pub mod surface;
 mod value;
-mod vocabulary;
+pub mod vocabulary;
 
 pub use candidate::{Candidate, Op};
 pub use header::check_header;

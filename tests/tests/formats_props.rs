@@ -179,19 +179,7 @@ proptest! {
             try_attempt(&original, id, a, k);
         }
         let expected = all_events(&original);
-        for options in [ExportOptions::default(), ExportOptions { zstd: true, ..ExportOptions::default() }, ExportOptions { pack: false, ..ExportOptions::default() }] {
-            let dir = tempfile::tempdir().unwrap();
-            export_jsonl(&original, dir.path(), &options, &mut |_| {}).unwrap();
-            let copy = store();
-            import_jsonl(&copy, dir.path(), &mut |_| {}).unwrap();
-            prop_assert_eq!(all_events(&copy), expected.clone());
-        }
-        for layout in [SqliteExportOptions::default(), analytics()] {
-            let dir = tempfile::tempdir().unwrap();
-            let db = dir.path().join("x.sqlite");
-            export_sqlite(&original, &db, &layout, &mut |_| {}).unwrap();
-            let copy = store();
-            import_sqlite(&copy, &db, &mut |_| {}).unwrap();
+        for copy in exported_and_imported(&original, &[SqliteExportOptions::default(), analytics()]) {
             prop_assert_eq!(all_events(&copy), expected.clone());
         }
     }
@@ -201,19 +189,9 @@ proptest! {
         let mut original = store();
         generate(&WorkloadSpec { seed, sessions, max_turns: turns, max_chunks: 12, ..WorkloadSpec::default() }, &mut original).unwrap();
         let expected = all_events(&original);
-        for options in [ExportOptions::default(), ExportOptions { zstd: true, ..ExportOptions::default() }, ExportOptions { pack: false, ..ExportOptions::default() }] {
-            let dir = tempfile::tempdir().unwrap();
-            export_jsonl(&original, dir.path(), &options, &mut |_| {}).unwrap();
-            let copy = store();
-            import_jsonl(&copy, dir.path(), &mut |_| {}).unwrap();
+        for copy in exported_and_imported(&original, &[analytics()]) {
             prop_assert_eq!(all_events(&copy), expected.clone());
         }
-        let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("x.sqlite");
-        export_sqlite(&original, &db, &analytics(), &mut |_| {}).unwrap();
-        let copy = store();
-        import_sqlite(&copy, &db, &mut |_| {}).unwrap();
-        prop_assert_eq!(all_events(&copy), expected);
     }
 
     #[test]
@@ -246,6 +224,38 @@ proptest! {
             }
         }
     }
+}
+
+/// `original` exported through raw, zstd and unpacked JSONL and each SQLite `layout`, and
+/// each export imported into a fresh store.
+fn exported_and_imported(original: &Store, layouts: &[SqliteExportOptions]) -> Vec<Store> {
+    let mut copies = Vec::new();
+    for options in [
+        ExportOptions::default(),
+        ExportOptions {
+            zstd: true,
+            ..ExportOptions::default()
+        },
+        ExportOptions {
+            pack: false,
+            ..ExportOptions::default()
+        },
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        export_jsonl(original, dir.path(), &options, &mut |_| {}).unwrap();
+        let copy = store();
+        import_jsonl(&copy, dir.path(), &mut |_| {}).unwrap();
+        copies.push(copy);
+    }
+    for layout in layouts {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("x.sqlite");
+        export_sqlite(original, &db, layout, &mut |_| {}).unwrap();
+        let copy = store();
+        import_sqlite(&copy, &db, &mut |_| {}).unwrap();
+        copies.push(copy);
+    }
+    copies
 }
 
 /// sessdb's own, lossless layout (the default writes DSH's schema 17).

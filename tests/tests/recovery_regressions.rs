@@ -759,13 +759,14 @@ fn stats_never_report_a_placeholder_coverage() {
     let storage = Backend::mem();
     demo_store(&storage);
     let store = Store::open_with(storage.storage(), StoreOptions::default()).unwrap();
+    // A second checkpoint, so the open below falls back from the newer one to an older one.
     store
         .append(
             &store.list()[0].header.id,
             Draft::log(&LogType::TURN_START, p::turn_start(500).into_bytes()),
         )
-        .ok();
-    store.checkpoint().unwrap();
+        .unwrap();
+    assert!(store.checkpoint().unwrap().is_some());
     store.close().unwrap();
     // Damage the newest checkpoint's body: the open falls back to the older one.
     let mut ckpts: Vec<_> = storage

@@ -156,3 +156,32 @@ proptest! {
         prop_assert_eq!(messages, model.messages());
     }
 }
+
+/// The reference model keeps its own copy of DSH's vocabulary (it shares no code with the
+/// engine): the two copies must name the same types.
+#[test]
+fn the_reference_vocabulary_is_the_engines() {
+    let mut names: Vec<&str> = sessdb::LogType::ALL
+        .iter()
+        .map(sessdb::LogType::as_str)
+        .collect();
+    names.extend(sessdb::SurfaceType::ALL.iter().map(|t| t.as_str()));
+    assert_eq!(names.len(), 50);
+    for name in &names {
+        assert!(sessdb::event::is_known_type(name), "{name}");
+        assert!(
+            sessdb_reference::vocabulary::known(name),
+            "{name} is missing from the reference's vocabulary"
+        );
+    }
+    for other in [
+        "plugin/note",
+        "turn/strat",
+        "",
+        "mode/set",
+        "request/header-delta",
+    ] {
+        assert!(!sessdb::event::is_known_type(other), "{other}");
+        assert!(!sessdb_reference::vocabulary::known(other), "{other}");
+    }
+}

@@ -79,7 +79,7 @@ pub(super) fn scan(
     };
     let Some(first) = segs.iter().rposition(|s| s.first_lsn <= span.start_lsn) else {
         // No segment at all: the table decides whether an empty log may be the end.
-        let mut cursor = LogCursor::new(facts_of(None, false), 0, &[], span.locked);
+        let mut cursor = LogCursor::new(facts_of(None, false), 0, &[], false);
         return match cursor.step() {
             Step::Stop(stop) => match stop.action {
                 StopAction::Corrupt(kind) => Err(Error::corruption(SEGMENTS_DIR, 0, kind)),
