@@ -47,12 +47,33 @@ function fileOf(dir: string, id: string): string {
   return join(dir, `${hex}.jsonl`)
 }
 
+/** The ids a file name stands for (`fileOf` reversed). */
+function idOf(name: string): string {
+  const hex = name.slice(0, -'.jsonl'.length)
+  let id = ''
+  for (let i = 0; i < hex.length; i += 4) id += String.fromCharCode(parseInt(hex.slice(i, i + 4), 16))
+  return id
+}
+
 /** The refused sessions of one store: `<store>/dsh-refused/`. */
 export class RefusedSessions {
   private readonly dir: string
+  /**
+   * The refused ids, listed once: this backend holds the store's writer lock, so no other
+   * process adds any, and no append or load asks the file system.
+   */
+  private ids?: Promise<Set<string>>
 
   constructor(store: string) {
     this.dir = join(store, 'dsh-refused')
+  }
+
+  private known(): Promise<Set<string>> {
+    this.ids ??= readdir(this.dir).then(
+      names => new Set(names.filter(n => n.endsWith('.jsonl')).map(idOf)),
+      () => new Set<string>(),
+    )
+    return this.ids
   }
 
   /**
@@ -64,6 +85,7 @@ export class RefusedSessions {
     await mkdir(this.dir, { recursive: true })
     const lines = [JSON.stringify({ type: 'session', ...meta }), ...events.map(e => JSON.stringify(e))]
     await writeFile(fileOf(this.dir, meta.id), lines.map(l => `${l}\n`).join(''), { flush: true })
+    ;(await this.known()).add(meta.id)
   }
 
   /**
@@ -81,7 +103,7 @@ export class RefusedSessions {
    * @returns whether it is one.
    */
   async has(id: string): Promise<boolean> {
-    return stat(fileOf(this.dir, id)).then(() => true, () => false)
+    return (await this.known()).has(id)
   }
 
   /**
@@ -90,6 +112,7 @@ export class RefusedSessions {
    * @returns its header, events and revision, or `undefined`.
    */
   async read(id: string): Promise<RefusedSession | undefined> {
+    if (!(await this.has(id))) return undefined
     const path = fileOf(this.dir, id)
     let text: string
     try {
@@ -109,17 +132,8 @@ export class RefusedSessions {
    * @returns them, read back.
    */
   async all(): Promise<RefusedSession[]> {
-    let names: string[]
-    try {
-      names = await readdir(this.dir)
-    } catch {
-      return []
-    }
     const out: RefusedSession[] = []
-    for (const name of names.filter(n => n.endsWith('.jsonl')).sort()) {
-      const hex = name.slice(0, -'.jsonl'.length)
-      let id = ''
-      for (let i = 0; i < hex.length; i += 4) id += String.fromCharCode(parseInt(hex.slice(i, i + 4), 16))
+    for (const id of [...(await this.known())].sort()) {
       const session = await this.read(id)
       if (session !== undefined) out.push(session)
     }
