@@ -35,7 +35,9 @@ pub struct WorkloadSpec {
     pub seed: u64,
     /// How many root sessions (a fork adds one more).
     pub sessions: usize,
-    /// The most turns per session (each session has 1..=this).
+    /// The fewest turns per session.
+    pub min_turns: u64,
+    /// The most turns per session (each session has `min_turns..=max_turns`).
     pub max_turns: u64,
     /// The most text deltas per assistant message.
     pub max_chunks: u64,
@@ -48,6 +50,7 @@ impl Default for WorkloadSpec {
         Self {
             seed: 42,
             sessions: 4,
+            min_turns: 1,
             max_turns: 6,
             max_chunks: 24,
             start_time_ms: 1_767_225_600_000,
@@ -283,7 +286,7 @@ pub fn generate<S: Sink>(spec: &WorkloadSpec, sink: &mut S) -> Result<WorkloadSu
             turn: 0,
             appended: 0,
         };
-        let mut turns = rng.range(1, spec.max_turns.max(1));
+        let mut turns = rng.range(spec.min_turns.max(1), spec.max_turns.max(1));
         if index < 2 {
             // The sessions that host the compaction and the prune get the turns they need.
             turns = turns.max(spec.max_turns.min(3));

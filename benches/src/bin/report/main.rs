@@ -1,0 +1,162 @@
+//! `cargo run --release -p sessdb-benches --bin report -- [--quick] [--json] [--only ROW]
+//! [--big]`: the rows of `docs/PERFORMANCE.md`, each subject beside its baseline in the same
+//! run (alternating), median and min–max of the repetitions, the ratio, and the workload the
+//! row ran on. Every append, open, tail and export row runs on DSH's chunk-heavy mix from
+//! `sessdb-workload`; the rows that do not are named for their workload.
+
+#![allow(
+    clippy::expect_used,
+    clippy::cast_precision_loss,
+    clippy::print_stdout,
+    reason = "a benchmark report aborts on any failure and prints"
+)]
+
+mod append;
+mod export;
+mod extra;
+mod measure;
+mod mix;
+mod open;
+
+use std::fs::File;
+use std::io::Write;
+use std::time::Instant;
+
+use sessdb::Store;
+
+use measure::{Row, Stat, dur, rss, stat, temp};
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    // `report --open-rss DIR`: a fresh process opens DIR and prints the resident bytes the
+    // open added and the events it holds (the parent measures memory per event this way).
+    if let Some(i) = args.iter().position(|a| a == "--open-rss") {
+        let before = rss();
+        let store = Store::open_read_only(&args[i + 1]).expect("open");
+        let after = rss();
+        println!("{} {}", after.saturating_sub(before), store.stats().events);
+        return;
+    }
+    let quick = args.iter().any(|a| a == "--quick");
+    let json = args.iter().any(|a| a == "--json");
+    let big = args.iter().any(|a| a == "--big");
+    let reps = if quick { 3 } else { 5 };
+    // `--only ROW` (append, batch, durable, threads, open, tail, export, sqlite, surface): one
+    // group of rows (`export` runs both exports).
+    let only = args
+        .iter()
+        .position(|a| a == "--only")
+        .and_then(|i| args.get(i + 1).cloned());
+    let run = |row: &str| only.as_deref().is_none_or(|o| o == row);
+    let mut rows: Vec<Row> = Vec::new();
+
+    let needs_mix = run("append") || run("batch") || args.iter().any(|a| a == "--profile-append");
+    let mix = needs_mix.then(|| mix::record(&mix::append_spec(quick)));
+    // `--profile-append N`: the first row's subject alone, N times (for `perf record`).
+    if let (Some(i), Some(mix)) = (args.iter().position(|a| a == "--profile-append"), &mix) {
+        let n: usize = args.get(i + 1).and_then(|n| n.parse().ok()).unwrap_or(10);
+        println!("{}", mix.name());
+        for _ in 0..n {
+            let ops = mix.ops.clone();
+            println!("{:.0} events/s", append::sessdb_append(ops, mix.events));
+        }
+        return;
+    }
+    if let Some(mix) = &mix {
+        append::rows(mix, reps, &run, &mut rows);
+    }
+    extra::rows(quick, reps, &run, &mut rows);
+    if run("open") || run("export") || run("sqlite") {
+        let main = open::build(&open::main_spec(quick));
+        if run("open") {
+            open::open_rows(&main, quick, reps, &mut rows);
+        }
+        if run("export") {
+            export::export_row(&main, reps, &mut rows);
+        }
+        if run("export") || run("sqlite") {
+            export::sqlite_export_row(&main, reps, &mut rows);
+        }
+    }
+    if run("open") || run("tail") {
+        open::shape_rows(quick, big, reps, &run, &mut rows);
+    }
+
+    let sync_lat = physical_sync();
+    if json {
+        print_json(&rows);
+    } else {
+        print_text(&rows, reps, sync_lat);
+    }
+}
+
+/// The physical limit measured in the same run: a 200-byte write + `fdatasync`.
+fn physical_sync() -> Stat {
+    let d = temp();
+    let mut f = File::create(d.path().join("x")).expect("file");
+    let mut v = Vec::new();
+    for _ in 0..50 {
+        let t = Instant::now();
+        f.write_all(&[7u8; 200]).expect("write");
+        f.sync_data().expect("sync");
+        v.push(t.elapsed().as_secs_f64());
+    }
+    stat(v)
+}
+
+fn print_json(rows: &[Row]) {
+    let out: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            format!(
+                "{{\"what\":{:?},\"unit\":{:?},\"subject\":{},\"subject_min\":{},\"subject_max\":{},\"baseline\":{:?},\"baseline_median\":{},\"ratio\":{},\"goal\":{:?},\"workload\":{:?}}}",
+                r.what,
+                r.unit,
+                r.subject.median,
+                r.subject.min,
+                r.subject.max,
+                r.baseline_name,
+                r.baseline.median,
+                r.subject.median / r.baseline.median,
+                r.goal,
+                r.workload
+            )
+        })
+        .collect();
+    println!("[{}]", out.join(","));
+}
+
+fn print_text(rows: &[Row], reps: usize, sync_lat: Stat) {
+    println!(
+        "sessdb report ({reps} repetitions, subject and baseline alternating; median [min-max])"
+    );
+    for r in rows {
+        let f = |s: Stat| match r.unit {
+            "s" => format!("{} [{}-{}]", dur(s.median), dur(s.min), dur(s.max)),
+            "s/ev" => format!(
+                "{:.1}ns [{:.1}-{:.1}]",
+                s.median * 1e9,
+                s.min * 1e9,
+                s.max * 1e9
+            ),
+            "B" => format!("{:.1} [{:.1}-{:.1}]", s.median, s.min, s.max),
+            _ => format!("{:.0} [{:.0}-{:.0}]", s.median, s.min, s.max),
+        };
+        println!(
+            "{:<50} {:>34}  vs {:<54} {:>34}  ratio {:>6.3}  goal {}\n    on {}",
+            r.what,
+            f(r.subject),
+            r.baseline_name,
+            f(r.baseline),
+            r.subject.median / r.baseline.median,
+            r.goal,
+            r.workload
+        );
+    }
+    println!(
+        "physical: 200-byte write+fdatasync p50 {} [{}-{}]",
+        dur(sync_lat.median),
+        dur(sync_lat.min),
+        dur(sync_lat.max)
+    );
+}

@@ -1,0 +1,245 @@
+//! The open and read rows, on stores built from the DSH mix with the default options
+//! (checkpoints on): open from the checkpoint against a full replay, open growth with four
+//! times the history, resident memory per event, many short sessions against one long one,
+//! and tail-50 of a long session.
+
+use std::path::Path;
+use std::time::Instant;
+
+use sessdb::{Store, StoreOptions};
+use sessdb_workload::{WorkloadSpec, generate};
+
+use crate::append::buffered;
+use crate::measure::{Row, pair, temp};
+
+/// A built store and the name of what it holds.
+pub struct Built {
+    pub dir: tempfile::TempDir,
+    pub name: String,
+}
+
+/// Builds a store from the DSH mix of `spec`, streamed from the generator (nothing recorded),
+/// and closes it (its checkpoint written).
+pub fn build(spec: &WorkloadSpec) -> Built {
+    let dir = temp();
+    let mut store = Store::open(dir.path(), buffered()).expect("open");
+    let summary = generate(spec, &mut store).expect("workload");
+    store.close().expect("close");
+    drop(store);
+    let name = format!(
+        "DSH mix: {} sessions, {} events",
+        summary.sessions.len(),
+        summary.events
+    );
+    Built { dir, name }
+}
+
+/// The store of the open, tail-of-many and export rows: 100 sessions, about 1M events
+/// (`quick`: 20 sessions, about 40k).
+pub fn main_spec(quick: bool) -> WorkloadSpec {
+    crate::mix::append_spec(quick)
+}
+
+/// Seconds to open a store: from its checkpoint, or by full replay.
+fn open_time(dir: &Path, from_checkpoint: bool) -> f64 {
+    let t = Instant::now();
+    let store = Store::open_read_only_with(
+        std::sync::Arc::new(sessdb::storage::FsStorage::new(dir)),
+        StoreOptions {
+            ignore_checkpoints: !from_checkpoint,
+            ..StoreOptions::default()
+        },
+    )
+    .expect("open");
+    let secs = t.elapsed().as_secs_f64();
+    drop(store);
+    secs
+}
+
+/// Resident bytes a fresh process adds by opening `dir`, per event.
+fn rss_per_event(dir: &Path) -> f64 {
+    let out = std::process::Command::new(std::env::current_exe().expect("exe"))
+        .args(["--open-rss", &dir.display().to_string()])
+        .output()
+        .expect("child");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut it = text
+        .split_whitespace()
+        .map(|x| x.parse::<f64>().unwrap_or(0.0));
+    let (bytes, events) = (it.next().unwrap_or(0.0), it.next().unwrap_or(1.0));
+    bytes / events.max(1.0)
+}
+
+/// Events a store holds.
+fn events_of(dir: &Path) -> u64 {
+    Store::open_read_only(dir).expect("open").stats().events
+}
+
+/// The open rows on `main` (built from [`main_spec`]).
+pub fn open_rows(main: &Built, quick: bool, reps: usize, rows: &mut Vec<Row>) {
+    let (c, f) = pair(
+        reps,
+        || open_time(main.dir.path(), true),
+        || open_time(main.dir.path(), false),
+    );
+    rows.push(Row {
+        what: "open from the checkpoint (s)",
+        unit: "s",
+        subject: c,
+        baseline_name: "full replay of the same store",
+        baseline: f,
+        goal: "<= 3%",
+        workload: main.name.clone(),
+    });
+    let big = build(&WorkloadSpec {
+        sessions: main_spec(quick).sessions * 4,
+        ..main_spec(quick)
+    });
+    let (b, s) = pair(
+        reps,
+        || open_time(big.dir.path(), true),
+        || open_time(main.dir.path(), true),
+    );
+    rows.push(Row {
+        what: "open from the checkpoint, 4x the history (s)",
+        unit: "s",
+        subject: b,
+        baseline_name: "the same at a quarter of the history",
+        baseline: s,
+        goal: "<= 1.5x",
+        workload: format!("{} against {}", big.name, main.name),
+    });
+    let (m4, m1) = pair(
+        reps,
+        || rss_per_event(big.dir.path()),
+        || rss_per_event(main.dir.path()),
+    );
+    rows.push(Row {
+        what: "resident memory after open, B/event",
+        unit: "B",
+        subject: m4,
+        baseline_name: "the same, the store of a quarter",
+        baseline: m1,
+        goal: "<= 20 B",
+        workload: format!("{} against {}", big.name, main.name),
+    });
+}
+
+/// One long session of about `events` events (the DSH mix's turns, one after another).
+fn long_spec(events: u64) -> WorkloadSpec {
+    // A turn of this mix is about 85 events.
+    let turns = (events / 85).max(1);
+    WorkloadSpec {
+        sessions: 1,
+        min_turns: turns,
+        max_turns: turns,
+        max_chunks: 60,
+        ..WorkloadSpec::default()
+    }
+}
+
+/// Many short sessions, about `events` in all (one turn of the mix each, ~85 events).
+fn many_spec(events: u64) -> WorkloadSpec {
+    WorkloadSpec {
+        sessions: usize::try_from(events / 85).unwrap_or(1).max(2),
+        min_turns: 1,
+        max_turns: 1,
+        max_chunks: 60,
+        ..WorkloadSpec::default()
+    }
+}
+
+/// Many sessions against one long session (open time per event), and tail-50 of the long one.
+pub fn shape_rows(
+    quick: bool,
+    big: bool,
+    reps: usize,
+    run: &dyn Fn(&str) -> bool,
+    rows: &mut Vec<Row>,
+) {
+    let events = if quick {
+        100_000
+    } else if big {
+        10_000_000
+    } else {
+        1_000_000
+    };
+    let long = build(&long_spec(events));
+    if run("open") {
+        let many = build(&many_spec(events));
+        let (many_n, long_n) = (events_of(many.dir.path()), events_of(long.dir.path()));
+        let (m, l) = pair(
+            reps,
+            || open_time(many.dir.path(), true) / many_n as f64,
+            || open_time(long.dir.path(), true) / long_n as f64,
+        );
+        rows.push(Row {
+            what: "open per event, many short sessions (ns)",
+            unit: "s/ev",
+            subject: m,
+            baseline_name: "the same, one long session",
+            baseline: l,
+            goal: "<= 2x",
+            workload: format!("{} against {}", many.name, long.name),
+        });
+        let (mm, ml) = pair(
+            reps,
+            || rss_per_event(many.dir.path()),
+            || rss_per_event(long.dir.path()),
+        );
+        rows.push(Row {
+            what: "resident memory after open, B/event, many sessions",
+            unit: "B",
+            subject: mm,
+            baseline_name: "the same, one long session",
+            baseline: ml,
+            goal: "<= 2x",
+            workload: format!("{} against {}", many.name, long.name),
+        });
+    }
+    if run("tail") {
+        let store = Store::open_read_only(long.dir.path()).expect("open");
+        let id = store
+            .list()
+            .into_iter()
+            .max_by_key(|s| s.events)
+            .expect("session")
+            .header
+            .id;
+        let bytes: Vec<u8> = store
+            .last_events(&id, 50)
+            .expect("read")
+            .iter()
+            .flat_map(|e| e.data().to_vec())
+            .collect();
+        let time_n = |n: u32, f: &mut dyn FnMut()| {
+            let t = Instant::now();
+            for _ in 0..n {
+                f();
+            }
+            t.elapsed().as_secs_f64() / f64::from(n)
+        };
+        let (t, c) = pair(
+            reps,
+            || {
+                time_n(2000, &mut || {
+                    std::hint::black_box(store.last_events(&id, 50).expect("read"));
+                })
+            },
+            || {
+                time_n(2000, &mut || {
+                    std::hint::black_box(bytes.clone());
+                })
+            },
+        );
+        rows.push(Row {
+            what: "tail-50 of the long session (s)",
+            unit: "s",
+            subject: t,
+            baseline_name: "copying the same data bytes",
+            baseline: c,
+            goal: "<= 10 us",
+            workload: long.name.clone(),
+        });
+    }
+}
