@@ -29,6 +29,34 @@ impl Default for Limits {
     }
 }
 
+/// The clock of one write, read at most once and only when asked: a write whose events all
+/// carry their time and that starts no segment reads no clock (a clock read was 6 % of a
+/// buffered append of DSH's mix, whose events are all stamped by the harness).
+pub(crate) struct Now<'a> {
+    clock: &'a Clock,
+    at: std::cell::Cell<Option<i64>>,
+}
+
+impl<'a> Now<'a> {
+    /// Not read yet.
+    pub(crate) fn new(clock: &'a Clock) -> Self {
+        Self {
+            clock,
+            at: std::cell::Cell::new(None),
+        }
+    }
+
+    /// The time of this write: the clock's answer the first time, the same answer after.
+    pub(crate) fn get(&self) -> i64 {
+        if let Some(t) = self.at.get() {
+            return t;
+        }
+        let t = self.clock.now_ms();
+        self.at.set(Some(t));
+        t
+    }
+}
+
 /// Where event times come from when the caller does not give one: Unix epoch milliseconds.
 #[derive(Clone)]
 pub struct Clock(Arc<dyn Fn() -> i64 + Send + Sync>);

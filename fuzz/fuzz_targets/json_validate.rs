@@ -1,6 +1,6 @@
 //! The validator, the member index and the navigator: no panic on any bytes; validating with
 //! the index decides as validating without it; validated bytes navigate, and the index reads
-//! every member and element as walking reads it.
+//! every member and element as walking reads it; UTF-8 is decided as a whole-input check.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -35,6 +35,15 @@ fuzz_target!(|data: &[u8]| {
         max_data_bytes: 1 << 20,
     };
     let plain = validate(data, &limits);
+    // UTF-8 is checked by the grammar, inside strings: it decides as a whole-input check.
+    match std::str::from_utf8(data) {
+        Err(e) if data.len() <= limits.max_data_bytes => {
+            let e = e.valid_up_to();
+            assert!(matches!(&plain, Err(j) if j.offset == e && j.kind == sessdb::json::JsonErrorKind::InvalidUtf8), "{plain:?}");
+        }
+        Ok(_) => assert!(!matches!(&plain, Err(j) if j.kind == sessdb::json::JsonErrorKind::InvalidUtf8)),
+        Err(_) => {}
+    }
     let mut tape = Tape::new();
     assert_eq!(tape.validate(data, &limits), plain);
     if plain.is_ok() {

@@ -27,6 +27,13 @@ pub(crate) fn special_bytes(x: u64) -> u64 {
     equal_to(x, b'"') | equal_to(x, b'\\') | below_space
 }
 
+/// [`special_bytes`] and every byte at or above 0x80 (exact for the lowest): a string scan
+/// that checks UTF-8 as it goes stops at the first non-ASCII byte too.
+#[inline]
+pub(crate) fn special_or_high(x: u64) -> u64 {
+    special_bytes(x) | (x & HIGH)
+}
+
 /// The high bit of each byte of `x` that is `"` or `\\` (exact for the lowest).
 #[inline]
 pub(crate) fn quote_or_backslash(x: u64) -> u64 {
@@ -52,6 +59,10 @@ mod tests {
             proptest::prop_assert_eq!(
                 lowest(special_bytes(x)),
                 word.iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20)
+            );
+            proptest::prop_assert_eq!(
+                lowest(special_or_high(x)),
+                word.iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20 || c >= 0x80)
             );
             proptest::prop_assert_eq!(
                 lowest(quote_or_backslash(x)),

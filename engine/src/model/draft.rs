@@ -193,7 +193,12 @@ impl Draft {
 
     /// The event this draft becomes at `seq`, stamped `now` unless it has a time.
     pub fn into_event(self, seq: u64, now: i64) -> Event {
-        let time = self.time.unwrap_or(now);
+        self.into_event_with(seq, || now)
+    }
+
+    /// [`Draft::into_event`], asking `now` for the time only when the draft has none.
+    pub(crate) fn into_event_with(self, seq: u64, now: impl FnOnce() -> i64) -> Event {
+        let time = self.time.unwrap_or_else(now);
         match self.event_type {
             Cow::Borrowed(name) => Event::with_type_name(name, seq, time, self.data),
             Cow::Owned(name) => Event::new(name, seq, time, self.data),

@@ -127,7 +127,9 @@ impl Store {
     pub fn append(&self, session: &str, draft: Draft) -> Result<u64> {
         self.inner
             .write_events(session, |entry, now| {
-                Ok(Batch::One(draft.into_event(entry.state.next_seq(), now)))
+                Ok(Batch::One(
+                    draft.into_event_with(entry.state.next_seq(), || now.get()),
+                ))
             })
             .map(|r| r.start)
     }
@@ -142,7 +144,7 @@ impl Store {
             Ok(drafts
                 .into_iter()
                 .enumerate()
-                .map(|(i, d)| d.into_event(first + i as u64, now))
+                .map(|(i, d)| d.into_event_with(first + i as u64, || now.get()))
                 .collect::<Vec<_>>()
                 .into())
         })
@@ -172,7 +174,7 @@ impl Store {
                 None => None,
             };
             let (events, r) =
-                resume_events(&entry.state, last.as_ref().map(Event::event_type), now);
+                resume_events(&entry.state, last.as_ref().map(Event::event_type), now.get());
             report = r;
             Ok(events.into())
         })?;

@@ -327,13 +327,13 @@ impl Tail {
         crc: u32,
         segment_bytes_max: u64,
         preallocate: u64,
-        now_ms: i64,
+        now: &crate::limits::Now<'_>,
     ) -> Result<u64> {
         if self.active_bytes() > 0
             && SEGMENT_HEADER_LEN as u64 + self.active_bytes() + frame.len() as u64
                 > segment_bytes_max
         {
-            self.roll(storage, segments, now_ms)?;
+            self.roll(storage, segments, now.get())?;
         }
         let lsn = self.next_lsn;
         let at = self.active.offset_of(lsn);

@@ -14,6 +14,7 @@ use crate::event::Event;
 use crate::model::{
     EventSource, ForkPlan, ForkSpec, SessionHeader, SessionState, end_seed_after, plan_fork,
 };
+use crate::limits::Now;
 use crate::{Error, Result};
 
 impl Inner {
@@ -46,7 +47,7 @@ impl Inner {
         &self,
         tail: &mut Tail,
         body: &BodyRef<'_>,
-        now: i64,
+        now: &Now<'_>,
     ) -> Result<(u64, u64)> {
         // Checked under the tail lock: an append that waited for it while another write
         // failed must not write after that failure (a failed roll left the tail behind).
@@ -69,7 +70,7 @@ impl Inner {
         tail: &mut Tail,
         body: &BodyRef<'_>,
         frame: &mut Vec<u8>,
-        now: i64,
+        now: &Now<'_>,
     ) -> Result<(u64, u64)> {
         // Only a part past its 4 GiB length field fails to encode.
         let kind =
@@ -140,10 +141,10 @@ impl Inner {
         if self.catalog.read().sessions.contains_key(&id) {
             return Err(Error::SessionExists { id });
         }
-        let now = self.options.clock.now_ms();
+        let now = Now::new(&self.options.clock);
         if end_seed {
             let last = events.last().map(Event::event_type);
-            let marker = end_seed_after(last, events.len() as u64, now);
+            let marker = end_seed_after(last, events.len() as u64, now.get());
             events.extend(marker);
         }
         let source = StoredEvents {
@@ -162,7 +163,7 @@ impl Inner {
                 header_json: &header_json,
                 events: &events,
             },
-            now,
+            &now,
         )?;
         let mut locs = crate::model::SharedVec::default();
         for &(offset, len) in &tail.offsets {
@@ -181,16 +182,16 @@ impl Inner {
     pub(super) fn write_events(
         &self,
         session: &str,
-        make: impl FnOnce(&SessionEntry, i64) -> Result<Batch>,
+        make: impl FnOnce(&SessionEntry, &Now<'_>) -> Result<Batch>,
     ) -> Result<std::ops::Range<u64>> {
         self.check_writable()?;
         let mut tail_guard = self.tail.lock();
         let tail = tail_guard.as_mut().ok_or(Error::ReadOnly)?;
-        let now = self.options.clock.now_ms();
+        let now = Now::new(&self.options.clock);
         let (events, planned, first) = {
             let cat = self.catalog.read();
             let entry = cat.get(session)?;
-            let events = make(entry, now)?;
+            let events = make(entry, &now)?;
             let source = StoredEvents {
                 segments: &self.segments,
                 locs: Some(&entry.locs),
@@ -214,7 +215,7 @@ impl Inner {
                 session,
                 events: &events,
             },
-            now,
+            &now,
         )?;
         let range = first..first + events.len() as u64;
         {
@@ -236,14 +237,14 @@ impl Inner {
         self.check_writable()?;
         let mut tail_guard = self.tail.lock();
         let tail = tail_guard.as_mut().ok_or(Error::ReadOnly)?;
-        let now = self.options.clock.now_ms();
+        let now = Now::new(&self.options.clock);
         let mut cat = self.catalog.write();
         let plan = plan_fork(
             source,
             cat.sessions.get(source).map(|p| (&p.header, &p.state)),
             &spec,
             |id| cat.sessions.contains_key(id),
-            now,
+            now.get(),
         )?;
         let Some((base, locs)) = cat.fork_base(
             &self.segments,
@@ -290,7 +291,7 @@ impl Inner {
             inherited,
             events: &marker,
         };
-        let (lsn, end) = self.write_record(tail, &body, now)?;
+        let (lsn, end) = self.write_record(tail, &body, &now)?;
         let mut locs = locs;
         for &(offset, len) in &tail.offsets {
             locs.push(EventLoc { lsn, offset, len });
@@ -317,8 +318,8 @@ impl Inner {
                 id: session.to_owned(),
             });
         }
-        let now = self.options.clock.now_ms();
-        let (_, end) = self.write_record(tail, &BodyRef::Delete { session }, now)?;
+        let now = Now::new(&self.options.clock);
+        let (_, end) = self.write_record(tail, &BodyRef::Delete { session }, &now)?;
         self.catalog.write().delete(session);
         drop(tail_guard);
         self.after_write(end)
