@@ -138,9 +138,9 @@ pub(crate) fn write_line(
     out.extend_from_slice(b"{\"type\":");
     crate::json::write_str(out, event_type);
     out.extend_from_slice(b",\"seq\":");
-    out.extend_from_slice(seq.to_string().as_bytes());
+    crate::json::write_u64(out, seq);
     out.extend_from_slice(b",\"time\":");
-    out.extend_from_slice(time.to_string().as_bytes());
+    crate::json::write_i64(out, time);
     out.extend_from_slice(b",\"data\":");
     out.extend_from_slice(data);
     let write_sources = |out: &mut Vec<u8>, sources: Option<_>| {
@@ -151,7 +151,7 @@ pub(crate) fn write_line(
                     out.push(b',');
                 }
                 let s: u64 = s;
-                out.extend_from_slice(s.to_string().as_bytes());
+                crate::json::write_u64(out, s);
             }
             out.push(b']');
         }

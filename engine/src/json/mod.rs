@@ -19,4 +19,4 @@ pub(crate) use nav::object_eq_with;
 pub use nav::{JsonKind, JsonRef};
 pub use tape::{Node, Tape};
 pub use validate::{JsonError, JsonErrorKind, validate};
-pub use write::write_str;
+pub use write::{write_i64, write_str, write_u64};

@@ -62,7 +62,7 @@ mod tests {
             );
             proptest::prop_assert_eq!(
                 lowest(special_or_high(x)),
-                word.iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20 || c >= 0x80)
+                word.iter().position(|&c| c == b'"' || c == b'\\' || !(0x20..0x80).contains(&c))
             );
             proptest::prop_assert_eq!(
                 lowest(quote_or_backslash(x)),

@@ -593,7 +593,10 @@ mod tests {
         ] {
             assert_eq!(
                 validate(bytes, &Limits::default()),
-                Err(JsonError { offset: at, kind: InvalidUtf8 }),
+                Err(JsonError {
+                    offset: at,
+                    kind: InvalidUtf8
+                }),
                 "{bytes:?}"
             );
         }

@@ -173,8 +173,11 @@ impl Store {
                 Some(seq) => inner.event_at_loc(entry, seq)?,
                 None => None,
             };
-            let (events, r) =
-                resume_events(&entry.state, last.as_ref().map(Event::event_type), now.get());
+            let (events, r) = resume_events(
+                &entry.state,
+                last.as_ref().map(Event::event_type),
+                now.get(),
+            );
             report = r;
             Ok(events.into())
         })?;

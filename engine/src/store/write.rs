@@ -11,10 +11,10 @@ use super::segments::{EventLoc, Tail};
 use crate::codec::frame::{begin_frame, payload_len, payload_offset, seal_frame};
 use crate::codec::record::{BodyRef, encode_into};
 use crate::event::Event;
+use crate::limits::Now;
 use crate::model::{
     EventSource, ForkPlan, ForkSpec, SessionHeader, SessionState, end_seed_after, plan_fork,
 };
-use crate::limits::Now;
 use crate::{Error, Result};
 
 impl Inner {

@@ -143,3 +143,18 @@ pub fn export_row(built: &Built, reps: usize, rows: &mut Vec<Row>) {
         workload: built.name.clone(),
     });
 }
+
+/// Seconds of one JSONL export of `built` into a fresh directory.
+pub fn jsonl_export_once(built: &Built) -> f64 {
+    let store = Store::open_read_only(built.dir.path()).expect("open");
+    let out = temp();
+    let t = Instant::now();
+    sessdb_formats::jsonl::export_jsonl(
+        &store,
+        out.path(),
+        &sessdb_formats::jsonl::ExportOptions::default(),
+        &mut |_| {},
+    )
+    .expect("export");
+    t.elapsed().as_secs_f64()
+}

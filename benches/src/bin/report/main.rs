@@ -62,6 +62,16 @@ fn main() {
         }
         return;
     }
+    // `--profile-export N`: the JSONL export of the main store alone, N times (for `perf`).
+    if let Some(i) = args.iter().position(|a| a == "--profile-export") {
+        let n: usize = args.get(i + 1).and_then(|n| n.parse().ok()).unwrap_or(10);
+        let main = open::build(&open::main_spec(quick));
+        println!("{}", main.name);
+        for _ in 0..n {
+            println!("{:.1} ms", export::jsonl_export_once(&main) * 1e3);
+        }
+        return;
+    }
     if let Some(mix) = &mix {
         append::rows(mix, reps, &run, &mut rows);
     }
