@@ -1,6 +1,7 @@
 //! The validator, the member index and the navigator: no panic on any bytes; validating with
 //! the index decides as validating without it; validated bytes navigate, and the index reads
-//! every member and element as walking reads it; UTF-8 is decided as a whole-input check.
+//! every member and element as walking reads it; UTF-8 is decided as a whole-input check;
+//! every decision and refusal offset is the previous validator's (`validate_reference`).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -35,6 +36,8 @@ fuzz_target!(|data: &[u8]| {
         max_data_bytes: 1 << 20,
     };
     let plain = validate(data, &limits);
+    // The validator decides and names refusals exactly as the one it replaced.
+    assert_eq!(plain, sessdb::json::validate_reference(data, &limits));
     // UTF-8 is checked by the grammar, inside strings: it decides as a whole-input check.
     match std::str::from_utf8(data) {
         Err(e) if data.len() <= limits.max_data_bytes => {
