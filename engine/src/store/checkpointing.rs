@@ -50,8 +50,11 @@ impl Inner {
         ck.generation = meta.generation;
         ck.covered_lsn = meta.covered_lsn;
         ck.stale_newer = false;
-        self.bytes_since_checkpoint
-            .store(0, std::sync::atomic::Ordering::Relaxed);
+        self.checkpoint_due_lsn.store(
+            meta.covered_lsn
+                .saturating_add(self.options.checkpoint_interval_bytes),
+            std::sync::atomic::Ordering::Relaxed,
+        );
         if full {
             // Keep the previous full chain as a fallback; older files go.
             let keep_from = ck.last_full;

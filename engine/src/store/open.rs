@@ -154,6 +154,9 @@ pub(super) fn open(
         e.state.surface.shrink_to_fit();
     }
     let commit = super::commit::GroupCommit::new(tail.as_ref());
+    let checkpoint_due_lsn = scanned
+        .end_lsn
+        .saturating_add(options.checkpoint_interval_bytes);
     Ok(Inner {
         storage,
         options,
@@ -165,7 +168,7 @@ pub(super) fn open(
         catalog: RwLock::new(catalog),
         commit,
         poison: super::poison::Poison::default(),
-        bytes_since_checkpoint: AtomicU64::new(0),
+        checkpoint_due_lsn: AtomicU64::new(checkpoint_due_lsn),
         ckpt: Mutex::new(ck_state),
         changes: super::changes::Changes::default(),
         closed: AtomicBool::new(false),
