@@ -96,20 +96,23 @@ impl SessionHeader {
         if root.kind() != JsonKind::Object {
             return Err(bad("a header must be a JSON object".into()));
         }
-        let version = root
-            .get("version")
-            .ok_or_else(|| bad("missing \"version\"".into()))?;
-        if version.as_safe_integer() != Some(0) {
-            return Err(Error::UnsupportedFormat {
-                found: String::from_utf8_lossy(version.bytes()).into_owned(),
-                expected: SESSION_FORMAT_VERSION,
-            });
-        }
+        // One pass over the members, no allocation per key (opening a store of many sessions
+        // parses every header: the per-key strings and a second walk for "version" made
+        // this most of such an open). The refusals keep their order: a missing or other
+        // version first, then the first bad member, then a missing required member.
         let mut header = SessionHeader::new(String::new(), 0);
-        let mut seen: Vec<String> = Vec::new();
+        let mut version = None;
+        let mut first_bad: Option<Error> = None;
+        let (mut has_type, mut has_id, mut has_created) = (false, false, false);
         // Members in order, so a repeated key ends with its last value, as in `JSON.parse`.
         for (key, value) in root.members() {
-            let key = key.as_str().unwrap_or_default().into_owned();
+            let key = key.as_str().unwrap_or_default();
+            if key == "version" {
+                version = Some(value);
+            }
+            if first_bad.is_some() {
+                continue;
+            }
             let string = || {
                 value
                     .as_str()
@@ -122,30 +125,55 @@ impl SessionHeader {
                     .filter(|v| *v >= 0)
                     .ok_or_else(|| bad(format!("{key} must be a non-negative safe integer")))
             };
-            match key.as_str() {
-                "type" if value.str_eq("session") => {}
-                "type" => return Err(bad("type must be \"session\"".into())),
-                "version" => {}
-                "id" => header.id = string()?,
-                "createdAt" => header.created_at = uint()?,
-                "cwd" => header.cwd = Some(string()?),
-                "parentSession" => header.parent_session = Some(string()?),
-                "seedLength" => header.seed_length = Some(uint()?.unsigned_abs()),
-                "origin" if value.str_eq("subagent") => header.origin = Some(Origin::Subagent),
-                "origin" => return Err(bad("origin may only be \"subagent\"".into())),
-                "delegationDepth" => header.delegation_depth = uint()?.unsigned_abs(),
-                "agentPreset" => header.agent_preset = Some(string()?),
+            let outcome: Result<()> = match &*key {
+                "type" if value.str_eq("session") => Ok(()),
+                "type" => Err(bad("type must be \"session\"".into())),
+                "version" => Ok(()),
+                "id" => string().map(|v| header.id = v),
+                "createdAt" => uint().map(|v| header.created_at = v),
+                "cwd" => string().map(|v| header.cwd = Some(v)),
+                "parentSession" => string().map(|v| header.parent_session = Some(v)),
+                "seedLength" => uint().map(|v| header.seed_length = Some(v.unsigned_abs())),
+                "origin" if value.str_eq("subagent") => {
+                    header.origin = Some(Origin::Subagent);
+                    Ok(())
+                }
+                "origin" => Err(bad("origin may only be \"subagent\"".into())),
+                "delegationDepth" => uint().map(|v| header.delegation_depth = v.unsigned_abs()),
+                "agentPreset" => string().map(|v| header.agent_preset = Some(v)),
                 "sandboxMode" | "approvalPolicy" => {
-                    return Err(bad(format!("retired header field {key:?}")));
+                    Err(bad(format!("retired header field {key:?}")))
                 }
                 // DSH's reader ignores fields it does not know; so does sessdb (they are
                 // not kept: the header sessdb writes holds the fields above).
-                _ => {}
+                _ => Ok(()),
+            };
+            match outcome {
+                Ok(()) => match &*key {
+                    "type" => has_type = true,
+                    "id" => has_id = true,
+                    "createdAt" => has_created = true,
+                    _ => {}
+                },
+                Err(e) => first_bad = Some(e),
             }
-            seen.push(key);
         }
-        for required in ["type", "id", "createdAt"] {
-            if !seen.iter().any(|k| k == required) {
+        let version = version.ok_or_else(|| bad("missing \"version\"".into()))?;
+        if version.as_safe_integer() != Some(0) {
+            return Err(Error::UnsupportedFormat {
+                found: String::from_utf8_lossy(version.bytes()).into_owned(),
+                expected: SESSION_FORMAT_VERSION,
+            });
+        }
+        if let Some(e) = first_bad {
+            return Err(e);
+        }
+        for (required, present) in [
+            ("type", has_type),
+            ("id", has_id),
+            ("createdAt", has_created),
+        ] {
+            if !present {
                 return Err(bad(format!("missing \"{required}\"")));
             }
         }
@@ -214,11 +242,17 @@ mod tests {
 
     #[test]
     fn foreign_version_is_refused_before_shape_checks() {
-        let err = SessionHeader::from_json(br#"{"version":3,"bogus":1}"#).unwrap_err();
-        assert!(
-            matches!(err, Error::UnsupportedFormat { ref found, expected: 0 } if found == "3"),
-            "{err}"
-        );
+        for line in [
+            &br#"{"version":3,"bogus":1}"#[..],
+            br#"{"type":"x","origin":"y","version":3}"#,
+            br#"{"version":0,"version":3}"#,
+        ] {
+            let err = SessionHeader::from_json(line).unwrap_err();
+            assert!(
+                matches!(err, Error::UnsupportedFormat { ref found, expected: 0 } if found == "3"),
+                "{err}"
+            );
+        }
     }
 
     #[test]
@@ -263,6 +297,20 @@ mod tests {
             (
                 r#"{"type":"session","version":0,"id":"a","createdAt":1,"delegationDepth":1.5}"#,
                 "delegationDepth",
+            ),
+            // The order of refusals: the version first (even after a bad member), then the
+            // first bad member, then a missing required member.
+            (
+                r#"{"type":"x","id":"a","createdAt":1}"#,
+                "missing \"version\"",
+            ),
+            (
+                r#"{"type":"session","createdAt":-1,"version":0}"#,
+                "createdAt must be",
+            ),
+            (
+                r#"{"type":"x","version":0,"cwd":"rel","id":"a","createdAt":1}"#,
+                "type must be",
             ),
         ] {
             let err = SessionHeader::from_json(line.as_bytes()).unwrap_err();

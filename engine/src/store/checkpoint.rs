@@ -111,6 +111,8 @@ pub(crate) fn apply(body: Body, catalog: &mut Catalog) -> std::result::Result<()
     }
     let mut sessions = body.sessions;
     sessions.sort_by_key(|s| s.created_lsn);
+    // Sized once: growing the map by doubling rehashed it a dozen times for 10k sessions.
+    catalog.sessions.reserve(sessions.len());
     for snap in sessions {
         restore(snap, catalog)?;
     }

@@ -72,6 +72,12 @@ fn main() {
         }
         return;
     }
+    // `--profile-open N`: read-only opens of the many-sessions store alone, N times (`perf`).
+    if let Some(i) = args.iter().position(|a| a == "--profile-open") {
+        let n: usize = args.get(i + 1).and_then(|n| n.parse().ok()).unwrap_or(10);
+        open::profile_many(quick, n);
+        return;
+    }
     if let Some(mix) = &mix {
         append::rows(mix, reps, &run, &mut rows);
     }

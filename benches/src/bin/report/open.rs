@@ -16,6 +16,10 @@ use crate::measure::{Row, pair, temp};
 pub struct Built {
     pub dir: tempfile::TempDir,
     pub name: String,
+    /// Events appended to build it. (The store's own count is larger: the workload's fork
+    /// shares its parent's events, which `stats().events` counts for the child too — for the
+    /// one-session store that doubled its count.)
+    pub events: u64,
 }
 
 /// Builds a store from the DSH mix of `spec`, streamed from the generator (nothing recorded),
@@ -31,7 +35,11 @@ pub fn build(spec: &WorkloadSpec) -> Built {
         summary.sessions.len(),
         summary.events
     );
-    Built { dir, name }
+    Built {
+        dir,
+        name,
+        events: summary.events,
+    }
 }
 
 /// The store of the open, tail-of-many and export rows: 100 sessions, about 1M events
@@ -56,8 +64,9 @@ fn open_time(dir: &Path, from_checkpoint: bool) -> f64 {
     secs
 }
 
-/// Resident bytes a fresh process adds by opening `dir`, per event.
-fn rss_per_event(dir: &Path) -> f64 {
+/// Resident bytes a fresh process adds by opening `built`, per appended event.
+fn rss_per_event(built: &Built) -> f64 {
+    let dir = built.dir.path();
     let out = std::process::Command::new(std::env::current_exe().expect("exe"))
         .args(["--open-rss", &dir.display().to_string()])
         .output()
@@ -66,13 +75,8 @@ fn rss_per_event(dir: &Path) -> f64 {
     let mut it = text
         .split_whitespace()
         .map(|x| x.parse::<f64>().unwrap_or(0.0));
-    let (bytes, events) = (it.next().unwrap_or(0.0), it.next().unwrap_or(1.0));
-    bytes / events.max(1.0)
-}
-
-/// Events a store holds.
-fn events_of(dir: &Path) -> u64 {
-    Store::open_read_only(dir).expect("open").stats().events
+    let bytes = it.next().unwrap_or(0.0);
+    bytes / (built.events.max(1) as f64)
 }
 
 /// The open rows on `main` (built from [`main_spec`]).
@@ -109,11 +113,7 @@ pub fn open_rows(main: &Built, quick: bool, reps: usize, rows: &mut Vec<Row>) {
         goal: "<= 1.5x",
         workload: format!("{} against {}", big.name, main.name),
     });
-    let (m4, m1) = pair(
-        reps,
-        || rss_per_event(big.dir.path()),
-        || rss_per_event(main.dir.path()),
-    );
+    let (m4, m1) = pair(reps, || rss_per_event(&big), || rss_per_event(main));
     rows.push(Row {
         what: "resident memory after open, B/event",
         unit: "B",
@@ -167,7 +167,7 @@ pub fn shape_rows(
     let long = build(&long_spec(events));
     if run("open") {
         let many = build(&many_spec(events));
-        let (many_n, long_n) = (events_of(many.dir.path()), events_of(long.dir.path()));
+        let (many_n, long_n) = (many.events, long.events);
         let (m, l) = pair(
             reps,
             || open_time(many.dir.path(), true) / many_n as f64,
@@ -182,11 +182,7 @@ pub fn shape_rows(
             goal: "<= 2x",
             workload: format!("{} against {}", many.name, long.name),
         });
-        let (mm, ml) = pair(
-            reps,
-            || rss_per_event(many.dir.path()),
-            || rss_per_event(long.dir.path()),
-        );
+        let (mm, ml) = pair(reps, || rss_per_event(&many), || rss_per_event(&long));
         rows.push(Row {
             what: "resident memory after open, B/event, many sessions",
             unit: "B",
@@ -241,5 +237,14 @@ pub fn shape_rows(
             goal: "<= 10 us",
             workload: long.name.clone(),
         });
+    }
+}
+
+/// Opens the many-sessions store `n` times, printing each open's time (for `perf`).
+pub fn profile_many(quick: bool, n: usize) {
+    let many = build(&many_spec(if quick { 100_000 } else { 1_000_000 }));
+    println!("{}", many.name);
+    for _ in 0..n {
+        println!("{:.2} ms", open_time(many.dir.path(), true) * 1e3);
     }
 }
