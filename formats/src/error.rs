@@ -77,6 +77,7 @@ pub enum Error {
         source: std::io::Error,
     },
     /// SQLite failed.
+    #[cfg(feature = "sqlite")]
     #[error("{}: sqlite: {source}", file.display())]
     Sqlite {
         /// The database file.

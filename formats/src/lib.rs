@@ -6,6 +6,11 @@
 //! validates every session of the input before it stores any (one refused or conflicting
 //! session and nothing is stored), and appends nothing (no end-seed marker, no closers).
 //!
+//! Features (both default): `sqlite` (the [`sqlite`] module; SQLite is linked through
+//! rusqlite, built in only when the final binary enables rusqlite's `bundled`) and `zstd`
+//! (`session.jsonl.zstd` files; without it a zstd file or export is refused with a clear
+//! error).
+//!
 //! ```
 //! use std::sync::Arc;
 //! use sessdb::storage::MemStorage;
@@ -32,6 +37,7 @@ pub mod jsonl;
 pub mod legacy;
 mod progress;
 mod select;
+#[cfg(feature = "sqlite")]
 pub mod sqlite;
 mod target;
 

@@ -76,6 +76,13 @@ pub fn export_jsonl(
     let chosen = crate::select::chosen_sessions(store, &options.sessions)?;
     check_root(root, options.force)?;
     check_one_encoding(root, options.zstd)?;
+    if options.zstd && !cfg!(feature = "zstd") {
+        return Err(Error::Layout {
+            path: root.to_owned(),
+            problem: "a zstd export needs sessdb-formats' `zstd` feature, not in this build"
+                .into(),
+        });
+    }
     let mut done = Progress {
         events_total: chosen.iter().map(|i| i.events).sum(),
         ..Progress::default()
@@ -324,6 +331,10 @@ fn check_one_encoding(root: &Path, zstd: bool) -> Result<()> {
 /// Raw bytes, or one zstd frame per `write`.
 struct Sink<W: Write> {
     out: W,
+    #[cfg_attr(
+        not(feature = "zstd"),
+        allow(dead_code, reason = "export refuses zstd before writing without the feature")
+    )]
     zstd: bool,
     written: u64,
 }
@@ -341,6 +352,7 @@ impl<W: Write> Sink<W> {
         if bytes.is_empty() {
             return Ok(());
         }
+        #[cfg(feature = "zstd")]
         if self.zstd {
             let mut enc = zstd::stream::write::Encoder::new(Vec::new(), 3)?;
             enc.include_checksum(true)?;
@@ -348,10 +360,10 @@ impl<W: Write> Sink<W> {
             let frame = enc.finish()?;
             self.out.write_all(&frame)?;
             self.written += frame.len() as u64;
-        } else {
-            self.out.write_all(bytes)?;
-            self.written += bytes.len() as u64;
+            return Ok(());
         }
+        self.out.write_all(bytes)?;
+        self.written += bytes.len() as u64;
         Ok(())
     }
 

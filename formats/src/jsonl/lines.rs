@@ -6,7 +6,9 @@
 //! partial plaintext yields whatever complete lines it holds (the rest is a torn tail).
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
+#[cfg(feature = "zstd")]
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::{Error, Result};
@@ -96,6 +98,7 @@ impl Splitter {
 
 enum Input {
     Raw(BufReader<File>),
+    #[cfg(feature = "zstd")]
     Zstd {
         bytes: Vec<u8>,
         pos: usize,
@@ -136,6 +139,16 @@ impl LineReader {
         let zstd = std::io::BufRead::fill_buf(&mut reader)
             .map_err(|e| Error::io("read", path, e))?
             .starts_with(&ZSTD_MAGIC);
+        #[cfg(not(feature = "zstd"))]
+        if zstd {
+            return Err(Error::Layout {
+                path: path.to_owned(),
+                problem: "is zstd-compressed, and this build of sessdb-formats has no zstd \
+                          support (its `zstd` feature)"
+                    .into(),
+            });
+        }
+        #[cfg(feature = "zstd")]
         let input = if zstd {
             let mut bytes = Vec::new();
             reader
@@ -149,6 +162,8 @@ impl LineReader {
         } else {
             Input::Raw(reader)
         };
+        #[cfg(not(feature = "zstd"))]
+        let input = Input::Raw(reader);
         Ok(Self {
             path: path.to_owned(),
             input,
@@ -198,6 +213,7 @@ impl LineReader {
                     self.bytes_read += n as u64;
                 }
             }
+            #[cfg(feature = "zstd")]
             Input::Zstd { bytes, pos, frame } => {
                 let rest = bytes.get(*pos..).unwrap_or_default();
                 if rest.is_empty() {
@@ -244,6 +260,7 @@ impl LineReader {
 }
 
 /// Streams one frame's plaintext into the splitter (never holding more than a line).
+#[cfg(feature = "zstd")]
 fn decode_frame(
     frame: &[u8],
     splitter: &mut Splitter,
