@@ -79,8 +79,7 @@ pub fn export_jsonl(
     if options.zstd && !cfg!(feature = "zstd") {
         return Err(Error::Layout {
             path: root.to_owned(),
-            problem: "a zstd export needs sessdb-formats' `zstd` feature, not in this build"
-                .into(),
+            problem: "a zstd export needs sessdb-formats' `zstd` feature, not in this build".into(),
         });
     }
     let mut done = Progress {
@@ -333,7 +332,10 @@ struct Sink<W: Write> {
     out: W,
     #[cfg_attr(
         not(feature = "zstd"),
-        allow(dead_code, reason = "export refuses zstd before writing without the feature")
+        allow(
+            dead_code,
+            reason = "export refuses zstd before writing without the feature"
+        )
     )]
     zstd: bool,
     written: u64,

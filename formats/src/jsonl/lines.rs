@@ -6,9 +6,9 @@
 //! partial plaintext yields whatever complete lines it holds (the rest is a torn tail).
 
 use std::fs::File;
-use std::io::{BufRead, BufReader};
 #[cfg(feature = "zstd")]
 use std::io::Read;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 use crate::{Error, Result};

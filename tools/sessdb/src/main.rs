@@ -34,7 +34,7 @@ Exit codes:
 #[derive(Debug, Parser)]
 #[command(name = "sessdb", version, about, after_help = AFTER_HELP)]
 struct Cli {
-    /// No progress bars or notes on stderr.
+    /// No progress bars or notes on stderr (warnings about data are always shown).
     #[arg(short, long, global = true)]
     quiet: bool,
     #[command(subcommand)]

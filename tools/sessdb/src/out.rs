@@ -144,6 +144,12 @@ pub fn note(quiet: bool, text: &str) {
     }
 }
 
+/// A warning about data (dropped, replaced or stored in another shape) on stderr, quiet or
+/// not: `--quiet` silences progress and chatter, never what happened to the data.
+pub fn warn(text: &str) {
+    eprintln!("sessdb: warning: {text}");
+}
+
 /// An id or name as the terminal shows it: unchanged when every character is printable, else
 /// with control and other unprintable characters escaped (`\n`, `\u{1b}`), so an id can forge
 /// no row and inject no terminal escape.

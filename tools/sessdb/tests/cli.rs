@@ -928,3 +928,34 @@ fn streams_sorting_completions_man_and_suggestions() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("'verify'"));
 }
+
+#[test]
+fn regression_quiet_silences_chatter_never_a_warning_about_data() {
+    let dir = tempfile::tempdir().unwrap();
+    // A session whose last line is torn: import drops it, and says so even under `-q`.
+    std::fs::write(
+        dir.path().join("s.jsonl"),
+        concat!(
+            r#"{"type":"session","version":0,"id":"t1","createdAt":1,"delegationDepth":0}"#,
+            "\n",
+            r#"{"type":"session/end-seed","seq":0,"time":1,"data":{}}"#,
+            "\n",
+            r#"{"type":"turn/sta"#,
+        ),
+    )
+    .unwrap();
+    let out = sessdb(&["import", "st", "--jsonl", "s.jsonl", "-q"], dir.path());
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("warning") && err.contains("torn tail from line 3 dropped"),
+        "{err}"
+    );
+    assert!(!err.contains("imported"), "the summary is chatter: {err}");
+    // `stress -q`: its acknowledgements are its output (stdout); no summary on stderr.
+    let out = sessdb(&["stress", "st2", "--seconds", "0", "-q"], dir.path());
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+    let out = sessdb(&["stress", "st3", "--seconds", "0"], dir.path());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("writes acknowledged"));
+}

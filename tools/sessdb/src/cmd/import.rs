@@ -9,7 +9,7 @@ use sessdb_formats::sqlite::{import_sqlite, plan_sqlite};
 
 use crate::cmd::{PathArg, is_store, open_existing, open_or_create_writer};
 use crate::error::{CliError, CliResult, code};
-use crate::out::{Unit, bar, note, update};
+use crate::out::{Unit, bar, note, update, warn};
 
 #[derive(Debug, clap::Args)]
 #[command(group(clap::ArgGroup::new("source").args(["jsonl", "sqlite"]).required(true)))]
@@ -160,33 +160,24 @@ fn import(a: &Args, quiet: bool) -> CliResult {
         };
         if !s.invalid_utf8_lines.is_empty() {
             let lines: Vec<String> = s.invalid_utf8_lines.iter().map(u64::to_string).collect();
-            note(
-                quiet,
-                &format!(
-                    "{file}: invalid UTF-8 read as U+FFFD, as DSH reads it, on line(s) {}",
-                    lines.join(", ")
-                ),
-            );
+            warn(&format!(
+                "{file}: invalid UTF-8 read as U+FFFD, as DSH reads it, on line(s) {}",
+                lines.join(", ")
+            ));
         }
         if !s.migrated.is_empty() {
-            note(
-                quiet,
-                &format!(
-                    "{file}: session {}: {} event(s) in a legacy shape stored as DSH reads them (see FORMATS.md §1.1), from seq {}",
-                    s.id,
-                    s.migrated.len(),
-                    s.migrated.first().copied().unwrap_or_default()
-                ),
-            );
+            warn(&format!(
+                "{file}: session {}: {} event(s) in a legacy shape stored as DSH reads them (see FORMATS.md §1.1), from seq {}",
+                s.id,
+                s.migrated.len(),
+                s.migrated.first().copied().unwrap_or_default()
+            ));
         }
         if let Some(t) = &s.torn {
-            note(
-                quiet,
-                &format!(
-                    "{file}: torn tail from line {} dropped ({} line(s)): {}",
-                    t.line, t.lines_dropped, t.reason
-                ),
-            );
+            warn(&format!(
+                "{file}: torn tail from line {} dropped ({} line(s)): {}",
+                t.line, t.lines_dropped, t.reason
+            ));
         }
     }
     Ok(code::OK)

@@ -168,11 +168,14 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
     store.close()?;
     let n = acked.load(Ordering::Relaxed);
     let secs = started.elapsed().as_secs_f64();
-    eprintln!(
-        "stress: {n} writes acknowledged in {secs:.1} s ({:.0}/s), {} thread(s), {}",
-        n as f64 / secs.max(1e-9),
-        a.threads,
-        if a.sync { "Sync" } else { "Buffered" }
+    crate::out::note(
+        quiet,
+        &format!(
+            "stress: {n} writes acknowledged in {secs:.1} s ({:.0}/s), {} thread(s), {}",
+            n as f64 / secs.max(1e-9),
+            a.threads,
+            if a.sync { "Sync" } else { "Buffered" }
+        ),
     );
     Ok(code::OK)
 }
