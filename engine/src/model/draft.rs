@@ -186,6 +186,11 @@ impl Draft {
         self
     }
 
+    /// The time set with [`Draft::at`], if any (otherwise the store's clock stamps it).
+    pub fn time(&self) -> Option<i64> {
+        self.time
+    }
+
     /// The type string.
     pub fn event_type(&self) -> &str {
         &self.event_type

@@ -959,3 +959,20 @@ fn regression_quiet_silences_chatter_never_a_warning_about_data() {
     let out = sessdb(&["stress", "st3", "--seconds", "0"], dir.path());
     assert!(String::from_utf8_lossy(&out.stderr).contains("writes acknowledged"));
 }
+
+#[test]
+fn regression_the_demo_never_shows_a_last_event_before_a_creation() {
+    let dir = tempfile::tempdir().unwrap();
+    ok(&["demo", "store", "--quiet"], dir.path());
+    let listed = ok(&["ls", "store", "--json"], dir.path());
+    let rows = json(&listed);
+    let mut n = 0;
+    for row in rows.elements() {
+        let created = row.get("createdAt").and_then(|v| v.as_i64());
+        let last = row.get("lastEventTime").and_then(|v| v.as_i64());
+        assert!(created.is_some() && last.is_some(), "{listed}");
+        assert!(last >= created, "{listed}");
+        n += 1;
+    }
+    assert_eq!(n, 5, "{listed}");
+}

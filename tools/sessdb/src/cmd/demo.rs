@@ -8,10 +8,12 @@ use std::time::Instant;
 
 use sessdb::storage::FsStorage;
 use sessdb::store::verify;
-use sessdb::{Store, StoreOptions};
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use sessdb::{Draft, ForkSpec, SessionHeader, Store, StoreOptions};
 use sessdb_formats::jsonl::{ExportOptions, export_jsonl};
 use sessdb_formats::sqlite::{SqliteExportOptions, export_sqlite};
-use sessdb_workload::{WorkloadSpec, generate};
+use sessdb_workload::{Sink, WorkloadSpec, generate};
 
 use crate::cmd::{is_store, open_writer};
 use crate::error::{CliError, CliResult, code};
@@ -109,6 +111,33 @@ fn prepare(store: &Path, jsonl: &Path, sqlite: &Path) -> CliResult<()> {
     })
 }
 
+/// The store as the demo's sink, keeping the demo's clock at the generator's time: the
+/// latest time of an event or a creation so far. (A clock fixed at the workload's start
+/// stamped later sessions' end-seed markers, the fork and the repair closers before the
+/// sessions' own creation: `ls` showed a last event before the creation.)
+struct Stamped<'a> {
+    store: &'a Store,
+    now: &'a AtomicI64,
+}
+
+impl Sink for Stamped<'_> {
+    fn create(&mut self, header: SessionHeader) -> sessdb::Result<()> {
+        self.now.fetch_max(header.created_at, Ordering::Relaxed);
+        self.store.create_session(header, Vec::new()).map(|_| ())
+    }
+
+    fn append(&mut self, session: &str, draft: Draft) -> sessdb::Result<u64> {
+        if let Some(t) = draft.time() {
+            self.now.fetch_max(t, Ordering::Relaxed);
+        }
+        self.store.append(session, draft)
+    }
+
+    fn fork(&mut self, source: &str, spec: ForkSpec) -> sessdb::Result<String> {
+        self.store.fork(source, spec)
+    }
+}
+
 pub fn run(a: &Args, quiet: bool) -> CliResult {
     let (jsonl, sqlite) = (beside(&a.store, ".jsonl"), beside(&a.store, ".sqlite"));
     prepare(&a.store, &jsonl, &sqlite)?;
@@ -121,13 +150,21 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
 
     // The generator's time everywhere (end-seed markers, the fork's header, repair closers):
     // the same seed gives the same store, byte for byte.
+    let now = Arc::new(AtomicI64::new(spec.start_time_ms));
+    let clock_now = Arc::clone(&now);
     let options = StoreOptions {
-        clock: sessdb::Clock::fixed(spec.start_time_ms),
+        clock: sessdb::Clock::from_fn(move || clock_now.load(Ordering::Relaxed)),
         ..StoreOptions::default()
     };
     let started = Instant::now();
-    let mut store = open_writer(&a.store, options.clone())?;
-    let summary = generate(&spec, &mut store)?;
+    let store = open_writer(&a.store, options.clone())?;
+    let summary = generate(
+        &spec,
+        &mut Stamped {
+            store: &store,
+            now: &now,
+        },
+    )?;
     let written = started.elapsed();
     note(
         quiet,
