@@ -976,3 +976,34 @@ fn regression_the_demo_never_shows_a_last_event_before_a_creation() {
     }
     assert_eq!(n, 5, "{listed}");
 }
+
+#[test]
+fn regression_repair_dry_run_without_salvage_plans_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("o.jsonl"),
+        concat!(
+            r#"{"type":"session","version":0,"id":"t2","createdAt":1,"delegationDepth":0}"#,
+            "\n",
+            r#"{"type":"session/end-seed","seq":0,"time":1,"data":{}}"#,
+            "\n",
+            r#"{"type":"turn/start","seq":1,"time":2,"data":{"turn":1}}"#,
+            "\n",
+        ),
+    )
+    .unwrap();
+    ok(&["import", "st", "--jsonl", "o.jsonl", "-q"], dir.path());
+    let log_bytes = |d: &Path| {
+        std::fs::read_dir(d.join("st/segments"))
+            .unwrap()
+            .map(|e| std::fs::read(e.unwrap().path()).unwrap())
+            .collect::<Vec<_>>()
+    };
+    let before = log_bytes(dir.path());
+    let plan = ok(&["repair", "st", "--dry-run"], dir.path());
+    assert!(plan.contains("would close the open turn of t2"), "{plan}");
+    assert_eq!(log_bytes(dir.path()), before, "a dry run writes nothing");
+    let done = ok(&["repair", "st"], dir.path());
+    assert!(done.contains("closed the open turn of t2"), "{done}");
+    assert_eq!(ok(&["repair", "st", "--dry-run"], dir.path()).trim(), "nothing to repair");
+}

@@ -72,10 +72,11 @@ fn main() {
         }
         return;
     }
-    // `--profile-open N`: read-only opens of the many-sessions store alone, N times (`perf`).
+    // `--profile-open N`: read-only opens of the many-sessions store alone, N times (`perf`);
+    // with `--big`, of the open-growth row's 4x store.
     if let Some(i) = args.iter().position(|a| a == "--profile-open") {
         let n: usize = args.get(i + 1).and_then(|n| n.parse().ok()).unwrap_or(10);
-        open::profile_many(quick, n);
+        open::profile_many(quick, big, n);
         return;
     }
     if let Some(mix) = &mix {

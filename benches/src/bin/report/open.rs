@@ -240,9 +240,17 @@ pub fn shape_rows(
     }
 }
 
-/// Opens the many-sessions store `n` times, printing each open's time (for `perf`).
-pub fn profile_many(quick: bool, n: usize) {
-    let many = build(&many_spec(if quick { 100_000 } else { 1_000_000 }));
+/// Opens the many-sessions store (`big`: the open-growth row's 4x store) `n` times, printing
+/// each open's time (for `perf`).
+pub fn profile_many(quick: bool, big: bool, n: usize) {
+    let many = if big {
+        build(&WorkloadSpec {
+            sessions: main_spec(quick).sessions * 4,
+            ..main_spec(quick)
+        })
+    } else {
+        build(&many_spec(if quick { 100_000 } else { 1_000_000 }))
+    };
     println!("{}", many.name);
     for _ in 0..n {
         println!("{:.2} ms", open_time(many.dir.path(), true) * 1e3);

@@ -1,4 +1,4 @@
-//! `sessdb repair STORE [--salvage [--dry-run]]`
+//! `sessdb repair STORE [--salvage] [--dry-run]`
 
 use sessdb::StoreOptions;
 use sessdb::storage::FsStorage;
@@ -16,12 +16,15 @@ pub struct Args {
     /// intact event; keep every other session whole. Prints what each session lost.
     #[arg(long)]
     salvage: bool,
-    /// With --salvage: print the salvage plan and change nothing.
-    #[arg(long, requires = "salvage")]
+    /// Print what the repair would do and change nothing (with --salvage: the salvage plan).
+    #[arg(long)]
     dry_run: bool,
 }
 
 pub fn run(a: &Args, quiet: bool) -> CliResult {
+    if a.dry_run && !a.salvage {
+        return plan(a, quiet);
+    }
     if a.dry_run {
         if !is_store(&a.store) {
             return Err(no_store(&a.store));
@@ -86,6 +89,58 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
     store.checkpoint()?;
     store.close()?;
     if report.bytes_truncated == 0 && report.salvaged.is_none() && closed == 0 {
+        println("nothing to repair");
+    }
+    Ok(code::OK)
+}
+
+/// `repair --dry-run`: what a plain repair would do, read from a read-only open of the whole
+/// log (as the repair reads it), nothing written.
+fn plan(a: &Args, quiet: bool) -> CliResult {
+    if !is_store(&a.store) {
+        return Err(no_store(&a.store));
+    }
+    let (bar, progress) = scan_bar(quiet, "reading the log");
+    let options = StoreOptions {
+        ignore_checkpoints: true,
+        progress,
+        ..StoreOptions::default()
+    };
+    let store = sessdb::Store::open_read_only_with(
+        std::sync::Arc::new(FsStorage::new(&a.store)),
+        options,
+    );
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let store = store.map_err(|e| {
+        let e = CliError::from(e);
+        if e.message.contains("corruption") {
+            CliError {
+                hint: Some("rerun with --salvage --dry-run to see what salvage would keep"),
+                ..e
+            }
+        } else {
+            e
+        }
+    })?;
+    let report = store.open_report().clone();
+    let mut any = false;
+    if report.torn_tail_ignored > 0 {
+        any = true;
+        println(&format!(
+            "would cut a torn tail of {} byte(s)",
+            report.torn_tail_ignored
+        ));
+    }
+    for info in store.list().into_iter().filter(|i| i.turn_open) {
+        any = true;
+        println(&format!(
+            "would close the open turn of {} (repair closers, then an end-seed marker)",
+            shown(&info.header.id)
+        ));
+    }
+    if !any {
         println("nothing to repair");
     }
     Ok(code::OK)

@@ -25,7 +25,7 @@ pub struct Args {
     #[arg(long, conflicts_with_all = ["from", "to", "json"])]
     jsonl: bool,
     /// Start at this seq.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, value_name = "SEQ", default_value_t = 0)]
     from: u64,
     /// Stop after this seq (inclusive).
     #[arg(long, value_name = "SEQ")]
