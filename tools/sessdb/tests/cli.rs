@@ -1005,5 +1005,47 @@ fn regression_repair_dry_run_without_salvage_plans_and_changes_nothing() {
     assert_eq!(log_bytes(dir.path()), before, "a dry run writes nothing");
     let done = ok(&["repair", "st"], dir.path());
     assert!(done.contains("closed the open turn of t2"), "{done}");
-    assert_eq!(ok(&["repair", "st", "--dry-run"], dir.path()).trim(), "nothing to repair");
+    assert_eq!(
+        ok(&["repair", "st", "--dry-run"], dir.path()).trim(),
+        "nothing to repair"
+    );
+}
+
+#[test]
+fn import_export_and_fork_speak_json_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("s.jsonl"),
+        concat!(
+            r#"{"type":"session","version":0,"id":"t1","createdAt":1,"delegationDepth":0}"#,
+            "\n",
+            r#"{"type":"session/end-seed","seq":0,"time":1,"data":{}}"#,
+            "\n",
+            r#"{"type":"turn/sta"#,
+        ),
+    )
+    .unwrap();
+    let out = ok(&["import", "st", "--jsonl", "s.jsonl", "--json", "-q"], dir.path());
+    let report = json(&out);
+    let first = report.get("sessions").unwrap().elements().next().unwrap();
+    assert!(first.get("id").unwrap().str_eq("t1"), "{out}");
+    assert!(first.get("outcome").unwrap().str_eq("imported"), "{out}");
+    assert_eq!(first.get("events").unwrap().as_i64(), Some(1), "{out}");
+    assert_eq!(first.get("tornFromLine").unwrap().as_i64(), Some(3), "{out}");
+    assert_eq!(report.get("added").unwrap().as_i64(), Some(1), "{out}");
+
+    let out = ok(&["fork", "st", "t1", "--id", "t1-b", "--json"], dir.path());
+    let fork = json(&out);
+    assert!(fork.get("child").unwrap().str_eq("t1-b"), "{out}");
+    assert!(fork.get("parent").unwrap().str_eq("t1"), "{out}");
+    assert_eq!(fork.get("inherited").unwrap().as_i64(), Some(1), "{out}");
+
+    let out = ok(&["export", "st", "--jsonl", "root", "--json", "-q"], dir.path());
+    let export = json(&out);
+    assert_eq!(export.get("files").unwrap().elements().count(), 2, "{out}");
+    // An error is JSON on stdout too when --json was asked for.
+    let out = sessdb(&["fork", "st", "nope", "--json"], dir.path());
+    assert_eq!(out.status.code(), Some(6));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(json(&text).get("error").is_some(), "{text}");
 }

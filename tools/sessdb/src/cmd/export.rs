@@ -38,6 +38,10 @@ pub struct Args {
     /// Only this session (repeatable); all when absent.
     #[arg(long = "session", value_name = "ID")]
     sessions: Vec<String>,
+    /// JSON output: `{"events": N, "target": PATH, "files": [{"session": ID, "file": PATH}]}`
+    /// (`files` for `--jsonl` only).
+    #[arg(long)]
+    pub json: bool,
 }
 
 pub fn run(a: &Args, quiet: bool) -> CliResult {
@@ -47,6 +51,7 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
     }
     let progress = bar(quiet, "exporting", Unit::Events);
     let mut report_progress = |p| update(&progress, p);
+    let mut files = Vec::new();
     let (events, target) = match (&a.jsonl, &a.sqlite) {
         (Some(dir), _) => {
             let options = ExportOptions {
@@ -56,6 +61,7 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
                 force: a.force,
             };
             let r = export_jsonl(&store, dir, &options, &mut report_progress)?;
+            files = r.files;
             (r.events, dir.clone())
         }
         (_, Some(file)) => {
@@ -76,6 +82,19 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
     };
     if let Some(b) = progress {
         b.finish_and_clear();
+    }
+    if a.json {
+        let mut out = serde_json::json!({
+            "events": events,
+            "target": target.display().to_string(),
+        });
+        if a.jsonl.is_some() {
+            out["files"] = files
+                .iter()
+                .map(|(id, f)| serde_json::json!({"session": id, "file": f.display().to_string()}))
+                .collect();
+        }
+        crate::out::print_json(&out);
     }
     note(
         quiet,

@@ -4,7 +4,7 @@ use sessdb::{ForkSpec, StoreOptions};
 
 use crate::cmd::{PathArg, open_store_writer};
 use crate::error::{CliResult, code};
-use crate::out::{println, shown};
+use crate::out::{print_json, println, shown};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -19,6 +19,9 @@ pub struct Args {
     /// The child's id (default: a new random UUID, as DSH mints them).
     #[arg(long = "id", value_name = "NEW_ID")]
     id: Option<String>,
+    /// JSON output: `{"child": ID, "parent": ID, "inherited": N, "events": N}`.
+    #[arg(long)]
+    pub json: bool,
 }
 
 pub fn run(a: &Args) -> CliResult {
@@ -31,9 +34,21 @@ pub fn run(a: &Args) -> CliResult {
             ..ForkSpec::default()
         },
     );
-    let close = store.close();
     let child = result?;
-    close?;
-    println(&shown(&child));
+    let info = store.info(&child);
+    store.close()?;
+    if a.json {
+        let (inherited, events) = info.map_or((0, 0), |i| {
+            (i.header.seed_length.unwrap_or_default(), i.events)
+        });
+        print_json(&serde_json::json!({
+            "child": child,
+            "parent": a.session,
+            "inherited": inherited,
+            "events": events,
+        }));
+    } else {
+        println(&shown(&child));
+    }
     Ok(code::OK)
 }

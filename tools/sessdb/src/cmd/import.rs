@@ -28,6 +28,10 @@ pub struct Args {
     /// nothing.
     #[arg(long)]
     dry_run: bool,
+    /// JSON output: `{"sessions": [{"id", "outcome", "events", "added", "tornFromLine",
+    /// "linesDropped", "invalidUtf8Lines", "migratedSeqs"}], "added": N}`.
+    #[arg(long)]
+    pub json: bool,
 }
 
 pub fn run(a: &Args, quiet: bool) -> CliResult {
@@ -148,6 +152,9 @@ fn import(a: &Args, quiet: bool) -> CliResult {
         }
     })?;
     close?;
+    if a.json {
+        crate::out::print_json(&report_json(&report));
+    }
     note(
         quiet,
         &format!("{} into {}", summary(&report), a.store.display()),
@@ -219,6 +226,37 @@ fn dry_run(a: &Args) -> CliResult {
     }
     crate::out::println(&format!("would have: {}", summary(&report)));
     Ok(code::OK)
+}
+
+/// The import report as `--json` prints it.
+fn report_json(report: &ImportReport) -> serde_json::Value {
+    let sessions: Vec<serde_json::Value> = report
+        .sessions
+        .iter()
+        .map(|s| {
+            let outcome = match s.outcome {
+                Outcome::Imported => "imported",
+                Outcome::Extended { .. } => "extended",
+                _ => "skipped",
+            };
+            serde_json::json!({
+                "id": s.id,
+                "outcome": outcome,
+                "events": s.events,
+                "added": s.outcome.added(s.events),
+                "tornFromLine": s.torn.as_ref().map(|t| t.line),
+                "linesDropped": s.torn.as_ref().map_or(0, |t| t.lines_dropped),
+                "invalidUtf8Lines": s.invalid_utf8_lines,
+                "migratedSeqs": s.migrated,
+            })
+        })
+        .collect();
+    let added: u64 = report
+        .sessions
+        .iter()
+        .map(|s| s.outcome.added(s.events))
+        .sum();
+    serde_json::json!({ "sessions": sessions, "added": added })
 }
 
 /// `imported N, extended N, skipped N session(s); N event(s) added`.

@@ -66,6 +66,9 @@ impl Command {
             Command::Show(a) => a.json,
             Command::Stats(a) => a.json,
             Command::Verify(a) => a.json,
+            Command::Import(a) => a.json,
+            Command::Export(a) => a.json,
+            Command::Fork(a) => a.json,
             _ => false,
         }
     }

@@ -106,10 +106,8 @@ fn plan(a: &Args, quiet: bool) -> CliResult {
         progress,
         ..StoreOptions::default()
     };
-    let store = sessdb::Store::open_read_only_with(
-        std::sync::Arc::new(FsStorage::new(&a.store)),
-        options,
-    );
+    let store =
+        sessdb::Store::open_read_only_with(std::sync::Arc::new(FsStorage::new(&a.store)), options);
     if let Some(b) = bar {
         b.finish_and_clear();
     }
