@@ -220,6 +220,7 @@ fn all_files(dir: &Path) -> Vec<std::path::PathBuf> {
 
 #[test]
 fn export_refuses_symbolic_links_on_the_way_out_of_its_root() {
+    // (Regression: `--jsonl link` was refused, `--jsonl link/sub` accepted.)
     let dir = tempfile::tempdir().unwrap();
     let outside = dir.path().join("outside");
     std::fs::create_dir(&outside).unwrap();
@@ -229,6 +230,16 @@ fn export_refuses_symbolic_links_on_the_way_out_of_its_root() {
     std::os::unix::fs::symlink(&outside, &root).unwrap();
     let err = export_jsonl(&s, &root, &ExportOptions::default(), &mut |_| {}).unwrap_err();
     assert!(matches!(err, Error::Layout { .. }), "{err}");
+    // One rule: a directory under the link is a path through it, refused alike (it was
+    // accepted before).
+    let err = export_jsonl(
+        &s,
+        &root.join("sub"),
+        &ExportOptions::default(),
+        &mut |_| {},
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("symbolic link"), "{err}");
     // A session directory inside the root a link (also with --force).
     let root = dir.path().join("root");
     std::fs::create_dir_all(root.join("--w--")).unwrap();
@@ -250,6 +261,11 @@ fn export_refuses_symbolic_links_on_the_way_out_of_its_root() {
         ..Default::default()
     };
     assert!(sessdb_formats::sqlite::export_sqlite(&s, &target, &options, &mut |_| {}).is_err());
+    // And a database file in a directory reached through a link.
+    let through = dir.path().join("root-link").join("db.sqlite");
+    let err =
+        sessdb_formats::sqlite::export_sqlite(&s, &through, &options, &mut |_| {}).unwrap_err();
+    assert!(err.to_string().contains("symbolic link"), "{err}");
     assert!(all_files(&outside).is_empty());
 }
 

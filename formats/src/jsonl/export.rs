@@ -34,7 +34,7 @@ pub struct ExportOptions {
     /// Only these sessions (all when empty).
     pub sessions: Vec<String>,
     /// Write into a non-empty root that does not look like a sessions root (other files or
-    /// directories in it). Symbolic links are refused even so.
+    /// directories in it). A path through a symbolic link is refused even so.
     pub force: bool,
 }
 
@@ -58,14 +58,18 @@ pub struct ExportReport {
     pub events: u64,
     /// Bytes written.
     pub bytes: u64,
+    /// Session files already under the root that this export did not write (an earlier
+    /// export's sessions since deleted from the store, or not chosen this time): left as they
+    /// were, and named here so a re-export over an earlier one says what it kept.
+    pub left: Vec<PathBuf>,
 }
 
 /// Exports sessions of `store` under `root`.
 ///
 /// # Errors
 /// `SessionNotFound` for a chosen session that does not exist; `Layout` when the root holds
-/// the other encoding, when the root or a directory or file inside it on the way is a
-/// symbolic link, or when the root is not empty and holds anything but project directories
+/// the other encoding, when the root, a directory on the way to it, or a directory or file
+/// inside it is a symbolic link, or when the root is not empty and holds anything but project directories
 /// (`--…--`, `_no-cwd`: an earlier export or a DSH sessions root) unless `force`; I/O errors.
 pub fn export_jsonl(
     store: &Store,
@@ -175,6 +179,10 @@ pub fn export_jsonl(
         }
         written?;
         committed?;
+        report.left = session_files(root)
+            .into_iter()
+            .filter(|f| !report.files.iter().any(|(_, w)| w == f))
+            .collect();
         Ok(report)
     })
 }
@@ -259,12 +267,23 @@ fn write_session<W: Write>(
     Ok(())
 }
 
+/// The one rule for links: an export writes through no symbolic link, neither on the path as
+/// given (the root or the SQLite file, or any directory named on the way to it: `link` and
+/// `link/sub` alike) nor inside the root. A path through a link is refused with the link
+/// named; pass the resolved path (`realpath`) to write there.
+pub(crate) fn refuse_links_on_path(path: &Path) -> Result<()> {
+    for p in path.ancestors().filter(|p| !p.as_os_str().is_empty()) {
+        refuse_link(p)?;
+    }
+    Ok(())
+}
+
 /// A symbolic link anywhere on the way would take the export out of the root: refused.
 pub(crate) fn refuse_link(path: &Path) -> Result<()> {
     match std::fs::symlink_metadata(path) {
         Ok(m) if m.file_type().is_symlink() => Err(Error::Layout {
             path: path.to_owned(),
-            problem: "is a symbolic link; an export writes only inside its target".into(),
+            problem: "is a symbolic link; an export writes through no link (give the resolved path, as `realpath` prints it, to write there)".into(),
         }),
         _ => Ok(()),
     }
@@ -273,7 +292,7 @@ pub(crate) fn refuse_link(path: &Path) -> Result<()> {
 /// The root is new, empty, or a sessions root (only project directories), unless forced; never
 /// a symbolic link, never a file.
 fn check_root(root: &Path, force: bool) -> Result<()> {
-    refuse_link(root)?;
+    refuse_links_on_path(root)?;
     let Ok(entries) = std::fs::read_dir(root) else {
         if root.exists() {
             return Err(Error::Layout {
@@ -301,6 +320,33 @@ fn check_root(root: &Path, force: bool) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The session files of a sessions root (`<root>/<project>/<session>/session.jsonl[.zstd]`),
+/// sorted.
+fn session_files(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let dirs = |p: &Path| {
+        std::fs::read_dir(p)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .map(|e| e.path())
+            .collect::<Vec<_>>()
+    };
+    for project in dirs(root) {
+        for session in dirs(&project) {
+            for name in [RAW_FILE, ZSTD_FILE] {
+                let f = session.join(name);
+                if f.is_file() {
+                    out.push(f);
+                }
+            }
+        }
+    }
+    out.sort();
+    out
 }
 
 /// A root holds one encoding only (DSH): refuse to add the other.

@@ -45,7 +45,7 @@ pub fn export_sqlite(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<u64> {
     let chosen = crate::select::chosen_sessions(store, &options.sessions)?;
-    crate::jsonl::export::refuse_link(target)?;
+    crate::jsonl::export::refuse_links_on_path(target)?;
     let dir = target
         .parent()
         .filter(|p| !p.as_os_str().is_empty())

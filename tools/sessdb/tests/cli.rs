@@ -1025,13 +1025,20 @@ fn import_export_and_fork_speak_json_when_asked() {
         ),
     )
     .unwrap();
-    let out = ok(&["import", "st", "--jsonl", "s.jsonl", "--json", "-q"], dir.path());
+    let out = ok(
+        &["import", "st", "--jsonl", "s.jsonl", "--json", "-q"],
+        dir.path(),
+    );
     let report = json(&out);
     let first = report.get("sessions").unwrap().elements().next().unwrap();
     assert!(first.get("id").unwrap().str_eq("t1"), "{out}");
     assert!(first.get("outcome").unwrap().str_eq("imported"), "{out}");
     assert_eq!(first.get("events").unwrap().as_i64(), Some(1), "{out}");
-    assert_eq!(first.get("tornFromLine").unwrap().as_i64(), Some(3), "{out}");
+    assert_eq!(
+        first.get("tornFromLine").unwrap().as_i64(),
+        Some(3),
+        "{out}"
+    );
     assert_eq!(report.get("added").unwrap().as_i64(), Some(1), "{out}");
 
     let out = ok(&["fork", "st", "t1", "--id", "t1-b", "--json"], dir.path());
@@ -1040,7 +1047,10 @@ fn import_export_and_fork_speak_json_when_asked() {
     assert!(fork.get("parent").unwrap().str_eq("t1"), "{out}");
     assert_eq!(fork.get("inherited").unwrap().as_i64(), Some(1), "{out}");
 
-    let out = ok(&["export", "st", "--jsonl", "root", "--json", "-q"], dir.path());
+    let out = ok(
+        &["export", "st", "--jsonl", "root", "--json", "-q"],
+        dir.path(),
+    );
     let export = json(&out);
     assert_eq!(export.get("files").unwrap().elements().count(), 2, "{out}");
     // An error is JSON on stdout too when --json was asked for.

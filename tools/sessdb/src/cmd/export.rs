@@ -52,6 +52,7 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
     let progress = bar(quiet, "exporting", Unit::Events);
     let mut report_progress = |p| update(&progress, p);
     let mut files = Vec::new();
+    let mut left = Vec::new();
     let (events, target) = match (&a.jsonl, &a.sqlite) {
         (Some(dir), _) => {
             let options = ExportOptions {
@@ -62,6 +63,7 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
             };
             let r = export_jsonl(&store, dir, &options, &mut report_progress)?;
             files = r.files;
+            left = r.left;
             (r.events, dir.clone())
         }
         (_, Some(file)) => {
@@ -89,6 +91,10 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
             "target": target.display().to_string(),
         });
         if a.jsonl.is_some() {
+            out["left"] = left
+                .iter()
+                .map(|f| serde_json::Value::from(f.display().to_string()))
+                .collect();
             out["files"] = files
                 .iter()
                 .map(|(id, f)| serde_json::json!({"session": id, "file": f.display().to_string()}))
@@ -100,6 +106,17 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
         quiet,
         &format!("exported {events} event(s) to {}", target.display()),
     );
+    if !left.is_empty() {
+        note(
+            quiet,
+            &format!(
+                "{} session file(s) already under {} were not written by this export (sessions deleted from the store since an earlier export, or not chosen) and were left as they are, for example {}",
+                left.len(),
+                target.display(),
+                left[0].display()
+            ),
+        );
+    }
     Ok(code::OK)
 }
 
