@@ -2,7 +2,7 @@
 
 use std::io::{IsTerminal, Write};
 
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 
 /// Prints one value as one line of JSON on stdout (the shapes are documented in the README).
 pub fn print_json<T: serde::Serialize>(value: &T) {
@@ -86,25 +86,58 @@ pub enum Unit {
 }
 
 /// A progress bar on stderr, only when stderr is a terminal and not `--quiet`: done, total,
-/// and the time left.
+/// and the time left. It stays hidden until its total is known (a first frame of `0/0` drew
+/// a full bar).
 pub fn bar(quiet: bool, what: &str, unit: Unit) -> Option<ProgressBar> {
     if quiet || !std::io::stderr().is_terminal() {
         return None;
     }
-    let bar = ProgressBar::new(0);
+    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden());
     set_unit(&bar, unit);
     bar.set_message(what.to_owned());
     Some(bar)
 }
 
+/// Sets a bar's total, and shows it once the total is known.
+pub fn set_total(bar: &ProgressBar, total: u64) {
+    if bar.length() != Some(total) {
+        bar.set_length(total);
+    }
+    if total > 0 && bar.is_hidden() {
+        bar.set_draw_target(ProgressDrawTarget::stderr());
+    }
+}
+
 fn set_unit(bar: &ProgressBar, unit: Unit) {
     let template = match unit {
-        Unit::Events => "{msg} [{bar:30}] {human_pos}/{human_len} events, {eta} left",
-        Unit::Bytes => "{msg} [{bar:30}] {bytes}/{total_bytes}, {eta} left",
-        Unit::Seconds => "{msg} [{bar:30}] {pos}/{len} s",
+        Unit::Events => "{msg} [{bar:30}] {human_pos}/{human_len} events{left}",
+        Unit::Bytes => "{msg} [{bar:30}] {bytes}/{total_bytes}{left}",
+        // Positions in milliseconds, shown as seconds with a tenth.
+        Unit::Seconds => "{msg} [{bar:30}] {secs}",
     };
-    let style =
-        ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar());
+    let style = ProgressStyle::with_template(template)
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        // The time left only once the rate means something (a second in, 5 % done): the
+        // first estimates of a short import said "30m left".
+        .with_key("left", |s: &ProgressState, w: &mut dyn std::fmt::Write| {
+            if s.elapsed().as_secs_f64() >= 1.0 && s.fraction() >= 0.05 {
+                let left = s.eta().as_secs();
+                let _ = if left >= 60 {
+                    write!(w, ", {}m{:02}s left", left / 60, left % 60)
+                } else {
+                    write!(w, ", {left}s left")
+                };
+            }
+        })
+        .with_key("secs", |s: &ProgressState, w: &mut dyn std::fmt::Write| {
+            let ms = |v: u64| v as f64 / 1000.0;
+            let _ = write!(
+                w,
+                "{:.1}/{:.1} s",
+                ms(s.pos()),
+                ms(s.len().unwrap_or_default())
+            );
+        });
     bar.set_style(style.progress_chars("=> "));
 }
 
@@ -113,12 +146,12 @@ fn set_unit(bar: &ProgressBar, unit: Unit) {
 pub fn update(bar: &Option<ProgressBar>, p: sessdb_formats::Progress) {
     let Some(b) = bar else { return };
     if p.events_total > 0 {
-        b.set_length(p.events_total);
+        set_total(b, p.events_total);
         b.set_position(p.events_done);
     } else if p.bytes_total > 0 {
         if b.length() != Some(p.bytes_total) {
             set_unit(b, Unit::Bytes);
-            b.set_length(p.bytes_total);
+            set_total(b, p.bytes_total);
         }
         b.set_position(p.bytes_done);
     }
@@ -131,7 +164,7 @@ pub fn scan_bar(quiet: bool, what: &str) -> (Option<ProgressBar>, sessdb::store:
     };
     let shared = b.clone();
     let progress = sessdb::store::OpenProgress::new(move |done, total| {
-        shared.set_length(total);
+        set_total(&shared, total);
         shared.set_position(done);
     });
     (Some(b), progress)

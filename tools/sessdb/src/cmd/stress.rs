@@ -143,9 +143,9 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
         .collect();
     // A bar of the seconds run (terminal only); the acks go to stdout meanwhile.
     if let Some(b) = bar(quiet, "stressing", Unit::Seconds) {
-        b.set_length(a.seconds.ceil() as u64);
+        crate::out::set_total(&b, (a.seconds * 1000.0).ceil() as u64);
         while !threads.iter().all(std::thread::JoinHandle::is_finished) {
-            b.set_position(started.elapsed().as_secs());
+            b.set_position(started.elapsed().as_millis() as u64);
             std::thread::sleep(Duration::from_millis(200));
         }
         b.finish_and_clear();
