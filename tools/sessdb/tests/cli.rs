@@ -1059,3 +1059,25 @@ fn import_export_and_fork_speak_json_when_asked() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(json(&text).get("error").is_some(), "{text}");
 }
+
+#[test]
+fn regression_man_writes_every_page_the_top_page_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let listed = ok(&["man", "pages"], dir.path());
+    let top = std::fs::read_to_string(dir.path().join("pages/sessdb.1")).unwrap();
+    // roff escapes the hyphen in the references: `sessdb\-ls(1)`.
+    let named: Vec<String> = top
+        .split("sessdb\\-")
+        .skip(1)
+        .filter_map(|rest| rest.split('(').next())
+        .filter(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_lowercase()))
+        .map(|n| format!("sessdb-{n}.1"))
+        .collect();
+    assert!(named.len() >= 10, "{top}");
+    for page in &named {
+        assert!(dir.path().join("pages").join(page).is_file(), "{page} missing");
+        assert!(listed.contains(page.as_str()), "{listed}");
+    }
+    // Without a directory: the top page on stdout, as before.
+    assert!(ok(&["man"], dir.path()).starts_with(".ie"));
+}

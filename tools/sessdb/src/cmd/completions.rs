@@ -12,7 +12,11 @@ pub struct CompletionsArgs {
 }
 
 #[derive(Debug, clap::Args)]
-pub struct ManArgs {}
+pub struct ManArgs {
+    /// Write every page (sessdb(1) and one per subcommand, sessdb-ls(1) and so on) into this
+    /// directory instead of printing the top page.
+    dir: Option<std::path::PathBuf>,
+}
 
 /// Prints the completion script for `a.shell`.
 pub fn completions(a: &CompletionsArgs, mut command: clap::Command) -> CliResult {
@@ -22,8 +26,31 @@ pub fn completions(a: &CompletionsArgs, mut command: clap::Command) -> CliResult
     Ok(code::OK)
 }
 
-/// Prints the man page (roff).
-pub fn man(command: clap::Command) -> CliResult {
+/// Prints the top man page (roff), or writes all of them into a directory.
+pub fn man(a: &ManArgs, command: clap::Command) -> CliResult {
+    if let Some(dir) = &a.dir {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            CliError::new(code::OTHER, format!("cannot create {}: {e}", dir.display()))
+        })?;
+        clap_mangen::generate_to(command, dir).map_err(|e| {
+            CliError::new(
+                code::OTHER,
+                format!("cannot write the man pages into {}: {e}", dir.display()),
+            )
+        })?;
+        let mut pages: Vec<String> = std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("sessdb") && n.ends_with(".1"))
+            .collect();
+        pages.sort();
+        for p in pages {
+            crate::out::println(&dir.join(p).display().to_string());
+        }
+        return Ok(code::OK);
+    }
     let mut out = Vec::new();
     clap_mangen::Man::new(command)
         .render(&mut out)

@@ -78,7 +78,7 @@ impl Command {
 pub fn run(command: Command, quiet: bool, cli: clap::Command) -> CliResult {
     match command {
         Command::Completions(a) => completions::completions(&a, cli),
-        Command::Man(_) => completions::man(cli),
+        Command::Man(a) => completions::man(&a, cli),
         Command::Demo(a) => demo::run(&a, quiet),
         Command::Ls(a) => ls::run(&a),
         Command::Show(a) => show::run(&a),
