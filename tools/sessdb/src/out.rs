@@ -170,6 +170,18 @@ pub fn scan_bar(quiet: bool, what: &str) -> (Option<ProgressBar>, sessdb::store:
     (Some(b), progress)
 }
 
+/// The cells `s` takes on a terminal (a wide character two, a combining mark none).
+pub fn width(s: &str) -> usize {
+    unicode_width::UnicodeWidthStr::width(s)
+}
+
+/// `s` padded with spaces to `cells` terminal cells.
+pub fn pad(s: &str, cells: usize) -> String {
+    let mut out = s.to_owned();
+    out.extend(std::iter::repeat_n(' ', cells.saturating_sub(width(s))));
+    out
+}
+
 /// A message on stderr, unless quiet.
 pub fn note(quiet: bool, text: &str) {
     if !quiet {
@@ -207,6 +219,16 @@ pub fn shown(s: &str) -> std::borrow::Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn columns_are_padded_by_terminal_cells() {
+        assert_eq!(width("会话"), 4);
+        assert_eq!(pad("会话", 6), "会话  ");
+        assert_eq!(pad("ab", 6), "ab    ");
+        assert_eq!(pad("abcdefg", 3), "abcdefg");
+        // A combining mark takes no cell.
+        assert_eq!(pad("e\u{301}", 3), "e\u{301}  ");
+    }
 
     #[test]
     fn iso_times() {

@@ -1075,7 +1075,10 @@ fn regression_man_writes_every_page_the_top_page_names() {
         .collect();
     assert!(named.len() >= 10, "{top}");
     for page in &named {
-        assert!(dir.path().join("pages").join(page).is_file(), "{page} missing");
+        assert!(
+            dir.path().join("pages").join(page).is_file(),
+            "{page} missing"
+        );
         assert!(listed.contains(page.as_str()), "{listed}");
     }
     // Without a directory: the top page on stdout, as before.

@@ -2,7 +2,7 @@
 
 use crate::cmd::{PathArg, open_existing};
 use crate::error::{CliResult, code};
-use crate::out::{iso_time, print_json, println, shown};
+use crate::out::{iso_time, pad, print_json, println, shown, width};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -82,27 +82,24 @@ pub fn run(a: &Args) -> CliResult {
         .iter()
         .map(|s| shown(s.header.parent_session.as_deref().unwrap_or("-")).into_owned())
         .collect();
-    let w_id = ids
-        .iter()
-        .map(|i| i.chars().count())
-        .max()
-        .unwrap_or(0)
-        .max(2);
-    let w_parent = parents
-        .iter()
-        .map(|p| p.chars().count())
-        .max()
-        .unwrap_or(0)
-        .max(6);
+    // Columns by display width (a wide character takes two cells), not by characters.
+    let w_id = ids.iter().map(|i| width(i)).max().unwrap_or(0).max(2);
+    let w_parent = parents.iter().map(|p| width(p)).max().unwrap_or(0).max(6);
     println(&format!(
-        "{:<w_id$} {:>8} {:>8}  {:<w_parent$} {:<24} LAST EVENT",
-        "ID", "EVENTS", "SURFACE", "PARENT", "CREATED"
+        "{} {:>8} {:>8}  {} {:<24} LAST EVENT",
+        pad("ID", w_id),
+        "EVENTS",
+        "SURFACE",
+        pad("PARENT", w_parent),
+        "CREATED"
     ));
     for ((s, id), parent) in sessions.iter().zip(&ids).zip(&parents) {
         println(&format!(
-            "{id:<w_id$} {:>8} {:>8}  {parent:<w_parent$} {:<24} {}",
+            "{} {:>8} {:>8}  {} {:<24} {}",
+            pad(id, w_id),
             s.events,
             s.surface_len,
+            pad(parent, w_parent),
             iso_time(s.header.created_at),
             s.last_time.map_or_else(|| "-".to_owned(), iso_time)
         ));
