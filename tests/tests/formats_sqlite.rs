@@ -78,13 +78,34 @@ fn the_export_answers_json_queries() {
     assert!(roles.iter().all(|r| r == "assistant"));
     let replaces: i64 = conn
         .query_row(
-            "SELECT count(*) FROM events WHERE json_extract(surface_op,'$.op') = 'replace'",
+            "SELECT count(*) FROM events WHERE surface_op = 'replace'",
             [],
             |r| r.get(0),
         )
         .unwrap();
     // The compaction, the prune, and the fork child's inherited copy of the compaction.
     assert_eq!(replaces, 3);
+    let own: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM events WHERE surface_op = 'replace' AND inherited IS NULL",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(own, 2, "the fork's copy is marked inherited");
+    let inherited: i64 = conn
+        .query_row("SELECT count(*) FROM events WHERE inherited = 1", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    let seeds: i64 = conn
+        .query_row(
+            "SELECT sum(seed_length) FROM sessions WHERE parent_session IS NOT NULL",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(inherited, seeds);
     // The `messages` view gives each session's messages as `Session::messages` derives them:
     // the same seqs in surface order, the same JSON values.
     for info in original.list() {
@@ -118,21 +139,75 @@ fn the_export_answers_json_queries() {
     assert!(plan.contains("events_by_session_type"), "{plan}");
 }
 
-/// A version-1 export (no indexes, surface or view) still imports.
+/// Exports of versions 1 and 2 (their `surface_op` JSON text, no `inherited`; version 1 with
+/// no indexes, surface or view) still import, to the same events.
 #[test]
-fn a_version_1_export_still_imports() {
+fn version_1_and_2_exports_still_import() {
     let dir = tempfile::tempdir().unwrap();
     let db = exported(dir.path());
-    Connection::open(&db)
-        .unwrap()
-        .execute_batch(
-            "DROP VIEW messages; DROP TABLE surface; DROP INDEX events_by_type;
-             DROP INDEX events_by_session_type; PRAGMA user_version = 1;",
+    let want = {
+        let s = store();
+        import_sqlite(&s, &db, &mut |_| {}).unwrap();
+        s.list()
+            .iter()
+            .map(|i| s.events(&i.header.id, 0, u64::MAX).unwrap())
+            .collect::<Vec<_>>()
+    };
+    for (version, ddl) in [
+        (1, sessdb_formats::sqlite::DDL_V1),
+        (2, sessdb_formats::sqlite::DDL_V2),
+    ] {
+        let old = dir.path().join(format!("v{version}.sqlite"));
+        let conn = Connection::open(&old).unwrap();
+        conn.execute_batch(ddl).unwrap();
+        conn.execute_batch(&format!(
+            "PRAGMA application_id = {}; PRAGMA user_version = {version};",
+            sessdb_formats::sqlite::APPLICATION_ID
+        ))
+        .unwrap();
+        conn.execute("ATTACH ?1 AS v3", [db.to_str().unwrap()])
+            .unwrap();
+        conn.execute_batch(
+            "INSERT INTO sessions SELECT * FROM v3.sessions;
+             INSERT INTO events SELECT session_id, seq, type, time, data, source_event_seqs,
+               CASE surface_op WHEN 'append' THEN '\"append\"'
+                 WHEN 'replace' THEN json_object('op', 'replace', 'start', replace_start, 'end', replace_end)
+               END, ignorable, key_order FROM v3.events;",
         )
         .unwrap();
-    let s = store();
-    import_sqlite(&s, &db, &mut |_| {}).unwrap();
-    assert!(!s.list().is_empty());
+        if version == 2 {
+            conn.execute_batch("INSERT INTO surface SELECT * FROM v3.surface;")
+                .unwrap();
+        }
+        conn.execute_batch("DETACH v3").unwrap();
+        drop(conn);
+        let s = store();
+        import_sqlite(&s, &old, &mut |_| {}).unwrap();
+        let got: Vec<_> = s
+            .list()
+            .iter()
+            .map(|i| s.events(&i.header.id, 0, u64::MAX).unwrap())
+            .collect();
+        assert_eq!(got, want, "version {version}");
+    }
+}
+
+/// The `inherited` column must say what the header says.
+#[test]
+fn a_wrong_inherited_mark_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = exported(dir.path());
+    let conn = Connection::open(&db).unwrap();
+    let changed = conn
+        .execute(
+            "UPDATE events SET inherited = 1 WHERE rowid = (SELECT min(e.rowid) FROM events e JOIN sessions s ON s.id = e.session_id WHERE s.parent_session IS NULL AND e.seq = 1)",
+            [],
+        )
+        .unwrap();
+    assert_eq!(changed, 1);
+    drop(conn);
+    let err = import_sqlite(&store(), &db, &mut |_| {}).unwrap_err();
+    assert!(err.to_string().contains("inherited must be NULL"), "{err}");
 }
 
 fn exported(dir: &Path) -> std::path::PathBuf {
@@ -157,7 +232,7 @@ fn foreign_or_altered_databases_are_refused() {
     let db = exported(dir.path());
     for (change, needle) in [
         ("PRAGMA application_id = 1146308688", "application_id"),
-        ("PRAGMA user_version = 3", "user_version"),
+        ("PRAGMA user_version = 4", "user_version"),
         (
             "CREATE TRIGGER t AFTER INSERT ON events BEGIN DELETE FROM sessions; END",
             "trigger t",
@@ -272,5 +347,58 @@ fn analytics() -> SqliteExportOptions {
     SqliteExportOptions {
         layout: sessdb_formats::sqlite::SqliteLayout::Analytics,
         ..SqliteExportOptions::default()
+    }
+}
+
+/// FORMATS.md §3.1: its DDL is the code's, and each of its example queries runs on an export
+/// of the demo workload and returns rows.
+#[test]
+fn the_documented_queries_answer() {
+    let doc = include_str!("../../docs/FORMATS.md");
+    let norm = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let section = doc
+        .split("### 3.1 Schema (`--layout analytics`)")
+        .nth(1)
+        .and_then(|s| s.split("```sql").nth(1))
+        .and_then(|s| s.split("```").next())
+        .unwrap();
+    let ddl: String = section
+        .lines()
+        .filter(|l| !l.starts_with("PRAGMA"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert_eq!(
+        norm(&ddl),
+        norm(sessdb_formats::sqlite::DDL),
+        "FORMATS.md §3.1 DDL"
+    );
+    let queries = doc
+        .split("<!-- queries -->")
+        .nth(1)
+        .and_then(|s| s.split("<!-- /queries -->").next())
+        .and_then(|s| s.split("```sql").nth(1))
+        .and_then(|s| s.split("```").next())
+        .unwrap();
+    let mut original = store();
+    generate(&WorkloadSpec::default(), &mut original).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("export.sqlite");
+    export_sqlite(&original, &db, &analytics(), &mut |_| {}).unwrap();
+    let conn = Connection::open(&db).unwrap();
+    let statements: Vec<String> = queries
+        .split(';')
+        .map(|q| {
+            q.lines()
+                .filter(|l| !l.trim_start().starts_with("--"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .filter(|q| !q.trim().is_empty())
+        .collect();
+    assert!(statements.len() >= 5, "{queries}");
+    for q in &statements {
+        let mut stmt = conn.prepare(q).unwrap_or_else(|e| panic!("{q}: {e}"));
+        let n = stmt.query_map([], |_| Ok(())).unwrap().count();
+        assert!(n > 0, "no rows: {q}");
     }
 }

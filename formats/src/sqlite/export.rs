@@ -4,10 +4,10 @@
 use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, params};
-use sessdb::Store;
 use sessdb::storage::{FsStorage, Replacement};
+use sessdb::{Store, SurfaceOp};
 
-use super::columns::{create_schema, sources_json, surface_op_json, to_i64};
+use super::columns::{create_schema, sources_json, to_i64};
 use super::schema::{APPLICATION_ID, DDL, SCHEMA_VERSION, sqlite_err};
 use crate::{Error, Progress, Result};
 
@@ -78,7 +78,7 @@ pub fn export_sqlite(
             .prepare("INSERT INTO sessions (id, version, created_at, cwd, parent_session, seed_length, origin, delegation_depth, agent_preset) VALUES (?1, 0, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")
             .map_err(&err)?;
         let mut event_row = tx
-            .prepare("INSERT INTO events (session_id, seq, type, time, data, source_event_seqs, surface_op, ignorable, key_order) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)")
+            .prepare("INSERT INTO events (session_id, seq, type, time, data, source_event_seqs, surface_op, replace_start, replace_end, ignorable, key_order, inherited) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)")
             .map_err(&err)?;
         let mut surface_row = tx
             .prepare("INSERT INTO surface (session_id, position, seq) VALUES (?1, ?2, ?3)")
@@ -99,6 +99,12 @@ pub fn export_sqlite(
                 .map_err(&err)?;
             let mut from = 0;
             let mut sources_buf = String::new();
+            // A fork's first `seedLength` events are its parent's, repeated in its rows.
+            let inherited = if h.parent_session.is_some() {
+                h.seed_length.unwrap_or(0)
+            } else {
+                0
+            };
             while from < info.events {
                 // Borrowed events, a window at a time: no owned copy of each event.
                 let mut read = 0u64;
@@ -110,6 +116,13 @@ pub fn export_sqlite(
                     let data = rusqlite::types::ToSqlOutput::Borrowed(
                         rusqlite::types::ValueRef::Text(e.data()),
                     );
+                    let (op, start, end) = match e.surface_op() {
+                        None => (None, None, None),
+                        Some(SurfaceOp::Append) => (Some("append"), None, None),
+                        Some(SurfaceOp::Replace { start, end }) => {
+                            (Some("replace"), Some(to_i64(start)), Some(to_i64(end)))
+                        }
+                    };
                     let inserted = event_row.execute(params![
                         h.id,
                         to_i64(e.seq()),
@@ -117,9 +130,12 @@ pub fn export_sqlite(
                         e.time(),
                         data,
                         sources_json(e.sources(), &mut sources_buf),
-                        surface_op_json(e.surface_op()),
+                        op,
+                        start,
+                        end,
                         e.ignorable().then_some(1),
-                        e.surface_op_first().then_some(1)
+                        e.surface_op_first().then_some(1),
+                        (e.seq() < inherited).then_some(1)
                     ]);
                     if let Err(source) = inserted {
                         failed = Some(err(source));

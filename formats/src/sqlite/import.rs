@@ -11,8 +11,8 @@ use sessdb::{Event, Limits, MAX_SAFE_INTEGER, Origin, SessionHeader, Store, Surf
 use super::dsh::{DSH_APPLICATION_ID, DSH_SCHEMA_VERSION};
 use super::restore::{restore_one, sessions_and_progress};
 use super::schema::{
-    APPLICATION_ID, DDL, DDL_V1, SCHEMA_VERSION, SCHEMA_VERSION_V1, input_err, reference_objects,
-    schema_objects,
+    APPLICATION_ID, DDL, DDL_V1, DDL_V2, SCHEMA_VERSION, SCHEMA_VERSION_V1, SCHEMA_VERSION_V2,
+    input_err, reference_objects, schema_objects,
 };
 use crate::jsonl::ImportReport;
 use crate::target::{DryRun, RestoreTarget};
@@ -83,7 +83,9 @@ fn import_into(
     if app == DSH_APPLICATION_ID && version == DSH_SCHEMA_VERSION {
         return super::dsh::import_into(store, &conn, file, progress);
     }
-    if app != APPLICATION_ID || !(version == SCHEMA_VERSION || version == SCHEMA_VERSION_V1) {
+    if app != APPLICATION_ID
+        || ![SCHEMA_VERSION, SCHEMA_VERSION_V2, SCHEMA_VERSION_V1].contains(&version)
+    {
         return Err(Error::UnsupportedFormat {
             file: file.to_owned(),
             found: format!("application_id {app:#010x}, user_version {version}"),
@@ -94,10 +96,10 @@ fn import_into(
     }
     // An index a user added for their queries changes no row: tolerated. Any other object
     // (a trigger, a view, a table, a changed definition) is refused.
-    let reference = reference_objects(if version == SCHEMA_VERSION_V1 {
-        DDL_V1
-    } else {
-        DDL
+    let reference = reference_objects(match version {
+        SCHEMA_VERSION_V1 => DDL_V1,
+        SCHEMA_VERSION_V2 => DDL_V2,
+        _ => DDL,
     })?;
     let found: Vec<_> = schema_objects(&conn, file)?
         .into_iter()
@@ -124,8 +126,15 @@ fn import_into(
     let mut header_stmt = conn
         .prepare("SELECT rowid, version, created_at, cwd, parent_session, seed_length, origin, delegation_depth, agent_preset FROM sessions WHERE id = ?1")
         .map_err(&err)?;
+    // Version 3 keeps the surface op as plain columns; 1 and 2 as JSON text. Either way the
+    // row is read in one shape: the op columns, then the flags (`inherited` is 3's alone).
+    let v3 = version == SCHEMA_VERSION;
     let mut events_stmt = conn
-        .prepare("SELECT rowid, seq, type, time, data, source_event_seqs, surface_op, ignorable, key_order FROM events WHERE session_id = ?1 ORDER BY seq")
+        .prepare(if v3 {
+            "SELECT rowid, seq, type, time, data, source_event_seqs, surface_op, ignorable, key_order, replace_start, replace_end, inherited FROM events WHERE session_id = ?1 ORDER BY seq"
+        } else {
+            "SELECT rowid, seq, type, time, data, source_event_seqs, surface_op, ignorable, key_order, NULL, NULL, NULL FROM events WHERE session_id = ?1 ORDER BY seq"
+        })
         .map_err(&err)?;
     for id in ids {
         let invalid = |table: &'static str, rowid: i64, problem: String| Error::InvalidRow {
@@ -163,7 +172,24 @@ fn import_into(
         let mut rows = events_stmt.query([&id]).map_err(&err)?;
         while let Some(r) = rows.next().map_err(&err)? {
             let rowid: i64 = r.get(0).map_err(&err)?;
-            let event = event_of(r).map_err(|problem| invalid("events", rowid, problem))?;
+            let event = event_of(r, v3).map_err(|problem| invalid("events", rowid, problem))?;
+            if v3 {
+                // `inherited` says what the header says: the fork's first seedLength rows.
+                let inherited = r.get::<_, Option<i64>>(11).map_err(&err)? == Some(1);
+                let expected = header.parent_session.is_some()
+                    && event.seq() < header.seed_length.unwrap_or(0);
+                if inherited != expected {
+                    return Err(invalid(
+                        "events",
+                        rowid,
+                        format!(
+                            "inherited must be {} for seq {} of this session (its header's parentSession and seedLength)",
+                            if expected { "1" } else { "NULL" },
+                            event.seq()
+                        ),
+                    ));
+                }
+            }
             if !sessdb::event::is_known_type(event.event_type()) && !event.ignorable() {
                 return Err(Error::UnsupportedFormat {
                     file: file.to_owned(),
@@ -185,8 +211,9 @@ fn import_into(
     Ok(report)
 }
 
-/// One `events` row as an event; `Err` says which column is malformed.
-fn event_of(r: &rusqlite::Row<'_>) -> std::result::Result<Event, String> {
+/// One `events` row as an event (`v3`: the surface op in version 3's columns); `Err` says
+/// which column is malformed.
+fn event_of(r: &rusqlite::Row<'_>, v3: bool) -> std::result::Result<Event, String> {
     let col = |e: rusqlite::Error| format!("unreadable column: {e}");
     let seq: i64 = r.get(1).map_err(col)?;
     let seq = u64::try_from(seq)
@@ -230,12 +257,39 @@ fn event_of(r: &rusqlite::Row<'_>) -> std::result::Result<Event, String> {
             )
         }
     };
-    let op = match r
+    let op_text = r
         .get_ref(6)
         .map_err(col)?
         .as_bytes_or_null()
-        .map_err(|e| format!("surface_op: {e}"))?
-    {
+        .map_err(|e| format!("surface_op: {e}"))?;
+    let op = match op_text {
+        _ if v3 => {
+            let bound = |i: usize, name: &str| -> std::result::Result<Option<u64>, String> {
+                r.get::<_, Option<i64>>(i)
+                    .map_err(col)?
+                    .map(|v| {
+                        u64::try_from(v)
+                            .ok()
+                            .filter(|v| *v <= MAX_SAFE_INTEGER as u64)
+                            .ok_or(format!("{name} must be a non-negative safe integer"))
+                    })
+                    .transpose()
+            };
+            match (
+                op_text,
+                bound(9, "replace_start")?,
+                bound(10, "replace_end")?,
+            ) {
+                (None, None, None) => None,
+                (Some(b"append"), None, None) => Some(SurfaceOp::Append),
+                (Some(b"replace"), Some(start), Some(end)) => {
+                    Some(SurfaceOp::Replace { start, end })
+                }
+                _ => {
+                    return Err("surface_op must be NULL, 'append', or 'replace' with replace_start and replace_end (set only for 'replace')".into());
+                }
+            }
+        }
         None => None,
         Some(text) => {
             validate(text, &limits).map_err(|e| format!("surface_op: {e}"))?;

@@ -7,18 +7,21 @@ use rusqlite::Connection;
 use crate::{Error, Result};
 
 /// `PRAGMA user_version` of the layout below. Bump and reject: another value is refused,
-/// never migrated — except version 1, the same layout without the index, surface and view
-/// objects of version 2, which is still read.
-pub const SCHEMA_VERSION: i64 = 2;
+/// never migrated — except versions 1 and 2, whose tables import still reads ([`DDL_V1`],
+/// [`DDL_V2`]).
+pub const SCHEMA_VERSION: i64 = 3;
 
-/// The earlier layout import still reads: [`DDL_V1`].
+/// The first layout: [`DDL_V1`].
 pub const SCHEMA_VERSION_V1: i64 = 1;
+
+/// The second layout: [`DDL_V2`].
+pub const SCHEMA_VERSION_V2: i64 = 2;
 
 /// `PRAGMA application_id`: ASCII `SSDB`.
 pub const APPLICATION_ID: i32 = 0x5353_4442;
 
-/// The two tables, shared by both versions.
-macro_rules! tables {
+/// The sessions table, the same in every version.
+macro_rules! sessions_table {
     () => {
         "CREATE TABLE sessions (
   id TEXT NOT NULL PRIMARY KEY,
@@ -31,7 +34,14 @@ macro_rules! tables {
   delegation_depth INTEGER NOT NULL,
   agent_preset TEXT
 ) STRICT;
-CREATE TABLE events (
+"
+    };
+}
+
+/// The events table of versions 1 and 2: `surface_op` as JSON text.
+macro_rules! events_table_v1 {
+    () => {
+        "CREATE TABLE events (
   session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
   seq INTEGER NOT NULL,
   type TEXT NOT NULL,
@@ -46,16 +56,10 @@ CREATE TABLE events (
     };
 }
 
-/// The whole schema of version 1: [`DDL`] without its last four objects.
-pub const DDL_V1: &str = tables!();
-
-/// The whole schema (version 2): version 1's tables, two indexes for the obvious queries, each
-/// session's surface in order, and a `messages` view of it (the messages `Session::messages`
-/// derives: `data` of user-shaped events, `data.message` of `assistant/message` unless its
-/// content is empty, and of `tool/result`).
-pub const DDL: &str = concat!(
-    tables!(),
-    "
+/// The objects version 2 added: two indexes, the surface, the `messages` view.
+macro_rules! surface_v2 {
+    () => {
+        "
 CREATE INDEX events_by_type ON events(type);
 CREATE INDEX events_by_session_type ON events(session_id, type);
 CREATE TABLE surface (
@@ -63,7 +67,20 @@ CREATE TABLE surface (
   position INTEGER NOT NULL,
   seq INTEGER NOT NULL,
   PRIMARY KEY (session_id, position)
-) STRICT;
+) STRICT;"
+    };
+}
+
+/// The whole schema of version 1.
+pub const DDL_V1: &str = concat!(sessions_table!(), events_table_v1!());
+
+/// The whole schema of version 2: version 1's tables, two indexes, each session's surface in
+/// order and a `messages` view of it.
+pub const DDL_V2: &str = concat!(
+    sessions_table!(),
+    events_table_v1!(),
+    surface_v2!(),
+    "
 CREATE VIEW messages AS
   SELECT s.session_id, s.position, s.seq, e.type,
     CASE WHEN e.type IN ('assistant/message', 'tool/result')
@@ -71,6 +88,49 @@ CREATE VIEW messages AS
   FROM surface s JOIN events e ON e.session_id = s.session_id AND e.seq = s.seq
   WHERE NOT (e.type = 'assistant/message'
     AND json_array_length(e.data, '$.message.content') = 0);"
+);
+
+/// The whole schema (version 3), for the queries people write: `surface_op` is plain text
+/// (`'append'` or `'replace'`, the replaced range in `replace_start` and `replace_end`), a
+/// fork's rows for the events it inherited carry `inherited = 1`, and the `messages` view of
+/// the surface (the messages `Session::messages` derives) has the message's `role` and its
+/// `text` (a string content, or its text blocks joined).
+pub const DDL: &str = concat!(
+    sessions_table!(),
+    "CREATE TABLE events (
+  session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  seq INTEGER NOT NULL,
+  type TEXT NOT NULL,
+  time INTEGER NOT NULL,
+  data TEXT NOT NULL,
+  source_event_seqs TEXT,
+  surface_op TEXT CHECK (surface_op IS NULL OR surface_op IN ('append', 'replace')),
+  replace_start INTEGER,
+  replace_end INTEGER,
+  ignorable INTEGER CHECK (ignorable IS NULL OR ignorable = 1),
+  key_order INTEGER CHECK (key_order IS NULL OR key_order = 1),
+  inherited INTEGER CHECK (inherited IS NULL OR inherited = 1),
+  PRIMARY KEY (session_id, seq),
+  CHECK ((surface_op = 'replace') = (replace_start IS NOT NULL AND replace_end IS NOT NULL)
+    AND (replace_start IS NULL) = (replace_end IS NULL))
+) STRICT;",
+    surface_v2!(),
+    "
+CREATE VIEW messages AS
+  SELECT session_id, position, seq, type, message,
+    json_extract(message, '$.role') AS role,
+    CASE json_type(message, '$.content')
+      WHEN 'text' THEN json_extract(message, '$.content')
+      WHEN 'array' THEN (SELECT group_concat(json_extract(b.value, '$.text'), '')
+        FROM json_each(message, '$.content') AS b
+        WHERE json_extract(b.value, '$.type') = 'text')
+    END AS text
+  FROM (SELECT s.session_id, s.position, s.seq, e.type,
+      CASE WHEN e.type IN ('assistant/message', 'tool/result')
+        THEN json_extract(e.data, '$.message') ELSE e.data END AS message
+    FROM surface s JOIN events e ON e.session_id = s.session_id AND e.seq = s.seq
+    WHERE NOT (e.type = 'assistant/message'
+      AND json_array_length(e.data, '$.message.content') = 0));"
 );
 
 pub(crate) fn sqlite_err(file: &Path) -> impl Fn(rusqlite::Error) -> Error + '_ {
