@@ -90,6 +90,24 @@ impl SessionHeader {
     /// [`Error::UnsupportedFormat`] for a `version` other than 0 (checked first), else
     /// [`Error::InvalidHeader`].
     pub fn from_json(bytes: &[u8]) -> Result<Self> {
+        // The form sessdb writes itself, read in one pass (`header_canonical.rs`): the same
+        // header the general reader decides, or `None` and the general reader.
+        if let Some(f) = super::header_canonical::parse(bytes) {
+            let mut header = SessionHeader::new(f.id, f.created_at);
+            header.cwd = f.cwd;
+            header.parent_session = f.parent_session;
+            header.seed_length = f.seed_length;
+            header.origin = f.subagent.then_some(Origin::Subagent);
+            header.delegation_depth = f.delegation_depth;
+            header.agent_preset = f.agent_preset;
+            header.validate()?;
+            return Ok(header);
+        }
+        Self::from_json_general(bytes)
+    }
+
+    /// [`SessionHeader::from_json`] by the general JSON reader.
+    pub(super) fn from_json_general(bytes: &[u8]) -> Result<Self> {
         let bad = |problem: String| Error::InvalidHeader { problem };
         validate(bytes, &Limits::default()).map_err(|e| bad(format!("not lossless JSON: {e}")))?;
         let root = JsonRef::new(bytes);
@@ -238,6 +256,59 @@ mod tests {
             minimal.to_json(),
             br#"{"type":"session","version":0,"id":"s","createdAt":0,"delegationDepth":0}"#
         );
+    }
+
+    fn text() -> impl proptest::strategy::Strategy<Value = String> {
+        proptest::prop_oneof![
+            proptest::string::string_regex("[a-z0-9/._-]{1,12}").unwrap_or_else(|_| unreachable!()),
+            proptest::prelude::any::<String>(),
+            proptest::sample::select(vec![
+                "a\"b".to_owned(),
+                "x\\y".to_owned(),
+                "tab\there".to_owned(),
+                "é😀".to_owned(),
+            ]),
+        ]
+    }
+
+    proptest::proptest! {
+        /// The one-pass reader of sessdb's own form (`header_canonical.rs`) decides as the
+        /// general reader: on what `to_json` writes and on those bytes with one byte changed.
+        #[test]
+        fn the_canonical_reader_decides_as_the_general_one(
+            id in text(),
+            created in 0i64..=crate::MAX_SAFE_INTEGER,
+            cwd in proptest::option::of(text()),
+            parent in proptest::option::of(text()),
+            seed in proptest::option::of(0u64..1000),
+            subagent in proptest::prelude::any::<bool>(),
+            depth in 0u64..5,
+            preset in proptest::option::of(text()),
+            edit in proptest::option::of((proptest::prelude::any::<usize>(), proptest::prelude::any::<u8>())),
+        ) {
+            let mut h = SessionHeader::new(id, created);
+            h.cwd = cwd.map(|c| format!("/{c}"));
+            h.parent_session = parent;
+            h.seed_length = seed;
+            h.origin = subagent.then_some(Origin::Subagent);
+            h.delegation_depth = depth;
+            h.agent_preset = preset;
+            let mut bytes = h.to_json();
+            if let Some((at, byte)) = edit {
+                let i = at % bytes.len();
+                bytes[i] = byte;
+            }
+            let general = SessionHeader::from_json_general(&bytes);
+            let fast = SessionHeader::from_json(&bytes);
+            match (&general, &fast) {
+                (Ok(a), Ok(b)) => proptest::prop_assert_eq!(a, b),
+                (Err(a), Err(b)) => proptest::prop_assert_eq!(a.to_string(), b.to_string()),
+                _ => proptest::prop_assert!(false, "{:?} vs {:?}", general, fast),
+            }
+            if edit.is_none() && general.is_ok() {
+                proptest::prop_assert!(super::super::header_canonical::parse(&bytes).is_some() || bytes.contains(&b'\\'));
+            }
+        }
     }
 
     #[test]

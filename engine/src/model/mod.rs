@@ -8,6 +8,7 @@ mod accept_tests;
 mod draft;
 mod fork;
 mod header;
+mod header_canonical;
 mod lifecycle;
 mod messages;
 mod repair;
