@@ -81,4 +81,4 @@ pub use model::{
     Draft, EventData, ForkSpec, Message, Origin, ResumeReport, Session, SessionHeader, SessionSet,
     SessionState, SurfaceIntent,
 };
-pub use store::{Durability, OpenReport, Store, StoreOptions};
+pub use store::{Durability, OpenReport, SessionHandle, Store, StoreOptions};
