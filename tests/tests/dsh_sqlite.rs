@@ -106,9 +106,12 @@ fn written_back_is_one_dsh_opens(name: &str) {
     let written = dir.path().join("back.sqlite");
     // The default layout is DSH's.
     let options = sessdb_formats::sqlite::SqliteExportOptions::default();
-    let events =
+    let report =
         sessdb_formats::sqlite::export_sqlite(&store, &written, &options, &mut |_| {}).unwrap();
-    assert_eq!(events, store.stats().events);
+    assert_eq!(report.events, store.stats().events);
+    assert_eq!(report.sessions.len(), store.list().len());
+    assert_eq!(report.file, written);
+    assert_eq!(report.bytes, std::fs::metadata(&written).unwrap().len());
     assert!(
         !dir.path().join("back.sqlite-wal").exists(),
         "no log left beside it"

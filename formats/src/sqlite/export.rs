@@ -34,6 +34,19 @@ pub struct SqliteExportOptions {
     pub layout: SqliteLayout,
 }
 
+/// What a SQLite export wrote (as [`crate::jsonl::ExportReport`] for JSONL).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SqliteExportReport {
+    /// The database written.
+    pub file: PathBuf,
+    /// The sessions in it, in the order written.
+    pub sessions: Vec<String>,
+    /// Events written.
+    pub events: u64,
+    /// The database's size in bytes.
+    pub bytes: u64,
+}
+
 /// Exports sessions of `store` into a new database at `target` (replacing it).
 ///
 /// # Errors
@@ -43,8 +56,25 @@ pub fn export_sqlite(
     target: &Path,
     options: &SqliteExportOptions,
     progress: &mut dyn FnMut(Progress),
-) -> Result<u64> {
+) -> Result<SqliteExportReport> {
     let chosen = crate::select::chosen_sessions(store, &options.sessions)?;
+    let events = write(store, target, options, &chosen, progress)?;
+    Ok(SqliteExportReport {
+        file: target.to_owned(),
+        sessions: chosen.iter().map(|i| i.header.id.clone()).collect(),
+        events,
+        bytes: std::fs::metadata(target).map_or(0, |m| m.len()),
+    })
+}
+
+/// The export itself; returns the events written.
+fn write(
+    store: &Store,
+    target: &Path,
+    options: &SqliteExportOptions,
+    chosen: &[sessdb::store::SessionInfo],
+    progress: &mut dyn FnMut(Progress),
+) -> Result<u64> {
     crate::jsonl::export::refuse_links_on_path(target)?;
     let dir = target
         .parent()
@@ -59,7 +89,7 @@ pub fn export_sqlite(
     let tmp: PathBuf = dir.join(file.temp_path());
     if options.layout == SqliteLayout::Dsh {
         // DSH's writer opens the database itself, with DSH's pragmas.
-        let written = super::dsh_export::write(store, &tmp, &chosen, progress)?;
+        let written = super::dsh_export::write(store, &tmp, chosen, progress)?;
         file.commit().map_err(|e| Error::io("replace", target, e))?;
         return Ok(written);
     }
@@ -83,7 +113,7 @@ pub fn export_sqlite(
         let mut surface_row = tx
             .prepare("INSERT INTO surface (session_id, position, seq) VALUES (?1, ?2, ?3)")
             .map_err(&err)?;
-        for info in &chosen {
+        for info in chosen {
             let h = &info.header;
             session_row
                 .execute(params![

@@ -199,7 +199,8 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
             ..SqliteExportOptions::default()
         },
         &mut |_| {},
-    )?;
+    )?
+    .events;
     let verified = verify(Arc::new(FsStorage::new(&a.store)))?;
 
     println(&format!(

@@ -76,7 +76,7 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
                 },
             };
             (
-                export_sqlite(&store, file, &options, &mut report_progress)?,
+                export_sqlite(&store, file, &options, &mut report_progress)?.events,
                 file.clone(),
             )
         }
