@@ -51,6 +51,41 @@ impl SessionHeader {
         }
     }
 
+    /// A header created at `time` (Unix epoch milliseconds of it; a time before 1970 is
+    /// clamped to 0, as DSH's `createdAt` is never negative).
+    ///
+    /// ```
+    /// use sessdb::SessionHeader;
+    /// let h = SessionHeader::created("s1", std::time::SystemTime::now())
+    ///     .with_cwd(std::path::Path::new("/home/dev/project"))?;
+    /// assert!(h.created_at > 0);
+    /// assert_eq!(h.cwd.as_deref(), Some("/home/dev/project"));
+    /// # Ok::<(), sessdb::Error>(())
+    /// ```
+    pub fn created(id: impl Into<String>, time: std::time::SystemTime) -> Self {
+        let ms = time
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        Self::new(id, ms)
+    }
+
+    /// This header with `cwd` set from a path.
+    ///
+    /// # Errors
+    /// [`Error::InvalidHeader`] when the path is not UTF-8 or not absolute (DSH's rule).
+    pub fn with_cwd(mut self, cwd: &std::path::Path) -> Result<Self> {
+        let text = cwd.to_str().ok_or_else(|| Error::InvalidHeader {
+            problem: format!("cwd {} is not UTF-8", cwd.display()),
+        })?;
+        if !is_absolute(text) {
+            return Err(Error::InvalidHeader {
+                problem: format!("cwd {text:?} must be an absolute path"),
+            });
+        }
+        self.cwd = Some(text.to_owned());
+        Ok(self)
+    }
+
     /// Checks the header rules (`docs/FORMATS.md` §2.2).
     ///
     /// # Errors
@@ -309,6 +344,24 @@ mod tests {
                 proptest::prop_assert!(super::super::header_canonical::parse(&bytes).is_some() || bytes.contains(&b'\\'));
             }
         }
+    }
+
+    #[test]
+    fn headers_from_a_system_time_and_a_path() {
+        let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(1_767_225_600_123);
+        assert_eq!(SessionHeader::created("s", t).created_at, 1_767_225_600_123);
+        let before = std::time::UNIX_EPOCH - std::time::Duration::from_secs(5);
+        assert_eq!(SessionHeader::created("s", before).created_at, 0);
+        let h = SessionHeader::new("s", 0)
+            .with_cwd(std::path::Path::new("/a/b"))
+            .unwrap();
+        assert_eq!(h.cwd.as_deref(), Some("/a/b"));
+        h.validate().unwrap();
+        assert!(
+            SessionHeader::new("s", 0)
+                .with_cwd(std::path::Path::new("rel"))
+                .is_err()
+        );
     }
 
     #[test]
