@@ -929,12 +929,10 @@ fn streams_sorting_completions_man_and_suggestions() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("'verify'"));
 }
 
-#[test]
-fn regression_quiet_silences_chatter_never_a_warning_about_data() {
-    let dir = tempfile::tempdir().unwrap();
-    // A session whose last line is torn: import drops it, and says so even under `-q`.
+/// `s.jsonl` in `dir`: session `t1` (its header and end-seed marker), then a torn last line.
+fn write_torn_session(dir: &Path) {
     std::fs::write(
-        dir.path().join("s.jsonl"),
+        dir.join("s.jsonl"),
         concat!(
             r#"{"type":"session","version":0,"id":"t1","createdAt":1,"delegationDepth":0}"#,
             "\n",
@@ -944,6 +942,13 @@ fn regression_quiet_silences_chatter_never_a_warning_about_data() {
         ),
     )
     .unwrap();
+}
+
+#[test]
+fn regression_quiet_silences_chatter_never_a_warning_about_data() {
+    let dir = tempfile::tempdir().unwrap();
+    // A session whose last line is torn: import drops it, and says so even under `-q`.
+    write_torn_session(dir.path());
     let out = sessdb(&["import", "st", "--jsonl", "s.jsonl", "-q"], dir.path());
     assert_eq!(out.status.code(), Some(0));
     let err = String::from_utf8(out.stderr).unwrap();
@@ -1014,17 +1019,7 @@ fn regression_repair_dry_run_without_salvage_plans_and_changes_nothing() {
 #[test]
 fn import_export_and_fork_speak_json_when_asked() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("s.jsonl"),
-        concat!(
-            r#"{"type":"session","version":0,"id":"t1","createdAt":1,"delegationDepth":0}"#,
-            "\n",
-            r#"{"type":"session/end-seed","seq":0,"time":1,"data":{}}"#,
-            "\n",
-            r#"{"type":"turn/sta"#,
-        ),
-    )
-    .unwrap();
+    write_torn_session(dir.path());
     let out = ok(
         &["import", "st", "--jsonl", "s.jsonl", "--json", "-q"],
         dir.path(),
