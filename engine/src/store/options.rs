@@ -94,6 +94,96 @@ impl Default for StoreOptions {
     }
 }
 
+/// Builder methods: `StoreOptions::default().with_durability(Durability::Sync)` reads as
+/// the struct-literal form does, and keeps compiling if fields are added.
+///
+/// ```
+/// use sessdb::{Durability, StoreOptions};
+/// let o = StoreOptions::default()
+///     .with_durability(Durability::Sync)
+///     .with_checkpoint_interval_bytes(16 << 20);
+/// assert_eq!(o.durability, Durability::Sync);
+/// assert_eq!(o.checkpoint_interval_bytes, 16 << 20);
+/// ```
+impl StoreOptions {
+    /// Sets [`StoreOptions::durability`].
+    #[must_use]
+    pub fn with_durability(mut self, durability: Durability) -> Self {
+        self.durability = durability;
+        self
+    }
+
+    /// Sets [`StoreOptions::segment_bytes_max`].
+    #[must_use]
+    pub fn with_segment_bytes_max(mut self, bytes: u64) -> Self {
+        self.segment_bytes_max = bytes;
+        self
+    }
+
+    /// Sets [`StoreOptions::record_bytes_max`].
+    #[must_use]
+    pub fn with_record_bytes_max(mut self, bytes: u32) -> Self {
+        self.record_bytes_max = bytes;
+        self
+    }
+
+    /// Sets [`StoreOptions::checkpoint_interval_bytes`].
+    #[must_use]
+    pub fn with_checkpoint_interval_bytes(mut self, bytes: u64) -> Self {
+        self.checkpoint_interval_bytes = bytes;
+        self
+    }
+
+    /// Sets [`StoreOptions::checkpoint_merge_every`].
+    #[must_use]
+    pub fn with_checkpoint_merge_every(mut self, every: u32) -> Self {
+        self.checkpoint_merge_every = every;
+        self
+    }
+
+    /// Sets [`StoreOptions::salvage`].
+    #[must_use]
+    pub fn with_salvage(mut self, salvage: bool) -> Self {
+        self.salvage = salvage;
+        self
+    }
+
+    /// Sets [`StoreOptions::preallocate_bytes`].
+    #[must_use]
+    pub fn with_preallocate_bytes(mut self, bytes: u64) -> Self {
+        self.preallocate_bytes = bytes;
+        self
+    }
+
+    /// Sets [`StoreOptions::ignore_checkpoints`].
+    #[must_use]
+    pub fn with_ignore_checkpoints(mut self, ignore: bool) -> Self {
+        self.ignore_checkpoints = ignore;
+        self
+    }
+
+    /// Sets [`StoreOptions::limits`].
+    #[must_use]
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Sets [`StoreOptions::clock`].
+    #[must_use]
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Sets [`StoreOptions::progress`].
+    #[must_use]
+    pub fn with_progress(mut self, progress: OpenProgress) -> Self {
+        self.progress = progress;
+        self
+    }
+}
+
 impl StoreOptions {
     /// Tiny segments and checkpoint interval, so tests and fuzzers reach rollover and
     /// checkpoint edges with little data.
