@@ -31,6 +31,61 @@ use crate::{Draft, Error, Result};
 /// # Ok(())
 /// # }
 /// ```
+///
+/// A whole turn — streamed chunks, the assistant message citing them, a tool call and its
+/// result — then a compaction that replaces the conversation with a summary:
+///
+/// ```
+/// use std::sync::Arc;
+/// use sessdb::storage::MemStorage;
+/// use sessdb::{Draft, LogType, SessionHeader, Store, StoreOptions, SurfaceIntent, SurfaceType};
+///
+/// # fn main() -> sessdb::Result<()> {
+/// let store = Store::open_with(Arc::new(MemStorage::new()), StoreOptions::default())?;
+/// let s = store.session_or_create(SessionHeader::new("s1", 0))?; // seq 0: its end-seed marker
+/// let log = |ty: &LogType, data: &str| Draft::log(ty, data.as_bytes().to_vec());
+/// let surface = |ty, data: &str, intent| Draft::surface(ty, data.as_bytes().to_vec(), intent);
+/// s.append(log(&LogType::TURN_START, r#"{"turn":1}"#))?; // 1
+/// let user = s.append(surface(
+///     SurfaceType::UserMessage,
+///     r#"{"id":"u1","role":"user","source":{"kind":"user"},"content":[{"type":"text","text":"list the files"}]}"#,
+///     SurfaceIntent::append(),
+/// ))?; // 2
+/// s.append(log(&LogType::STEP_START, r#"{"turn":1,"step":1}"#))?; // 3
+/// let chunks = s.append_batch(vec![
+///     log(&LogType::ASSISTANT_CHUNK, r#"{"turn":1,"step":1,"chunk":{"type":"text-delta","index":0,"text":"Listing"}}"#),
+///     log(&LogType::ASSISTANT_CHUNK, r#"{"turn":1,"step":1,"chunk":{"type":"text-delta","index":0,"text":" them."}}"#),
+/// ])?; // 4..6
+/// let answer = s.append(surface(
+///     SurfaceType::AssistantMessage,
+///     r#"{"turn":1,"step":1,"message":{"id":"a1","role":"assistant","source":{"kind":"model","provider":"p","model":"m"},"content":[{"type":"text","text":"Listing them."},{"type":"tool-call","id":"c1","name":"bash","arguments":"{\"command\":\"ls\"}"}]}}"#,
+///     SurfaceIntent::append().with_sources(chunks.collect::<Vec<_>>()),
+/// ))?; // 6
+/// let call = s.append(log(
+///     &LogType::TOOL_CALL,
+///     r#"{"turn":1,"step":1,"callId":"c1","name":"bash","arguments":"{\"command\":\"ls\"}"}"#,
+/// ))?; // 7
+/// let result = s.append(surface(
+///     SurfaceType::ToolResult,
+///     r#"{"turn":1,"step":1,"message":{"id":"r1","role":"user","source":{"kind":"tool","callId":"c1"},"content":[{"type":"tool-result","toolCallId":"c1","isError":false,"content":[{"type":"text","text":"README.md"}]}]}}"#,
+///     SurfaceIntent::append().with_sources(vec![call]),
+/// ))?; // 8
+/// s.append(log(&LogType::STEP_END, r#"{"turn":1,"step":1}"#))?;
+/// s.append(log(&LogType::TURN_END, r#"{"turn":1,"reason":{"kind":"completed"}}"#))?;
+/// assert_eq!(s.surface()?, vec![user, answer, result]);
+///
+/// // The compaction: one summary replaces the surface from the first message to the last,
+/// // citing every message it shadows.
+/// let summary = s.append(surface(
+///     SurfaceType::UserMessage,
+///     r#"{"id":"sum1","role":"user","source":{"kind":"compaction"},"content":[{"type":"text","text":"Summary: the files were listed."}]}"#,
+///     SurfaceIntent::replace(user, result).with_sources(vec![user, answer, result]),
+/// ))?;
+/// assert_eq!(s.surface()?, vec![summary]);
+/// assert_eq!(s.messages()?.len(), 1);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone)]
 pub struct SessionHandle<'a> {
     store: &'a Store,
