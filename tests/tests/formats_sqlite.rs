@@ -57,14 +57,21 @@ fn every_fixture_survives_sqlite_byte_for_byte() {
     }
 }
 
-#[test]
-fn the_export_answers_json_queries() {
+/// The default workload in a store, its analytics export, and a connection to it (the
+/// directory holds the file).
+fn demo_export() -> (Store, tempfile::TempDir, Connection) {
     let mut original = store();
     generate(&WorkloadSpec::default(), &mut original).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("export.sqlite");
     export_sqlite(&original, &db, &analytics(), &mut |_| {}).unwrap();
     let conn = Connection::open(&db).unwrap();
+    (original, dir, conn)
+}
+
+#[test]
+fn the_export_answers_json_queries() {
+    let (original, _dir, conn) = demo_export();
     let roles: Vec<String> = conn
         .prepare(
             "SELECT json_extract(data,'$.message.role') FROM events WHERE type='assistant/message'",
@@ -379,12 +386,7 @@ fn the_documented_queries_answer() {
         .and_then(|s| s.split("```sql").nth(1))
         .and_then(|s| s.split("```").next())
         .unwrap();
-    let mut original = store();
-    generate(&WorkloadSpec::default(), &mut original).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("export.sqlite");
-    export_sqlite(&original, &db, &analytics(), &mut |_| {}).unwrap();
-    let conn = Connection::open(&db).unwrap();
+    let (_original, _dir, conn) = demo_export();
     let statements: Vec<String> = queries
         .split(';')
         .map(|q| {

@@ -51,16 +51,7 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    let store = store.map_err(|e| {
-        if e.message.contains("corruption") && !a.salvage {
-            CliError {
-                hint: Some("rerun with --salvage --dry-run to see what salvage would keep"),
-                ..e
-            }
-        } else {
-            e
-        }
-    })?;
+    let store = store.map_err(|e| if a.salvage { e } else { salvage_hint(e) })?;
     let report = store.open_report().clone();
     if report.bytes_truncated > 0 {
         println(&format!(
@@ -94,6 +85,18 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
     Ok(code::OK)
 }
 
+/// A refusal for corruption, with the way to see what salvage would keep.
+fn salvage_hint(e: CliError) -> CliError {
+    if e.message.contains("corruption") {
+        CliError {
+            hint: Some("rerun with --salvage --dry-run to see what salvage would keep"),
+            ..e
+        }
+    } else {
+        e
+    }
+}
+
 /// `repair --dry-run`: what a plain repair would do, read from a read-only open of the whole
 /// log (as the repair reads it), nothing written.
 fn plan(a: &Args, quiet: bool) -> CliResult {
@@ -111,17 +114,7 @@ fn plan(a: &Args, quiet: bool) -> CliResult {
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    let store = store.map_err(|e| {
-        let e = CliError::from(e);
-        if e.message.contains("corruption") {
-            CliError {
-                hint: Some("rerun with --salvage --dry-run to see what salvage would keep"),
-                ..e
-            }
-        } else {
-            e
-        }
-    })?;
+    let store = store.map_err(|e| salvage_hint(CliError::from(e)))?;
     let report = store.open_report().clone();
     let mut any = false;
     if report.torn_tail_ignored > 0 {
