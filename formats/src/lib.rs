@@ -32,10 +32,13 @@
 
 #![forbid(unsafe_code)]
 
+mod admit;
 mod error;
 pub mod jsonl;
 pub mod legacy;
+pub mod pack;
 mod progress;
+mod report;
 mod select;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
@@ -43,4 +46,5 @@ mod target;
 
 pub use error::{Error, Result};
 pub use progress::Progress;
+pub use report::{ImportReport, ImportedSession, TornTail};
 pub use target::Outcome;

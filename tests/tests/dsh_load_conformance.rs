@@ -14,8 +14,6 @@
     reason = "test helpers fail loudly"
 )]
 
-use std::path::PathBuf;
-
 use sessdb::json::JsonRef;
 use sessdb_formats::jsonl::import_jsonl;
 use sessdb_tests::mem_store;
@@ -26,40 +24,10 @@ const REFUSED_WHERE_DSH_LOADS: [&str; 1] = [
     "data-1e400-87f0f076",
 ];
 
-struct Case {
-    name: String,
-    file: String,
-    expect: Vec<u8>,
-    bytes: Vec<u8>,
-}
+#[path = "support/load_cases.rs"]
+mod load_cases;
 
-fn cases() -> Vec<Case> {
-    let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/dsh-load/all-cases.bundle.zst");
-    let packed = std::fs::read(path).unwrap();
-    let mut decoder = zstd::stream::read::Decoder::new(&packed[..]).unwrap();
-    decoder.window_log_max(27).unwrap();
-    let mut bundle = Vec::new();
-    std::io::Read::read_to_end(&mut decoder, &mut bundle).unwrap();
-    fn part(rest: &mut &[u8]) -> Vec<u8> {
-        let (len, tail) = rest.split_at(4);
-        let len = u32::from_le_bytes(len.try_into().unwrap()) as usize;
-        let (bytes, tail) = tail.split_at(len);
-        *rest = tail;
-        bytes.to_vec()
-    }
-    let mut rest = &bundle[..];
-    let mut out = Vec::new();
-    while !rest.is_empty() {
-        out.push(Case {
-            name: String::from_utf8(part(&mut rest)).unwrap(),
-            file: String::from_utf8(part(&mut rest)).unwrap(),
-            expect: part(&mut rest),
-            bytes: part(&mut rest),
-        });
-    }
-    out
-}
+use load_cases::cases;
 
 #[test]
 fn every_load_case_decides_as_dsh_decides() {

@@ -7,7 +7,7 @@
 //! order DSH itself writes (its repair closers: `surfaceOp` before `sourceEventSeqs`), which
 //! the event remembers so that DSH's files are reproduced byte for byte.
 
-use super::{Event, SurfaceOp};
+use super::{Event, SurfaceOp, envelope};
 use crate::json::{JsonKind, JsonRef, validate};
 use crate::{Error, Limits, Result};
 
@@ -49,10 +49,7 @@ impl Event {
         }
         let [event_type, seq, time, data, sources, surface_op, ignorable] = fields;
 
-        let seq = seq
-            .ok_or_else(|| bad(None, "missing \"seq\"".into()))?
-            .as_safe_integer()
-            .and_then(|s| u64::try_from(s).ok())
+        let seq = envelope::seq_from_json(&seq.ok_or_else(|| bad(None, "missing \"seq\"".into()))?)
             .ok_or_else(|| bad(None, "\"seq\" must be a non-negative safe integer".into()))?;
         let bad = |problem: &str| bad(Some(seq), problem.to_owned());
         let event_type = event_type
@@ -66,23 +63,14 @@ impl Event {
         let data = data.ok_or_else(|| bad("missing \"data\""))?;
         let mut event = Event::new(event_type, seq, time, data.bytes());
         if let Some(list) = sources {
-            if list.kind() != JsonKind::Array {
-                return Err(bad("\"sourceEventSeqs\" must be an array"));
-            }
-            let seqs = list
-                .elements()
-                .map(|e| {
-                    safe_u64(&e).ok_or_else(|| {
-                        bad("\"sourceEventSeqs\" members must be non-negative safe integers")
-                    })
-                })
-                .collect::<Result<Vec<u64>>>()?;
+            let seqs =
+                envelope::seqs_from_json(&list).ok_or_else(|| bad(envelope::SOURCES_RULE))?;
             event = event.with_sources(seqs);
         }
         if let Some(op) = surface_op {
-            event = event.with_surface_op(parse_surface_op(&op).ok_or_else(|| {
-                bad("\"surfaceOp\" must be \"append\" or {\"op\":\"replace\",\"start\":S,\"end\":E}")
-            })?);
+            event = event.with_surface_op(
+                SurfaceOp::from_json(&op).ok_or_else(|| bad(envelope::SURFACE_OP_RULE))?,
+            );
         }
         let both = event.sources().is_some() && event.surface_op().is_some();
         event = event.with_surface_op_first(surface_op_first && both);
@@ -186,27 +174,6 @@ const ENVELOPE_KEYS: [&str; 7] = [
     "surfaceOp",
     "ignorable",
 ];
-
-fn safe_u64(v: &JsonRef<'_>) -> Option<u64> {
-    v.as_safe_integer().and_then(|s| u64::try_from(s).ok())
-}
-
-/// `"append"` or an object with exactly `op: "replace"`, `start`, `end`.
-fn parse_surface_op(v: &JsonRef<'_>) -> Option<SurfaceOp> {
-    if v.str_eq("append") {
-        return Some(SurfaceOp::Append);
-    }
-    if v.kind() != JsonKind::Object || v.members().count() != 3 {
-        return None;
-    }
-    if !v.get("op")?.str_eq("replace") {
-        return None;
-    }
-    Some(SurfaceOp::Replace {
-        start: safe_u64(&v.get("start")?)?,
-        end: safe_u64(&v.get("end")?)?,
-    })
-}
 
 #[cfg(test)]
 mod tests {

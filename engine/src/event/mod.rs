@@ -4,6 +4,7 @@
 //! `data` is kept as the exact JSON bytes received; the acceptance function validates them
 //! once, and nothing re-serializes them afterwards.
 
+pub mod envelope;
 mod jsonl;
 pub(crate) mod types;
 pub mod view;

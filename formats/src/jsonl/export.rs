@@ -9,7 +9,7 @@ use sessdb::storage::{FileWriter, FsStorage, Replacement, temp_name};
 use sessdb::store::SessionInfo;
 
 use super::layout::{RAW_FILE, ZSTD_FILE, session_dir};
-use super::pack::Packer;
+use crate::pack::Packer;
 use crate::{Error, Progress, Result};
 
 /// Events read from the store at a time.

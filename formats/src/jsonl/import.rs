@@ -10,54 +10,17 @@
 
 use std::path::{Path, PathBuf};
 
-use sessdb::event::is_known_type as is_known_event_type;
 use sessdb::json::{JsonKind, JsonRef, validate};
 use sessdb::{Error as StoreError, Event, Limits, PackHint, SessionHeader, Store};
 
 use super::grammar::parses_as_dsh_json;
 use super::layout::{NO_CWD_DIR, RAW_FILE, ZSTD_FILE, session_dir};
 use super::lines::LineReader;
-use super::pack::{TOO_MANY_PIECES, is_packed_row, mark_row_start, unpack};
-use crate::target::{DryRun, Outcome, Refusal, RestoreTarget};
+use crate::admit::{Places, admit};
+use crate::pack::{TOO_MANY_PIECES, is_packed_row, mark_row_start, unpack};
+use crate::report::{ImportReport, TornTail};
+use crate::target::{DryRun, RestoreTarget};
 use crate::{Error, Progress, Result};
-
-/// What an import did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ImportReport {
-    /// The sessions imported, in the order read.
-    pub sessions: Vec<ImportedSession>,
-}
-
-/// One imported session.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ImportedSession {
-    /// Its id.
-    pub id: String,
-    /// The file it came from.
-    pub file: PathBuf,
-    /// Events in the input (after any torn tail was dropped).
-    pub events: u64,
-    /// What the import did with it: imported, extended or skipped.
-    pub outcome: Outcome,
-    /// The torn tail dropped, if there was one.
-    pub torn: Option<TornTail>,
-    /// Lines whose invalid UTF-8 was read as U+FFFD, as DSH reads them.
-    pub invalid_utf8_lines: Vec<u64>,
-    /// Seqs of the events stored in the current shape DSH's loader migrates them to
-    /// (pre-identity messages, old `steering/message`; `docs/FORMATS.md` §1.1).
-    pub migrated: Vec<u64>,
-}
-
-/// A torn tail: from `line` to the end of the file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TornTail {
-    /// The first dropped line.
-    pub line: u64,
-    /// Why that line is not an event.
-    pub reason: String,
-    /// Lines dropped.
-    pub lines_dropped: u64,
-}
 
 /// Imports from a DSH sessions root, one session directory, or one `session.jsonl[.zstd]`
 /// file.
@@ -123,50 +86,16 @@ fn import_into(
             }
         }
         let count = events.len() as u64;
-        let (mut events, lines): (Vec<Event>, Vec<u64>) = events.into_iter().unzip();
-        let migrated = crate::legacy::migrate(&header.id, &mut events);
-        let id = header.id.clone();
-        let outcome = store.restore(header, events).map_err(|e| match e {
-            Refusal::Conflict(problem) => Error::Conflict {
-                file: file.clone(),
-                id: id.clone(),
-                problem,
-            },
-            Refusal::Store(e) => store_error(&file, &lines, e),
-        })?;
+        let (events, lines): (Vec<Event>, Vec<u64>) = events.into_iter().unzip();
+        let mut imported = admit(store, &file, header, events, Places::Lines(&lines))?;
+        imported.torn = torn;
+        imported.invalid_utf8_lines = invalid_utf8_lines;
         done.events_done += count;
         done.bytes_done += bytes;
         progress(done);
-        report.sessions.push(ImportedSession {
-            id,
-            file,
-            events: count,
-            outcome,
-            torn,
-            invalid_utf8_lines,
-            migrated,
-        });
+        report.sessions.push(imported);
     }
     Ok(report)
-}
-
-/// The store's refusal of a session, placed at its line.
-fn store_error(file: &Path, lines: &[u64], e: StoreError) -> Error {
-    match e {
-        StoreError::Rejected { seq, .. } => Error::Invalid {
-            file: file.to_owned(),
-            line: lines.get(seq as usize).copied(),
-            source: e,
-        },
-        e @ (StoreError::InvalidHeader { .. } | StoreError::SessionExists { .. }) => {
-            Error::Invalid {
-                file: file.to_owned(),
-                line: Some(1),
-                source: e,
-            }
-        }
-        other => Error::Store(other),
-    }
 }
 
 fn store_limits() -> Limits {
@@ -351,17 +280,6 @@ pub(crate) fn read_session(file: &Path, limits: &Limits) -> Result<Scanned> {
                     } else {
                         e
                     };
-                    if !is_known_event_type(e.event_type()) && !e.ignorable() {
-                        return Err(Error::UnsupportedFormat {
-                            file: file.to_owned(),
-                            found: format!(
-                                "event type {:?} without \"ignorable\":true at line {}",
-                                e.event_type(),
-                                line.number
-                            ),
-                            expected: "the DSH v0 event vocabulary".into(),
-                        });
-                    }
                     events.push((e, line.number));
                 }
             }

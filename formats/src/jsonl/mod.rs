@@ -1,4 +1,4 @@
-//! The DSH v0 JSONL session format: layout, packed chunk rows, export and import
+//! The DSH v0 JSONL session format: layout, export and import (packed chunk rows: [`crate::pack`])
 //! (`docs/FORMATS.md`).
 
 pub(crate) mod export;
@@ -6,11 +6,9 @@ mod grammar;
 mod import;
 pub mod layout;
 mod lines;
-pub mod pack;
 
+pub use crate::pack::MAX_PIECES_PER_ROW;
+pub use crate::report::{ImportReport, ImportedSession, TornTail};
 pub use export::{ExportOptions, ExportReport, export_jsonl, write_session_jsonl};
-pub use import::{
-    ImportReport, ImportedSession, MAX_SESSION_BYTES, TornTail, import_jsonl, plan_jsonl,
-};
+pub use import::{MAX_SESSION_BYTES, import_jsonl, plan_jsonl};
 pub use lines::{Line, LineReader};
-pub use pack::MAX_PIECES_PER_ROW;

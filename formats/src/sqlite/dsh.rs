@@ -7,13 +7,15 @@ use std::io::Read;
 use std::path::Path;
 
 use rusqlite::Connection;
-use sessdb::json::{JsonKind, JsonRef, validate};
+use sessdb::event::envelope;
+use sessdb::json::{JsonRef, validate};
 use sessdb::{Event, Limits, MAX_SAFE_INTEGER, Origin, PackHint, SessionHeader, SurfaceOp};
 
-use super::restore::sessions_and_progress;
+use super::listing::sessions_and_progress;
 use super::schema::{input_err, reference_objects, schema_objects};
-use crate::jsonl::ImportReport;
-use crate::jsonl::pack::{TOO_MANY_PIECES, mark_row_start, unpack};
+use crate::admit::{Places, admit};
+use crate::pack::{TOO_MANY_PIECES, mark_row_start, unpack_parts};
+use crate::report::ImportReport;
 use crate::target::RestoreTarget;
 use crate::{Error, Progress, Result};
 
@@ -82,21 +84,15 @@ pub(super) fn import_into(
     let mut report = ImportReport::default();
     for id in ids {
         let (header_rowid, header) = read_header(conn, file, &id)?;
-        let (mut events, rowids) = read_events(conn, file, &id)?;
-        let migrated = crate::legacy::migrate(&header.id, &mut events);
+        let (events, rowids) = read_events(conn, file, &id)?;
         let rows = rowids.len() as u64;
-        super::restore::restore_one(
-            store,
-            file,
-            header,
-            events,
-            &rowids,
-            header_rowid,
-            &mut report,
-        )?;
-        if let Some(s) = report.sessions.last_mut() {
-            s.migrated = migrated;
-        }
+        let places = Places::Rows {
+            header: header_rowid,
+            events: &rowids,
+        };
+        report
+            .sessions
+            .push(admit(store, file, header, events, places)?);
         done.events_done += rows;
         progress(done);
     }
@@ -175,15 +171,10 @@ fn read_events(conn: &Connection, file: &Path, id: &str) -> Result<(Vec<Event>, 
 fn decode_row(r: &rusqlite::Row<'_>) -> std::result::Result<Vec<Event>, String> {
     let col = |e: rusqlite::Error| format!("unreadable column: {e}");
     let seq: i64 = r.get(1).map_err(col)?;
-    let seq = u64::try_from(seq)
-        .ok()
-        .filter(|s| *s <= MAX_SAFE_INTEGER.unsigned_abs())
-        .ok_or("seq must be a non-negative safe integer")?;
+    let seq = envelope::checked_seq(seq).ok_or("seq must be a non-negative safe integer")?;
     let ty: String = r.get(2).map_err(col)?;
     let time: i64 = r.get(3).map_err(col)?;
-    if !(-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(&time) {
-        return Err("time must be a safe integer".into());
-    }
+    let time = envelope::checked_time(time).ok_or("time must be a safe integer")?;
     let data = data_bytes(r.get_ref(4).map_err(col)?)?;
     let ignorable: Option<i64> = r.get(7).map_err(col)?;
     if ignorable == Some(0) {
@@ -191,14 +182,8 @@ fn decode_row(r: &rusqlite::Row<'_>) -> std::result::Result<Vec<Event>, String> 
         if !ROW_TYPES.contains(&ty.as_str()) {
             return Err(format!("ignorable 0 on a row of type {ty:?}"));
         }
-        let mut row = Vec::with_capacity(data.len() + 96);
-        row.extend_from_slice(
-            format!("{{\"type\":\"{ty}\",\"seq0\":{seq},\"time0\":{time},\"data\":").as_bytes(),
-        );
-        row.extend_from_slice(&data);
-        row.push(b'}');
-        validate(&row, &Limits::default()).map_err(|e| format!("packed row: {e}"))?;
-        let events = unpack(&JsonRef::new(&row)).map_err(|e| {
+        validate(&data, &Limits::default()).map_err(|e| format!("packed row data: {e}"))?;
+        let events = unpack_parts(&ty, seq, time, &JsonRef::new(&data)).map_err(|e| {
             if e == TOO_MANY_PIECES {
                 e.to_owned()
             } else {
@@ -217,10 +202,9 @@ fn decode_row(r: &rusqlite::Row<'_>) -> std::result::Result<Vec<Event>, String> 
     }
     let op: Option<String> = r.get(6).map_err(col)?;
     if let Some(op) = op {
-        validate(op.as_bytes(), &Limits::default()).map_err(|e| format!("surface_op: {e}"))?;
-        event = event.with_surface_op(parse_op(&JsonRef::new(op.as_bytes())).ok_or(
-            "surface_op must be \"append\" or {\"op\":\"replace\",\"start\":S,\"end\":E}",
-        )?);
+        event = event.with_surface_op(
+            SurfaceOp::from_json_text(op.as_bytes()).map_err(|e| format!("surface_op: {e}"))?,
+        );
     }
     match ignorable {
         None => {}
@@ -252,25 +236,6 @@ fn data_bytes(v: rusqlite::types::ValueRef<'_>) -> std::result::Result<Vec<u8>, 
         }
         _ => Err("data must be text or a zstd blob".into()),
     }
-}
-
-/// `"append"` or `{"op":"replace","start":S,"end":E}`.
-fn parse_op(v: &JsonRef<'_>) -> Option<SurfaceOp> {
-    if v.str_eq("append") {
-        return Some(SurfaceOp::Append);
-    }
-    if v.kind() != JsonKind::Object || !v.get("op")?.str_eq("replace") {
-        return None;
-    }
-    let int = |k: &str| {
-        v.get(k)?
-            .as_safe_integer()
-            .and_then(|n| u64::try_from(n).ok())
-    };
-    Some(SurfaceOp::Replace {
-        start: int("start")?,
-        end: int("end")?,
-    })
 }
 
 /// DSH's `sourceEventSeqs` blob: the first seq as an unsigned varint (7 bits a byte, low

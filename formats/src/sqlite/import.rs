@@ -5,16 +5,17 @@
 use std::path::Path;
 
 use rusqlite::{Connection, OpenFlags};
-use sessdb::json::{JsonKind, JsonRef, validate};
-use sessdb::{Event, Limits, MAX_SAFE_INTEGER, Origin, SessionHeader, Store, SurfaceOp};
+use sessdb::event::envelope;
+use sessdb::{Event, Origin, SessionHeader, Store, SurfaceOp};
 
 use super::dsh::{DSH_APPLICATION_ID, DSH_SCHEMA_VERSION};
-use super::restore::{restore_one, sessions_and_progress};
+use super::listing::sessions_and_progress;
 use super::schema::{
     APPLICATION_ID, DDL, DDL_V1, DDL_V2, SCHEMA_VERSION, SCHEMA_VERSION_V1, SCHEMA_VERSION_V2,
     input_err, reference_objects, schema_objects,
 };
-use crate::jsonl::ImportReport;
+use crate::admit::{Places, admit};
+use crate::report::ImportReport;
 use crate::target::{DryRun, RestoreTarget};
 use crate::{Error, Progress, Result};
 
@@ -190,21 +191,17 @@ fn import_into(
                     ));
                 }
             }
-            if !sessdb::event::is_known_type(event.event_type()) && !event.ignorable() {
-                return Err(Error::UnsupportedFormat {
-                    file: file.to_owned(),
-                    found: format!(
-                        "events row {rowid}: event type {:?} without ignorable",
-                        event.event_type()
-                    ),
-                    expected: "the DSH v0 event vocabulary".into(),
-                });
-            }
             events.push(event);
             rowids.push(rowid);
         }
         let count = events.len() as u64;
-        restore_one(store, file, header, events, &rowids, rowid, &mut report)?;
+        let places = Places::Rows {
+            header: rowid,
+            events: &rowids,
+        };
+        report
+            .sessions
+            .push(admit(store, file, header, events, places)?);
         done.events_done += count;
         progress(done);
     }
@@ -216,22 +213,16 @@ fn import_into(
 fn event_of(r: &rusqlite::Row<'_>, v3: bool) -> std::result::Result<Event, String> {
     let col = |e: rusqlite::Error| format!("unreadable column: {e}");
     let seq: i64 = r.get(1).map_err(col)?;
-    let seq = u64::try_from(seq)
-        .ok()
-        .filter(|s| *s <= MAX_SAFE_INTEGER as u64)
-        .ok_or("seq must be a non-negative safe integer")?;
+    let seq = envelope::checked_seq(seq).ok_or("seq must be a non-negative safe integer")?;
     let ty: String = r.get(2).map_err(col)?;
     let time: i64 = r.get(3).map_err(col)?;
-    if !(-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(&time) {
-        return Err("time must be a safe integer".into());
-    }
+    let time = envelope::checked_time(time).ok_or("time must be a safe integer")?;
     let data = r
         .get_ref(4)
         .map_err(col)?
         .as_bytes()
         .map_err(|e| format!("data: {e}"))?
         .to_vec();
-    let limits = Limits::default();
     let sources = match r
         .get_ref(5)
         .map_err(col)?
@@ -239,23 +230,9 @@ fn event_of(r: &rusqlite::Row<'_>, v3: bool) -> std::result::Result<Event, Strin
         .map_err(|e| format!("source_event_seqs: {e}"))?
     {
         None => None,
-        Some(text) => {
-            validate(text, &limits).map_err(|e| format!("source_event_seqs: {e}"))?;
-            let list = JsonRef::new(text);
-            if list.kind() != JsonKind::Array {
-                return Err("source_event_seqs must be a JSON array".into());
-            }
-            Some(
-                list.elements()
-                    .map(|v| {
-                        v.as_i64()
-                            .filter(|s| (0..=MAX_SAFE_INTEGER).contains(s))
-                            .map(i64::unsigned_abs)
-                            .ok_or("source_event_seqs members must be non-negative safe integers")
-                    })
-                    .collect::<std::result::Result<Vec<u64>, _>>()?,
-            )
-        }
+        Some(text) => Some(
+            envelope::seqs_from_json_text(text).map_err(|e| format!("source_event_seqs: {e}"))?,
+        ),
     };
     let op_text = r
         .get_ref(6)
@@ -268,9 +245,7 @@ fn event_of(r: &rusqlite::Row<'_>, v3: bool) -> std::result::Result<Event, Strin
                 r.get::<_, Option<i64>>(i)
                     .map_err(col)?
                     .map(|v| {
-                        u64::try_from(v)
-                            .ok()
-                            .filter(|v| *v <= MAX_SAFE_INTEGER as u64)
+                        envelope::checked_seq(v)
                             .ok_or(format!("{name} must be a non-negative safe integer"))
                     })
                     .transpose()
@@ -292,10 +267,7 @@ fn event_of(r: &rusqlite::Row<'_>, v3: bool) -> std::result::Result<Event, Strin
         }
         None => None,
         Some(text) => {
-            validate(text, &limits).map_err(|e| format!("surface_op: {e}"))?;
-            Some(parse_op(&JsonRef::new(text)).ok_or(
-                "surface_op must be \"append\" or {\"op\":\"replace\",\"start\":S,\"end\":E}",
-            )?)
+            Some(SurfaceOp::from_json_text(text).map_err(|e| format!("surface_op: {e}"))?)
         }
     };
     let flag = |i: usize| -> std::result::Result<bool, String> {
@@ -309,25 +281,6 @@ fn event_of(r: &rusqlite::Row<'_>, v3: bool) -> std::result::Result<Event, Strin
         .with_ignorable(ignorable);
     let both = event.sources().is_some() && event.surface_op().is_some();
     Ok(event.with_surface_op_first(key_order && both))
-}
-
-fn parse_op(v: &JsonRef<'_>) -> Option<SurfaceOp> {
-    if v.str_eq("append") {
-        return Some(SurfaceOp::Append);
-    }
-    if v.kind() != JsonKind::Object || v.members().count() != 3 || !v.get("op")?.str_eq("replace") {
-        return None;
-    }
-    let n = |k| {
-        v.get(k)
-            .and_then(|x| x.as_i64())
-            .filter(|s| (0..=MAX_SAFE_INTEGER).contains(s))
-            .map(i64::unsigned_abs)
-    };
-    Some(SurfaceOp::Replace {
-        start: n("start")?,
-        end: n("end")?,
-    })
 }
 
 /// `FILE-wal`.

@@ -6,7 +6,7 @@ mod dsh;
 mod dsh_export;
 mod export;
 mod import;
-mod restore;
+mod listing;
 mod schema;
 
 pub use dsh::{DSH_APPLICATION_ID, DSH_DDL, DSH_SCHEMA_VERSION};

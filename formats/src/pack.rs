@@ -11,6 +11,7 @@
 //! that order and no whitespace). Anything else stays one event per line, so export never
 //! changes an event.
 
+use sessdb::event::envelope;
 use sessdb::json::{JsonKind, JsonRef};
 use sessdb::{Event, MAX_SAFE_INTEGER, PackHint};
 
@@ -502,12 +503,11 @@ pub(crate) fn mark_row_start(events: Vec<Event>) -> Vec<Event> {
 /// What [`unpack`] says of a row with more than [`MAX_PIECES_PER_ROW`] pieces.
 pub const TOO_MANY_PIECES: &str = "a packed row holds more than 65536 pieces";
 
-/// The member events of a packed row (validated JSON). `Err` says what is malformed.
+/// The member events of a packed JSONL row (validated JSON). `Err` says what is malformed.
 pub fn unpack(row: &JsonRef<'_>) -> Result<Vec<Event>, &'static str> {
-    let kind = row
+    let row_type = row
         .get("type")
         .and_then(|t| t.as_str())
-        .and_then(|t| Kind::from_row_type(&t))
         .ok_or("not a packed row")?;
     // A repeated key counts once (its last value wins, as in `JSON.parse`).
     let mut keys: Vec<String> = row
@@ -525,17 +525,32 @@ pub fn unpack(row: &JsonRef<'_>) -> Result<Vec<Event>, &'static str> {
     }
     let seq0 = row
         .get("seq0")
-        .and_then(|v| v.as_safe_integer())
-        .filter(|s| *s >= 0)
+        .and_then(|v| envelope::seq_from_json(&v))
         .ok_or("seq0 must be a non-negative safe integer")?;
     let time0 = row
         .get("time0")
         .and_then(|v| v.as_safe_integer())
         .ok_or("time0 must be a safe integer")?;
-    let data = row
-        .get("data")
-        .filter(|d| d.kind() == JsonKind::Object)
-        .ok_or("data must be an object")?;
+    let data = row.get("data").ok_or("data must be an object")?;
+    unpack_parts(&row_type, seq0, time0, &data)
+}
+
+/// The member events of a packed row from its parts — its type tag, `seq0`, `time0` and
+/// `data` (validated JSON) — wherever the row was read: a JSONL line or a DSH database row.
+/// `Err` says what is malformed.
+pub fn unpack_parts(
+    row_type: &str,
+    seq0: u64,
+    time0: i64,
+    data: &JsonRef<'_>,
+) -> Result<Vec<Event>, &'static str> {
+    let kind = Kind::from_row_type(row_type).ok_or("not a packed row")?;
+    if data.kind() != JsonKind::Object {
+        return Err("data must be an object");
+    }
+    if envelope::checked_time(time0).is_none() {
+        return Err("time0 must be a safe integer");
+    }
     let expected: &[&str] = match kind {
         Kind::ToolCall if data.get("name").is_some() => {
             &["turn", "step", "index", "dt", "id", "name", "args"]
@@ -622,7 +637,10 @@ pub fn unpack(row: &JsonRef<'_>) -> Result<Vec<Event>, &'static str> {
                 .filter(|t| (-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(t))
                 .ok_or("a member time is not a safe integer")?;
         }
-        let seq = u64::try_from(seq0).map_err(|_| "seq0")? + k as u64;
+        let seq = seq0
+            .checked_add(k as u64)
+            .and_then(|s| envelope::checked_seq(i64::try_from(s).ok()?))
+            .ok_or("a member seq is not a safe integer")?;
         out.push(Event::new(
             "assistant/chunk",
             seq,
