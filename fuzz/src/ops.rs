@@ -413,7 +413,7 @@ impl Harness {
             .messages(ID)
             .expect("messages")
             .into_iter()
-            .map(|(s, m)| (s, String::from_utf8_lossy(&m).into_owned()))
+            .map(|m| (m.seq, String::from_utf8_lossy(&m.json).into_owned()))
             .collect();
         assert_eq!(got, model.messages(), "store messages {when}");
     }

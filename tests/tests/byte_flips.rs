@@ -28,7 +28,7 @@ fn opts() -> StoreOptions {
 }
 
 /// What each session reads back: events as JSONL, messages, state.
-type Readings = BTreeMap<String, (Vec<Vec<u8>>, Vec<(u64, Vec<u8>)>, SessionState)>;
+type Readings = BTreeMap<String, (Vec<Vec<u8>>, Vec<sessdb::Message>, SessionState)>;
 
 /// A store of a few sessions over several segments (sealed ones and a last one), with a
 /// fork by reference, a full checkpoint, a delta, and the close-time checkpoint.

@@ -56,7 +56,7 @@ fn legacy_shapes_import_as_dsh_reads_them_and_round_trip() {
         .messages("old")
         .unwrap()
         .into_iter()
-        .map(|(_, m)| String::from_utf8(m).unwrap())
+        .map(|m| String::from_utf8(m.json).unwrap())
         .collect();
     assert_eq!(
         messages,

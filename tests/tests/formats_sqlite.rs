@@ -126,11 +126,11 @@ fn the_export_answers_json_queries() {
             .unwrap();
         let derived = original.messages(id).unwrap();
         assert_eq!(viewed.len(), derived.len(), "{id}");
-        for ((seq, text), (want_seq, want)) in viewed.iter().zip(&derived) {
-            assert_eq!(*seq as u64, *want_seq, "{id}");
+        for ((seq, text), want) in viewed.iter().zip(&derived) {
+            assert_eq!(*seq as u64, want.seq, "{id}");
             let (a, b) = (
                 sessdb::json::JsonRef::new(text.as_bytes()),
-                sessdb::json::JsonRef::new(want),
+                sessdb::json::JsonRef::new(want.json()),
             );
             assert!(a.deep_eq(&b), "{id} seq {seq}");
         }

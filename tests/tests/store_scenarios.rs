@@ -98,12 +98,7 @@ fn a_workload_reads_back_the_same_after_reopen_and_matches_the_model(storage: &B
             "{id}"
         );
         assert_eq!(s.state(), state, "{id}");
-        let msgs: Vec<(u64, Vec<u8>)> = s
-            .messages()
-            .iter()
-            .map(|m| (m.seq, m.json.to_vec()))
-            .collect();
-        assert_eq!(reopened.messages(id).unwrap(), msgs, "{id}");
+        assert_eq!(reopened.messages(id).unwrap(), s.messages(), "{id}");
     }
     assert_eq!(summary.sessions.len(), before.len());
 }

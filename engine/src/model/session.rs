@@ -215,7 +215,7 @@ impl Session {
     }
 
     /// `deriveMessages()`: the message JSON of every surface node, as slices of stored bytes.
-    pub fn messages(&self) -> Vec<Message<'_>> {
+    pub fn messages(&self) -> Vec<Message<&[u8]>> {
         let surface = self.surface();
         let mut out = Vec::with_capacity(surface.len());
         // A plain loop with the derivation inlined: through `filter_map` it was an

@@ -295,11 +295,12 @@ impl Store {
         self.with_entry(session, |e| e.state.surface().seqs().to_vec())
     }
 
-    /// `deriveMessages()`: `(seq, message JSON)` per surface node, the JSON exactly as stored.
+    /// `deriveMessages()`: the message of every surface node, its JSON exactly as stored (as
+    /// [`crate::Session::messages`], owning the bytes read from the log).
     ///
     /// # Errors
     /// As [`Store::events`].
-    pub fn messages(&self, session: &str) -> Result<Vec<(u64, Vec<u8>)>> {
+    pub fn messages(&self, session: &str) -> Result<Vec<Message>> {
         let locs: Vec<(u64, EventLoc)> = self.with_entry(session, |e| {
             e.state
                 .surface()
@@ -311,10 +312,8 @@ impl Store {
         // Each event borrowed where it was read: only the message's own bytes are copied.
         let mut out = Vec::with_capacity(locs.len());
         self.inner.segments.visit_events(&locs, &mut |e| {
-            if let Some(Message { json, .. }) =
-                derive_message_parts(e.seq(), e.event_type(), e.data())
-            {
-                out.push((e.seq(), json.to_vec()));
+            if let Some(m) = derive_message_parts(e.seq(), e.event_type(), e.data()) {
+                out.push(m.into_owned());
             }
             Ok(())
         })?;

@@ -238,7 +238,7 @@ impl SessionHandle<'_> {
     ///
     /// # Errors
     /// As [`Store::messages`].
-    pub fn messages(&self) -> Result<Vec<(u64, Vec<u8>)>> {
+    pub fn messages(&self) -> Result<Vec<crate::Message>> {
         self.store.messages(&self.id)
     }
 

@@ -84,16 +84,16 @@ pub fn run(a: &Args) -> CliResult {
         return Ok(code::OK);
     }
     if a.messages {
-        let messages: Vec<(u64, Vec<u8>)> = store
+        let messages: Vec<sessdb::Message> = store
             .messages(&a.session)?
             .into_iter()
-            .filter(|(s, _)| a.wanted(*s))
+            .filter(|m| a.wanted(m.seq))
             .collect();
         if a.json {
             // The message bytes exactly as stored (validated JSON).
             let rows = messages
                 .into_iter()
-                .map(|(seq, json)| {
+                .map(|sessdb::Message { seq, json, .. }| {
                     let text = String::from_utf8(json).map_err(|e| e.to_string())?;
                     let message = serde_json::value::RawValue::from_string(text)
                         .map_err(|e| e.to_string())?;
@@ -103,8 +103,8 @@ pub fn run(a: &Args) -> CliResult {
                 .map_err(|e| CliError::new(code::OTHER, format!("a stored message: {e}")))?;
             print_json(&rows);
         } else {
-            for (seq, json) in messages {
-                println(&format!("{seq}\t{}", String::from_utf8_lossy(&json)));
+            for m in messages {
+                println(&format!("{}\t{}", m.seq, String::from_utf8_lossy(&m.json)));
             }
         }
         return Ok(code::OK);
