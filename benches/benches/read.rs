@@ -26,7 +26,7 @@ fn store_with(dir: &std::path::Path, events: u64) -> Store {
     }
     store.close().expect("close");
     drop(store);
-    Store::open_read_only(dir).expect("reopen")
+    Store::open_read_only(dir, sessdb::StoreOptions::default()).expect("reopen")
 }
 
 fn tail(c: &mut Criterion) {

@@ -66,10 +66,7 @@ impl SessdbPeer {
         Ok(Self {
             store: Store::open(
                 dir,
-                StoreOptions {
-                    clock: sessdb::Clock::fixed(1),
-                    ..StoreOptions::default()
-                },
+                StoreOptions::default().with_clock(sessdb::Clock::fixed(1)),
             )?,
         })
     }

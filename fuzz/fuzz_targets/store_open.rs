@@ -30,10 +30,7 @@ fuzz_target!(|data: &[u8]| {
         let storage = MemStorage::from_files(files.clone());
         let opened = Store::open_with(
             Arc::new(storage.clone()),
-            StoreOptions {
-                salvage,
-                ..StoreOptions::tiny()
-            },
+            StoreOptions::tiny().with_salvage(salvage),
         );
         match opened {
             Ok(store) => {

@@ -108,10 +108,7 @@ fn config() -> Config {
 }
 
 fn options() -> StoreOptions {
-    StoreOptions {
-        clock: Clock::fixed(0),
-        ..StoreOptions::tiny()
-    }
+    StoreOptions::tiny().with_clock(Clock::fixed(0))
 }
 
 /// Builds candidates from actions against the reference model, and remembers the tool

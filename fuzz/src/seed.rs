@@ -196,10 +196,7 @@ fn config() -> Config {
 fn open(storage: &Arc<MemStorage>) -> Store {
     Store::open_with(
         storage.clone(),
-        StoreOptions {
-            clock: Clock::fixed(0),
-            ..StoreOptions::tiny()
-        },
+        StoreOptions::tiny().with_clock(Clock::fixed(0)),
     )
     .expect("open")
 }
@@ -253,7 +250,9 @@ pub fn check(case: &SeedCase) {
     let store = open(&storage);
     store.sync().expect("sync");
     let before = storage.files();
-    let created = store.create_session(header, events);
+    let created = store
+        .create_session(header, events)
+        .and_then(|handle| handle.len());
     match (&expected, &created) {
         (Ok(model), Ok(len)) => {
             assert_eq!(*len, model.len(), "{lines:#?}");

@@ -276,10 +276,7 @@ pub fn dump_store(store: &Store) -> StoreDump {
 pub fn mem_store() -> Store {
     Store::open_with(
         Arc::new(MemStorage::new()),
-        StoreOptions {
-            clock: Clock::fixed(1_000),
-            ..StoreOptions::default()
-        },
+        StoreOptions::default().with_clock(Clock::fixed(1_000)),
     )
     .unwrap_or_else(|e| panic!("memory store: {e}"))
 }

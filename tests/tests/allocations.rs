@@ -40,10 +40,7 @@ fn appends_allocate_nothing_per_event_in_steady_state() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(
         dir.path(),
-        StoreOptions {
-            durability: Durability::Buffered,
-            ..StoreOptions::default()
-        },
+        StoreOptions::default().with_durability(Durability::Buffered),
     )
     .unwrap();
     store

@@ -20,11 +20,9 @@ use sessdb::{
 use sessdb_workload::payload as p;
 
 fn opts() -> StoreOptions {
-    StoreOptions {
-        clock: Clock::fixed(1_000),
-        segment_bytes_max: 512,
-        ..StoreOptions::tiny()
-    }
+    StoreOptions::tiny()
+        .with_clock(Clock::fixed(1_000))
+        .with_segment_bytes_max(512)
 }
 
 /// What each session reads back: events as JSONL, messages, state.

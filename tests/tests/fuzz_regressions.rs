@@ -14,10 +14,7 @@ use sessdb::storage::MemStorage;
 use sessdb::{Clock, Config, Draft, LogType, SessionHeader, Store, StoreOptions};
 
 fn options() -> StoreOptions {
-    StoreOptions {
-        clock: Clock::fixed(5),
-        ..StoreOptions::tiny()
-    }
+    StoreOptions::tiny().with_clock(Clock::fixed(5))
 }
 
 /// `seed_rejection`: DSH's constructor appends `session/end-seed` only when the seed does not

@@ -24,13 +24,11 @@ use sessdb_workload::payload as p;
 const CHILD_ENV: &str = "SESSDB_KILL_CHILD_STORE";
 
 fn options() -> StoreOptions {
-    StoreOptions {
-        durability: Durability::Sync,
-        clock: Clock::fixed(7),
-        segment_bytes_max: 8192,
-        checkpoint_interval_bytes: 16_384,
-        ..StoreOptions::tiny()
-    }
+    StoreOptions::tiny()
+        .with_durability(Durability::Sync)
+        .with_clock(Clock::fixed(7))
+        .with_segment_bytes_max(8192)
+        .with_checkpoint_interval_bytes(16_384)
 }
 
 /// The i-th draft the child appends: a deterministic stream of turns.

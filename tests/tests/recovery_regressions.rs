@@ -192,13 +192,11 @@ fn regression_an_eio_at_any_step_of_a_roll_with_eight_appenders_leaves_a_store_t
                     inner: MemStorage::new(),
                     armed: Arc::new(Mutex::new(Armed::default())),
                 };
-                let options = StoreOptions {
-                    durability,
-                    clock: Clock::fixed(1_000),
-                    segment_bytes_max: 2048,
-                    preallocate_bytes: 512,
-                    ..StoreOptions::tiny()
-                };
+                let options = StoreOptions::tiny()
+                    .with_durability(durability)
+                    .with_clock(Clock::fixed(1_000))
+                    .with_segment_bytes_max(2048)
+                    .with_preallocate_bytes(512);
                 let store = Store::open_with(Arc::new(storage.clone()), options.clone()).unwrap();
                 for t in 0..8 {
                     store
@@ -266,10 +264,7 @@ fn regression_salvage_names_the_records_of_every_segment_it_removes() {
     // was written past used to leave): salvage removes it and every later one, and its
     // report counts exactly the records they held and names their sessions.
     let storage = MemStorage::new();
-    let options = StoreOptions {
-        clock: Clock::fixed(1_000),
-        ..StoreOptions::tiny()
-    };
+    let options = StoreOptions::tiny().with_clock(Clock::fixed(1_000));
     let store = Store::open_with(Arc::new(storage.clone()), options.clone()).unwrap();
     for t in 0..3 {
         store
@@ -310,14 +305,7 @@ fn regression_salvage_names_the_records_of_every_segment_it_removes() {
     let plan = salvage_plan(&image, &options).unwrap();
     assert_eq!(plan.records_dropped, removed as u64, "{plan:?}");
     assert!(!plan.sessions.is_empty(), "{plan:?}");
-    let salvaged = Store::open_with(
-        Arc::new(image),
-        StoreOptions {
-            salvage: true,
-            ..options
-        },
-    )
-    .unwrap();
+    let salvaged = Store::open_with(Arc::new(image), options.with_salvage(true)).unwrap();
     let report = salvaged.open_report().salvaged.clone().unwrap();
     for loss in &report.sessions {
         assert_eq!(
@@ -373,15 +361,13 @@ fn chunky_turn(store: &Store, session: &str, turn: u64, chunks: u64) -> sessdb::
 #[test]
 fn regression_a_follower_beside_a_buffered_writer_never_reports_damage() {
     let dir = tempfile::tempdir().unwrap();
-    let options = StoreOptions {
-        durability: Durability::Buffered,
-        clock: Clock::fixed(1_000),
-        // Many rolls and write windows while the follower reads.
-        segment_bytes_max: 1 << 20,
-        preallocate_bytes: 64 << 10,
-        checkpoint_interval_bytes: 4 << 20,
-        ..StoreOptions::default()
-    };
+    // Many rolls and write windows while the follower reads.
+    let options = StoreOptions::default()
+        .with_durability(Durability::Buffered)
+        .with_clock(Clock::fixed(1_000))
+        .with_segment_bytes_max(1 << 20)
+        .with_preallocate_bytes(64 << 10)
+        .with_checkpoint_interval_bytes(4 << 20);
     let store = Store::open(dir.path(), options).unwrap();
     let writers = 3;
     for w in 0..writers {
@@ -389,7 +375,7 @@ fn regression_a_follower_beside_a_buffered_writer_never_reports_damage() {
             .create_session(SessionHeader::new(format!("w{w}"), 0), Vec::new())
             .unwrap();
     }
-    let reader = Store::open_read_only(dir.path()).unwrap();
+    let reader = Store::open_read_only(dir.path(), sessdb::StoreOptions::default()).unwrap();
     let mut subs: Vec<_> = (0..writers)
         .map(|w| reader.subscribe(&format!("w{w}"), 0).unwrap())
         .collect();
@@ -453,10 +439,7 @@ fn demo_store(storage: &Backend) -> Vec<String> {
 fn store_of(storage: &Backend, spec: &WorkloadSpec) -> Vec<String> {
     let mut store = Store::open_with(
         storage.storage(),
-        StoreOptions {
-            clock: Clock::fixed(1_000),
-            ..StoreOptions::default()
-        },
+        StoreOptions::default().with_clock(Clock::fixed(1_000)),
     )
     .unwrap();
     let summary = generate(spec, &mut store).unwrap();
@@ -512,11 +495,9 @@ fn regression_a_follower_across_a_salvage_goes_on() {
         // Salvage, then a writer goes on with every session.
         let store = Store::open_with(
             storage.storage(),
-            StoreOptions {
-                salvage: true,
-                clock: Clock::fixed(2_000),
-                ..StoreOptions::default()
-            },
+            StoreOptions::default()
+                .with_salvage(true)
+                .with_clock(Clock::fixed(2_000)),
         )
         .unwrap();
         let salvaged = store.open_report().salvaged.clone().unwrap();
@@ -638,14 +619,9 @@ fn regression_a_log_cut_below_the_checkpoint_at_any_record_boundary_is_refused_a
             assert_eq!(image.fingerprint(), before, "{what}: a refused open wrote");
             // Salvage ends in a store that opens, every session a prefix of what it was,
             // each shorter one named.
-            let salvaged = Store::open_with(
-                image.storage(),
-                StoreOptions {
-                    salvage: true,
-                    ..StoreOptions::default()
-                },
-            )
-            .unwrap_or_else(|e| panic!("{what}: salvage: {e}"));
+            let salvaged =
+                Store::open_with(image.storage(), StoreOptions::default().with_salvage(true))
+                    .unwrap_or_else(|e| panic!("{what}: salvage: {e}"));
             let report = salvaged.open_report().salvaged.clone().unwrap();
             assert!(
                 report
@@ -715,14 +691,9 @@ fn regression_a_refused_writable_open_leaves_every_file_as_it_was() {
                 "{name} {zero_filled}: a refused open wrote"
             );
             // Salvage still works on it, and the store then opens.
-            let salvaged = Store::open_with(
-                image.storage(),
-                StoreOptions {
-                    salvage: true,
-                    ..StoreOptions::default()
-                },
-            )
-            .unwrap_or_else(|e| panic!("{name} {zero_filled}: salvage: {e}"));
+            let salvaged =
+                Store::open_with(image.storage(), StoreOptions::default().with_salvage(true))
+                    .unwrap_or_else(|e| panic!("{name} {zero_filled}: salvage: {e}"));
             let report = salvaged.open_report().salvaged.clone().unwrap();
             assert!(!report.sessions.is_empty(), "{report:?}");
             salvaged.close().unwrap();

@@ -22,10 +22,7 @@ use sessdb_tests::dump_store;
 use sessdb_workload::{WorkloadSpec, generate};
 
 fn opts() -> StoreOptions {
-    StoreOptions {
-        clock: Clock::fixed(1_000),
-        ..StoreOptions::tiny()
-    }
+    StoreOptions::tiny().with_clock(Clock::fixed(1_000))
 }
 
 type Dump = BTreeMap<String, Vec<Vec<u8>>>;
@@ -68,7 +65,7 @@ proptest! {
         let plan = salvage_plan(&image, &opts()).unwrap();
         prop_assert_eq!(image.files(), untouched, "a dry run changes nothing");
 
-        let salvaged = Store::open_with(Arc::new(image.clone()), StoreOptions { salvage: true, ..opts() });
+        let salvaged = Store::open_with(Arc::new(image.clone()), opts().with_salvage(true));
         // Every damage a flip can make is placeable: salvage never refuses here.
         let salvaged = salvaged.unwrap_or_else(|e| panic!("salvage refused: {e}"));
         let report = salvaged.open_report().salvaged.clone().unwrap_or_default();

@@ -17,13 +17,11 @@ use sessdb_tests::{StoreDump, dump_store};
 use sessdb_workload::{WorkloadSpec, generate};
 
 fn options() -> StoreOptions {
-    StoreOptions {
-        clock: Clock::fixed(1_000),
-        segment_bytes_max: 4096,
-        checkpoint_interval_bytes: 2500,
-        checkpoint_merge_every: 3,
-        ..StoreOptions::default()
-    }
+    StoreOptions::default()
+        .with_clock(Clock::fixed(1_000))
+        .with_segment_bytes_max(4096)
+        .with_checkpoint_interval_bytes(2500)
+        .with_checkpoint_merge_every(3)
 }
 
 fn dump(store: &Store) -> StoreDump {

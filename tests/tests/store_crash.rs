@@ -22,14 +22,12 @@ use sessdb::{
 use sessdb_workload::payload as p;
 
 fn options(durability: Durability) -> StoreOptions {
-    StoreOptions {
-        durability,
-        clock: Clock::fixed(1_000),
-        segment_bytes_max: 2048,
-        checkpoint_interval_bytes: 3000,
-        checkpoint_merge_every: 2,
-        ..StoreOptions::default()
-    }
+    StoreOptions::default()
+        .with_durability(durability)
+        .with_clock(Clock::fixed(1_000))
+        .with_segment_bytes_max(2048)
+        .with_checkpoint_interval_bytes(3000)
+        .with_checkpoint_merge_every(2)
 }
 
 /// Runs the script until the first error; returns the events acknowledged per session.

@@ -11,10 +11,7 @@ use sessdb::{Clock, Draft, Durability, Error, Event, LogType, SessionHeader, Sto
 use sessdb_workload::{WorkloadSpec, generate, payload as p};
 
 fn options() -> StoreOptions {
-    StoreOptions {
-        clock: Clock::fixed(1_000),
-        ..StoreOptions::tiny()
-    }
+    StoreOptions::tiny().with_clock(Clock::fixed(1_000))
 }
 
 #[test]
@@ -49,7 +46,7 @@ fn a_reader_opens_beside_a_live_writer_and_reads_sealed_segments() {
     )
     .unwrap();
     assert!(store.stats().segments > 2);
-    let reader = Store::open_read_only(dir.path()).unwrap();
+    let reader = Store::open_read_only(dir.path(), sessdb::StoreOptions::default()).unwrap();
     for id in &summary.sessions {
         let ours = store.events(id, 0, u64::MAX).unwrap();
         let theirs = reader.events(id, 0, u64::MAX).unwrap();
@@ -75,14 +72,7 @@ fn a_reader_opens_beside_a_live_writer_and_reads_sealed_segments() {
 #[test]
 fn concurrent_appenders_under_sync_all_land() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(
-        dir.path(),
-        StoreOptions {
-            durability: Durability::Sync,
-            ..options()
-        },
-    )
-    .unwrap();
+    let store = Store::open(dir.path(), options().with_durability(Durability::Sync)).unwrap();
     let threads: Vec<_> = (0..4)
         .map(|t| {
             let store = store.clone();
@@ -140,7 +130,7 @@ fn a_reader_beside_a_salvage_keeps_reading_the_bytes_it_mapped() {
     store.close().unwrap();
     drop(store);
     // A reader maps every sealed segment by reading every event.
-    let reader = Store::open_read_only(dir.path()).unwrap();
+    let reader = Store::open_read_only(dir.path(), sessdb::StoreOptions::default()).unwrap();
     let read_all = |s: &Store| -> Vec<(String, sessdb::Result<Vec<Event>>)> {
         s.list()
             .into_iter()
@@ -163,14 +153,7 @@ fn a_reader_beside_a_salvage_keeps_reading_the_bytes_it_mapped() {
     let at = bytes.len() / 2;
     bytes[at] ^= 0x55;
     std::fs::write(victim, &bytes).unwrap();
-    let salvaged = Store::open(
-        dir.path(),
-        StoreOptions {
-            salvage: true,
-            ..options()
-        },
-    )
-    .unwrap();
+    let salvaged = Store::open(dir.path(), options().with_salvage(true)).unwrap();
     let report = salvaged.open_report().salvaged.clone().unwrap();
     // The reader's mappings hold the old files: every read is the bytes it read before, or
     // refused where the damage is — never a fault, never other bytes; sessions salvage did
@@ -281,12 +264,10 @@ fn reopen_reads_back_and_verifies(
 #[test]
 fn buffered_appends_across_windows_and_rolls_read_back() {
     let dir = tempfile::tempdir().unwrap();
-    let options = StoreOptions {
-        durability: Durability::Buffered,
-        segment_bytes_max: 256 << 10,
-        preallocate_bytes: 64 << 10,
-        ..StoreOptions::default()
-    };
+    let options = StoreOptions::default()
+        .with_durability(Durability::Buffered)
+        .with_segment_bytes_max(256 << 10)
+        .with_preallocate_bytes(64 << 10);
     let store = store_with_session(dir.path(), &options);
     let note = LogType::new("plugin/note").unwrap();
     for i in 0..4000u32 {
@@ -313,12 +294,10 @@ fn buffered_appends_across_windows_and_rolls_read_back() {
 #[test]
 fn sync_appends_into_zero_written_space_read_back() {
     let dir = tempfile::tempdir().unwrap();
-    let options = StoreOptions {
-        durability: Durability::Sync,
-        segment_bytes_max: 256 << 10,
-        preallocate_bytes: 64 << 10,
-        ..StoreOptions::default()
-    };
+    let options = StoreOptions::default()
+        .with_durability(Durability::Sync)
+        .with_segment_bytes_max(256 << 10)
+        .with_preallocate_bytes(64 << 10);
     let store = store_with_session(dir.path(), &options);
     let note = LogType::new("plugin/note").unwrap();
     for i in 0..300u32 {
@@ -394,7 +373,7 @@ fn a_store_of_another_format_version_is_refused_not_salvaged() {
         assert!(e.to_string().contains("export it with that version"), "{e}");
     };
     refused(Store::open(dir.path(), options.clone()).unwrap_err());
-    refused(Store::open_read_only(dir.path()).unwrap_err());
+    refused(Store::open_read_only(dir.path(), sessdb::StoreOptions::default()).unwrap_err());
     let storage = sessdb::storage::FsStorage::new(dir.path());
     refused(sessdb::store::salvage_plan(&storage, &options).unwrap_err());
     assert_eq!(std::fs::read(&segment).unwrap(), bytes);

@@ -23,10 +23,7 @@ use sessdb_tests::{Backend, on_both_storages};
 use sessdb_workload::{WorkloadSpec, generate, payload as p};
 
 fn opts() -> StoreOptions {
-    StoreOptions {
-        clock: Clock::fixed(1_000),
-        ..StoreOptions::tiny()
-    }
+    StoreOptions::tiny().with_clock(Clock::fixed(1_000))
 }
 
 fn open(storage: &Backend) -> Store {
@@ -34,10 +31,7 @@ fn open(storage: &Backend) -> Store {
 }
 
 fn open_salvaging(storage: &Backend) -> Store {
-    let options = StoreOptions {
-        salvage: true,
-        ..opts()
-    };
+    let options = opts().with_salvage(true);
     Store::open_with(storage.storage(), options).unwrap()
 }
 
@@ -144,10 +138,7 @@ fn a_second_writer_is_locked_out_and_a_reader_is_not(storage: &Backend) {
 #[test]
 fn a_failed_sync_is_never_followed_by_an_acknowledgement() {
     let storage = CrashStorage::new();
-    let options = StoreOptions {
-        durability: sessdb::Durability::Sync,
-        ..opts()
-    };
+    let options = opts().with_durability(sessdb::Durability::Sync);
     let store = Store::open_with(Arc::new(storage.clone()), options).unwrap();
     store
         .create_session(SessionHeader::new("s", 0), Vec::new())
@@ -175,10 +166,7 @@ fn a_failed_sync_is_never_followed_by_an_acknowledgement() {
 fn concurrent_appenders_with_a_failed_operation_acknowledge_only_durable_events() {
     for nth in 1..=24 {
         let storage = CrashStorage::new();
-        let options = StoreOptions {
-            durability: sessdb::Durability::Sync,
-            ..opts()
-        };
+        let options = opts().with_durability(sessdb::Durability::Sync);
         let store = Store::open_with(Arc::new(storage.clone()), options).unwrap();
         for t in 0..8 {
             store
@@ -384,10 +372,7 @@ fn last_segment(storage: &Backend) -> (String, Vec<u8>) {
 fn a_torn_tail_is_cut_at_every_offset_of_the_final_records(storage: &Backend) {
     let store = Store::open_with(
         storage.storage(),
-        StoreOptions {
-            checkpoint_interval_bytes: u64::MAX,
-            ..opts()
-        },
+        opts().with_checkpoint_interval_bytes(u64::MAX),
     )
     .unwrap();
     store
@@ -814,11 +799,9 @@ fn a_log_shorter_than_a_checkpoint_vouches_for_is_corruption_to_every_view(stora
 }
 
 fn preallocated_space_is_a_clean_end_not_a_torn_tail(storage: &Backend) {
-    let options = StoreOptions {
-        preallocate_bytes: 4096,
-        segment_bytes_max: 16_384,
-        ..opts()
-    };
+    let options = opts()
+        .with_preallocate_bytes(4096)
+        .with_segment_bytes_max(16_384);
     let mut store = Store::open_with(storage.storage(), options.clone()).unwrap();
     workload(&mut store);
     let before = dump(&store);
@@ -898,10 +881,7 @@ fn open_reports_its_scan_progress() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(
         dir.path(),
-        StoreOptions {
-            checkpoint_interval_bytes: u64::MAX,
-            ..StoreOptions::default()
-        },
+        StoreOptions::default().with_checkpoint_interval_bytes(u64::MAX),
     )
     .unwrap();
     store
@@ -920,13 +900,11 @@ fn open_reports_its_scan_progress() {
     drop(store);
     let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
     let sink = Arc::clone(&seen);
-    let options = StoreOptions {
-        ignore_checkpoints: true,
-        progress: sessdb::store::OpenProgress::new(move |done, total| {
+    let options = StoreOptions::default()
+        .with_ignore_checkpoints(true)
+        .with_progress(sessdb::store::OpenProgress::new(move |done, total| {
             sink.lock().unwrap().push((done, total));
-        }),
-        ..StoreOptions::default()
-    };
+        }));
     let reopened = Store::open_read_only_with(
         Arc::new(sessdb::storage::FsStorage::new(dir.path())),
         options,

@@ -153,15 +153,9 @@ pub fn open(
     };
     Ok(AsyncTask::new(Job::new(move || {
         let store = if read_only {
-            Store::open_read_only(&path)
+            Store::open_read_only(&path, sessdb::StoreOptions::default())
         } else {
-            Store::open(
-                &path,
-                StoreOptions {
-                    durability,
-                    ..StoreOptions::default()
-                },
-            )
+            Store::open(&path, StoreOptions::default().with_durability(durability))
         }
         .map_err(|e| to_js(&e))?;
         let root = std::fs::canonicalize(&path).map_or(path, |p| p.display().to_string());
@@ -213,7 +207,7 @@ impl NativeStore {
             if exact.unwrap_or(false) {
                 s.restore_session(header, events)
             } else {
-                s.create_session(header, events)
+                s.create_session(header, events).and_then(|h| h.len())
             }
             .map(n)
         }))

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use super::session::SessionHandle;
 use super::catalog::{Batch, SessionEntry};
 use super::info::{MemoryUsage, SessionInfo, StoreStats};
 use super::inner::Inner;
@@ -69,15 +70,17 @@ impl Store {
     }
 
     /// Opens the store in `dir` read-only: works while a writer is live, treats an
-    /// incomplete tail as the end, repairs nothing.
+    /// incomplete tail as the end, repairs nothing, creates nothing. Of `options`, what
+    /// concerns reading applies (limits, `ignore_checkpoints`, `progress`); the write
+    /// settings are unused.
     ///
     /// # Errors
     /// `Corruption`, I/O errors.
-    pub fn open_read_only(dir: impl AsRef<std::path::Path>) -> Result<Store> {
-        Self::open_read_only_with(
-            Arc::new(FsStorage::new(dir.as_ref())),
-            StoreOptions::default(),
-        )
+    pub fn open_read_only(
+        dir: impl AsRef<std::path::Path>,
+        options: StoreOptions,
+    ) -> Result<Store> {
+        Self::open_read_only_with(Arc::new(FsStorage::new(dir.as_ref())), options)
     }
 
     /// Opens a store on any storage backend for writing.
@@ -103,12 +106,19 @@ impl Store {
 
     /// Creates a session from a header and seed (as `Session::create`): every seed event is
     /// accepted in order, then `session/end-seed {}` is appended unless the seed ends with
-    /// one. One record: all or nothing on recovery. Returns the session's length.
+    /// one. One record: all or nothing on recovery. Returns the new session's handle
+    /// (`handle.len()` is its length).
     ///
     /// # Errors
     /// `SessionExists`, `InvalidHeader`, `Rejected`, write errors.
-    pub fn create_session(&self, header: SessionHeader, seed: Vec<Event>) -> Result<u64> {
-        self.inner.create(header, seed, true)
+    pub fn create_session(
+        &self,
+        header: SessionHeader,
+        seed: Vec<Event>,
+    ) -> Result<SessionHandle<'_>> {
+        let id = header.id.clone();
+        self.inner.create(header, seed, true)?;
+        Ok(SessionHandle::new(self, id))
     }
 
     /// Stores a session exactly as given (every event accepted, nothing appended): what

@@ -44,8 +44,10 @@ pub enum Durability {
     Sync,
 }
 
-/// Settings of a store.
+/// Settings of a store: `StoreOptions::default()` and the `with_*` builder methods (the
+/// struct is `#[non_exhaustive]`, so a field added later breaks no caller).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct StoreOptions {
     /// When appends are acknowledged.
     pub durability: Durability,

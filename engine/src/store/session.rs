@@ -92,6 +92,13 @@ pub struct SessionHandle<'a> {
     id: String,
 }
 
+impl<'a> SessionHandle<'a> {
+    /// The handle of session `id` of `store` (which holds it).
+    pub(super) fn new(store: &'a Store, id: String) -> Self {
+        Self { store, id }
+    }
+}
+
 impl Store {
     /// Whether the store holds a live session `id`.
     pub fn contains(&self, id: &str) -> bool {

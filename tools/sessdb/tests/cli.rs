@@ -723,7 +723,8 @@ fn import_is_incremental_idempotent_and_refuses_conflicts_whole() {
         dir.path(),
     );
     let len = |store: &str| {
-        let s = Store::open_read_only(dir.path().join(store)).unwrap();
+        let s =
+            Store::open_read_only(dir.path().join(store), sessdb::StoreOptions::default()).unwrap();
         s.session_len(grown).unwrap()
     };
     let before = len("copy");

@@ -15,10 +15,7 @@ use crate::mix::{Mix, Op, Step, batches};
 
 /// The buffered subject: the defaults a user gets (checkpoints on), `Buffered`.
 pub fn buffered() -> StoreOptions {
-    StoreOptions {
-        durability: Durability::Buffered,
-        ..StoreOptions::default()
-    }
+    StoreOptions::default().with_durability(Durability::Buffered)
 }
 
 /// Events/s appending the ops one event at a time, `Buffered`. The store is dropped after the
@@ -124,10 +121,7 @@ fn sessdb_sync_batches(steps: Vec<Step>, events: u64) -> f64 {
     let dir = temp();
     let store = Store::open(
         dir.path(),
-        StoreOptions {
-            durability: Durability::Sync,
-            ..StoreOptions::default()
-        },
+        StoreOptions::default().with_durability(Durability::Sync),
     )
     .expect("open");
     let t = Instant::now();

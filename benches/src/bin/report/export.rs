@@ -19,7 +19,8 @@ type SqlRow = Vec<rusqlite::types::Value>;
 /// one transaction.
 pub fn sqlite_export_row(built: &Built, reps: usize, rows: &mut Vec<Row>) {
     use sessdb_formats::sqlite::{SqliteExportOptions, SqliteLayout, export_sqlite};
-    let store = Store::open_read_only(built.dir.path()).expect("open");
+    let store =
+        Store::open_read_only(built.dir.path(), sessdb::StoreOptions::default()).expect("open");
     let options = SqliteExportOptions {
         layout: SqliteLayout::Analytics,
         ..SqliteExportOptions::default()
@@ -100,7 +101,8 @@ pub fn sqlite_export_row(built: &Built, reps: usize, rows: &mut Vec<Row>) {
 
 /// JSONL export of the store vs writing the same bytes, line by line, with a bare BufWriter.
 pub fn export_row(built: &Built, reps: usize, rows: &mut Vec<Row>) {
-    let store = Store::open_read_only(built.dir.path()).expect("open");
+    let store =
+        Store::open_read_only(built.dir.path(), sessdb::StoreOptions::default()).expect("open");
     let options = sessdb_formats::jsonl::ExportOptions::default();
     let sample = temp();
     let report = sessdb_formats::jsonl::export_jsonl(&store, sample.path(), &options, &mut |_| {})
@@ -146,7 +148,8 @@ pub fn export_row(built: &Built, reps: usize, rows: &mut Vec<Row>) {
 
 /// Seconds of one JSONL export of `built` into a fresh directory.
 pub fn jsonl_export_once(built: &Built) -> f64 {
-    let store = Store::open_read_only(built.dir.path()).expect("open");
+    let store =
+        Store::open_read_only(built.dir.path(), sessdb::StoreOptions::default()).expect("open");
     let out = temp();
     let t = Instant::now();
     sessdb_formats::jsonl::export_jsonl(

@@ -14,10 +14,7 @@ use crate::measure::{Row, pair, temp};
 
 /// The report's `Sync` store options.
 fn sync_options() -> StoreOptions {
-    StoreOptions {
-        durability: Durability::Sync,
-        ..StoreOptions::default()
-    }
+    StoreOptions::default().with_durability(Durability::Sync)
 }
 
 /// A `Sync` store in a temp dir with one empty session `s`.

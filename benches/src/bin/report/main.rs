@@ -32,7 +32,8 @@ fn main() {
     // open added and the events it holds (the parent measures memory per event this way).
     if let Some(i) = args.iter().position(|a| a == "--open-rss") {
         let before = rss();
-        let store = Store::open_read_only(&args[i + 1]).expect("open");
+        let store =
+            Store::open_read_only(&args[i + 1], sessdb::StoreOptions::default()).expect("open");
         let after = rss();
         println!("{} {}", after.saturating_sub(before), store.stats().events);
         return;

@@ -53,10 +53,7 @@ fn open_time(dir: &Path, from_checkpoint: bool) -> f64 {
     let t = Instant::now();
     let store = Store::open_read_only_with(
         std::sync::Arc::new(sessdb::storage::FsStorage::new(dir)),
-        StoreOptions {
-            ignore_checkpoints: !from_checkpoint,
-            ..StoreOptions::default()
-        },
+        StoreOptions::default().with_ignore_checkpoints(!from_checkpoint),
     )
     .expect("open");
     let secs = t.elapsed().as_secs_f64();
@@ -194,7 +191,8 @@ pub fn shape_rows(
         });
     }
     if run("tail") {
-        let store = Store::open_read_only(long.dir.path()).expect("open");
+        let store =
+            Store::open_read_only(long.dir.path(), sessdb::StoreOptions::default()).expect("open");
         let id = store
             .list()
             .into_iter()

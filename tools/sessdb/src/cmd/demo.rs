@@ -152,10 +152,9 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
     // the same seed gives the same store, byte for byte.
     let now = Arc::new(AtomicI64::new(spec.start_time_ms));
     let clock_now = Arc::clone(&now);
-    let options = StoreOptions {
-        clock: sessdb::Clock::from_fn(move || clock_now.load(Ordering::Relaxed)),
-        ..StoreOptions::default()
-    };
+    let options = StoreOptions::default().with_clock(sessdb::Clock::from_fn(move || {
+        clock_now.load(Ordering::Relaxed)
+    }));
     let started = Instant::now();
     let store = open_writer(&a.store, options.clone())?;
     let summary = generate(
@@ -188,7 +187,7 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
     let stats = store.stats();
     let sessions = store.list();
     store.close()?;
-    let store = Store::open_read_only(&a.store)?;
+    let store = Store::open_read_only(&a.store, sessdb::StoreOptions::default())?;
     let jsonl_report = export_jsonl(&store, &jsonl, &ExportOptions::default(), &mut |_| {})?;
     let sqlite_events = export_sqlite(
         &store,

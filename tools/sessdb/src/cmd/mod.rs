@@ -104,7 +104,7 @@ fn open_existing(dir: &Path) -> CliResult<Store> {
     if !is_store(dir) {
         return Err(no_store(dir));
     }
-    Ok(Store::open_read_only(dir)?)
+    Ok(Store::open_read_only(dir, sessdb::StoreOptions::default())?)
 }
 
 /// Opens an existing store for writing; a path that holds no store is refused (only `import`,

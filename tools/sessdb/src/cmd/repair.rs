@@ -41,12 +41,10 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
     // Repair reads the whole log, not only what follows the checkpoint: damage anywhere is
     // found here, as `verify` finds it.
     let (bar, progress) = scan_bar(quiet, "reading the log");
-    let options = StoreOptions {
-        salvage: a.salvage,
-        ignore_checkpoints: true,
-        progress,
-        ..StoreOptions::default()
-    };
+    let options = StoreOptions::default()
+        .with_salvage(a.salvage)
+        .with_ignore_checkpoints(true)
+        .with_progress(progress);
     let store = open_store_writer(&a.store, options);
     if let Some(b) = bar {
         b.finish_and_clear();
@@ -104,11 +102,9 @@ fn plan(a: &Args, quiet: bool) -> CliResult {
         return Err(no_store(&a.store));
     }
     let (bar, progress) = scan_bar(quiet, "reading the log");
-    let options = StoreOptions {
-        ignore_checkpoints: true,
-        progress,
-        ..StoreOptions::default()
-    };
+    let options = StoreOptions::default()
+        .with_ignore_checkpoints(true)
+        .with_progress(progress);
     let store =
         sessdb::Store::open_read_only_with(std::sync::Arc::new(FsStorage::new(&a.store)), options);
     if let Some(b) = bar {

@@ -63,8 +63,8 @@ impl Sink for AckSink {
     fn create(&mut self, header: SessionHeader) -> sessdb::Result<()> {
         self.check_time()?;
         let id = header.id.clone();
-        let seq = self.store.create_session(header, Vec::new())?;
-        self.ack(&id, seq.saturating_sub(1));
+        let len = self.store.create_session(header, Vec::new())?.len()?;
+        self.ack(&id, len.saturating_sub(1));
         Ok(())
     }
 
@@ -102,14 +102,11 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
             "--threads and --sessions must be at least 1",
         ));
     }
-    let options = StoreOptions {
-        durability: if a.sync {
-            Durability::Sync
-        } else {
-            Durability::Buffered
-        },
-        ..StoreOptions::default()
-    };
+    let options = StoreOptions::default().with_durability(if a.sync {
+        Durability::Sync
+    } else {
+        Durability::Buffered
+    });
     let store = open_or_create_writer(&a.store, options)?;
     let started = Instant::now();
     let deadline = started + Duration::from_secs_f64(a.seconds);
