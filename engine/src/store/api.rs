@@ -4,7 +4,6 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use super::session::SessionHandle;
 use super::catalog::{Batch, SessionEntry};
 use super::info::{MemoryUsage, SessionInfo, StoreStats};
 use super::inner::Inner;
@@ -102,23 +101,6 @@ impl Store {
     /// What the open found and did.
     pub fn open_report(&self) -> &OpenReport {
         &self.inner.report
-    }
-
-    /// Creates a session from a header and seed (as `Session::create`): every seed event is
-    /// accepted in order, then `session/end-seed {}` is appended unless the seed ends with
-    /// one. One record: all or nothing on recovery. Returns the new session's handle
-    /// (`handle.len()` is its length).
-    ///
-    /// # Errors
-    /// `SessionExists`, `InvalidHeader`, `Rejected`, write errors.
-    pub fn create_session(
-        &self,
-        header: SessionHeader,
-        seed: Vec<Event>,
-    ) -> Result<SessionHandle<'_>> {
-        let id = header.id.clone();
-        self.inner.create(header, seed, true)?;
-        Ok(SessionHandle::new(self, id))
     }
 
     /// Stores a session exactly as given (every event accepted, nothing appended): what

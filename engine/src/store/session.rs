@@ -100,6 +100,23 @@ impl<'a> SessionHandle<'a> {
 }
 
 impl Store {
+    /// Creates a session from a header and seed (as `Session::create`): every seed event is
+    /// accepted in order, then `session/end-seed {}` is appended unless the seed ends with
+    /// one. One record: all or nothing on recovery. Returns the new session's handle
+    /// (`handle.len()` is its length).
+    ///
+    /// # Errors
+    /// `SessionExists`, `InvalidHeader`, `Rejected`, write errors.
+    pub fn create_session(
+        &self,
+        header: SessionHeader,
+        seed: Vec<Event>,
+    ) -> Result<SessionHandle<'_>> {
+        let id = header.id.clone();
+        self.inner.create(header, seed, true)?;
+        Ok(SessionHandle::new(self, id))
+    }
+
     /// Whether the store holds a live session `id`.
     pub fn contains(&self, id: &str) -> bool {
         self.inner.catalog.read().sessions.contains_key(id)
