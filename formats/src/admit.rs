@@ -28,6 +28,10 @@ pub(crate) enum Places<'a> {
     Lines(&'a [u64]),
     /// A database: the header's row in `sessions`, event `i` from row `events[i]` of
     /// `events`.
+    #[cfg_attr(
+        not(feature = "sqlite"),
+        allow(dead_code, reason = "the database readers' alone")
+    )]
     Rows {
         /// The `sessions` row.
         header: i64,

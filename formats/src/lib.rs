@@ -21,10 +21,10 @@
 //! let store = Store::open_with(Arc::new(MemStorage::new()), StoreOptions::default())?;
 //! store.create_session(SessionHeader::new("s1", 0), Vec::new())?;
 //! let dir = tempfile::tempdir()?;
-//! export_jsonl(&store, dir.path(), &ExportOptions::default(), &mut |_| {})?;
+//! export_jsonl(&store, dir.path(), &ExportOptions::default())?;
 //!
 //! let copy = Store::open_with(Arc::new(MemStorage::new()), StoreOptions::default())?;
-//! let report = import_jsonl(&copy, dir.path(), &mut |_| {})?;
+//! let report = import_jsonl(&copy, dir.path())?;
 //! assert_eq!(report.sessions[0].id, "s1");
 //! # Ok(())
 //! # }

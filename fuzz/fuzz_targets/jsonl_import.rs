@@ -21,7 +21,7 @@ fuzz_target!(|data: &[u8]| {
     std::fs::write(&path, data).expect("write");
     let store =
         Store::open_with(Arc::new(MemStorage::new()), StoreOptions::default()).expect("open");
-    if let Ok(report) = import_jsonl(&store, &path, &mut |_| {}) {
+    if let Ok(report) = import_jsonl(&store, &path) {
         for s in report.sessions {
             assert_eq!(
                 store.events(&s.id, 0, u64::MAX).expect("read").len() as u64,

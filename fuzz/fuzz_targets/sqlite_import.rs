@@ -14,5 +14,5 @@ fuzz_target!(|data: &[u8]| {
     std::fs::write(&path, data).expect("write");
     let store =
         Store::open_with(Arc::new(MemStorage::new()), StoreOptions::default()).expect("open");
-    let _ = import_sqlite(&store, &path, &mut |_| {});
+    let _ = import_sqlite(&store, &path);
 });

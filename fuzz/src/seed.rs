@@ -382,7 +382,7 @@ fn import(line: &str, seed: &[Candidate], header: Result<(), &'static str>) {
     std::fs::write(&path, &file).expect("write");
     let store =
         Store::open_with(Arc::new(MemStorage::new()), StoreOptions::default()).expect("open");
-    let result = import_jsonl(&store, &path, &mut |_| {});
+    let result = import_jsonl(&store, &path);
     let text = String::from_utf8_lossy(&file);
     match (verdict, &result) {
         (Ok(()), Ok(report)) => {

@@ -290,7 +290,7 @@ pub fn export_jsonl_files(
     root: &std::path::Path,
     options: &sessdb_formats::jsonl::ExportOptions,
 ) -> Vec<(String, Vec<u8>)> {
-    let report = sessdb_formats::jsonl::export_jsonl(store, root, options, &mut |_| {})
+    let report = sessdb_formats::jsonl::export_jsonl(store, root, options)
         .unwrap_or_else(|e| panic!("export: {e}"));
     report
         .files
@@ -312,7 +312,7 @@ pub fn import_fixture(store: &Store, name: &str) -> (String, sessdb_formats::jso
     let input = dir.path().join("session.jsonl");
     let text = renumbered_text(name);
     std::fs::write(&input, &text).unwrap_or_else(|e| panic!("write: {e}"));
-    let report = sessdb_formats::jsonl::import_jsonl(store, &input, &mut |_| {})
+    let report = sessdb_formats::jsonl::import_jsonl(store, &input)
         .unwrap_or_else(|e| panic!("{name}: {e}"));
     (text, report)
 }

@@ -41,7 +41,7 @@ fn write_session(dir: &std::path::Path) -> std::path::PathBuf {
 fn legacy_shapes_import_as_dsh_reads_them_and_round_trip() {
     let dir = tempfile::tempdir().unwrap();
     let store = mem_store();
-    let report = import_jsonl(&store, &write_session(dir.path()), &mut |_| {}).unwrap();
+    let report = import_jsonl(&store, &write_session(dir.path())).unwrap();
     assert_eq!(report.sessions[0].migrated, [1, 2, 3, 4, 5, 6]);
     assert_eq!(store.surface("old").unwrap(), [1, 2, 4, 5, 6]);
     let types: Vec<String> = store
@@ -82,7 +82,7 @@ fn legacy_shapes_import_as_dsh_reads_them_and_round_trip() {
     let text = String::from_utf8(files[0].1.clone()).unwrap();
     assert!(!text.contains("provenance") && !text.contains("steering/message"));
     let again = mem_store();
-    import_jsonl(&again, out.path(), &mut |_| {}).unwrap();
+    import_jsonl(&again, out.path()).unwrap();
     assert_eq!(dump_store(&again), dump_store(&store));
 }
 
@@ -100,7 +100,7 @@ fn a_legacy_replacement_of_a_message_without_id_is_refused() {
     ];
     std::fs::write(&file, lines.join("\n") + "\n").unwrap();
     let store = mem_store();
-    let err = import_jsonl(&store, &file, &mut |_| {}).unwrap_err();
+    let err = import_jsonl(&store, &file).unwrap_err();
     assert!(err.to_string().contains("message.id"), "{err}");
     assert!(store.session_len("old").is_err());
 }

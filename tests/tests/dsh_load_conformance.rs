@@ -41,7 +41,7 @@ fn every_load_case_decides_as_dsh_decides() {
         let file = dir.path().join(&case.file);
         std::fs::write(&file, &case.bytes).unwrap();
         let store = mem_store();
-        let result = import_jsonl(&store, &file, &mut |_| {});
+        let result = import_jsonl(&store, &file);
         match (dsh_loads, result) {
             (true, Ok(report)) => {
                 let id = &report.sessions[0].id;

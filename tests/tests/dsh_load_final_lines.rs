@@ -36,7 +36,7 @@ fn a_final_line_is_kept_dropped_or_refused_as_dsh_decides_never_lost_silently() 
         let expect = JsonRef::new(expect.trim_ascii());
         let dsh_loads = expect.get("dshLoads").unwrap().bytes() == b"true";
         let store = mem_store();
-        let result = import_jsonl(&store, &case.join("root"), &mut |_| {});
+        let result = import_jsonl(&store, &case.join("root"));
         let name = case.file_name().unwrap().to_string_lossy().into_owned();
         match (dsh_loads, result) {
             (true, Ok(report)) => {

@@ -45,7 +45,7 @@ fn imports_as_dsh_loads_it(name: &str) {
     let expect = std::fs::read(fixtures().join(format!("{name}.sqlite.expect.json"))).unwrap();
     let expect = JsonRef::new(expect.trim_ascii());
     let store = mem_store();
-    let report = import_sqlite(&store, &db, &mut |_| {}).unwrap();
+    let report = import_sqlite(&store, &db).unwrap();
     let want: Vec<_> = expect.elements().collect();
     assert_eq!(report.sessions.len(), want.len());
     for s in &want {
@@ -61,7 +61,7 @@ fn imports_as_dsh_loads_it(name: &str) {
         assert_eq!(store.surface(&id).unwrap(), surface, "{name} {id}");
     }
     // Again: nothing new.
-    let again = import_sqlite(&store, &db, &mut |_| {}).unwrap();
+    let again = import_sqlite(&store, &db).unwrap();
     assert!(again.sessions.iter().all(|s| s.outcome == Outcome::Skipped));
 
     // A row whose packed payload is damaged: refused naming the row, nothing stored.
@@ -80,7 +80,7 @@ fn imports_as_dsh_loads_it(name: &str) {
     .unwrap();
     drop(conn);
     let fresh = mem_store();
-    let err = import_sqlite(&fresh, &db, &mut |_| {}).unwrap_err();
+    let err = import_sqlite(&fresh, &db).unwrap_err();
     assert!(
         matches!(&err, sessdb_formats::Error::InvalidRow { rowid: r, .. } if *r == rowid),
         "{err}"
@@ -102,12 +102,11 @@ fn written_back_is_one_dsh_opens(name: &str) {
     let dir = tempfile::tempdir().unwrap();
     let original = database(dir.path(), name);
     let store = mem_store();
-    import_sqlite(&store, &original, &mut |_| {}).unwrap();
+    import_sqlite(&store, &original).unwrap();
     let written = dir.path().join("back.sqlite");
     // The default layout is DSH's.
     let options = sessdb_formats::sqlite::SqliteExportOptions::default();
-    let report =
-        sessdb_formats::sqlite::export_sqlite(&store, &written, &options, &mut |_| {}).unwrap();
+    let report = sessdb_formats::sqlite::export_sqlite(&store, &written, &options).unwrap();
     assert_eq!(report.events, store.stats().events);
     assert_eq!(report.sessions.len(), store.list().len());
     assert_eq!(report.file, written);
@@ -186,7 +185,7 @@ fn written_back_is_one_dsh_opens(name: &str) {
         assert_eq!(a, b, "{name}");
     }
     let back = mem_store();
-    import_sqlite(&back, &written, &mut |_| {}).unwrap();
+    import_sqlite(&back, &written).unwrap();
     for info in store.list() {
         let id = &info.header.id;
         assert_eq!(back.header(id).unwrap(), info.header, "{id}");

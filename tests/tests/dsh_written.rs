@@ -65,8 +65,8 @@ fn every_session_dsh_wrote_imports_as_dsh_loads_it() {
         let name = variant.file_name().unwrap().to_string_lossy().into_owned();
         let want = expected(variant);
         let store = mem_store();
-        let report = import_jsonl(&store, &variant.join("root"), &mut |_| {})
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let report =
+            import_jsonl(&store, &variant.join("root")).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(report.sessions.len(), want.len(), "{name}");
         assert!(report.sessions.iter().all(|s| s.torn.is_none()), "{name}");
         check(&store, &want, &name);
@@ -77,7 +77,7 @@ fn every_session_dsh_wrote_imports_as_dsh_loads_it() {
             zstd,
             ..ExportOptions::default()
         };
-        let exported = export_jsonl(&store, dir.path(), &options, &mut |_| {}).unwrap();
+        let exported = export_jsonl(&store, dir.path(), &options).unwrap();
         assert_eq!(exported.files.len(), want.len());
         for (_, file) in &exported.files {
             let relative = file.strip_prefix(dir.path()).unwrap();
@@ -90,7 +90,7 @@ fn every_session_dsh_wrote_imports_as_dsh_loads_it() {
         }
         // And what sessdb wrote reads back the same.
         let again = mem_store();
-        import_jsonl(&again, dir.path(), &mut |_| {}).unwrap();
+        import_jsonl(&again, dir.path()).unwrap();
         check(&again, &want, &format!("{name} re-imported"));
     }
 }

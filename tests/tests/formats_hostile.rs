@@ -21,7 +21,7 @@ const TURN_END: &str = "{\"type\":\"turn/end\",\"seq\":1,\"time\":0,\"data\":{\"
 fn import_bytes(dir: &Path, bytes: &[u8]) -> Result<sessdb_formats::jsonl::ImportReport, Error> {
     let p = dir.join("session.jsonl");
     std::fs::write(&p, bytes).unwrap();
-    import_jsonl(&store(), &p, &mut |_| {})
+    import_jsonl(&store(), &p)
 }
 
 #[test]
@@ -69,7 +69,7 @@ fn invalid_utf8_reads_as_replacement_characters() {
     let file = root.join("_no-cwd/s/session.jsonl");
     std::fs::create_dir_all(file.parent().unwrap()).unwrap();
     std::fs::write(&file, &bytes).unwrap();
-    let report = import_jsonl(&s, &file, &mut |_| {}).unwrap();
+    let report = import_jsonl(&s, &file).unwrap();
     assert_eq!(
         report.sessions[0].invalid_utf8_lines,
         vec![2],
@@ -103,7 +103,7 @@ fn hostile_ids_and_cwds_stay_inside_the_root() {
     }
     let parent = tempfile::tempdir().unwrap();
     let root = parent.path().join("root");
-    let report = export_jsonl(&s, &root, &ExportOptions::default(), &mut |_| {}).unwrap();
+    let report = export_jsonl(&s, &root, &ExportOptions::default()).unwrap();
     assert_eq!(report.files.len(), ids.len());
     for (_, file) in &report.files {
         assert!(
@@ -119,7 +119,7 @@ fn hostile_ids_and_cwds_stay_inside_the_root() {
         .collect();
     assert_eq!(beside, vec![std::ffi::OsString::from("root")]);
     let copy = store();
-    import_jsonl(&copy, &root, &mut |_| {}).unwrap();
+    import_jsonl(&copy, &root).unwrap();
     let mut got: Vec<String> = copy.list().into_iter().map(|i| i.header.id).collect();
     let mut want: Vec<String> = ids.iter().map(|s| (*s).to_owned()).collect();
     got.sort();
@@ -143,7 +143,7 @@ fn a_zstd_frame_that_expands_hugely_is_refused_in_bounded_memory() {
         out.len()
     );
     std::fs::write(&p, &out).unwrap();
-    let err = import_jsonl(&store(), &p, &mut |_| {}).unwrap_err();
+    let err = import_jsonl(&store(), &p).unwrap_err();
     assert!(matches!(err, Error::Corrupt { .. }), "{err}");
 }
 
@@ -228,17 +228,11 @@ fn export_refuses_symbolic_links_on_the_way_out_of_its_root() {
     // The root itself a link.
     let root = dir.path().join("root-link");
     std::os::unix::fs::symlink(&outside, &root).unwrap();
-    let err = export_jsonl(&s, &root, &ExportOptions::default(), &mut |_| {}).unwrap_err();
+    let err = export_jsonl(&s, &root, &ExportOptions::default()).unwrap_err();
     assert!(matches!(err, Error::Layout { .. }), "{err}");
     // One rule: a directory under the link is a path through it, refused alike (it was
     // accepted before).
-    let err = export_jsonl(
-        &s,
-        &root.join("sub"),
-        &ExportOptions::default(),
-        &mut |_| {},
-    )
-    .unwrap_err();
+    let err = export_jsonl(&s, &root.join("sub"), &ExportOptions::default()).unwrap_err();
     assert!(err.to_string().contains("symbolic link"), "{err}");
     // A session directory inside the root a link (also with --force).
     let root = dir.path().join("root");
@@ -249,7 +243,7 @@ fn export_refuses_symbolic_links_on_the_way_out_of_its_root() {
             force,
             ..ExportOptions::default()
         };
-        let err = export_jsonl(&s, &root, &options, &mut |_| {}).unwrap_err();
+        let err = export_jsonl(&s, &root, &options).unwrap_err();
         assert!(err.to_string().contains("symbolic link"), "{err}");
     }
     assert!(all_files(&outside).is_empty(), "nothing written outside");
@@ -260,11 +254,10 @@ fn export_refuses_symbolic_links_on_the_way_out_of_its_root() {
         layout: sessdb_formats::sqlite::SqliteLayout::Analytics,
         ..Default::default()
     };
-    assert!(sessdb_formats::sqlite::export_sqlite(&s, &target, &options, &mut |_| {}).is_err());
+    assert!(sessdb_formats::sqlite::export_sqlite(&s, &target, &options).is_err());
     // And a database file in a directory reached through a link.
     let through = dir.path().join("root-link").join("db.sqlite");
-    let err =
-        sessdb_formats::sqlite::export_sqlite(&s, &through, &options, &mut |_| {}).unwrap_err();
+    let err = sessdb_formats::sqlite::export_sqlite(&s, &through, &options).unwrap_err();
     assert!(err.to_string().contains("symbolic link"), "{err}");
     assert!(all_files(&outside).is_empty());
 }
@@ -276,18 +269,18 @@ fn export_refuses_an_unrelated_non_empty_directory_unless_forced() {
     let root = dir.path().join("home");
     std::fs::create_dir(&root).unwrap();
     std::fs::write(root.join("notes.txt"), b"mine").unwrap();
-    let err = export_jsonl(&s, &root, &ExportOptions::default(), &mut |_| {}).unwrap_err();
+    let err = export_jsonl(&s, &root, &ExportOptions::default()).unwrap_err();
     assert!(err.to_string().contains("--force"), "{err}");
     assert_eq!(all_files(&root), vec![root.join("notes.txt")]);
     let forced = ExportOptions {
         force: true,
         ..ExportOptions::default()
     };
-    export_jsonl(&s, &root, &forced, &mut |_| {}).unwrap();
+    export_jsonl(&s, &root, &forced).unwrap();
     // An earlier export is a sessions root: exporting again needs no force.
     let again = dir.path().join("again");
-    export_jsonl(&s, &again, &ExportOptions::default(), &mut |_| {}).unwrap();
-    export_jsonl(&s, &again, &ExportOptions::default(), &mut |_| {}).unwrap();
+    export_jsonl(&s, &again, &ExportOptions::default()).unwrap();
+    export_jsonl(&s, &again, &ExportOptions::default()).unwrap();
 }
 
 #[test]
@@ -298,7 +291,7 @@ fn a_failed_export_leaves_no_temp_file() {
     // The target file's name is taken by a directory: the final rename fails.
     std::fs::create_dir_all(root.join("--w--").join("s").join("session.jsonl").join("x")).unwrap();
     let before = all_files(&root);
-    assert!(export_jsonl(&s, &root, &ExportOptions::default(), &mut |_| {}).is_err());
+    assert!(export_jsonl(&s, &root, &ExportOptions::default()).is_err());
     assert_eq!(all_files(&root), before, "no temp file left behind");
 }
 
@@ -312,7 +305,7 @@ fn a_multi_session_import_stores_nothing_when_any_session_is_refused() {
             .create_session(SessionHeader::new(id, 0), Vec::new())
             .unwrap();
     }
-    let report = export_jsonl(&source, &root, &ExportOptions::default(), &mut |_| {}).unwrap();
+    let report = export_jsonl(&source, &root, &ExportOptions::default()).unwrap();
     // The last session read gets a line that breaks a rule, followed by a turn/end (so it is
     // corruption, not a torn tail).
     let (_, last) = report.files.last().unwrap();
@@ -322,7 +315,7 @@ fn a_multi_session_import_stores_nothing_when_any_session_is_refused() {
     bytes.extend_from_slice(TURN_END.replace("\"seq\":1", "\"seq\":2").as_bytes());
     std::fs::write(last, &bytes).unwrap();
     let target = store();
-    assert!(import_jsonl(&target, &root, &mut |_| {}).is_err());
+    assert!(import_jsonl(&target, &root).is_err());
     assert!(
         target.list().is_empty(),
         "nothing of the invocation is stored"
@@ -335,7 +328,7 @@ fn a_multi_session_import_stores_nothing_when_any_session_is_refused() {
     target
         .create_session(SessionHeader::new("b", 5), Vec::new())
         .unwrap();
-    let err = import_jsonl(&target, &root, &mut |_| {}).unwrap_err();
+    let err = import_jsonl(&target, &root).unwrap_err();
     assert!(
         matches!(&err, Error::Conflict { id, .. } if id == "b"),
         "{err}"
@@ -346,7 +339,7 @@ fn a_multi_session_import_stores_nothing_when_any_session_is_refused() {
     target
         .create_session(SessionHeader::new("b", 0), Vec::new())
         .unwrap();
-    let report = import_jsonl(&target, &root, &mut |_| {}).unwrap();
+    let report = import_jsonl(&target, &root).unwrap();
     let outcomes: Vec<_> = report
         .sessions
         .iter()

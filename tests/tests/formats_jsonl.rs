@@ -57,7 +57,7 @@ fn a_store_round_trips_through_raw_and_zstd_jsonl() {
         let a = tempfile::tempdir().unwrap();
         let first = export_all(&original, a.path(), &options);
         let copy = store();
-        let report = import_jsonl(&copy, a.path(), &mut |_| {}).unwrap();
+        let report = import_jsonl(&copy, a.path()).unwrap();
         assert_eq!(report.sessions.len(), original.list().len());
         let b = tempfile::tempdir().unwrap();
         let second = export_all(&copy, b.path(), &options);
@@ -93,7 +93,7 @@ fn a_torn_tail_is_dropped_and_reported_and_a_corrupt_middle_is_refused() {
         &last[..last.len() / 2]
     );
     let s = store();
-    let report = import_jsonl(&s, &write_session(dir.path(), &torn), &mut |_| {}).unwrap();
+    let report = import_jsonl(&s, &write_session(dir.path(), &torn)).unwrap();
     let t = report.sessions[0].torn.clone().unwrap();
     assert_eq!(t.line, lines.len() as u64);
     assert_eq!(report.sessions[0].events, lines.len() as u64 - 2);
@@ -102,12 +102,8 @@ fn a_torn_tail_is_dropped_and_reported_and_a_corrupt_middle_is_refused() {
     let mut damaged: Vec<String> = lines.iter().map(|l| (*l).to_owned()).collect();
     damaged[5] = damaged[5].replace("\"data\":{", "\"data\":{{");
     let s = store();
-    let err = import_jsonl(
-        &s,
-        &write_session(dir.path(), &(damaged.join("\n") + "\n")),
-        &mut |_| {},
-    )
-    .unwrap_err();
+    let err =
+        import_jsonl(&s, &write_session(dir.path(), &(damaged.join("\n") + "\n"))).unwrap_err();
     assert!(matches!(err, Error::Corrupt { line: Some(6), .. }), "{err}");
     assert!(s.list().is_empty());
 
@@ -116,12 +112,7 @@ fn a_torn_tail_is_dropped_and_reported_and_a_corrupt_middle_is_refused() {
     gap.remove(10); // the event of line 11 goes missing ...
     gap.pop(); // ... and no turn/end follows
     let s = store();
-    let report = import_jsonl(
-        &s,
-        &write_session(dir.path(), &(gap.join("\n") + "\n")),
-        &mut |_| {},
-    )
-    .unwrap();
+    let report = import_jsonl(&s, &write_session(dir.path(), &(gap.join("\n") + "\n"))).unwrap();
     let t = report.sessions[0].torn.clone().unwrap();
     assert_eq!(t.line, 11);
     assert!(t.reason.contains("seq gap"), "{}", t.reason);
@@ -142,12 +133,7 @@ fn validation_errors_name_the_file_line_seq_and_rule() {
     lines[5] = lines[5].replace(",\"surfaceOp\":\"append\"", "");
     let dir = tempfile::tempdir().unwrap();
     let s = store();
-    let err = import_jsonl(
-        &s,
-        &write_session(dir.path(), &(lines.join("\n") + "\n")),
-        &mut |_| {},
-    )
-    .unwrap_err();
+    let err = import_jsonl(&s, &write_session(dir.path(), &(lines.join("\n") + "\n"))).unwrap_err();
     let msg = err.to_string();
     assert!(matches!(err, Error::Invalid { line: Some(6), .. }), "{msg}");
     assert!(
@@ -165,16 +151,16 @@ fn headers_of_other_versions_and_unknown_types_are_refused() {
     let s = store();
     let v3 =
         "{\"type\":\"session\",\"version\":3,\"id\":\"x\",\"createdAt\":0,\"delegationDepth\":0}\n";
-    let err = import_jsonl(&s, &write_session(dir.path(), v3), &mut |_| {}).unwrap_err();
+    let err = import_jsonl(&s, &write_session(dir.path(), v3)).unwrap_err();
     assert!(
         matches!(&err, Error::UnsupportedFormat { found, .. } if found.contains("newer harness")),
         "{err}"
     );
     let plugin = "{\"type\":\"session\",\"version\":0,\"id\":\"x\",\"createdAt\":0,\"delegationDepth\":0}\n{\"type\":\"plugin/x\",\"seq\":0,\"time\":0,\"data\":{}}\n";
-    let err = import_jsonl(&s, &write_session(dir.path(), plugin), &mut |_| {}).unwrap_err();
+    let err = import_jsonl(&s, &write_session(dir.path(), plugin)).unwrap_err();
     assert!(matches!(err, Error::UnsupportedFormat { .. }), "{err}");
     let ignorable = plugin.replace("\"data\":{}", "\"data\":{},\"ignorable\":true");
-    import_jsonl(&s, &write_session(dir.path(), &ignorable), &mut |_| {}).unwrap();
+    import_jsonl(&s, &write_session(dir.path(), &ignorable)).unwrap();
 }
 
 /// Found by a differential against DSH's JSONL reader, which requires the header line's
@@ -184,11 +170,11 @@ fn regression_a_header_line_without_delegation_depth_is_refused_as_dsh_refuses_i
     let dir = tempfile::tempdir().unwrap();
     let s = store();
     let without = "{\"type\":\"session\",\"version\":0,\"id\":\"x\",\"createdAt\":0}\n";
-    let err = import_jsonl(&s, &write_session(dir.path(), without), &mut |_| {}).unwrap_err();
+    let err = import_jsonl(&s, &write_session(dir.path(), without)).unwrap_err();
     assert!(err.to_string().contains("delegationDepth"), "{err}");
     assert!(s.list().is_empty());
     let with = without.replace("\"createdAt\":0", "\"createdAt\":0,\"delegationDepth\":0");
-    import_jsonl(&s, &write_session(dir.path(), &with), &mut |_| {}).unwrap();
+    import_jsonl(&s, &write_session(dir.path(), &with)).unwrap();
 }
 
 /// Found by a differential with DSH's own loader (run through the DSH harness): a `null`
@@ -201,17 +187,12 @@ fn regression_a_null_line_is_refused_as_dshs_loader_fails_on_it() {
     for tail in ["null\n", " null \n", "{\"seq\":9}\nnull\n"] {
         let s = store();
         let text = format!("{head}{tail}");
-        let err = import_jsonl(&s, &write_session(dir.path(), &text), &mut |_| {}).unwrap_err();
+        let err = import_jsonl(&s, &write_session(dir.path(), &text)).unwrap_err();
         assert!(err.to_string().contains("null"), "{tail:?}: {err}");
         assert!(s.list().is_empty());
     }
     let s = store();
-    let r = import_jsonl(
-        &s,
-        &write_session(dir.path(), &format!("{head}42\n")),
-        &mut |_| {},
-    )
-    .unwrap();
+    let r = import_jsonl(&s, &write_session(dir.path(), &format!("{head}42\n"))).unwrap();
     assert!(r.sessions[0].torn.is_some());
     assert_eq!(s.session_len("x").unwrap(), 1);
 }
@@ -233,18 +214,81 @@ fn regression_a_final_line_with_an_impossible_seq_is_a_torn_tail() {
         let text =
             format!("{head}{{\"type\":\"command/run\",\"seq\":{seq},\"time\":0,\"data\":{{}}}}\n");
         let s = store();
-        let report = import_jsonl(&s, &write_session(dir.path(), &text), &mut |_| {}).unwrap();
+        let report = import_jsonl(&s, &write_session(dir.path(), &text)).unwrap();
         let torn = report.sessions[0].torn.clone().unwrap();
         assert!(torn.reason.contains("seq gap"), "{seq}: {}", torn.reason);
         assert_eq!(report.sessions[0].events, 1, "{seq}");
         let closes = format!(
             "{head}{{\"type\":\"turn/end\",\"seq\":{seq},\"time\":0,\"data\":{{\"turn\":1,\"reason\":{{\"kind\":\"completed\"}}}}}}\n"
         );
-        let err =
-            import_jsonl(&store(), &write_session(dir.path(), &closes), &mut |_| {}).unwrap_err();
+        let err = import_jsonl(&store(), &write_session(dir.path(), &closes)).unwrap_err();
         assert!(
             matches!(err, Error::Corrupt { line: Some(3), .. }),
             "{seq}: {err}"
         );
     }
+}
+
+/// A reader that hands out at most 7 bytes a call and counts what it was asked for: the
+/// import must read the whole input once, through any chunking.
+struct Trickle {
+    bytes: Vec<u8>,
+    at: usize,
+    calls: std::rc::Rc<std::cell::Cell<usize>>,
+}
+
+impl std::io::Read for Trickle {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.calls.set(self.calls.get() + 1);
+        let n = buf.len().min(7).min(self.bytes.len() - self.at);
+        buf[..n].copy_from_slice(&self.bytes[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
+#[test]
+fn a_session_imports_from_a_reader_as_from_its_file_raw_or_zstd() {
+    use sessdb_formats::jsonl::{import_jsonl_reader, plan_jsonl_reader};
+    let text = renumbered_text("headless-compaction-recovery.session.jsonl");
+    let dir = tempfile::tempdir().unwrap();
+    let from_file = store();
+    import_jsonl(&from_file, &write_session(dir.path(), &text)).unwrap();
+    let id = from_file.list()[0].header.id.clone();
+    let zstd = zstd::bulk::compress(text.as_bytes(), 3).unwrap();
+    for input in [text.clone().into_bytes(), zstd] {
+        let calls = std::rc::Rc::new(std::cell::Cell::new(0));
+        let reader = |bytes: &[u8]| Trickle {
+            bytes: bytes.to_vec(),
+            at: 0,
+            calls: calls.clone(),
+        };
+        let s = store();
+        // The plan stores nothing; the import stores what the file import stores.
+        let plan = plan_jsonl_reader(&s, reader(&input), Path::new("stdin")).unwrap();
+        assert_eq!(plan.sessions[0].outcome, sessdb_formats::Outcome::Imported);
+        assert!(s.list().is_empty());
+        let report = import_jsonl_reader(&s, reader(&input), Path::new("stdin")).unwrap();
+        assert_eq!(report.sessions[0].file, Path::new("stdin"));
+        assert!(calls.get() > input.len() / 7, "read in small pieces");
+        assert_eq!(
+            s.events(&id, 0, u64::MAX).unwrap(),
+            from_file.events(&id, 0, u64::MAX).unwrap()
+        );
+        // Again: the same session, skipped.
+        let again = import_jsonl_reader(&s, reader(&input), Path::new("stdin")).unwrap();
+        assert_eq!(again.sessions[0].outcome, sessdb_formats::Outcome::Skipped);
+    }
+    // A refusal names the reader's name and the line.
+    let bad = text.replacen(",\"surfaceOp\":\"append\"", "", 1);
+    let line = bad.lines().position(|l| l.contains("user/message")).unwrap() + 1;
+    let s = store();
+    let err = import_jsonl_reader(&s, std::io::Cursor::new(bad), Path::new("stdin"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with(&format!("stdin:{line}:")) && err.contains("surface-op-required"),
+        "{err}"
+    );
+    assert!(s.list().is_empty(), "all or nothing");
 }

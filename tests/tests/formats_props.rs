@@ -201,7 +201,7 @@ proptest! {
         let id = &summary.sessions[0];
         let events = original.events(id, 0, u64::MAX).unwrap();
         let dir = tempfile::tempdir().unwrap();
-        let report = export_jsonl(&original, dir.path(), &ExportOptions { sessions: vec![id.clone()], ..ExportOptions::default() }, &mut |_| {}).unwrap();
+        let report = export_jsonl(&original, dir.path(), &ExportOptions { sessions: vec![id.clone()], ..ExportOptions::default() }).unwrap();
         let text = std::fs::read(&report.files[0].1).unwrap();
         let mut damaged = text.clone();
         for d in &damages {
@@ -210,7 +210,7 @@ proptest! {
         let target = dir.path().join("damaged.jsonl");
         std::fs::write(&target, &damaged).unwrap();
         let copy = store();
-        match import_jsonl(&copy, &target, &mut |_| {}) {
+        match import_jsonl(&copy, &target) {
             Err(_) => prop_assert!(copy.list().is_empty(), "a refused import stores nothing"),
             Ok(r) => {
                 let got = copy.events(id, 0, u64::MAX).unwrap();
@@ -242,17 +242,17 @@ fn exported_and_imported(original: &Store, layouts: &[SqliteExportOptions]) -> V
         },
     ] {
         let dir = tempfile::tempdir().unwrap();
-        export_jsonl(original, dir.path(), &options, &mut |_| {}).unwrap();
+        export_jsonl(original, dir.path(), &options).unwrap();
         let copy = store();
-        import_jsonl(&copy, dir.path(), &mut |_| {}).unwrap();
+        import_jsonl(&copy, dir.path()).unwrap();
         copies.push(copy);
     }
     for layout in layouts {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("x.sqlite");
-        export_sqlite(original, &db, layout, &mut |_| {}).unwrap();
+        export_sqlite(original, &db, layout).unwrap();
         let copy = store();
-        import_sqlite(&copy, &db, &mut |_| {}).unwrap();
+        import_sqlite(&copy, &db).unwrap();
         copies.push(copy);
     }
     copies

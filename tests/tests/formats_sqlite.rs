@@ -26,9 +26,9 @@ fn jsonl_bytes(store: &Store) -> Vec<(String, Vec<u8>)> {
 fn through_sqlite(original: &Store) -> Store {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("export.sqlite");
-    export_sqlite(original, &db, &analytics(), &mut |_| {}).unwrap();
+    export_sqlite(original, &db, &analytics()).unwrap();
     let copy = store();
-    import_sqlite(&copy, &db, &mut |_| {}).unwrap();
+    import_sqlite(&copy, &db).unwrap();
     copy
 }
 
@@ -64,7 +64,7 @@ fn demo_export() -> (Store, tempfile::TempDir, Connection) {
     generate(&WorkloadSpec::default(), &mut original).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("export.sqlite");
-    export_sqlite(&original, &db, &analytics(), &mut |_| {}).unwrap();
+    export_sqlite(&original, &db, &analytics()).unwrap();
     let conn = Connection::open(&db).unwrap();
     (original, dir, conn)
 }
@@ -154,7 +154,7 @@ fn version_1_and_2_exports_still_import() {
     let db = exported(dir.path());
     let want = {
         let s = store();
-        import_sqlite(&s, &db, &mut |_| {}).unwrap();
+        import_sqlite(&s, &db).unwrap();
         s.list()
             .iter()
             .map(|i| s.events(&i.header.id, 0, u64::MAX).unwrap())
@@ -189,7 +189,7 @@ fn version_1_and_2_exports_still_import() {
         conn.execute_batch("DETACH v3").unwrap();
         drop(conn);
         let s = store();
-        import_sqlite(&s, &old, &mut |_| {}).unwrap();
+        import_sqlite(&s, &old).unwrap();
         let got: Vec<_> = s
             .list()
             .iter()
@@ -213,7 +213,7 @@ fn a_wrong_inherited_mark_is_refused() {
         .unwrap();
     assert_eq!(changed, 1);
     drop(conn);
-    let err = import_sqlite(&store(), &db, &mut |_| {}).unwrap_err();
+    let err = import_sqlite(&store(), &db).unwrap_err();
     assert!(err.to_string().contains("inherited must be NULL"), "{err}");
 }
 
@@ -229,7 +229,7 @@ fn exported(dir: &Path) -> std::path::PathBuf {
     )
     .unwrap();
     let db = dir.join("export.sqlite");
-    export_sqlite(&original, &db, &analytics(), &mut |_| {}).unwrap();
+    export_sqlite(&original, &db, &analytics()).unwrap();
     db
 }
 
@@ -252,7 +252,7 @@ fn foreign_or_altered_databases_are_refused() {
             .unwrap()
             .execute_batch(change)
             .unwrap();
-        let err = import_sqlite(&store(), &copy, &mut |_| {}).unwrap_err();
+        let err = import_sqlite(&store(), &copy).unwrap_err();
         assert!(
             matches!(err, Error::UnsupportedFormat { .. }),
             "{change}: {err}"
@@ -267,12 +267,12 @@ fn foreign_or_altered_databases_are_refused() {
         .execute_batch("CREATE INDEX i ON events(type); CREATE INDEX j ON events(session_id, type)")
         .unwrap();
     let indexed = store();
-    import_sqlite(&indexed, &copy, &mut |_| {}).unwrap();
+    import_sqlite(&indexed, &copy).unwrap();
     assert!(!indexed.list().is_empty());
     let not_a_db = dir.path().join("junk.sqlite");
     std::fs::write(&not_a_db, b"this is not a database at all, just text").unwrap();
     // Refused as an input that is not an export, like a damaged JSONL file (not an I/O error).
-    let err = import_sqlite(&store(), &not_a_db, &mut |_| {}).unwrap_err();
+    let err = import_sqlite(&store(), &not_a_db).unwrap_err();
     assert!(
         matches!(&err, Error::UnsupportedFormat { found, .. } if found.contains("not a SQLite database")),
         "{err}"
@@ -298,7 +298,7 @@ fn an_invalid_row_is_named_and_nothing_is_stored() {
     .unwrap();
     drop(conn);
     let s = store();
-    let err = import_sqlite(&s, &db, &mut |_| {}).unwrap_err();
+    let err = import_sqlite(&s, &db).unwrap_err();
     match &err {
         Error::InvalidRow {
             table: "events",
@@ -329,7 +329,7 @@ fn an_input_database_is_only_read_nothing_appears_beside_it() {
         .map(|e| e.unwrap().file_name())
         .collect();
     let copy = store();
-    let report = import_sqlite(&copy, &odd, &mut |_| {}).unwrap();
+    let report = import_sqlite(&copy, &odd).unwrap();
     assert!(!report.sessions.is_empty());
     let after: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
@@ -343,7 +343,7 @@ fn an_input_database_is_only_read_nothing_appears_beside_it() {
         "PRAGMA wal_autocheckpoint = 0; CREATE TABLE extra(x); INSERT INTO extra VALUES (1);",
     )
     .unwrap();
-    let err = import_sqlite(&store(), &odd, &mut |_| {}).unwrap_err();
+    let err = import_sqlite(&store(), &odd).unwrap_err();
     assert!(matches!(err, Error::UnsupportedFormat { .. }), "{err}");
     assert!(err.to_string().contains("write-ahead log"), "{err}");
     drop(live);

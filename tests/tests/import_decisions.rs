@@ -430,7 +430,7 @@ fn every_importer_decides_every_session_alike() {
         let jsonl = dir.path().join(format!("{n}.jsonl"));
         std::fs::write(&jsonl, &case.bytes).unwrap();
         let store = mem_store();
-        let result = import_jsonl(&store, &jsonl, &mut |_| {});
+        let result = import_jsonl(&store, &jsonl);
         if result.as_ref().is_ok_and(|r| r.sessions[0].torn.is_some()) {
             continue; // a torn tail: the JSONL reader's alone
         }
@@ -450,7 +450,7 @@ fn every_importer_decides_every_session_alike() {
                 continue; // the layout's columns cannot hold this case
             }
             let store = mem_store();
-            let got = decision(import_sqlite(&store, &file, &mut |_| {}), &store);
+            let got = decision(import_sqlite(&store, &file), &store);
             compared[k] += 1;
             refused[k] += usize::from(got.is_err());
             if got.is_ok() != expected.is_ok() || (got.is_ok() && got != expected) {

@@ -71,7 +71,15 @@ pub struct ExportReport {
 /// the other encoding, when the root, a directory on the way to it, or a directory or file
 /// inside it is a symbolic link, or when the root is not empty and holds anything but project directories
 /// (`--…--`, `_no-cwd`: an earlier export or a DSH sessions root) unless `force`; I/O errors.
-pub fn export_jsonl(
+pub fn export_jsonl(store: &Store, root: &Path, options: &ExportOptions) -> Result<ExportReport> {
+    export_jsonl_with_progress(store, root, options, &mut |_| {})
+}
+
+/// As [`export_jsonl`], telling `progress` how far it has come (for progress bars).
+///
+/// # Errors
+/// As [`export_jsonl`].
+pub fn export_jsonl_with_progress(
     store: &Store,
     root: &Path,
     options: &ExportOptions,

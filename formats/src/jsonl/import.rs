@@ -33,7 +33,15 @@ use crate::{Error, Progress, Result};
 /// # Errors
 /// `Layout` for a root sessdb cannot read, `Corrupt`, `UnsupportedFormat`, `Invalid` naming
 /// file, line, seq and rule, `Conflict`; nothing is stored then.
-pub fn import_jsonl(
+pub fn import_jsonl(store: &Store, path: &Path) -> Result<ImportReport> {
+    import_jsonl_with_progress(store, path, &mut |_| {})
+}
+
+/// As [`import_jsonl`], telling `progress` how far it has come (for progress bars).
+///
+/// # Errors
+/// As [`import_jsonl`].
+pub fn import_jsonl_with_progress(
     store: &Store,
     path: &Path,
     progress: &mut dyn FnMut(Progress),
@@ -49,6 +57,53 @@ pub fn import_jsonl(
 /// As [`import_jsonl`].
 pub fn plan_jsonl(store: &Store, path: &Path) -> Result<ImportReport> {
     import_into(&DryRun::new(store), path, &mut |_| {})
+}
+
+/// Imports one session file's content read from `input` — raw or zstd, told apart by the
+/// zstd magic — named `name` in errors and in the report: what `sessdb import --jsonl -`
+/// does with stdin. The input is read once (raw lines streamed, a zstd input's compressed
+/// bytes held while its frames are checked), and the session is stored whole or not at all,
+/// with the same rules as [`import_jsonl`].
+///
+/// # Errors
+/// As [`import_jsonl`].
+pub fn import_jsonl_reader(
+    store: &Store,
+    input: impl std::io::Read + 'static,
+    name: &Path,
+) -> Result<ImportReport> {
+    import_one(store, Box::new(input), name)
+}
+
+/// What [`import_jsonl_reader`] would do, storing nothing.
+///
+/// # Errors
+/// As [`import_jsonl`].
+pub fn plan_jsonl_reader(
+    store: &Store,
+    input: impl std::io::Read + 'static,
+    name: &Path,
+) -> Result<ImportReport> {
+    import_one(&DryRun::new(store), Box::new(input), name)
+}
+
+/// One session from a reader through the pipeline into `target`: one session needs no dry
+/// run first, since the target stores it whole or not at all.
+fn import_one(
+    target: &dyn RestoreTarget,
+    input: Box<dyn std::io::Read>,
+    name: &Path,
+) -> Result<ImportReport> {
+    let limits = store_limits();
+    let reader = LineReader::from_reader(input, name, max_line(&limits))?;
+    let (header, events, torn, _, invalid_utf8_lines) = read_lines(reader, name, &limits)?;
+    let (events, lines): (Vec<Event>, Vec<u64>) = events.into_iter().unzip();
+    let mut imported = admit(target, name, header, events, Places::Lines(&lines))?;
+    imported.torn = torn;
+    imported.invalid_utf8_lines = invalid_utf8_lines;
+    Ok(ImportReport {
+        sessions: vec![imported],
+    })
 }
 
 fn import_into(
@@ -199,12 +254,20 @@ type Scanned = (
 
 /// Reads one file: header, committed events with their line numbers, the torn tail.
 pub(crate) fn read_session(file: &Path, limits: &Limits) -> Result<Scanned> {
-    // A line holds at most one `data` of the limit plus its envelope, or a packed row.
-    let max_line = limits
+    read_lines(LineReader::open(file, max_line(limits))?, file, limits)
+}
+
+/// The longest line read: one `data` of the limit plus its envelope, or a packed row.
+fn max_line(limits: &Limits) -> usize {
+    limits
         .max_data_bytes
         .saturating_mul(2)
-        .saturating_add(1 << 20);
-    let mut reader = LineReader::open(file, max_line)?;
+        .saturating_add(1 << 20)
+}
+
+/// Reads one session's lines (named `file` in errors): as [`read_session`].
+fn read_lines(mut reader: LineReader, file: &Path, limits: &Limits) -> Result<Scanned> {
+    let max_line = max_line(limits);
     let corrupt = |line, problem: String| Error::Corrupt {
         file: file.to_owned(),
         line,

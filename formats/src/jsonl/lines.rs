@@ -6,9 +6,7 @@
 //! partial plaintext yields whatever complete lines it holds (the rest is a torn tail).
 
 use std::fs::File;
-#[cfg(feature = "zstd")]
-use std::io::Read;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use crate::{Error, Result};
@@ -97,7 +95,7 @@ impl Splitter {
 }
 
 enum Input {
-    Raw(BufReader<File>),
+    Raw(BufReader<Box<dyn Read>>),
     #[cfg(feature = "zstd")]
     Zstd {
         bytes: Vec<u8>,
@@ -135,7 +133,14 @@ impl LineReader {
     /// whatever its name says (as stdin is), any other as raw lines.
     pub fn open(path: &Path, max_line: usize) -> Result<Self> {
         let file = File::open(path).map_err(|e| Error::io("open", path, e))?;
-        let mut reader = BufReader::with_capacity(1 << 16, file);
+        Self::from_reader(Box::new(file), path, max_line)
+    }
+
+    /// Reads `input` (named `path` in errors) as [`LineReader::open`] reads a file: raw lines
+    /// streamed in 64 KiB reads; zstd frames (by their magic) read whole first, since every
+    /// complete frame is checked before its lines count.
+    pub fn from_reader(input: Box<dyn Read>, path: &Path, max_line: usize) -> Result<Self> {
+        let mut reader = BufReader::with_capacity(1 << 16, input);
         let zstd = std::io::BufRead::fill_buf(&mut reader)
             .map_err(|e| Error::io("read", path, e))?
             .starts_with(&ZSTD_MAGIC);

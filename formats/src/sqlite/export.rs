@@ -55,6 +55,18 @@ pub fn export_sqlite(
     store: &Store,
     target: &Path,
     options: &SqliteExportOptions,
+) -> Result<SqliteExportReport> {
+    export_sqlite_with_progress(store, target, options, &mut |_| {})
+}
+
+/// As [`export_sqlite`], telling `progress` how far it has come (for progress bars).
+///
+/// # Errors
+/// As [`export_sqlite`].
+pub fn export_sqlite_with_progress(
+    store: &Store,
+    target: &Path,
+    options: &SqliteExportOptions,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<SqliteExportReport> {
     let chosen = crate::select::chosen_sessions(store, &options.sessions)?;

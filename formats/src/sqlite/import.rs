@@ -25,7 +25,15 @@ use crate::{Error, Progress, Result};
 /// `UnsupportedFormat` for another application id, user version or schema; `InvalidRow`
 /// naming the row, seq and rule; SQLite errors. Every session is validated before any is
 /// stored: after an error nothing is.
-pub fn import_sqlite(
+pub fn import_sqlite(store: &Store, file: &Path) -> Result<ImportReport> {
+    import_sqlite_with_progress(store, file, &mut |_| {})
+}
+
+/// As [`import_sqlite`], telling `progress` how far it has come (for progress bars).
+///
+/// # Errors
+/// As [`import_sqlite`].
+pub fn import_sqlite_with_progress(
     store: &Store,
     file: &Path,
     progress: &mut dyn FnMut(Progress),

@@ -10,8 +10,11 @@ mod listing;
 mod schema;
 
 pub use dsh::{DSH_APPLICATION_ID, DSH_DDL, DSH_SCHEMA_VERSION};
-pub use export::{SqliteExportOptions, SqliteExportReport, SqliteLayout, export_sqlite};
-pub use import::{import_sqlite, plan_sqlite};
+pub use export::{
+    SqliteExportOptions, SqliteExportReport, SqliteLayout, export_sqlite,
+    export_sqlite_with_progress,
+};
+pub use import::{import_sqlite, import_sqlite_with_progress, plan_sqlite};
 pub use schema::{
     APPLICATION_ID, DDL, DDL_V1, DDL_V2, SCHEMA_VERSION, SCHEMA_VERSION_V1, SCHEMA_VERSION_V2,
 };

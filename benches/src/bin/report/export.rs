@@ -27,7 +27,7 @@ pub fn sqlite_export_row(built: &Built, reps: usize, rows: &mut Vec<Row>) {
     };
     let sample = temp();
     let db = sample.path().join("x.sqlite");
-    export_sqlite(&store, &db, &options, &mut |_| {}).expect("export");
+    export_sqlite(&store, &db, &options).expect("export");
     let conn = rusqlite::Connection::open(&db).expect("open sample");
     let read = |table: &str| -> Vec<SqlRow> {
         let mut stmt = conn
@@ -53,8 +53,7 @@ pub fn sqlite_export_row(built: &Built, reps: usize, rows: &mut Vec<Row>) {
         || {
             let out = temp();
             let t = Instant::now();
-            export_sqlite(&store, &out.path().join("x.sqlite"), &options, &mut |_| {})
-                .expect("export");
+            export_sqlite(&store, &out.path().join("x.sqlite"), &options).expect("export");
             t.elapsed().as_secs_f64()
         },
         || {
@@ -105,8 +104,8 @@ pub fn export_row(built: &Built, reps: usize, rows: &mut Vec<Row>) {
         Store::open_read_only(built.dir.path(), sessdb::StoreOptions::default()).expect("open");
     let options = sessdb_formats::jsonl::ExportOptions::default();
     let sample = temp();
-    let report = sessdb_formats::jsonl::export_jsonl(&store, sample.path(), &options, &mut |_| {})
-        .expect("export");
+    let report =
+        sessdb_formats::jsonl::export_jsonl(&store, sample.path(), &options).expect("export");
     let contents: Vec<Vec<u8>> = report
         .files
         .iter()
@@ -117,8 +116,7 @@ pub fn export_row(built: &Built, reps: usize, rows: &mut Vec<Row>) {
         || {
             let out = temp();
             let t = Instant::now();
-            sessdb_formats::jsonl::export_jsonl(&store, out.path(), &options, &mut |_| {})
-                .expect("export");
+            sessdb_formats::jsonl::export_jsonl(&store, out.path(), &options).expect("export");
             t.elapsed().as_secs_f64()
         },
         || {
@@ -156,7 +154,6 @@ pub fn jsonl_export_once(built: &Built) -> f64 {
         &store,
         out.path(),
         &sessdb_formats::jsonl::ExportOptions::default(),
-        &mut |_| {},
     )
     .expect("export");
     t.elapsed().as_secs_f64()

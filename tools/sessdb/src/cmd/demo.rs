@@ -188,7 +188,7 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
     let sessions = store.list();
     store.close()?;
     let store = Store::open_read_only(&a.store, sessdb::StoreOptions::default())?;
-    let jsonl_report = export_jsonl(&store, &jsonl, &ExportOptions::default(), &mut |_| {})?;
+    let jsonl_report = export_jsonl(&store, &jsonl, &ExportOptions::default())?;
     let sqlite_events = export_sqlite(
         &store,
         &sqlite,
@@ -197,7 +197,6 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
             layout: sessdb_formats::sqlite::SqliteLayout::Analytics,
             ..SqliteExportOptions::default()
         },
-        &mut |_| {},
     )?
     .events;
     let verified = verify(Arc::new(FsStorage::new(&a.store)))?;

@@ -1,8 +1,8 @@
 //! `sessdb export STORE --jsonl DIR [--zstd] [--no-pack] [--session ID]...` /
 //! `sessdb export STORE --sqlite FILE [--session ID]...`
 
-use sessdb_formats::jsonl::{ExportOptions, export_jsonl, write_session_jsonl};
-use sessdb_formats::sqlite::{SqliteExportOptions, SqliteLayout, export_sqlite};
+use sessdb_formats::jsonl::{ExportOptions, export_jsonl_with_progress, write_session_jsonl};
+use sessdb_formats::sqlite::{SqliteExportOptions, SqliteLayout, export_sqlite_with_progress};
 
 use crate::cmd::{PathArg, open_existing};
 use crate::error::{CliError, CliResult, code};
@@ -61,7 +61,7 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
                 sessions: a.sessions.clone(),
                 force: a.force,
             };
-            let r = export_jsonl(&store, dir, &options, &mut report_progress)?;
+            let r = export_jsonl_with_progress(&store, dir, &options, &mut report_progress)?;
             files = r.files;
             left = r.left;
             (r.events, dir.clone())
@@ -76,7 +76,7 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
                 },
             };
             (
-                export_sqlite(&store, file, &options, &mut report_progress)?.events,
+                export_sqlite_with_progress(&store, file, &options, &mut report_progress)?.events,
                 file.clone(),
             )
         }

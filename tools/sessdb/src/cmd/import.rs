@@ -4,8 +4,10 @@ use std::path::PathBuf;
 
 use sessdb::StoreOptions;
 use sessdb_formats::Outcome;
-use sessdb_formats::jsonl::{ImportReport, import_jsonl, plan_jsonl};
-use sessdb_formats::sqlite::{import_sqlite, plan_sqlite};
+use sessdb_formats::jsonl::{
+    ImportReport, import_jsonl_reader, import_jsonl_with_progress, plan_jsonl, plan_jsonl_reader,
+};
+use sessdb_formats::sqlite::{import_sqlite_with_progress, plan_sqlite};
 
 use crate::cmd::{PathArg, is_store, open_existing, open_or_create_writer};
 use crate::error::{CliError, CliResult, code};
@@ -17,7 +19,7 @@ pub struct Args {
     /// The store directory (created if needed).
     store: PathArg,
     /// A DSH sessions root, a session directory, or one session.jsonl[.zstd] file; `-` reads
-    /// one session file (raw or zstd) from stdin.
+    /// one session file (raw or zstd) from stdin, streamed.
     #[arg(long, value_name = "PATH")]
     jsonl: Option<PathArg>,
     /// A sessdb SQLite export or a DSH database; `-` reads one from stdin (copied to a private
@@ -71,42 +73,16 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
     result
 }
 
-/// The JSONL path to read: `--jsonl`'s, or the temporary copy of stdin for `-` (kept alive
-/// by the guard returned beside it).
+/// The temporary copy of stdin `--sqlite -` reads (kept alive by the guard beside it).
 type StdinCopy = Option<(tempfile::TempDir, PathBuf)>;
 
-fn jsonl_source(a: &Args) -> CliResult<(StdinCopy, Option<PathBuf>)> {
-    let stdin = match &a.jsonl {
-        Some(path) => stdin_file(path)?,
-        None => None,
-    };
-    let jsonl = stdin
-        .as_ref()
-        .map(|(_, f)| f.clone())
-        .or_else(|| a.jsonl.clone());
-    Ok((stdin, jsonl))
+/// Whether `--jsonl -` reads one session file from stdin (streamed: no copy is made).
+fn jsonl_from_stdin(a: &Args) -> bool {
+    a.jsonl.as_deref() == Some(std::path::Path::new("-"))
 }
 
-/// `--jsonl -`: stdin copied to a private temporary file first (the reader needs a file it can
-/// read twice: once to validate, once to store). Kept alive by the returned guard.
-fn stdin_file(path: &std::path::Path) -> CliResult<StdinCopy> {
-    if path != std::path::Path::new("-") {
-        return Ok(None);
-    }
-    let io = |e: std::io::Error| CliError::new(code::OTHER, format!("reading stdin: {e}"));
-    let dir = tempfile::tempdir().map_err(io)?;
-    let mut bytes = Vec::new();
-    std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut bytes).map_err(io)?;
-    // zstd frames start with the magic 28 b5 2f fd.
-    let name = if bytes.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
-        "session.jsonl.zstd"
-    } else {
-        "session.jsonl"
-    };
-    let file = dir.path().join(name);
-    std::fs::write(&file, bytes).map_err(io)?;
-    Ok(Some((dir, file)))
-}
+/// The name stdin goes by in errors and reports.
+const STDIN: &str = "stdin";
 
 /// `--sqlite -`: stdin streamed to a private temporary file (SQLite reads files).
 fn sqlite_source(a: &Args) -> CliResult<(StdinCopy, Option<PathBuf>)> {
@@ -125,14 +101,17 @@ fn sqlite_source(a: &Args) -> CliResult<(StdinCopy, Option<PathBuf>)> {
 }
 
 fn import(a: &Args, quiet: bool) -> CliResult {
-    let (stdin, jsonl) = jsonl_source(a)?;
-    let (_stdin_sqlite, sqlite) = sqlite_source(a)?;
+    let (stdin, sqlite) = sqlite_source(a)?;
+    let from_stdin = stdin.is_some() || jsonl_from_stdin(a);
     let store = open_or_create_writer(&a.store, StoreOptions::default())?;
     let progress = bar(quiet, "importing", Unit::Events);
     let mut report_progress = |p| update(&progress, p);
-    let report = match (&jsonl, &sqlite) {
-        (Some(path), _) => import_jsonl(&store, path, &mut report_progress),
-        (_, Some(file)) => import_sqlite(&store, file, &mut report_progress),
+    let report = match (&a.jsonl, &sqlite) {
+        (Some(_), _) if jsonl_from_stdin(a) => {
+            import_jsonl_reader(&store, std::io::stdin(), std::path::Path::new(STDIN))
+        }
+        (Some(path), _) => import_jsonl_with_progress(&store, path, &mut report_progress),
+        (_, Some(file)) => import_sqlite_with_progress(&store, file, &mut report_progress),
         (None, None) => unreachable_source(),
     };
     if let Some(b) = progress {
@@ -143,7 +122,7 @@ fn import(a: &Args, quiet: bool) -> CliResult {
     let report = report.map_err(|e| {
         let mut err = CliError::from(e);
         if let Some((_, file)) = &stdin {
-            err.message = err.message.replace(&file.display().to_string(), "stdin");
+            err.message = err.message.replace(&file.display().to_string(), STDIN);
         }
         if err.code == code::REJECTED && err.hint.is_none() {
             err.hint("nothing of this import was stored")
@@ -160,8 +139,8 @@ fn import(a: &Args, quiet: bool) -> CliResult {
         &format!("{} into {}", summary(&report), a.store.display()),
     );
     for s in &report.sessions {
-        let file = if stdin.is_some() {
-            "stdin".to_owned()
+        let file = if from_stdin {
+            STDIN.to_owned()
         } else {
             s.file.display().to_string()
         };
@@ -203,9 +182,11 @@ fn dry_run(a: &Args) -> CliResult {
         )?
     };
     // The guard keeps a copy of stdin alive while it is read.
-    let (_stdin, jsonl) = jsonl_source(a)?;
     let (_stdin_sqlite, sqlite) = sqlite_source(a)?;
-    let report = match (&jsonl, &sqlite) {
+    let report = match (&a.jsonl, &sqlite) {
+        (Some(_), _) if jsonl_from_stdin(a) => {
+            plan_jsonl_reader(&store, std::io::stdin(), std::path::Path::new(STDIN))
+        }
         (Some(path), _) => plan_jsonl(&store, path),
         (_, Some(file)) => plan_sqlite(&store, file),
         (None, None) => unreachable_source(),
