@@ -49,8 +49,12 @@
 //!
 //! Module map: [`json`] (validation and zero-copy navigation of stored JSON), [`event`] (the
 //! envelope and its JSONL line), [`model`] (acceptance, surface, messages, seeds, fork,
-//! repair), [`storage`] (the I/O seam), [`codec`] (every byte on disk),
-//! [`store`] (the durable store).
+//! repair), [`storage`] (the I/O seam), [`store`] (the durable store).
+//!
+//! The semver promise covers what these docs show. Items hidden from them — the `codec`
+//! module (every byte on disk, `docs/FORMAT.md`), the checkpoint constants, the storage's
+//! replacement writer and write window — are public only for sessdb's own crates, tests and
+//! fuzzers, and may change in any release.
 
 #![deny(unsafe_code)]
 // allowed only in `storage::mmap`, the module that maps sealed segments
@@ -64,6 +68,8 @@
     )
 )]
 
+// Every byte on disk: for sessdb's own crates, tests and fuzzers, outside the semver promise.
+#[doc(hidden)]
 pub mod codec;
 mod error;
 pub mod event;

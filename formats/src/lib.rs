@@ -6,6 +6,11 @@
 //! validates every session of the input before it stores any (one refused or conflicting
 //! session and nothing is stored), and appends nothing (no end-seed marker, no closers).
 //!
+//! Each import and export has a `*_with_progress` form that reports how far it has come
+//! (for progress bars), and [`jsonl::import_jsonl_reader`] reads one session file from any
+//! reader (stdin), streamed. Every importer ends in the same pipeline (migrations, the
+//! vocabulary rule, the store's acceptance function), so each decides a session alike.
+//!
 //! Features (both default): `sqlite` (the [`sqlite`] module; SQLite is linked through
 //! rusqlite, built in only when the final binary enables rusqlite's `bundled`) and `zstd`
 //! (`session.jsonl.zstd` files; without it a zstd file or export is refused with a clear

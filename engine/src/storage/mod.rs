@@ -18,6 +18,10 @@ pub use crash::{CrashStorage, Fault};
 pub use fs::FsStorage;
 pub use mem::MemStorage;
 pub(crate) use mmap::Prefault;
+// Building blocks of the store's own files, public for sessdb's formats crate and tests:
+// outside the semver promise.
+#[doc(hidden)]
 pub use mmap::WriteWindow;
+#[doc(hidden)]
 pub use replace::{FileWriter, Replacement, temp_name};
 pub use seam::{FileView, LockGuard, OpenMode, Storage, StorageFile};

@@ -54,7 +54,10 @@ mod subscribe;
 mod verify;
 mod write;
 
+// The on-disk layout's, for sessdb's own tools and tests: outside the semver promise.
+#[doc(hidden)]
 pub use crate::codec::EventLoc;
+#[doc(hidden)]
 pub use crate::codec::checkpoint::{
     CHECKPOINT_HEADER_LEN, CHECKPOINT_MAGIC, CheckpointMeta, checkpoint_path,
 };
