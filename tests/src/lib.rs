@@ -252,19 +252,26 @@ pub type StoreDump = Vec<(String, Vec<Vec<u8>>, SessionState)>;
 /// # Panics
 /// On read errors: a test helper.
 pub fn dump_store(store: &Store) -> StoreDump {
+    try_dump_store(store).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// [`dump_store`], or the first error a read gives.
+///
+/// # Errors
+/// The first read that fails (a damaged checkpoint run is found on first use).
+pub fn try_dump_store(store: &Store) -> sessdb::Result<StoreDump> {
     store
         .list()
         .into_iter()
         .map(|i| {
             let id = i.header.id;
             let events = store
-                .events(&id, 0, u64::MAX)
-                .unwrap_or_else(|e| panic!("{id}: {e}"))
+                .events(&id, 0, u64::MAX)?
                 .iter()
                 .map(Event::to_jsonl)
                 .collect();
-            let state = store.state(&id).unwrap_or_else(|e| panic!("{id}: {e}"));
-            (id, events, state)
+            let state = store.state(&id)?;
+            Ok((id, events, state))
         })
         .collect()
 }

@@ -281,7 +281,11 @@ fn a_session_imports_from_a_reader_as_from_its_file_raw_or_zstd() {
     }
     // A refusal names the reader's name and the line.
     let bad = text.replacen(",\"surfaceOp\":\"append\"", "", 1);
-    let line = bad.lines().position(|l| l.contains("user/message")).unwrap() + 1;
+    let line = bad
+        .lines()
+        .position(|l| l.contains("user/message"))
+        .unwrap()
+        + 1;
     let s = store();
     let err = import_jsonl_reader(&s, std::io::Cursor::new(bad), Path::new("stdin"))
         .unwrap_err()

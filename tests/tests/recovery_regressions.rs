@@ -739,15 +739,15 @@ fn stats_never_report_a_placeholder_coverage() {
         .unwrap();
     assert!(store.checkpoint().unwrap().is_some());
     store.close().unwrap();
-    // Damage the newest checkpoint's body: the open falls back to the older one.
+    // Damage the newest checkpoint's table (the part its header's CRC covers): the open falls
+    // back to the older one.
     let mut ckpts: Vec<_> = storage
         .files()
         .into_iter()
         .filter(|(p, _)| p.starts_with("checkpoints/"))
         .collect();
     let (path, mut bytes) = ckpts.pop().unwrap();
-    let last = bytes.len() - 1;
-    bytes[last] ^= 1;
+    bytes[sessdb::store::CHECKPOINT_HEADER_LEN + 12] ^= 1;
     storage.put(&path, bytes);
     let store = Store::open_with(storage.storage(), StoreOptions::default()).unwrap();
     assert!(!store.open_report().checkpoints_discarded.is_empty());

@@ -88,14 +88,30 @@ proptest! {
         prop_assert!(store.open_report().checkpoint.is_some());
         prop_assert!(store.open_report().records_replayed > 0);
         prop_assert_eq!(dump(&store), reference.clone());
-        // A damaged newest checkpoint falls back.
+        // A damaged newest checkpoint falls back — at open when the damage is in its header or
+        // table (or in a location run the open needed); else a location run is found damaged
+        // when its session is first read, naming the file, and never read as locations. A
+        // full replay (what `repair` does) then gives the reference state.
         let mut damaged = late.clone();
         let newest = damaged.len() - 1;
         let at = flip.index(damaged[newest].1.len());
         damaged[newest].1[at] ^= 0x10;
         let store = open(segments_and(&files, &damaged));
-        prop_assert!(!store.open_report().checkpoints_discarded.is_empty());
-        prop_assert_eq!(dump(&store), reference.clone());
+        match sessdb_tests::try_dump_store(&store) {
+            Ok(got) => {
+                prop_assert!(!store.open_report().checkpoints_discarded.is_empty() || at >= 64);
+                prop_assert_eq!(got, reference.clone());
+            }
+            Err(sessdb::Error::Corruption { segment, kind, .. }) => {
+                prop_assert_eq!(kind, sessdb::codec::CorruptionKind::CheckpointLocations);
+                prop_assert_eq!(&segment, &damaged[newest].0);
+                let problems = sessdb::store::verify(Arc::new(segments_and(&files, &damaged))).unwrap().problems;
+                prop_assert!(problems.iter().any(|p| p.contains("location run")), "{problems:?}");
+                let replayed = Store::open_with(Arc::new(segments_and(&files, &damaged)), options().with_ignore_checkpoints(true)).unwrap();
+                prop_assert_eq!(dump(&replayed), reference.clone());
+            }
+            Err(e) => prop_assert!(false, "{e}"),
+        }
         // A checkpoint from another store: where this log has another valid record at the
         // position it names, it is ignored; where it points past this log's end, it is
         // indistinguishable from a log that lost records it vouches for, and a writer refuses.
@@ -120,4 +136,82 @@ proptest! {
             Err(e) => prop_assert!(false, "{e}"),
         }
     }
+}
+
+/// Where the location runs of a checkpoint file start: after its header and table.
+fn runs_start(file: &[u8]) -> usize {
+    let header = sessdb::store::CHECKPOINT_HEADER_LEN;
+    let table = u64::from_le_bytes(file[header..header + 8].try_into().unwrap());
+    header + 8 + usize::try_from(table).unwrap()
+}
+
+#[test]
+fn regression_a_damaged_location_run_is_found_on_first_use_and_a_full_replay_rebuilds_it() {
+    // An open reads no location run (that is what keeps it flat in the history); a run's own
+    // CRC is checked when its session is first read, so damage there is an error naming the
+    // checkpoint, never wrong locations; `verify` finds it; a full replay writes a new one.
+    let storage = MemStorage::new();
+    let store = Store::open_with(Arc::new(storage.clone()), options()).unwrap();
+    for id in ["a", "b"] {
+        let s = store
+            .create_session(sessdb::SessionHeader::new(id, 0), Vec::new())
+            .unwrap();
+        for turn in 1..=3 {
+            s.append(sessdb::Draft::log(
+                &sessdb::LogType::TURN_START,
+                format!("{{\"turn\":{turn}}}").into_bytes(),
+            ))
+            .unwrap();
+        }
+    }
+    store.close().unwrap();
+    drop(store);
+    let files = storage.files();
+    let reference = dump(&open(segments_and(&files, &[])));
+    let mut ckpts = checkpoints(&files);
+    let newest = ckpts.len() - 1;
+    let at = runs_start(&ckpts[newest].1) + 3;
+    assert!(at < ckpts[newest].1.len(), "the newest checkpoint holds locations");
+    ckpts[newest].1[at] ^= 0x01;
+    let damaged = segments_and(&files, &ckpts);
+
+    let store = Store::open_with(Arc::new(damaged.clone()), options()).unwrap();
+    assert_eq!(
+        store.open_report().checkpoint,
+        Some(sessdb::codec::checkpoint::parse_checkpoint_name(
+            ckpts[newest].0.trim_start_matches("checkpoints/")
+        )
+        .unwrap()),
+        "the open used the damaged checkpoint: it read no run"
+    );
+    match sessdb_tests::try_dump_store(&store) {
+        Err(sessdb::Error::Corruption {
+            segment, kind, ..
+        }) => {
+            assert_eq!(segment, ckpts[newest].0);
+            assert_eq!(kind, sessdb::codec::CorruptionKind::CheckpointLocations);
+        }
+        other => panic!("{other:?}"),
+    }
+    store.close().unwrap();
+    drop(store);
+    let problems = sessdb::store::verify(Arc::new(damaged.clone()))
+        .unwrap()
+        .problems;
+    assert!(
+        problems.iter().any(|p| p.contains("location run")),
+        "{problems:?}"
+    );
+    // What `sessdb repair` does: a full replay, and the full checkpoint its close writes.
+    let repaired = Store::open_with(
+        Arc::new(damaged.clone()),
+        options().with_ignore_checkpoints(true),
+    )
+    .unwrap();
+    assert_eq!(dump(&repaired), reference);
+    repaired.close().unwrap();
+    drop(repaired);
+    let store = Store::open_with(Arc::new(damaged.clone()), options()).unwrap();
+    assert_eq!(dump(&store), reference);
+    assert!(sessdb::store::verify(Arc::new(damaged)).unwrap().problems.is_empty());
 }

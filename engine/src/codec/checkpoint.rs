@@ -1,6 +1,11 @@
 //! The checkpoint file (`docs/FORMAT.md` §5): a 64-byte header and a body holding, per
-//! session, the header line, the derived state and the raw location array, as of a log
-//! position. Pure codec; the store decides what goes in and where the files live.
+//! session, the header line, the derived state and where its raw location array is, as of a
+//! log position. Pure codec; the store decides what goes in and where the files live.
+//!
+//! The body is a *table* (every session's header, state and the place, count and CRC of its
+//! location run) followed by the *runs*. The header's body CRC covers the table alone, so an
+//! open reads and checks the table and nothing of the runs: a run is checked (its own CRC)
+//! and decoded when its session's locations are first used (`store::locations`).
 //!
 //! A *full* checkpoint (base 0) holds every session; a *delta* holds the sessions changed
 //! since its base, each with only the locations added since (from `loc_base`), and the ids
@@ -15,8 +20,9 @@ use crate::model::{OpenStep, PendingCall, RepairState, SessionState, SurfaceMana
 pub const CHECKPOINT_MAGIC: [u8; 8] = *b"SESSDBCP";
 /// The checkpoint file format version (2: the hand-specified body of `docs/FORMAT.md` §5.2).
 pub const CHECKPOINT_FORMAT_VERSION: u16 = 2;
-/// The body layout version; a change of the body bumps it.
-pub const CHECKPOINT_BODY_LAYOUT: u16 = 1;
+/// The body layout version; a change of the body bumps it (2: the table and the location
+/// runs apart, each run with its own CRC).
+pub const CHECKPOINT_BODY_LAYOUT: u16 = 2;
 /// Bytes in a checkpoint header.
 pub const CHECKPOINT_HEADER_LEN: usize = 64;
 /// The directory holding checkpoints.
@@ -52,7 +58,7 @@ pub struct CheckpointMeta {
 pub struct CheckpointHeader {
     /// What the checkpoint covers.
     pub meta: CheckpointMeta,
-    /// CRC-32 of the body.
+    /// CRC-32 of the body's table ([`checked_part`]).
     pub body_crc: u32,
     /// Length of the body in bytes.
     pub body_len: u64,
@@ -72,7 +78,7 @@ impl CheckpointMeta {
         let (lsn, crc) = self.last_record.unwrap_or((NO_RECORD, 0));
         h.extend_from_slice(&lsn.to_le_bytes());
         h.extend_from_slice(&crc.to_le_bytes());
-        h.extend_from_slice(&crc32fast::hash(body).to_le_bytes());
+        h.extend_from_slice(&crc32fast::hash(checked_part(body)).to_le_bytes());
         h.extend_from_slice(&(body.len() as u64).to_le_bytes());
         let mut out = [0u8; CHECKPOINT_HEADER_LEN];
         out.copy_from_slice(&h);
@@ -83,6 +89,18 @@ impl CheckpointMeta {
 }
 
 /// CRC-32 of the header without its own CRC field (bytes 12..16).
+/// The part of a body the header's CRC covers: the table length and the table (the whole
+/// body when it is too short to say).
+pub fn checked_part(body: &[u8]) -> &[u8] {
+    let table = body
+        .get(..8)
+        .and_then(|b| <[u8; 8]>::try_from(b).ok())
+        .map(u64::from_le_bytes)
+        .and_then(|n| usize::try_from(n).ok())
+        .and_then(|n| n.checked_add(8));
+    table.and_then(|n| body.get(..n)).unwrap_or(body)
+}
+
 fn header_crc(h: &[u8; CHECKPOINT_HEADER_LEN]) -> u32 {
     let mut c = crc32fast::Hasher::new();
     c.update(&h[..12]);
@@ -142,10 +160,60 @@ pub struct SessionSnap {
     /// The index of the first location in `locs`: the fork's inherited count in a full
     /// checkpoint, the number already checkpointed in a delta.
     pub loc_base: u64,
-    /// Locations `loc_base..`.
-    pub locs: Vec<EventLoc>,
+    /// Where locations `loc_base..` are in the body.
+    pub locs: LocRun,
     /// The derived state.
     pub state: SessionState,
+}
+
+/// Where one session's raw location array is in a body: checked and decoded on first use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LocRun {
+    /// Its first byte, from the start of the body.
+    pub start: usize,
+    /// Locations in it.
+    pub count: u64,
+    /// CRC-32 of its `count` × 16 bytes.
+    pub crc: u32,
+}
+
+impl LocRun {
+    /// Its bytes in `body`, when their CRC holds.
+    ///
+    /// # Errors
+    /// The run is outside the body or fails its CRC.
+    pub fn checked<'a>(&self, body: &'a [u8]) -> Decoded<&'a [u8]> {
+        let len = usize::try_from(self.count)
+            .ok()
+            .and_then(|n| n.checked_mul(EventLoc::ENCODED_LEN))
+            .ok_or("location count")?;
+        let bytes = self
+            .start
+            .checked_add(len)
+            .and_then(|end| body.get(self.start..end))
+            .ok_or("a location run past the body")?;
+        if crc32fast::hash(bytes) != self.crc {
+            return Err("a location run fails its checksum");
+        }
+        Ok(bytes)
+    }
+
+    /// Its locations, decoded, when their CRC holds.
+    ///
+    /// # Errors
+    /// As [`LocRun::checked`].
+    pub fn decode(&self, body: &[u8]) -> Decoded<Vec<EventLoc>> {
+        // `map`, not `filter_map`: the exact length is known, so the vector is allocated once.
+        Ok(self
+            .checked(body)?
+            .chunks_exact(EventLoc::ENCODED_LEN)
+            .map(|b| {
+                let mut loc = [0u8; EventLoc::ENCODED_LEN];
+                loc.copy_from_slice(b);
+                EventLoc::decode(&loc)
+            })
+            .collect())
+    }
 }
 
 /// A decoded body.
@@ -161,6 +229,8 @@ pub struct Body {
 #[derive(Debug, Default)]
 pub struct BodyWriter {
     out: Vec<u8>,
+    /// The location runs, in session order.
+    runs: Vec<u8>,
     sessions: u32,
 }
 
@@ -230,6 +300,39 @@ impl BodyWriter {
         s: &SessionRef<'_>,
         locs: impl ExactSizeIterator<Item = EventLoc>,
     ) -> Decoded<()> {
+        let count = locs.len() as u64;
+        self.session_with(s, count, |runs| {
+            runs.reserve(locs.len() * EventLoc::ENCODED_LEN);
+            for loc in locs {
+                loc.encode(runs);
+            }
+        })
+    }
+
+    /// As [`BodyWriter::session`], the `count` locations given as their encoded bytes (the
+    /// pieces, concatenated, are `count` × 16 bytes): a run copied from an earlier checkpoint
+    /// without decoding it.
+    ///
+    /// # Errors
+    /// A part too long for its length field, or pieces of another length.
+    pub fn session_raw(&mut self, s: &SessionRef<'_>, count: u64, pieces: &[&[u8]]) -> Decoded<()> {
+        let bytes: usize = pieces.iter().map(|p| p.len()).sum();
+        if bytes as u64 != count.saturating_mul(EventLoc::ENCODED_LEN as u64) {
+            return Err("raw locations of another length than their count");
+        }
+        self.session_with(s, count, |runs| {
+            for p in pieces {
+                runs.extend_from_slice(p);
+            }
+        })
+    }
+
+    fn session_with(
+        &mut self,
+        s: &SessionRef<'_>,
+        count: u64,
+        write_run: impl FnOnce(&mut Vec<u8>),
+    ) -> Decoded<()> {
         let out = &mut self.out;
         put_str16(out, s.id)?;
         put_bytes32(out, s.header_json)?;
@@ -253,11 +356,13 @@ impl BodyWriter {
         }
         out.extend_from_slice(&st.surface.replace_generation().to_le_bytes());
         out.extend_from_slice(&s.loc_base.to_le_bytes());
-        out.extend_from_slice(&(locs.len() as u64).to_le_bytes());
-        out.reserve(locs.len() * EventLoc::ENCODED_LEN);
-        for loc in locs {
-            loc.encode(out);
-        }
+        out.extend_from_slice(&count.to_le_bytes());
+        let at = self.runs.len();
+        write_run(&mut self.runs);
+        out.extend_from_slice(&(at as u64).to_le_bytes());
+        out.extend_from_slice(
+            &crc32fast::hash(self.runs.get(at..).unwrap_or_default()).to_le_bytes(),
+        );
         put_u64s(out, st.surface.seqs());
         put_u64s(out, st.turns.encoded());
         let r = &st.repair;
@@ -292,18 +397,23 @@ impl BodyWriter {
         Ok(())
     }
 
-    /// The body: the session count, the sessions, the deleted ids.
+    /// The body: the table's length, the table (the session count, the sessions, the
+    /// deleted ids), the location runs.
     ///
     /// # Errors
     /// Too many deleted ids, or an id too long.
     pub fn finish<'a>(self, deleted: impl ExactSizeIterator<Item = &'a str>) -> Decoded<Vec<u8>> {
-        let mut body = Vec::with_capacity(self.out.len() + 8);
-        body.extend_from_slice(&self.sessions.to_le_bytes());
-        body.extend_from_slice(&self.out);
-        body.extend_from_slice(&len32(deleted.len()).ok_or(TOO_LARGE)?.to_le_bytes());
+        let mut table = Vec::with_capacity(self.out.len() + 16);
+        table.extend_from_slice(&self.sessions.to_le_bytes());
+        table.extend_from_slice(&self.out);
+        table.extend_from_slice(&len32(deleted.len()).ok_or(TOO_LARGE)?.to_le_bytes());
         for id in deleted {
-            put_str16(&mut body, id)?;
+            put_str16(&mut table, id)?;
         }
+        let mut body = Vec::with_capacity(8 + table.len() + self.runs.len());
+        body.extend_from_slice(&(table.len() as u64).to_le_bytes());
+        body.extend_from_slice(&table);
+        body.extend_from_slice(&self.runs);
         Ok(body)
     }
 }
@@ -336,7 +446,9 @@ fn read_u64s(c: &mut Cursor<'_>, what: &'static str) -> Decoded<Vec<u64>> {
         .collect())
 }
 
-fn read_session(c: &mut Cursor<'_>) -> Decoded<SessionSnap> {
+/// One session of the table; `runs` is where the location runs begin in the body, `body_len`
+/// the body's length.
+fn read_session(c: &mut Cursor<'_>, runs: usize, body_len: usize) -> Decoded<SessionSnap> {
     let id = c.str16("session id")?;
     let header_json = c.bytes32("session header")?.to_vec();
     let created_lsn = c.u64("created LSN")?;
@@ -353,18 +465,22 @@ fn read_session(c: &mut Cursor<'_>) -> Decoded<SessionSnap> {
     };
     let replace_generation = c.u64("replace generation")?;
     let loc_base = c.u64("location base")?;
-    let n = c.u64("location count")?;
-    let n = c.count(n, EventLoc::ENCODED_LEN, "location count")?;
-    let raw = c.take(n * EventLoc::ENCODED_LEN, "locations")?;
-    // `map`, not `filter_map`: the exact length is known, so the vector is allocated once.
-    let locs = raw
-        .chunks_exact(EventLoc::ENCODED_LEN)
-        .map(|b| {
-            let mut loc = [0u8; EventLoc::ENCODED_LEN];
-            loc.copy_from_slice(b);
-            EventLoc::decode(&loc)
-        })
-        .collect();
+    let count = c.u64("location count")?;
+    let at = c.u64("location offset")?;
+    let crc = c.u32("location CRC")?;
+    // The run must lie in the runs region: checked here, its bytes only on first use.
+    let start = usize::try_from(at)
+        .ok()
+        .and_then(|at| at.checked_add(runs))
+        .ok_or("location offset")?;
+    let len = usize::try_from(count)
+        .ok()
+        .and_then(|n| n.checked_mul(EventLoc::ENCODED_LEN))
+        .ok_or("location count")?;
+    if start.checked_add(len).is_none_or(|end| end > body_len) {
+        return Err("a location run past the body");
+    }
+    let locs = LocRun { start, count, crc };
     let surface = read_u64s(c, "surface")?;
     let turns = read_u64s(c, "turn marks")?;
     let open_turn = match c.u8("open turn tag")? {
@@ -426,12 +542,18 @@ fn read_session(c: &mut Cursor<'_>) -> Decoded<SessionSnap> {
 /// # Errors
 /// The first field that is short or malformed.
 pub fn decode_body(bytes: &[u8]) -> Decoded<Body> {
-    let mut c = Cursor::new(bytes);
+    let mut outer = Cursor::new(bytes);
+    let table_len = outer.u64("table length")?;
+    let table_len = usize::try_from(table_len).map_err(|_| "table length")?;
+    let table = outer.take(table_len, "table")?;
+    let runs = 8 + table_len;
+    let mut c = Cursor::new(table);
     let n = c.u32("session count")?;
-    // A session takes at least 80 bytes.
-    let n = c.count(u64::from(n), 80, "session count")?;
+    // A session takes at least 82 bytes (empty id and header, no parent, no time, empty
+    // arrays, no open turn or step, no pending calls).
+    let n = c.count(u64::from(n), 82, "session count")?;
     let sessions = (0..n)
-        .map(|_| read_session(&mut c))
+        .map(|_| read_session(&mut c, runs, bytes.len()))
         .collect::<Decoded<Vec<_>>>()?;
     let d = c.u32("deleted count")?;
     let d = c.count(u64::from(d), 2, "deleted count")?;
@@ -467,9 +589,12 @@ mod tests {
         }
     }
 
-    fn encode(sessions: &[SessionSnap], deleted: &[String]) -> Vec<u8> {
+    /// A session to write and the locations it holds.
+    type Written = (SessionSnap, Vec<EventLoc>);
+
+    fn encode(sessions: &[Written], deleted: &[String]) -> Vec<u8> {
         let mut w = BodyWriter::new();
-        for s in sessions {
+        for (s, locs) in sessions {
             let r = SessionRef {
                 id: &s.id,
                 header_json: &s.header_json,
@@ -478,40 +603,58 @@ mod tests {
                 loc_base: s.loc_base,
                 state: &s.state,
             };
-            w.session(&r, s.locs.iter().copied()).unwrap();
+            w.session(&r, locs.iter().copied()).unwrap();
         }
         w.finish(deleted.iter().map(String::as_str)).unwrap()
     }
 
-    fn snap(seed: u64, n_locs: u64) -> SessionSnap {
-        SessionSnap {
+    fn snap(seed: u64, n_locs: u64) -> Written {
+        let locs: Vec<EventLoc> = (0..n_locs)
+            .map(|i| EventLoc {
+                lsn: i * 7,
+                offset: u32::try_from(i).unwrap(),
+                len: 9,
+            })
+            .collect();
+        let s = SessionSnap {
             id: format!("s{seed}"),
             header_json: format!("{{\"id\":\"s{seed}\"}}").into_bytes(),
             created_lsn: seed * 100,
             parent: (seed % 2 == 1).then(|| ("p".to_owned(), seed)),
             loc_base: seed,
-            locs: (0..n_locs)
-                .map(|i| EventLoc {
-                    lsn: i * 7,
-                    offset: u32::try_from(i).unwrap(),
-                    len: 9,
-                })
-                .collect(),
+            locs: LocRun {
+                start: 0,
+                count: n_locs,
+                crc: 0,
+            },
             state: state(seed),
-        }
+        };
+        (s, locs)
     }
 
     proptest! {
         #[test]
         fn bodies_round_trip(seeds in proptest::collection::vec((0u64..50, 0u64..20), 0..6), deleted in proptest::collection::vec("[a-z]{0,8}", 0..4)) {
-            let sessions: Vec<SessionSnap> = seeds.iter().map(|&(s, n)| snap(s, n)).collect();
+            let sessions: Vec<Written> = seeds.iter().map(|&(s, n)| snap(s, n)).collect();
             let bytes = encode(&sessions, &deleted);
-            prop_assert_eq!(decode_body(&bytes), Ok(Body { sessions, deleted }));
+            let body = decode_body(&bytes).unwrap();
+            prop_assert_eq!(&body.deleted, &deleted);
+            prop_assert_eq!(body.sessions.len(), sessions.len());
+            for (got, (want, locs)) in body.sessions.iter().zip(&sessions) {
+                // Everything but the run's place as written, and the run decodes to its locations.
+                let placed = SessionSnap { locs: got.locs, ..want.clone() };
+                prop_assert_eq!(got, &placed);
+                prop_assert_eq!(&got.locs.decode(&bytes).unwrap(), locs);
+            }
         }
 
         #[test]
         fn arbitrary_bodies_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
-            let _ = decode_body(&bytes);
+            if let Ok(body) = decode_body(&bytes) {
+                for s in &body.sessions {
+                    let _ = s.locs.decode(&bytes);
+                }
+            }
             let _ = decode_header(&bytes);
         }
     }
@@ -521,6 +664,32 @@ mod tests {
         let bytes = encode(&[snap(1, 3), snap(2, 0)], &["gone".to_owned()]);
         for cut in 0..bytes.len() {
             assert!(decode_body(&bytes[..cut]).is_err(), "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn the_header_checks_the_table_and_each_run_checks_itself() {
+        let bytes = encode(&[snap(1, 3), snap(2, 4)], &[]);
+        let body = decode_body(&bytes).unwrap();
+        let table_end =
+            8 + usize::try_from(u64::from_le_bytes(bytes[..8].try_into().unwrap())).unwrap();
+        assert_eq!(checked_part(&bytes), &bytes[..table_end]);
+        assert_eq!(
+            body.sessions[0].locs.start, table_end,
+            "the runs follow the table"
+        );
+        // A flipped byte in a run: that run refuses, the other still decodes, the table's CRC
+        // is unchanged (an open does not read the runs).
+        for i in table_end..bytes.len() {
+            let mut bad = bytes.clone();
+            bad[i] ^= 0x40;
+            assert_eq!(checked_part(&bad), checked_part(&bytes));
+            let hit: Vec<bool> = body
+                .sessions
+                .iter()
+                .map(|s| s.locs.decode(&bad).is_err())
+                .collect();
+            assert_eq!(hit.iter().filter(|h| **h).count(), 1, "byte {i}");
         }
     }
 

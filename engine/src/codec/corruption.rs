@@ -42,6 +42,10 @@ pub enum CorruptionKind {
     /// The bytes after the frame are not zero: something follows a damaged record.
     #[error("damaged record followed by data")]
     DataAfterDamage,
+    /// A checkpoint's run of one session's locations fails its CRC (found when the session's
+    /// locations are first used; `verify` checks every run).
+    #[error("a checkpoint's location run fails its checksum")]
+    CheckpointLocations,
     /// The log ends, or holds only zeros, before a position a checkpoint vouches for: records
     /// that were durable are missing from here on.
     #[error("the log ends here, but a checkpoint vouches for records up to LSN {vouched_to}")]

@@ -224,9 +224,9 @@ impl Store {
         let cat = self.inner.catalog.read();
         let e = cat.get(session)?;
         let to = to.min(e.state.next_seq());
-        Ok((from..to)
-            .filter_map(|s| e.locs.get(s).map(|l| (s, *l)))
-            .collect())
+        (from..to)
+            .filter_map(|s| e.locs.get(s).map(|l| l.map(|l| (s, l))).transpose())
+            .collect()
     }
 
     /// The events `from..to` as an iterator that reads a window of events at a time: memory
@@ -298,9 +298,9 @@ impl Store {
                 .surface()
                 .seqs()
                 .iter()
-                .filter_map(|&s| e.locs.get(s).map(|l| (s, *l)))
-                .collect()
-        })?;
+                .filter_map(|&s| e.locs.get(s).map(|l| l.map(|l| (s, l))).transpose())
+                .collect::<Result<_>>()
+        })??;
         // Each event borrowed where it was read: only the message's own bytes are copied.
         let mut out = Vec::with_capacity(locs.len());
         self.inner.segments.visit_events(&locs, &mut |e| {

@@ -5,10 +5,10 @@
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
 
+use super::locations::Locations;
 use super::segments::SegmentList;
-use crate::codec::EventLoc;
 use crate::event::{Event, SurfaceOp};
-use crate::model::{EventSource, SessionHeader, SessionState, SharedVec, Verdict, plan};
+use crate::model::{EventSource, SessionHeader, SessionState, Verdict, plan};
 use crate::{Limits, Result};
 
 /// One session's resident state.
@@ -16,7 +16,7 @@ use crate::{Limits, Result};
 pub(crate) struct SessionEntry {
     pub(crate) header: SessionHeader,
     pub(crate) state: SessionState,
-    pub(crate) locs: SharedVec<EventLoc>,
+    pub(crate) locs: Locations,
     /// The parent whose first `n` locations this session shares (a fork by reference).
     pub(crate) parent: Option<(String, u64)>,
     /// LSN of the record that created the session (orders parents before children).
@@ -40,19 +40,19 @@ pub(crate) struct Catalog {
 /// locations, plus the events of the batch being planned.
 pub(crate) struct StoredEvents<'a> {
     pub(crate) segments: &'a SegmentList,
-    pub(crate) locs: Option<&'a SharedVec<EventLoc>>,
+    pub(crate) locs: Option<&'a Locations>,
     pub(crate) batch: &'a [Event],
 }
 
 impl EventSource for StoredEvents<'_> {
     fn event(&self, seq: u64) -> Result<Option<Cow<'_, Event>>> {
-        let stored = self.locs.map_or(0, SharedVec::len);
+        let stored = self.locs.map_or(0, Locations::len);
         if seq >= stored {
             let i = usize::try_from(seq - stored).unwrap_or(usize::MAX);
             return Ok(self.batch.get(i).map(Cow::Borrowed));
         }
-        match self.locs.and_then(|l| l.get(seq)) {
-            Some(&loc) => self
+        match self.locs.map(|l| l.get(seq)).transpose()?.flatten() {
+            Some(loc) => self
                 .segments
                 .read_event(loc, seq)
                 .map(|e| Some(Cow::Owned(e))),
@@ -168,7 +168,7 @@ impl Catalog {
         &mut self,
         header: SessionHeader,
         state: SessionState,
-        locs: SharedVec<EventLoc>,
+        locs: Locations,
         parent: Option<(String, u64)>,
         created_lsn: u64,
     ) {
@@ -226,11 +226,11 @@ impl Catalog {
         parent: &str,
         inherited: u64,
         limits: &Limits,
-    ) -> Result<Option<(SessionState, SharedVec<EventLoc>)>> {
+    ) -> Result<Option<(SessionState, Locations)>> {
         let Some(p) = self.sessions.get_mut(parent) else {
             return Ok(None);
         };
-        let locs = p.locs.share_prefix(inherited);
+        let locs = p.locs.share_prefix(inherited)?;
         if inherited == p.state.next_seq() {
             return Ok(Some((p.state.clone(), locs)));
         }
@@ -243,7 +243,7 @@ impl Catalog {
             batch: &[],
         };
         for seq in 0..inherited {
-            let Some(&loc) = locs.get(seq) else {
+            let Some(loc) = locs.get(seq)? else {
                 return Ok(None);
             };
             let event = segments.read_event(loc, seq)?;

@@ -7,10 +7,11 @@
 use std::collections::BTreeMap;
 
 use super::catalog::Catalog;
+use super::checkpoint::LoadedBody;
 use super::checkpoint::{self, Opened};
 use super::segments::SegmentList;
 use crate::Result;
-use crate::codec::checkpoint::{Body, CheckpointMeta, checkpoint_path};
+use crate::codec::checkpoint::{CheckpointMeta, checkpoint_path};
 use crate::codec::frame::{FRAME_HEADER_LEN, FrameCheck, check_frame};
 use crate::storage::Storage;
 
@@ -38,7 +39,7 @@ pub(super) enum Confirmation {
 /// A chain to apply: the bodies oldest first, the newest member's meta, the full base's
 /// generation.
 pub(super) struct Chosen {
-    pub(super) bodies: Vec<Body>,
+    pub(super) bodies: Vec<LoadedBody>,
     pub(super) meta: CheckpointMeta,
     pub(super) base: u64,
 }
@@ -97,7 +98,7 @@ impl Headers {
     }
 
     /// The bodies of a chain, oldest first.
-    fn bodies(&self, chain: &[u64]) -> std::result::Result<Vec<Body>, String> {
+    fn bodies(&self, chain: &[u64]) -> std::result::Result<Vec<LoadedBody>, String> {
         chain
             .iter()
             .rev()

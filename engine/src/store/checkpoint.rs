@@ -2,15 +2,31 @@
 //! checkpoint holds, how a chain of them rebuilds the catalog, and the files themselves
 //! (listed, read whole and checked, replaced atomically). The bytes are `codec::checkpoint`'s.
 
+use std::sync::Arc;
+
 use super::catalog::Catalog;
 use super::catalog::SessionEntry;
+use super::locations::{Locations, MappedRun};
 use crate::codec::checkpoint::{
     Body, BodyWriter, CHECKPOINT_HEADER_LEN, CHECKPOINTS_DIR, CheckpointHeader, CheckpointMeta,
-    SessionRef, SessionSnap, checkpoint_path, decode_body, decode_header, parse_checkpoint_name,
+    SessionRef, SessionSnap, checked_part, checkpoint_path, decode_body, decode_header,
+    parse_checkpoint_name,
 };
-use crate::model::{SessionHeader, SharedVec};
-use crate::storage::{OpenMode, Replacement, Storage, StorageFile};
+use crate::model::SessionHeader;
+use crate::storage::{FileView, OpenMode, Replacement, Storage, StorageFile};
 use crate::{Error, Result};
+
+/// What [`apply`] says when a location run had to be decoded and failed its CRC: damage of
+/// the checkpoint, not an inconsistency (the open replays the whole log instead).
+pub(crate) const RUN_DAMAGED: &str = "a location run fails its checksum";
+
+/// A decoded body and the file bytes its location runs are in.
+#[derive(Debug)]
+pub(crate) struct LoadedBody {
+    pub(crate) body: Body,
+    view: FileView,
+    path: Arc<str>,
+}
 
 /// Encodes the body of a checkpoint: every session (`full`) or the changed ones with the
 /// locations added since the last checkpoint, and the ids deleted since.
@@ -46,7 +62,8 @@ pub(crate) fn encode(catalog: &Catalog, full: bool) -> Result<Vec<u8>> {
             loc_base,
             state: &e.state,
         };
-        w.session(&r, e.locs.range(loc_base..e.locs.len()))
+        e.locs
+            .write_into(&mut w, &r, loc_base)?
             .map_err(too_large)?;
     }
     let deleted: Vec<&str> = if full {
@@ -57,11 +74,17 @@ pub(crate) fn encode(catalog: &Catalog, full: bool) -> Result<Vec<u8>> {
     w.finish(deleted.into_iter()).map_err(too_large)
 }
 
-/// Puts a snapshot into the catalog (parents must be loaded first).
-fn restore(snap: SessionSnap, catalog: &mut Catalog) -> std::result::Result<(), &'static str> {
+/// Puts a snapshot into the catalog (parents must be loaded first); its locations stay in
+/// the file (`run`), checked and decoded on first use.
+fn restore(
+    snap: SessionSnap,
+    run: MappedRun,
+    catalog: &mut Catalog,
+) -> std::result::Result<(), &'static str> {
     let header = SessionHeader::from_json(&snap.header_json)
         .map_err(|_| "a session header does not parse")?;
     let inherited = snap.parent.as_ref().map_or(0, |(_, n)| *n);
+    let damaged = |_| RUN_DAMAGED;
     let mut locs = if snap.loc_base == inherited {
         // Every own location is here: start from the shared prefix, or from nothing.
         match &snap.parent {
@@ -70,8 +93,9 @@ fn restore(snap: SessionSnap, catalog: &mut Catalog) -> std::result::Result<(), 
                 .get_mut(parent)
                 .ok_or("a fork's parent is missing")?
                 .locs
-                .share_prefix(*n),
-            None => SharedVec::default(),
+                .share_prefix(*n)
+                .map_err(damaged)?,
+            None => Locations::default(),
         }
     } else {
         // A delta: the earlier checkpoints of the chain hold the first `loc_base`.
@@ -84,7 +108,7 @@ fn restore(snap: SessionSnap, catalog: &mut Catalog) -> std::result::Result<(), 
         }
         earlier.locs
     };
-    locs.append_vec(snap.locs);
+    locs.append_run(run).map_err(damaged)?;
     if locs.len() != snap.state.next_seq() {
         return Err("a session's locations do not match its length");
     }
@@ -105,7 +129,11 @@ fn restore(snap: SessionSnap, catalog: &mut Catalog) -> std::result::Result<(), 
 }
 
 /// Applies a checkpoint body to the catalog: deletions, then sessions in creation order.
-pub(crate) fn apply(body: Body, catalog: &mut Catalog) -> std::result::Result<(), &'static str> {
+pub(crate) fn apply(
+    loaded: LoadedBody,
+    catalog: &mut Catalog,
+) -> std::result::Result<(), &'static str> {
+    let LoadedBody { body, view, path } = loaded;
     for id in &body.deleted {
         catalog.delete(id);
     }
@@ -114,7 +142,13 @@ pub(crate) fn apply(body: Body, catalog: &mut Catalog) -> std::result::Result<()
     // Sized once: growing the map by doubling rehashed it a dozen times for 10k sessions.
     catalog.sessions.reserve(sessions.len());
     for snap in sessions {
-        restore(snap, catalog)?;
+        let run = MappedRun {
+            view: view.clone(),
+            body_at: CHECKPOINT_HEADER_LEN,
+            run: snap.locs,
+            path: Arc::clone(&path),
+        };
+        restore(snap, run, catalog)?;
     }
     Ok(())
 }
@@ -191,10 +225,11 @@ pub(crate) fn open_header(
 }
 
 impl Opened {
-    /// The body, checked against the header's length and CRC, then decoded. Read through the
-    /// file's view (a map on real files: checkpoint files are never changed once renamed into
-    /// place), so the raw bytes are not copied.
-    pub(crate) fn body(&self) -> std::result::Result<Body, Unusable> {
+    /// The body, checked against the header's length and its table against the CRC, then
+    /// decoded; the location runs are not read (each is checked on first use). Read through
+    /// the file's view (a map on real files: checkpoint files are never changed once renamed
+    /// into place), so the raw bytes are not copied.
+    pub(crate) fn body(&self) -> std::result::Result<LoadedBody, Unusable> {
         let path = &self.path;
         let unusable = |why: String| Unusable { why, gone: false };
         let view = self
@@ -205,9 +240,14 @@ impl Opened {
             .get(CHECKPOINT_HEADER_LEN..)
             .filter(|b| b.len() as u64 == self.header.body_len)
             .ok_or_else(|| unusable(format!("{path}: body length mismatch")))?;
-        if crc32fast::hash(body) != self.header.body_crc {
+        if crc32fast::hash(checked_part(body)) != self.header.body_crc {
             return Err(unusable(format!("{path}: body checksum mismatch")));
         }
-        decode_body(body).map_err(|why| unusable(format!("{path}: body: {why}")))
+        let body = decode_body(body).map_err(|why| unusable(format!("{path}: body: {why}")))?;
+        Ok(LoadedBody {
+            body,
+            view,
+            path: Arc::from(path.as_str()),
+        })
     }
 }

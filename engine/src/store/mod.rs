@@ -7,6 +7,7 @@
 //! | `api.rs` | the [`Store`] API |
 //! | `inner.rs` | the shared state of an open store |
 //! | `catalog.rs` | per-session resident state: header, state, locations |
+//! | `locations.rs` | a session's locations: in memory, or checkpoint runs checked and decoded on first use |
 //! | `segments.rs` | the segment list, reads by location, the append tail and roll |
 //! | `log/discover.rs` | the segment files and the segment-header rules |
 //! | `log/cursor.rs` | **the log cursor**: the only frame loop, deciding through the table |
@@ -36,6 +37,7 @@ mod checkpointing;
 mod commit;
 mod info;
 mod inner;
+mod locations;
 mod log;
 mod open;
 mod options;

@@ -76,61 +76,35 @@ pub(super) fn open(
     let list = SegmentList::new(discovered.segments);
 
     let durable_lsn = headers.durable_mark(&list);
-    let chosen = if options.ignore_checkpoints {
-        // A full replay wants only the durable mark: no body is read.
-        None
-    } else {
-        headers.choose(&list, &mut report.checkpoints_discarded)
-    };
-    let mut catalog = Catalog::default();
-    let mut ck_state = CheckpointState::default();
-    let mut start_lsn = 0;
-    let mut last_record = None;
-    if let Some(chosen) = chosen {
-        let meta = chosen.meta;
-        for body in chosen.bodies {
-            if let Err(why) = checkpoint::apply(body, &mut catalog) {
-                return Err(Error::corruption(
-                    &checkpoint_path(meta.generation),
-                    0,
-                    CorruptionKind::Inconsistent(why),
+    // A checkpoint's location runs are checked when first used: a run that fails its CRC
+    // while the chain is applied or the log after it replayed (an earlier event read for a
+    // rule) is that checkpoint's damage, and the open replays the whole log instead.
+    let mut full_replay = options.ignore_checkpoints;
+    let (mut catalog, ck_state, scanned, last_record, touched) = loop {
+        match load(
+            &headers,
+            &list,
+            &options,
+            full_replay,
+            durable_lsn,
+            read_only,
+            stop_lsn,
+            &mut report,
+        ) {
+            Err(Error::Corruption {
+                kind: CorruptionKind::CheckpointLocations,
+                segment,
+                ..
+            }) if !full_replay => {
+                report.checkpoints_discarded.push(format!(
+                    "a checkpoint's location run fails its checksum (found reading {segment}); the whole log is replayed"
                 ));
+                report.checkpoint = None;
+                full_replay = true;
             }
+            other => break other?,
         }
-        report.checkpoint = Some(meta.generation);
-        start_lsn = meta.covered_lsn;
-        last_record = meta.last_record;
-        ck_state.generation = meta.generation;
-        ck_state.covered_lsn = meta.covered_lsn;
-        ck_state.last_full = chosen.base;
-    }
-    let newest = headers.newest();
-    // Later checkpoints than the one used were discarded: never build on them.
-    ck_state.generation = ck_state.generation.max(newest.unwrap_or(0));
-    ck_state.stale_newer = ck_state.generation > report.checkpoint.unwrap_or(0);
-    // The next checkpoint is full when the chain in use is not the newest.
-    ck_state.deltas_since_full = if report.checkpoint == newest {
-        0
-    } else {
-        u32::MAX - 1
     };
-
-    let mut touched = BTreeSet::new();
-    let span = Span {
-        start_lsn,
-        // A snapshot ends at its stop: a checkpoint written since vouches past it.
-        durable_lsn: durable_lsn.max(start_lsn).min(stop_lsn),
-        stop_lsn,
-        locked: !read_only,
-    };
-    let scanned = scan(
-        &list,
-        &options,
-        span,
-        &mut last_record,
-        &mut catalog,
-        &mut touched,
-    )?;
     report.records_replayed = scanned.records;
     report.torn_tail_ignored = scanned.pending_bytes;
     report.sessions_touched = touched.into_iter().collect();
@@ -226,4 +200,93 @@ fn finish_writable(
         }
     };
     Tail::at(active, scanned.end_lsn, last_record, options.durability)
+}
+
+/// What loading the catalog gives: the catalog, the checkpoint state, the scan, the last
+/// record, the sessions the replay touched.
+type Loaded = (
+    Catalog,
+    CheckpointState,
+    Scanned,
+    Option<(u64, u32)>,
+    BTreeSet<String>,
+);
+
+/// Loads the catalog: the newest usable checkpoint chain (none with `full_replay`), then the
+/// log after it.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the open's parts, each used in its place"
+)]
+fn load(
+    headers: &Headers,
+    list: &SegmentList,
+    options: &StoreOptions,
+    full_replay: bool,
+    durable_lsn: u64,
+    read_only: bool,
+    stop_lsn: u64,
+    report: &mut OpenReport,
+) -> Result<Loaded> {
+    let chosen = if full_replay {
+        // A full replay wants only the durable mark: no body is read.
+        None
+    } else {
+        headers.choose(list, &mut report.checkpoints_discarded)
+    };
+    let mut catalog = Catalog::default();
+    let mut ck_state = CheckpointState::default();
+    let mut start_lsn = 0;
+    let mut last_record = None;
+    if let Some(chosen) = chosen {
+        let meta = chosen.meta;
+        for body in chosen.bodies {
+            if let Err(why) = checkpoint::apply(body, &mut catalog) {
+                let kind = if why == checkpoint::RUN_DAMAGED {
+                    CorruptionKind::CheckpointLocations
+                } else {
+                    CorruptionKind::Inconsistent(why)
+                };
+                return Err(Error::corruption(
+                    &checkpoint_path(meta.generation),
+                    0,
+                    kind,
+                ));
+            }
+        }
+        report.checkpoint = Some(meta.generation);
+        start_lsn = meta.covered_lsn;
+        last_record = meta.last_record;
+        ck_state.generation = meta.generation;
+        ck_state.covered_lsn = meta.covered_lsn;
+        ck_state.last_full = chosen.base;
+    }
+    let newest = headers.newest();
+    // Later checkpoints than the one used were discarded: never build on them.
+    ck_state.generation = ck_state.generation.max(newest.unwrap_or(0));
+    ck_state.stale_newer = ck_state.generation > report.checkpoint.unwrap_or(0);
+    // The next checkpoint is full when the chain in use is not the newest.
+    ck_state.deltas_since_full = if report.checkpoint == newest {
+        0
+    } else {
+        u32::MAX - 1
+    };
+
+    let mut touched = BTreeSet::new();
+    let span = Span {
+        start_lsn,
+        // A snapshot ends at its stop: a checkpoint written since vouches past it.
+        durable_lsn: durable_lsn.max(start_lsn).min(stop_lsn),
+        stop_lsn,
+        locked: !read_only,
+    };
+    let scanned = scan(
+        list,
+        options,
+        span,
+        &mut last_record,
+        &mut catalog,
+        &mut touched,
+    )?;
+    Ok((catalog, ck_state, scanned, last_record, touched))
 }

@@ -11,7 +11,7 @@ impl Inner {
         let loc = {
             let cat = self.catalog.read();
             let e = cat.get(session)?;
-            e.locs.get(seq).copied()
+            e.locs.get(seq)?
         };
         loc.map(|l| self.segments.read_event(l, seq)).transpose()
     }
@@ -20,8 +20,8 @@ impl Inner {
     pub(super) fn event_at_loc(&self, entry: &SessionEntry, seq: u64) -> Result<Option<Event>> {
         entry
             .locs
-            .get(seq)
-            .map(|&l| self.segments.read_event(l, seq))
+            .get(seq)?
+            .map(|l| self.segments.read_event(l, seq))
             .transpose()
     }
 }

@@ -4,11 +4,12 @@
 use std::collections::BTreeSet;
 
 use super::catalog::{Catalog, StoredEvents, plan_batch};
+use super::locations::Locations;
 use super::options::StoreOptions;
 use super::segments::SegmentList;
 use crate::codec::record::{LocatedEvent, RecordBody};
 use crate::codec::{CorruptionKind, EventLoc};
-use crate::model::{SessionHeader, SessionState, SharedVec};
+use crate::model::{SessionHeader, SessionState};
 
 /// Replays a record's events onto a session's state and locations, validating them as a
 /// live write would be. On a refusal nothing changes.
@@ -17,7 +18,7 @@ fn replay_events(
     options: &StoreOptions,
     id: &str,
     state: &mut SessionState,
-    locs: &mut SharedVec<EventLoc>,
+    locs: &mut Locations,
     events: &[LocatedEvent],
     lsn: u64,
 ) -> std::result::Result<(), CorruptionKind> {
@@ -28,7 +29,7 @@ fn replay_events(
         batch: &evs,
     };
     plan_batch(id, state, &source, &evs, &options.limits)
-        .map_err(|_| CorruptionKind::Inconsistent("a stored event is refused"))?
+        .map_err(refused("a stored event is refused"))?
         .commit(state, &evs);
     for e in events {
         locs.push(EventLoc {
@@ -38,6 +39,19 @@ fn replay_events(
         });
     }
     Ok(())
+}
+
+/// What a replay refusal is: the checkpoint's damage when reading an earlier event's location
+/// from a checkpoint run failed (the open then replays the whole log instead), else the
+/// record's.
+fn refused(why: &'static str) -> impl Fn(crate::Error) -> CorruptionKind {
+    move |e| match e {
+        crate::Error::Corruption {
+            kind: CorruptionKind::CheckpointLocations,
+            ..
+        } => CorruptionKind::CheckpointLocations,
+        _ => CorruptionKind::Inconsistent(why),
+    }
 }
 
 /// Applies one decoded record to the catalog, validating it as a live write would be. On a
@@ -86,7 +100,7 @@ pub(super) fn replay(
             session,
             header_json,
             SessionState::new(),
-            SharedVec::default(),
+            Locations::default(),
             None,
             events,
         ),
@@ -102,7 +116,7 @@ pub(super) fn replay(
             }
             let (base, locs) = catalog
                 .fork_base(list, &child, &parent, inherited, &options.limits)
-                .map_err(|_| inconsistent("a fork's inherited events are refused"))?
+                .map_err(refused("a fork's inherited events are refused"))?
                 .ok_or(inconsistent("a fork of an unknown session"))?;
             (
                 child,

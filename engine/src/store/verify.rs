@@ -91,10 +91,19 @@ pub fn verify_with_progress(
                 if c.state != e.state {
                     report.problems.push(format!("session {id:?}: the checkpoint's surface or repair state differs from a full replay"));
                 }
-                if !c.locs.iter().eq(e.locs.iter()) {
-                    report.problems.push(format!(
+                // Every checkpoint run is read and checked here (an open reads none).
+                let same = match (c.locs.iter(), e.locs.iter()) {
+                    (Ok(c), Ok(e)) => Ok(c.eq(e)),
+                    (Err(damage), _) | (_, Err(damage)) => Err(damage),
+                };
+                match same {
+                    Ok(true) => {}
+                    Ok(false) => report.problems.push(format!(
                         "session {id:?}: the checkpoint's event index differs from a full replay"
-                    ));
+                    )),
+                    Err(damage) => report.problems.push(format!(
+                        "session {id:?}: the checkpoint's event index: {damage}"
+                    )),
                 }
             }
         }

@@ -162,7 +162,7 @@ impl Inner {
             },
             &now,
         )?;
-        let mut locs = crate::model::SharedVec::default();
+        let mut locs = super::locations::Locations::default();
         for &(offset, len) in &tail.offsets {
             locs.push(EventLoc { lsn, offset, len });
         }
