@@ -171,23 +171,26 @@ fn regression_a_damaged_location_run_is_found_on_first_use_and_a_full_replay_reb
     let mut ckpts = checkpoints(&files);
     let newest = ckpts.len() - 1;
     let at = runs_start(&ckpts[newest].1) + 3;
-    assert!(at < ckpts[newest].1.len(), "the newest checkpoint holds locations");
+    assert!(
+        at < ckpts[newest].1.len(),
+        "the newest checkpoint holds locations"
+    );
     ckpts[newest].1[at] ^= 0x01;
     let damaged = segments_and(&files, &ckpts);
 
     let store = Store::open_with(Arc::new(damaged.clone()), options()).unwrap();
     assert_eq!(
         store.open_report().checkpoint,
-        Some(sessdb::codec::checkpoint::parse_checkpoint_name(
-            ckpts[newest].0.trim_start_matches("checkpoints/")
-        )
-        .unwrap()),
+        Some(
+            sessdb::codec::checkpoint::parse_checkpoint_name(
+                ckpts[newest].0.trim_start_matches("checkpoints/")
+            )
+            .unwrap()
+        ),
         "the open used the damaged checkpoint: it read no run"
     );
     match sessdb_tests::try_dump_store(&store) {
-        Err(sessdb::Error::Corruption {
-            segment, kind, ..
-        }) => {
+        Err(sessdb::Error::Corruption { segment, kind, .. }) => {
             assert_eq!(segment, ckpts[newest].0);
             assert_eq!(kind, sessdb::codec::CorruptionKind::CheckpointLocations);
         }
@@ -213,5 +216,10 @@ fn regression_a_damaged_location_run_is_found_on_first_use_and_a_full_replay_reb
     drop(repaired);
     let store = Store::open_with(Arc::new(damaged.clone()), options()).unwrap();
     assert_eq!(dump(&store), reference);
-    assert!(sessdb::store::verify(Arc::new(damaged)).unwrap().problems.is_empty());
+    assert!(
+        sessdb::store::verify(Arc::new(damaged))
+            .unwrap()
+            .problems
+            .is_empty()
+    );
 }
