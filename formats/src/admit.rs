@@ -38,6 +38,8 @@ pub(crate) enum Places<'a> {
         /// The `events` row of each event.
         events: &'a [i64],
     },
+    /// A source without lines or rows to name (the refusal names the seq).
+    Seqs,
 }
 
 impl Places<'_> {
@@ -53,6 +55,11 @@ impl Places<'_> {
                 file: file.to_owned(),
                 table: "sessions",
                 rowid: header,
+                source,
+            },
+            Places::Seqs => Error::Invalid {
+                file: file.to_owned(),
+                line: None,
                 source,
             },
         }
@@ -73,6 +80,11 @@ impl Places<'_> {
                 rowid: index.and_then(|i| events.get(i)).copied().unwrap_or(0),
                 source,
             },
+            Places::Seqs => Error::Invalid {
+                file: file.to_owned(),
+                line: None,
+                source,
+            },
         }
     }
 
@@ -88,6 +100,7 @@ impl Places<'_> {
                 Some(row) => format!("events row {row}"),
                 None => format!("seq {seq}"),
             },
+            Places::Seqs => format!("seq {seq}"),
         }
     }
 }
@@ -143,4 +156,45 @@ pub(crate) fn admit(
         invalid_utf8_lines: Vec::new(),
         migrated,
     })
+}
+
+/// One session read from a source other than this crate's formats (another engine's
+/// tables): its header and its events, event `i` with seq `i`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceSession {
+    /// The header.
+    pub header: SessionHeader,
+    /// The events in seq order.
+    pub events: Vec<Event>,
+}
+
+/// Imports sessions read from any source through the one pipeline every importer uses (DSH's
+/// migrations, the vocabulary rule, the acceptance function, skip / extend / conflict): all
+/// of them validated first, then stored, so a refused or conflicting session stores nothing.
+/// `source` names the input in errors and in the report.
+///
+/// # Errors
+/// As [`crate::jsonl::import_jsonl`]; a refusal names the seq and the rule.
+pub fn import_sessions(
+    store: &sessdb::Store,
+    source: &Path,
+    sessions: Vec<SourceSession>,
+) -> Result<crate::ImportReport> {
+    let dry = crate::target::DryRun::new(store);
+    for s in &sessions {
+        admit(
+            &dry,
+            source,
+            s.header.clone(),
+            s.events.clone(),
+            Places::Seqs,
+        )?;
+    }
+    let mut report = crate::ImportReport::default();
+    for s in sessions {
+        report
+            .sessions
+            .push(admit(store, source, s.header, s.events, Places::Seqs)?);
+    }
+    Ok(report)
 }

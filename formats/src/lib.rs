@@ -49,6 +49,7 @@ mod select;
 pub mod sqlite;
 mod target;
 
+pub use admit::{SourceSession, import_sessions};
 pub use error::{Error, Result};
 pub use progress::Progress;
 pub use report::{ImportReport, ImportedSession, TornTail};

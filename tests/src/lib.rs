@@ -9,6 +9,7 @@
 #![forbid(unsafe_code)]
 
 mod backend;
+pub mod pg;
 
 pub use backend::Backend;
 
