@@ -8,6 +8,7 @@ mod fork;
 mod import;
 mod ls;
 mod repair;
+mod ship;
 mod show;
 mod stats;
 mod stress;
@@ -52,6 +53,12 @@ pub enum Command {
     /// Append a realistic workload for N seconds, printing `ack <session> <seq>` after every
     /// acknowledged write (for kill loops and disk tests).
     Stress(stress::Args),
+    /// Ship every session of a store to PostgreSQL, exactly once; with --follow keep shipping
+    /// new records as they are written.
+    Ship(ship::ShipArgs),
+    /// Bring sessions from PostgreSQL into a store, validated like any import; the store then
+    /// owns them (their old store's shipper stops shipping them).
+    Pull(ship::PullArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(completions::CompletionsArgs),
     /// Print the man page (roff): `sessdb man > sessdb.1`.
@@ -91,6 +98,8 @@ pub fn run(command: Command, quiet: bool, cli: clap::Command) -> CliResult {
         Command::Repair(a) => repair::run(&a, quiet),
         Command::Stats(a) => stats::run(&a),
         Command::Stress(a) => stress::run(&a, quiet),
+        Command::Ship(a) => ship::ship(&a, quiet),
+        Command::Pull(a) => ship::pull(&a, quiet),
     }
 }
 
