@@ -2,7 +2,8 @@
 //! listening on a Unix socket there only (no TCP). `initdb` refuses to run as root, so as root
 //! the cluster is made and run as the `postgres` user. On a machine without the server's
 //! binaries [`Cluster::start`] says so on stderr and gives `None`: the caller skips, and the
-//! skip is visible, never a silent pass.
+//! skip is visible, never a silent pass (with `SESSDB_REQUIRE_POSTGRES` set, as CI sets it, a
+//! missing server fails instead).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -46,6 +47,11 @@ impl Cluster {
     /// When the binaries are there but the cluster does not start.
     pub fn start() -> Option<Cluster> {
         let Some(bin) = server_bin() else {
+            // CI installs the server and sets this: there a missing server fails the test.
+            assert!(
+                std::env::var_os("SESSDB_REQUIRE_POSTGRES").is_none(),
+                "SESSDB_REQUIRE_POSTGRES is set and no PostgreSQL server binaries were found"
+            );
             eprintln!("SKIPPED: no PostgreSQL server binaries (initdb, pg_ctl) on this machine");
             return None;
         };

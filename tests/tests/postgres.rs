@@ -131,6 +131,22 @@ fn a_store_ships_row_for_row_then_only_what_is_new() {
     assert_eq!(first.events, store.stats().events);
     let mut client = connect(&pg.url()).unwrap();
     assert_rows_match(&mut client, &store);
+    // FORMATS.md §4.1's example queries answer on it.
+    let doc = include_str!("../../docs/FORMATS.md");
+    let queries = doc
+        .split("### 4.1 Tables")
+        .nth(1)
+        .and_then(|s| s.split("```sql").nth(2))
+        .and_then(|s| s.split("```").next())
+        .unwrap();
+    let statements: Vec<&str> = queries
+        .split(';')
+        .filter(|q| !q.trim().is_empty())
+        .collect();
+    assert_eq!(statements.len(), 3);
+    for q in statements {
+        assert!(!client.query(q, &[]).unwrap().is_empty(), "{q}");
+    }
     // Nothing new: nothing shipped. New events, a new session, a deletion: only those.
     assert_eq!(shipper.ship(&store).unwrap().events, 0);
     let id = store.list()[0].header.id.clone();
@@ -244,4 +260,18 @@ fn a_server_restart_mid_stream_loses_and_doubles_nothing() {
     assert_eq!(shipper.ship(&store).unwrap().events, 5);
     let mut client = connect(&pg.url()).unwrap();
     assert_rows_match(&mut client, &store);
+}
+
+/// FORMATS.md §4.1's DDL is the code's.
+#[test]
+fn the_documented_ddl_is_the_one_created() {
+    let doc = include_str!("../../docs/FORMATS.md");
+    let norm = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let ddl = doc
+        .split("### 4.1 Tables")
+        .nth(1)
+        .and_then(|s| s.split("```sql").nth(1))
+        .and_then(|s| s.split("```").next())
+        .unwrap();
+    assert_eq!(norm(ddl), norm(sessdb_postgres::DDL));
 }
