@@ -17,6 +17,7 @@ mod extra;
 mod measure;
 mod mix;
 mod open;
+mod postgres;
 
 use std::fs::File;
 use std::io::Write;
@@ -42,7 +43,7 @@ fn main() {
     let json = args.iter().any(|a| a == "--json");
     let big = args.iter().any(|a| a == "--big");
     let reps = if quick { 3 } else { 5 };
-    // `--only ROW` (append, batch, durable, threads, open, tail, export, sqlite, surface): one
+    // `--only ROW` (append, batch, durable, threads, open, tail, export, sqlite, surface, postgres): one
     // group of rows (`export` runs both exports).
     let only = args
         .iter()
@@ -98,6 +99,10 @@ fn main() {
     }
     if run("open") || run("tail") {
         open::shape_rows(quick, big, reps, &run, &mut rows);
+    }
+
+    if run("postgres") {
+        postgres::rows(quick, reps, &mut rows);
     }
 
     let sync_lat = physical_sync();
