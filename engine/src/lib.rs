@@ -85,6 +85,6 @@ pub use event::{Event, LogType, PackHint, SurfaceOp, SurfaceType};
 pub use limits::{Clock, Config, Limits, MAX_SAFE_INTEGER};
 pub use model::{
     Draft, EventData, ForkSpec, Message, Origin, ResumeReport, Session, SessionHeader, SessionSet,
-    SessionState, SurfaceIntent,
+    SessionState, SurfaceIntent, random_uuid,
 };
 pub use store::{Durability, OpenReport, SessionHandle, Store, StoreOptions};

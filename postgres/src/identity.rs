@@ -2,7 +2,6 @@
 //! its sessions). Kept in the store directory as `ship-id` (one line, a random UUID), made by
 //! the first `ship` or `pull`; the engine never reads it.
 
-use std::hash::{BuildHasher, Hasher};
 use std::io::Write;
 use std::path::Path;
 
@@ -27,7 +26,7 @@ pub fn ship_id(store_dir: &Path) -> Result<String> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(io(e)),
     }
-    let id = random_uuid();
+    let id = sessdb::random_uuid();
     // Written to a temporary name and renamed: a crash leaves no half-written id.
     let tmp = store_dir.join(format!("{SHIP_ID_FILE}.tmp"));
     let mut f = std::fs::File::create(&tmp).map_err(io)?;
@@ -39,34 +38,6 @@ pub fn ship_id(store_dir: &Path) -> Result<String> {
         let _ = dir.sync_all();
     }
     Ok(id)
-}
-
-/// A random version-4 UUID (std's randomly keyed hasher over the time and process id: unique
-/// enough for naming stores, no cryptographic claim).
-fn random_uuid() -> String {
-    let mut bytes = [0u8; 16];
-    for (i, half) in bytes.chunks_mut(8).enumerate() {
-        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_u128(
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos()),
-        );
-        h.write_u32(std::process::id());
-        h.write_usize(i);
-        half.copy_from_slice(&h.finish().to_le_bytes());
-    }
-    bytes[6] = (bytes[6] & 0x0f) | 0x40;
-    bytes[8] = (bytes[8] & 0x3f) | 0x80;
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..]
-    )
 }
 
 #[cfg(test)]

@@ -115,9 +115,18 @@ pub fn plan_fork(
     })
 }
 
-/// A random (version 4) UUID, as DSH mints session ids: unique across stores and time, so a
-/// minted child id is never one that `delete` freed or another store minted too.
-fn random_uuid() -> String {
+/// A random (version 4) UUID in its text form, as DSH mints session ids: unique across stores
+/// and time, so a minted child id is never one that `delete` freed or another store minted
+/// too. Also the ids of DSH databases' bookkeeping rows and of a store's ship id. (std's
+/// per-process random hasher keys are the randomness: no dependency for 16 bytes nobody
+/// verifies.)
+///
+/// ```
+/// let id = sessdb::random_uuid();
+/// assert_eq!((id.len(), &id[14..15]), (36, "4"));
+/// assert_ne!(sessdb::random_uuid(), id);
+/// ```
+pub fn random_uuid() -> String {
     use std::hash::{BuildHasher, Hasher};
     use std::sync::atomic::{AtomicU64, Ordering};
     static COUNTER: AtomicU64 = AtomicU64::new(0);

@@ -27,7 +27,9 @@ pub(crate) use accept::{EventSource, plan};
 pub use draft::{Draft, EventData, SurfaceIntent};
 pub use fork::{ForkSpec, child_header, inherited_len};
 pub use header::{Origin, SESSION_FORMAT_VERSION, SessionHeader};
-pub use lifecycle::{ForkPlan, ResumeReport, end_seed_after, plan_fork, resume_events};
+pub use lifecycle::{
+    ForkPlan, ResumeReport, end_seed_after, plan_fork, random_uuid, resume_events,
+};
 pub use messages::{Message, derive_message, derive_message_parts};
 pub use repair::{NOT_STARTED_TEXT, OUTCOME_UNKNOWN_TEXT, OpenStep, PendingCall, RepairState};
 pub use session::Session;

@@ -294,37 +294,6 @@ pub(crate) fn encode_sources(seqs: &[u64]) -> Vec<u8> {
     out
 }
 
-/// A random (version 4) UUID in its text form, for the ids DSH's schema keeps
-/// (`persistence_state.store_id`, `sessions.incarnation`): std's per-process random hasher
-/// keys are the randomness (no dependency for 16 bytes nobody verifies).
-pub(crate) fn random_uuid() -> String {
-    use std::hash::{BuildHasher, Hasher};
-    let word = || {
-        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_u128(
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos()),
-        );
-        h.finish()
-    };
-    let (a, b) = (word(), word());
-    let mut bytes = [0u8; 16];
-    bytes[..8].copy_from_slice(&a.to_le_bytes());
-    bytes[8..].copy_from_slice(&b.to_le_bytes());
-    bytes[6] = (bytes[6] & 0x0f) | 0x40;
-    bytes[8] = (bytes[8] & 0x3f) | 0x80;
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..]
-    )
-}
-
 /// One canonical varint of at most 8 bytes (56 bits); returns it and its length.
 fn varint(b: &[u8]) -> std::result::Result<(u64, usize), String> {
     let mut v = 0u64;
@@ -374,9 +343,6 @@ mod tests {
             assert_eq!(encode_sources(&seqs), encode(&seqs), "{seqs:?}");
             assert_eq!(decode_sources(&encode_sources(&seqs)).unwrap(), seqs);
         }
-        let u = random_uuid();
-        assert_eq!((u.len(), &u[14..15]), (36, "4"), "{u}");
-        assert_ne!(random_uuid(), u);
     }
 
     #[test]

@@ -12,10 +12,11 @@ use sessdb::store::SessionInfo;
 use sessdb::{Event, Limits, Store};
 
 use super::columns::{create_schema, surface_op_json, to_i64};
-use super::dsh::{DSH_APPLICATION_ID, DSH_DDL, DSH_SCHEMA_VERSION, encode_sources, random_uuid};
+use super::dsh::{DSH_APPLICATION_ID, DSH_DDL, DSH_SCHEMA_VERSION, encode_sources};
 use super::schema::sqlite_err;
 use crate::pack::{Packer, is_packed_row};
 use crate::{Error, Progress, Result};
+use sessdb::random_uuid;
 
 const WINDOW: u64 = 1024;
 
