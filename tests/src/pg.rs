@@ -99,18 +99,25 @@ impl Cluster {
         )
     }
 
-    fn run(&self, tool: &str, args: &[&str]) {
+    /// `tool` of the server's binaries, as the `postgres` user when this process is root.
+    fn command(&self, tool: &str, args: &[&str]) -> Command {
         let exe = self.bin.join(tool);
-        let out = if self.as_postgres {
-            Command::new("runuser")
-                .args(["-u", "postgres", "--"])
-                .arg(&exe)
-                .args(args)
-                .output()
+        let mut c = if self.as_postgres {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(exe);
+            c
         } else {
-            Command::new(&exe).args(args).output()
-        }
-        .unwrap_or_else(|e| panic!("{tool}: {e}"));
+            Command::new(exe)
+        };
+        c.args(args);
+        c
+    }
+
+    fn run(&self, tool: &str, args: &[&str]) {
+        let out = self
+            .command(tool, args)
+            .output()
+            .unwrap_or_else(|e| panic!("{tool}: {e}"));
         assert!(
             out.status.success(),
             "{tool} {args:?} failed: {}{}",
@@ -143,17 +150,9 @@ impl Cluster {
 impl Drop for Cluster {
     fn drop(&mut self) {
         let data = self.data().display().to_string();
-        let exe = self.bin.join("pg_ctl");
-        let args = ["-D", data.as_str(), "-m", "immediate", "-w", "stop"];
         // Best effort: the directory goes with the TempDir either way.
-        let _ = if self.as_postgres {
-            Command::new("runuser")
-                .args(["-u", "postgres", "--"])
-                .arg(&exe)
-                .args(args)
-                .output()
-        } else {
-            Command::new(&exe).args(args).output()
-        };
+        let _ = self
+            .command("pg_ctl", &["-D", &data, "-m", "immediate", "-w", "stop"])
+            .output();
     }
 }
