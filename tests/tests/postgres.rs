@@ -275,3 +275,53 @@ fn the_documented_ddl_is_the_one_created() {
         .unwrap();
     assert_eq!(norm(ddl), norm(sessdb_postgres::DDL));
 }
+
+#[test]
+fn data_jsonb_cannot_hold_is_kept_exact_in_text_and_null_in_jsonb() {
+    let Some(pg) = Cluster::start() else { return };
+    let store = mem_store();
+    let s = store
+        .create_session(sessdb::SessionHeader::new("nul", 0), Vec::new())
+        .unwrap();
+    let odd = br#"{"turn":1,"note":"a\u0000b \ud800"}"#;
+    let seq = s
+        .append(Draft::log(&LogType::TURN_START, &odd[..]))
+        .unwrap();
+    Shipper::new(&pg.url(), "store-a")
+        .unwrap()
+        .ship(&store)
+        .unwrap();
+    let mut client = connect(&pg.url()).unwrap();
+    let row = client
+        .query_one(
+            "SELECT data IS NULL, data_text FROM sessdb_events WHERE session_id = 'nul' AND seq = $1",
+            &[&(seq as i64)],
+        )
+        .unwrap();
+    assert!(
+        row.get::<_, bool>(0),
+        "jsonb refuses \\u0000: the column is NULL"
+    );
+    assert_eq!(row.get::<_, String>(1).as_bytes(), &odd[..]);
+    // Pulled back, the event is the same bytes.
+    let back = mem_store();
+    pull(&mut client, &back, "store-b", &["nul".to_owned()]).unwrap();
+    assert_eq!(
+        back.events("nul", 0, u64::MAX).unwrap(),
+        store.events("nul", 0, u64::MAX).unwrap()
+    );
+}
+
+#[test]
+fn tables_of_another_layout_version_are_refused() {
+    let Some(pg) = Cluster::start() else { return };
+    drop(Shipper::new(&pg.url(), "store-a").unwrap());
+    let mut client = connect(&pg.url()).unwrap();
+    client
+        .execute("UPDATE sessdb_layout SET version = 2", &[])
+        .unwrap();
+    match Shipper::new(&pg.url(), "store-b") {
+        Err(Error::Layout { found, expected }) => assert_eq!((found, expected), (2, 1)),
+        other => panic!("{other:?}"),
+    }
+}
