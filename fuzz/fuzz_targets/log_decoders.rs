@@ -1,5 +1,6 @@
-//! The segment header, frame and record decoders on arbitrary bytes: no panic, no unbounded
-//! allocation; a valid frame's payload re-encodes to the same bytes.
+//! The segment header, frame, record and checkpoint-body decoders on arbitrary bytes: no panic,
+//! no unbounded allocation; a valid frame's payload re-encodes to the same bytes; a decoded
+//! checkpoint's location runs lie in the body and decode only when their CRC holds.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -9,6 +10,14 @@ use sessdb::codec::segment::SegmentHeader;
 
 fuzz_target!(|data: &[u8]| {
     let _ = SegmentHeader::decode(data);
+    if let Ok(body) = sessdb::codec::checkpoint::decode_body(data) {
+        for s in &body.sessions {
+            assert!(s.locs.start <= data.len());
+            if let Ok(locs) = s.locs.decode(data) {
+                assert_eq!(locs.len() as u64, s.locs.count);
+            }
+        }
+    }
     if let FrameCheck::Valid {
         kind, frame_len, ..
     } = check_frame(data, 1 << 20)
