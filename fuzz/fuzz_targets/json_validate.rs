@@ -1,7 +1,8 @@
 //! The validator, the member index and the navigator: no panic on any bytes; validating with
 //! the index decides as validating without it; validated bytes navigate, and the index reads
 //! every member and element as walking reads it; UTF-8 is decided as a whole-input check;
-//! every decision and refusal offset is the previous validator's (`validate_reference`).
+//! every decision and refusal offset is the previous validator's (`validate_reference`); the
+//! chunk-form recognizer never accepts what the validator refuses.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -36,6 +37,9 @@ fuzz_target!(|data: &[u8]| {
         max_data_bytes: 1 << 20,
     };
     let plain = validate(data, &limits);
+    if sessdb::json::fuzz_is_chunk_form(data, &limits) {
+        assert!(plain.is_ok(), "the chunk form accepted what the validator refuses: {plain:?}");
+    }
     // The validator decides and names refusals exactly as the one it replaced.
     assert_eq!(plain, sessdb::json::validate_reference(data, &limits));
     // UTF-8 is checked by the grammar, inside strings: it decides as a whole-input check.

@@ -168,6 +168,7 @@ pub(crate) mod names {
     pub const TURN_END: &str = "turn/end";
     pub const STEP_START: &str = "step/start";
     pub const STEP_END: &str = "step/end";
+    pub const ASSISTANT_CHUNK: &str = "assistant/chunk";
     pub const TOOL_CALL: &str = "tool/call";
     pub const END_SEED: &str = "session/end-seed";
     pub const REQUEST_HEADER: &str = "request/header";
