@@ -225,6 +225,7 @@ impl Shipper {
             }
             // What PostgreSQL holds now, the row locked for this transaction: another store
             // may have pulled the session since (ownership moved), or a reload is due.
+            let mut stale_surface = false;
             let now = tx
                 .query_opt(
                     "SELECT owner_store, events FROM sessdb_sessions WHERE id = $1 FOR UPDATE",
@@ -246,12 +247,25 @@ impl Shipper {
                     ));
                     continue;
                 }
-                (Some(row), Some(_)) => row.get::<_, i64>(1).unsigned_abs(),
-                (Some(_), None) | (None, _) => {
-                    if now.is_none() {
-                        shipped = None;
+                // PostgreSQL's count is the position, whatever this shipper remembered; a
+                // surface remembered for another count is not trusted (rewritten whole).
+                (Some(row), _) => {
+                    let held = row.get::<_, i64>(1).unsigned_abs();
+                    if shipped.as_ref().is_none_or(|s| s.events != held) {
+                        shipped = Some(Shipped {
+                            owner: self.store_id.clone(),
+                            events: held,
+                            created_lsn: None,
+                            surface: Vec::new(),
+                        });
+                        stale_surface = true;
                     }
-                    from
+                    held
+                }
+                // The row is gone (removed in PostgreSQL by hand, or just above): all again.
+                (None, _) => {
+                    shipped = None;
+                    0
                 }
             };
             if from > info.events {
@@ -272,12 +286,12 @@ impl Shipper {
                 copy_events(&mut tx, store, info, from, to)?;
             }
             // The surface goes with the events it cites: only once the session is whole.
-            let old_surface = shipped
-                .as_ref()
-                .map(|s| s.surface.as_slice())
-                .unwrap_or(&[]);
+            let old_surface: &[u64] = match &shipped {
+                Some(s) if !stale_surface => &s.surface,
+                _ => &[],
+            };
             let new_surface = if to == info.events {
-                ship_surface(&mut tx, id, old_surface, &surface)?;
+                ship_surface(&mut tx, id, old_surface, &surface, stale_surface)?;
                 surface
             } else {
                 more = true;
@@ -398,15 +412,21 @@ fn copy_events(
 }
 
 /// Brings a session's `sessdb_surface` rows from `old` to `new`: the positions after their
-/// common prefix are rewritten.
+/// common prefix are rewritten (all of them when `unknown`).
 fn ship_surface(
     tx: &mut postgres::Transaction<'_>,
     id: &str,
     old: &[u64],
     new: &[u64],
+    unknown: bool,
 ) -> Result<()> {
-    let common = old.iter().zip(new).take_while(|(a, b)| a == b).count();
-    if common == old.len() && common == new.len() {
+    // With `unknown`, what PostgreSQL holds is not known here: every position is rewritten.
+    let common = if unknown {
+        0
+    } else {
+        old.iter().zip(new).take_while(|(a, b)| a == b).count()
+    };
+    if !unknown && common == old.len() && common == new.len() {
         return Ok(());
     }
     tx.execute(

@@ -163,6 +163,17 @@ fn a_store_ships_row_for_row_then_only_what_is_new() {
     drop(shipper);
     let mut restarted = Shipper::new(&pg.url(), "store-a").unwrap();
     assert_eq!(restarted.ship(&store).unwrap().events, 0);
+    // A session's rows removed by hand behind the shipper's back: its next change ships the
+    // whole session again (PostgreSQL's row, not the shipper's memory, is the position).
+    client
+        .execute("DELETE FROM sessdb_sessions WHERE id = $1", &[&id])
+        .unwrap();
+    store
+        .append(&id, Draft::log(&LogType::TURN_START, br#"{"turn":100}"#))
+        .unwrap();
+    let whole = restarted.ship(&store).unwrap();
+    assert_eq!(whole.events, store.session_len(&id).unwrap());
+    assert_rows_match(&mut client, &store);
 }
 
 #[test]
