@@ -223,3 +223,46 @@ fn regression_a_damaged_location_run_is_found_on_first_use_and_a_full_replay_reb
             .is_empty()
     );
 }
+
+#[test]
+fn a_checkpoint_of_the_earlier_body_layout_is_passed_over_and_the_log_replayed() {
+    let storage = MemStorage::new();
+    let mut store = Store::open_with(Arc::new(storage.clone()), options()).unwrap();
+    generate(&spec(11, 2, 2), &mut store).unwrap();
+    store.close().unwrap();
+    drop(store);
+    let files = storage.files();
+    let reference = dump(&open(segments_and(&files, &[])));
+    // Every checkpoint relabelled body layout 1, its header checksum made valid again.
+    let relabelled: Vec<(String, Vec<u8>)> = checkpoints(&files)
+        .into_iter()
+        .map(|(path, mut bytes)| {
+            bytes[10..12].copy_from_slice(&1u16.to_le_bytes());
+            let mut h = crc32fast::Hasher::new();
+            h.update(&bytes[..12]);
+            h.update(&bytes[16..64]);
+            let crc = h.finalize();
+            bytes[12..16].copy_from_slice(&crc.to_le_bytes());
+            (path, bytes)
+        })
+        .collect();
+    let image = segments_and(&files, &relabelled);
+    let store = open(image.clone());
+    let report = store.open_report();
+    assert_eq!(report.checkpoint, None);
+    assert!(
+        report
+            .checkpoints_discarded
+            .iter()
+            .any(|d| d.contains("body layout")),
+        "{:?}",
+        report.checkpoints_discarded
+    );
+    assert_eq!(dump(&store), reference);
+    // Its close writes a checkpoint of the current layout, which the next open uses.
+    store.close().unwrap();
+    drop(store);
+    let again = open(image);
+    assert!(again.open_report().checkpoint.is_some());
+    assert_eq!(dump(&again), reference);
+}
