@@ -215,8 +215,10 @@ impl Shipper {
                 wrote = true;
             }
             let from = shipped.as_ref().map_or(0, |s| s.events);
-            let surface = store.surface(id)?;
-            if from == info.events && shipped.as_ref().is_some_and(|s| s.surface == surface) {
+            // The surface changes only with an event, and a round that ships a session's last
+            // event ships its surface: a session with every event shipped has nothing new (and
+            // its surface is not read, every round, for every session).
+            if shipped.is_some() && from == info.events {
                 continue;
             }
             if budget == 0 {
@@ -291,6 +293,7 @@ impl Shipper {
                 _ => &[],
             };
             let new_surface = if to == info.events {
+                let surface = store.surface(id)?;
                 ship_surface(&mut tx, id, old_surface, &surface, stale_surface)?;
                 surface
             } else {
