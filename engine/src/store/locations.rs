@@ -352,17 +352,22 @@ mod tests {
         }
     }
 
-    /// A checkpoint body holding one session with locations `0..n`, as mapped runs.
-    fn mapped(n: u64) -> (FileView, Vec<LocRun>) {
-        let state = SessionState::new();
-        let r = SessionRef {
+    /// Session "s" with `state`, its locations from 0.
+    fn session_ref(state: &SessionState) -> SessionRef<'_> {
+        SessionRef {
             id: "s",
             header_json: b"{}",
             created_lsn: 0,
             parent: None,
             loc_base: 0,
-            state: &state,
-        };
+            state,
+        }
+    }
+
+    /// A checkpoint body holding one session with locations `0..n`, as mapped runs.
+    fn mapped(n: u64) -> (FileView, Vec<LocRun>) {
+        let state = SessionState::new();
+        let r = session_ref(&state);
         let mut w = BodyWriter::new();
         let first: Vec<EventLoc> = (0..n).map(loc).collect();
         let second: Vec<EventLoc> = (n..2 * n).map(loc).collect();
@@ -420,14 +425,7 @@ mod tests {
         l.append_run(run(&view, runs[0])).unwrap();
         l.push(loc(4));
         let state = SessionState::new();
-        let r = SessionRef {
-            id: "s",
-            header_json: b"{}",
-            created_lsn: 0,
-            parent: None,
-            loc_base: 0,
-            state: &state,
-        };
+        let r = session_ref(&state);
         for from in 0..=5 {
             let mut w = BodyWriter::new();
             l.write_into(&mut w, &r, from).unwrap().unwrap();
