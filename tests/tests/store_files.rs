@@ -337,6 +337,161 @@ fn sync_appends_into_zero_written_space_read_back() {
     reopen_reads_back_and_verifies(dir.path(), options, &before);
 }
 
+/// Real files whose `preallocate_written` (the `Sync` store's zero-fill, run on the helper
+/// thread) is slow and watched: while one runs, any write or cut of the same file at or past
+/// where the zero-fill starts is recorded. The appender must never write into space a
+/// zero-fill is still writing zeros to (the zeros would land over its record), nor the roll
+/// cut it.
+#[derive(Debug, Clone)]
+struct WatchedZeroFill {
+    inner: std::sync::Arc<sessdb::storage::FsStorage>,
+    /// The zero-fill running: the file's path and the length it started from.
+    running: std::sync::Arc<std::sync::Mutex<Option<(String, u64)>>>,
+    fills: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    overlaps: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+#[derive(Debug)]
+struct WatchedFile {
+    inner: Box<dyn sessdb::storage::StorageFile>,
+    path: String,
+    storage: WatchedZeroFill,
+}
+
+impl WatchedFile {
+    fn check(&self, what: &str, at: u64) {
+        if let Some((path, from)) = &*self.storage.running.lock().unwrap()
+            && *path == self.path
+            && at + 1 > *from
+        {
+            self.storage
+                .overlaps
+                .lock()
+                .unwrap()
+                .push(format!("{what} at {at} into a zero-fill from {from}"));
+        }
+    }
+}
+
+impl sessdb::storage::Storage for WatchedZeroFill {
+    fn create_dir_all(&self, dir: &str) -> std::io::Result<()> {
+        self.inner.create_dir_all(dir)
+    }
+    fn list(&self, dir: &str) -> std::io::Result<Vec<String>> {
+        self.inner.list(dir)
+    }
+    fn open(
+        &self,
+        path: &str,
+        mode: sessdb::storage::OpenMode,
+    ) -> std::io::Result<Box<dyn sessdb::storage::StorageFile>> {
+        Ok(Box::new(WatchedFile {
+            inner: self.inner.open(path, mode)?,
+            path: path.to_owned(),
+            storage: self.clone(),
+        }))
+    }
+    fn rename(&self, from: &str, to: &str) -> std::io::Result<()> {
+        self.inner.rename(from, to)
+    }
+    fn remove(&self, path: &str) -> std::io::Result<()> {
+        self.inner.remove(path)
+    }
+    fn sync_dir(&self, dir: &str) -> std::io::Result<()> {
+        self.inner.sync_dir(dir)
+    }
+    fn try_lock(&self, path: &str) -> std::io::Result<Option<sessdb::storage::LockGuard>> {
+        self.inner.try_lock(path)
+    }
+    fn describe(&self, path: &str) -> String {
+        self.inner.describe(path)
+    }
+}
+
+impl sessdb::storage::StorageFile for WatchedFile {
+    fn len(&self) -> std::io::Result<u64> {
+        self.inner.len()
+    }
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+        self.inner.read_at(buf, offset)
+    }
+    fn write_at(&self, buf: &[u8], offset: u64) -> std::io::Result<()> {
+        self.check("write", offset + buf.len() as u64 - 1);
+        self.inner.write_at(buf, offset)
+    }
+    fn set_len(&self, len: u64) -> std::io::Result<()> {
+        self.check("cut", len);
+        self.inner.set_len(len)
+    }
+    fn sync_data(&self) -> std::io::Result<()> {
+        self.inner.sync_data()
+    }
+    fn view(&self) -> std::io::Result<sessdb::storage::FileView> {
+        self.inner.view()
+    }
+    fn preallocate(&self, len: u64) -> std::io::Result<bool> {
+        self.inner.preallocate(len)
+    }
+    fn preallocate_written(&self, len: u64) -> std::io::Result<bool> {
+        let from = self.inner.len()?;
+        *self.storage.running.lock().unwrap() = Some((self.path.clone(), from));
+        self.storage
+            .fills
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // Slow on purpose: an appender that did not wait gets many chances to write here.
+        for _ in 0..200 {
+            std::thread::yield_now();
+        }
+        let result = self.inner.preallocate_written(len);
+        *self.storage.running.lock().unwrap() = None;
+        result
+    }
+    fn writes_zeros_ahead(&self) -> bool {
+        true
+    }
+}
+
+/// `Sync` appends while the helper thread zero-fills the space ahead of them: no write lands
+/// in, and no roll cuts, space a zero-fill is still writing; across many zero-fills and rolls
+/// everything reads back after a reopen, and the store verifies.
+#[test]
+fn sync_appends_never_write_where_the_helper_is_still_writing_zeros() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = WatchedZeroFill {
+        inner: std::sync::Arc::new(sessdb::storage::FsStorage::new(dir.path())),
+        running: Default::default(),
+        fills: Default::default(),
+        overlaps: Default::default(),
+    };
+    let options = StoreOptions::default()
+        .with_durability(Durability::Sync)
+        .with_segment_bytes_max(256 << 10)
+        .with_preallocate_bytes(16 << 10);
+    let store = Store::open_with(std::sync::Arc::new(storage.clone()), options.clone()).unwrap();
+    store
+        .create_session(SessionHeader::new("s", 1_000), Vec::new())
+        .unwrap();
+    let note = LogType::new("plugin/note").unwrap();
+    for i in 0..3000u32 {
+        let data = format!(
+            "{{\"i\":{i},\"pad\":\"{}\"}}",
+            "z".repeat((i % 400) as usize)
+        );
+        store
+            .append("s", Draft::log(&note, data).ignorable())
+            .unwrap();
+    }
+    let before = store.events("s", 0, u64::MAX).unwrap();
+    assert!(store.stats().segments >= 3, "{:?}", store.stats());
+    store.close().unwrap();
+    drop(store);
+    let fills = storage.fills.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(fills > 20, "the helper zero-filled ahead {fills} times");
+    let overlaps = storage.overlaps.lock().unwrap().clone();
+    assert!(overlaps.is_empty(), "{overlaps:?}");
+    reopen_reads_back_and_verifies(dir.path(), options, &before);
+}
+
 /// A store whose segments another sessdb version wrote (the header's format version differs,
 /// its checksum valid) is refused as such — not reported as damage, and never salvaged: the
 /// advice is to export with that version and import here. Nothing on disk changes.

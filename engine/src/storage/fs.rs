@@ -130,6 +130,14 @@ impl StorageFile for FsFile {
         self.file.sync_data()
     }
 
+    fn writes_zeros_ahead(&self) -> bool {
+        true
+    }
+
+    fn start_writeback(&self, start: u64, len: u64) {
+        super::mmap::start_writeback(&self.file, start, len);
+    }
+
     fn preallocate(&self, len: u64) -> io::Result<bool> {
         if self.len()? >= len {
             // Already there: allocated by an earlier call, or written.

@@ -1,5 +1,6 @@
-//! The one place in sessdb that uses `unsafe`: mapping a sealed segment into memory, and
-//! allocating the active segment's space ahead of its writes.
+//! The one place in sessdb that uses `unsafe`: mapping a sealed segment into memory,
+//! allocating the active segment's space ahead of its writes, and starting the writeback of
+//! what its appends filled.
 
 #![allow(unsafe_code)]
 
@@ -122,6 +123,35 @@ impl Prefault {
         }
     }
 }
+
+impl WriteWindow {
+    /// File offsets `start..end` the window maps.
+    pub(crate) fn range(&self) -> (u64, u64) {
+        (self.start, self.start + self.map.len() as u64)
+    }
+}
+
+/// Starts writeback of the file's dirty pages in `start..start + len` and returns at once
+/// (`sync_file_range(SYNC_FILE_RANGE_WRITE)`): the pages go to the device on the kernel's
+/// time, so the `fdatasync` that later makes them durable finds little left to write. It
+/// promises nothing about durability; an error only means that sync writes them instead.
+#[cfg(target_os = "linux")]
+pub(crate) fn start_writeback(file: &File, start: u64, len: u64) {
+    use std::os::fd::AsRawFd;
+    let (Ok(start), Ok(len)) = (libc::off64_t::try_from(start), libc::off64_t::try_from(len))
+    else {
+        return;
+    };
+    // SAFETY: `sync_file_range` reads no memory of ours; the descriptor is owned by `file`,
+    // which outlives the call. `SYNC_FILE_RANGE_WRITE` only starts writeback of dirty pages:
+    // it changes no data and no file size.
+    let _ =
+        unsafe { libc::sync_file_range(file.as_raw_fd(), start, len, libc::SYNC_FILE_RANGE_WRITE) };
+}
+
+/// Elsewhere the later sync writes everything.
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn start_writeback(_file: &File, _start: u64, _len: u64) {}
 
 /// Maps bytes `start..end` of `file` writable and shared. Only for space `preallocate` has
 /// allocated: a store to a mapped page without a block behind it would fault on a full disk.

@@ -152,6 +152,15 @@ pub trait StorageFile: Send + Sync + std::fmt::Debug {
         self.preallocate(len)
     }
 
+    /// Whether [`StorageFile::preallocate_written`] does work worth moving off an appender's
+    /// thread (it writes and syncs zeros); a `Sync` store then runs it on its helper thread
+    /// ahead of the appends. Backends where it only allocates say `false` and keep every
+    /// operation on the appender's thread (the crash simulator's operation order stays
+    /// deterministic).
+    fn writes_zeros_ahead(&self) -> bool {
+        false
+    }
+
     /// A writable map of `start..end`, space `preallocate` allocated; `None` where the
     /// backend writes with `write_at` only (memory, the crash simulator).
     ///
@@ -160,6 +169,12 @@ pub trait StorageFile: Send + Sync + std::fmt::Debug {
     fn map_window(&self, _start: u64, _end: u64) -> io::Result<Option<super::WriteWindow>> {
         Ok(None)
     }
+
+    /// Starts writing `start..start + len` to the device without waiting for it (the active
+    /// segment's filled windows, on the helper thread), so a later sync has less to write.
+    /// Durability still comes only from [`StorageFile::sync_data`]. Backends without such a
+    /// call do nothing.
+    fn start_writeback(&self, _start: u64, _len: u64) {}
 
     /// Which file this is (a device and inode number, or the backend's own), so a reader can
     /// tell that a name now holds another file (salvage replaces segments whole); `None`

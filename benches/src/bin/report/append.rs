@@ -117,7 +117,7 @@ fn sqlite_append(ops: Vec<Op>, events: u64) -> f64 {
 }
 
 /// Events/s of `Sync` batches of up to 1000 consecutive events of one session.
-fn sessdb_sync_batches(steps: Vec<Step>, events: u64) -> f64 {
+pub fn sessdb_sync_batches(steps: Vec<Step>, events: u64) -> f64 {
     let dir = temp();
     let store = Store::open(
         dir.path(),

@@ -52,7 +52,11 @@ fn main() {
     let run = |row: &str| only.as_deref().is_none_or(|o| o == row);
     let mut rows: Vec<Row> = Vec::new();
 
-    let needs_mix = run("append") || run("batch") || args.iter().any(|a| a == "--profile-append");
+    let needs_mix = run("append")
+        || run("batch")
+        || args
+            .iter()
+            .any(|a| a == "--profile-append" || a == "--profile-batch");
     let mix = needs_mix.then(|| mix::record(&mix::append_spec(quick)));
     // `--profile-append N`: the first row's subject alone, N times (for `perf record`).
     if let (Some(i), Some(mix)) = (args.iter().position(|a| a == "--profile-append"), &mix) {
@@ -61,6 +65,19 @@ fn main() {
         for _ in 0..n {
             let ops = mix.ops.clone();
             println!("{:.0} events/s", append::sessdb_append(ops, mix.events));
+        }
+        return;
+    }
+    // `--profile-batch N`: the `Sync` batches row's subject alone, N times.
+    if let (Some(i), Some(mix)) = (args.iter().position(|a| a == "--profile-batch"), &mix) {
+        let n: usize = args.get(i + 1).and_then(|n| n.parse().ok()).unwrap_or(10);
+        println!("{}", mix.name());
+        for _ in 0..n {
+            let steps = mix::batches(mix.ops.clone(), 1000);
+            println!(
+                "{:.0} events/s",
+                append::sessdb_sync_batches(steps, mix.events)
+            );
         }
         return;
     }
