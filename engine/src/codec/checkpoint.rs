@@ -552,9 +552,11 @@ pub fn decode_body(bytes: &[u8]) -> Decoded<Body> {
     // A session takes at least 82 bytes (empty id and header, no parent, no time, empty
     // arrays, no open turn or step, no pending calls).
     let n = c.count(u64::from(n), 82, "session count")?;
-    let sessions = (0..n)
-        .map(|_| read_session(&mut c, runs, bytes.len()))
-        .collect::<Decoded<Vec<_>>>()?;
+    // Sized once (a collect of `Result`s cannot know the count and grew by doubling).
+    let mut sessions = Vec::with_capacity(n);
+    for _ in 0..n {
+        sessions.push(read_session(&mut c, runs, bytes.len())?);
+    }
     let d = c.u32("deleted count")?;
     let d = c.count(u64::from(d), 2, "deleted count")?;
     let deleted = (0..d)
