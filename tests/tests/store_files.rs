@@ -349,6 +349,9 @@ struct WatchedZeroFill {
     running: std::sync::Arc<std::sync::Mutex<Option<(String, u64)>>>,
     fills: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     overlaps: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    /// Every zero-fill on the helper thread fails with EIO after allocating (as a write
+    /// error halfway would); the appender's own, later, succeeds.
+    fail: bool,
 }
 
 #[derive(Debug)]
@@ -442,7 +445,14 @@ impl sessdb::storage::StorageFile for WatchedFile {
         for _ in 0..200 {
             std::thread::yield_now();
         }
-        let result = self.inner.preallocate_written(len);
+        let on_helper = std::thread::current().name() == Some("sessdb-prefault");
+        let result = if self.storage.fail && on_helper {
+            self.inner
+                .preallocate(len)
+                .and(Err(std::io::Error::other("injected EIO")))
+        } else {
+            self.inner.preallocate_written(len)
+        };
         *self.storage.running.lock().unwrap() = None;
         result
     }
@@ -456,12 +466,25 @@ impl sessdb::storage::StorageFile for WatchedFile {
 /// everything reads back after a reopen, and the store verifies.
 #[test]
 fn sync_appends_never_write_where_the_helper_is_still_writing_zeros() {
+    sync_appends_beside_the_helpers_zero_fill(false);
+}
+
+/// The same with every zero-fill on the helper failing (EIO after the allocation): no
+/// append fails for it — the appender allocates what it needs itself, as without the
+/// helper — and everything reads back.
+#[test]
+fn a_failing_zero_fill_ahead_fails_no_append() {
+    sync_appends_beside_the_helpers_zero_fill(true);
+}
+
+fn sync_appends_beside_the_helpers_zero_fill(fail: bool) {
     let dir = tempfile::tempdir().unwrap();
     let storage = WatchedZeroFill {
         inner: std::sync::Arc::new(sessdb::storage::FsStorage::new(dir.path())),
         running: Default::default(),
         fills: Default::default(),
         overlaps: Default::default(),
+        fail,
     };
     let options = StoreOptions::default()
         .with_durability(Durability::Sync)
@@ -486,7 +509,12 @@ fn sync_appends_never_write_where_the_helper_is_still_writing_zeros() {
     store.close().unwrap();
     drop(store);
     let fills = storage.fills.load(std::sync::atomic::Ordering::Relaxed);
-    assert!(fills > 20, "the helper zero-filled ahead {fills} times");
+    if fail {
+        // A failure is not retried ahead at that length; each segment tries again.
+        assert!(fills >= 3, "the helper tried {fills} times");
+    } else {
+        assert!(fills > 20, "the helper zero-filled ahead {fills} times");
+    }
     let overlaps = storage.overlaps.lock().unwrap().clone();
     assert!(overlaps.is_empty(), "{overlaps:?}");
     reopen_reads_back_and_verifies(dir.path(), options, &before);
