@@ -111,28 +111,13 @@ pub fn export_row(built: &Built, reps: usize, rows: &mut Vec<Row>) {
         .iter()
         .map(|(_, f)| std::fs::read(f).expect("read"))
         .collect();
-    let (e, b) = pair(
-        reps,
-        || {
-            let out = temp();
-            let t = Instant::now();
-            sessdb_formats::jsonl::export_jsonl(&store, out.path(), &options).expect("export");
-            t.elapsed().as_secs_f64()
-        },
-        || {
-            let out = temp();
-            let t = Instant::now();
-            for (i, c) in contents.iter().enumerate() {
-                let f = File::create(out.path().join(i.to_string())).expect("file");
-                let mut w = BufWriter::new(f);
-                for line in c.split_inclusive(|&b| b == b'\n') {
-                    w.write_all(line).expect("write");
-                }
-                w.flush().expect("flush");
-            }
-            t.elapsed().as_secs_f64()
-        },
-    );
+    let export = || {
+        let out = temp();
+        let t = Instant::now();
+        sessdb_formats::jsonl::export_jsonl(&store, out.path(), &options).expect("export");
+        t.elapsed().as_secs_f64()
+    };
+    let (e, b) = pair(reps, export, || bare_loop(&contents, false));
     rows.push(Row {
         what: "JSONL export of the store (s)",
         unit: "s",
@@ -146,35 +131,7 @@ pub fn export_row(built: &Built, reps: usize, rows: &mut Vec<Row>) {
     // renamed into place); the bare loop above syncs nothing. The same loop made durable at
     // its best (every file written, then each synced: the early ones are on their way to the
     // device by then) says how much of the gap is the device.
-    let (e, d) = pair(
-        reps,
-        || {
-            let out = temp();
-            let t = Instant::now();
-            sessdb_formats::jsonl::export_jsonl(&store, out.path(), &options).expect("export");
-            t.elapsed().as_secs_f64()
-        },
-        || {
-            let out = temp();
-            let t = Instant::now();
-            let mut files = Vec::with_capacity(contents.len());
-            for (i, c) in contents.iter().enumerate() {
-                let f = File::create(out.path().join(i.to_string())).expect("file");
-                let mut w = BufWriter::new(f);
-                for line in c.split_inclusive(|&b| b == b'\n') {
-                    w.write_all(line).expect("write");
-                }
-                files.push(w.into_inner().expect("flush"));
-            }
-            for f in &files {
-                f.sync_data().expect("sync");
-            }
-            File::open(out.path())
-                .and_then(|d| d.sync_all())
-                .expect("sync dir");
-            t.elapsed().as_secs_f64()
-        },
-    );
+    let (e, d) = pair(reps, export, || bare_loop(&contents, true));
     rows.push(Row {
         what: "JSONL export of the store (s)",
         unit: "s",
@@ -184,6 +141,32 @@ pub fn export_row(built: &Built, reps: usize, rows: &mut Vec<Row>) {
         goal: "(the device's share)",
         workload: built.name.clone(),
     });
+}
+
+/// Seconds writing `contents` line by line, a file each, with a bare `BufWriter`; `durable`:
+/// then every file synced, and the directory.
+fn bare_loop(contents: &[Vec<u8>], durable: bool) -> f64 {
+    let out = temp();
+    let t = Instant::now();
+    let mut files = Vec::with_capacity(contents.len());
+    for (i, c) in contents.iter().enumerate() {
+        let f = File::create(out.path().join(i.to_string())).expect("file");
+        let mut w = BufWriter::new(f);
+        for line in c.split_inclusive(|&b| b == b'\n') {
+            w.write_all(line).expect("write");
+        }
+        files.push(w.into_inner().expect("flush"));
+    }
+    if durable {
+        for f in &files {
+            f.sync_data().expect("sync");
+        }
+        File::open(out.path())
+            .and_then(|d| d.sync_all())
+            .expect("sync dir");
+    }
+    drop(files);
+    t.elapsed().as_secs_f64()
 }
 
 /// Seconds of one JSONL export of `built` into a fresh directory.
