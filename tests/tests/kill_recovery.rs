@@ -3,7 +3,10 @@
 //! after a varying number of acknowledgements — sometimes while the child is still opening
 //! the store — reopens the store and checks that every acknowledged event is there and that
 //! the session is a prefix of what the child would have written. A child that exits in any
-//! other way than the planned kill fails the test.
+//! other way than the planned kill fails the test. A second test does the same with the
+//! space preallocated ahead, small windows and segments, `Buffered` and `Sync` in turn: the
+//! kills then land while windows are retired, zero-fills run ahead on the helper thread and
+//! segments roll.
 
 #![allow(
     clippy::unwrap_used,
@@ -22,6 +25,8 @@ use sessdb::{
 use sessdb_workload::payload as p;
 
 const CHILD_ENV: &str = "SESSDB_KILL_CHILD_STORE";
+/// The child's options: unset for `options()`, `buffered` or `sync` for `preallocated(..)`.
+const MODE_ENV: &str = "SESSDB_KILL_CHILD_MODE";
 
 fn options() -> StoreOptions {
     StoreOptions::tiny()
@@ -29,6 +34,25 @@ fn options() -> StoreOptions {
         .with_clock(Clock::fixed(7))
         .with_segment_bytes_max(8192)
         .with_checkpoint_interval_bytes(16_384)
+}
+
+/// Space allocated 16 KiB ahead (mapped windows under `Buffered`, zero-filled on the helper
+/// under `Sync`), 64 KiB segments.
+fn preallocated(durability: Durability) -> StoreOptions {
+    StoreOptions::default()
+        .with_durability(durability)
+        .with_clock(Clock::fixed(7))
+        .with_segment_bytes_max(64 << 10)
+        .with_preallocate_bytes(16 << 10)
+        .with_checkpoint_interval_bytes(128 << 10)
+}
+
+fn mode_options(mode: Option<&str>) -> StoreOptions {
+    match mode {
+        Some("buffered") => preallocated(Durability::Buffered),
+        Some("sync") => preallocated(Durability::Sync),
+        _ => options(),
+    }
 }
 
 /// The i-th draft the child appends: a deterministic stream of turns.
@@ -47,7 +71,8 @@ fn draft(i: u64) -> Draft {
 
 /// The child: open (creating), append forever, print each acknowledged seq.
 fn child(dir: &Path) -> ! {
-    let store = Store::open(dir, options()).expect("child open");
+    let mode = std::env::var(MODE_ENV).ok();
+    let store = Store::open(dir, mode_options(mode.as_deref())).expect("child open");
     if store.session_len("k").is_err() {
         store
             .create_session(SessionHeader::new("k", 0), Vec::new())
@@ -70,21 +95,52 @@ fn killed_writers_lose_no_acknowledged_event() {
     if let Some(dir) = std::env::var_os(CHILD_ENV) {
         child(Path::new(&dir));
     }
+    // Kill after 0 (during open), then a varying number of acknowledgements.
+    let kills = [0u64, 1, 37, 5, 120, 0, 64, 250, 3, 90].map(|k| (k, None));
+    let acked = kill_rounds("killed_writers_lose_no_acknowledged_event", &kills);
+    assert!(acked > 300, "the children made progress: {acked}");
+}
+
+#[test]
+fn killed_writers_with_space_preallocated_lose_no_acknowledged_event() {
+    if let Some(dir) = std::env::var_os(CHILD_ENV) {
+        child(Path::new(&dir));
+    }
+    // Each event is ~100 bytes: a few hundred acknowledgements cross a 16 KiB window, a
+    // few thousand a 64 KiB segment.
+    let kills = [
+        (0, "sync"),
+        (900, "buffered"),
+        (2500, "sync"),
+        (170, "buffered"),
+        (4000, "buffered"),
+        (1300, "sync"),
+        (333, "sync"),
+        (6000, "buffered"),
+    ]
+    .map(|(k, m)| (k, Some(m)));
+    let acked = kill_rounds(
+        "killed_writers_with_space_preallocated_lose_no_acknowledged_event",
+        &kills,
+    );
+    assert!(acked > 10_000, "the children made progress: {acked}");
+}
+
+/// Runs the kill rounds of `test` (its own name: the child re-runs it), each `(kill after
+/// this many acknowledgements, the child's mode)`, reopening and checking after each;
+/// returns how many events were acknowledged in all.
+fn kill_rounds(test: &str, kills: &[(u64, Option<&str>)]) -> u64 {
     let dir = tempfile::tempdir().unwrap();
     let mut acked: u64 = 0;
-    // Kill after 0 (during open), then a varying number of acknowledgements.
-    for (round, kill_after) in [0u64, 1, 37, 5, 120, 0, 64, 250, 3, 90]
-        .into_iter()
-        .enumerate()
-    {
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "killed_writers_lose_no_acknowledged_event",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(CHILD_ENV, dir.path())
+    for (round, &(kill_after, mode)) in kills.iter().enumerate() {
+        let mut command = Command::new(std::env::current_exe().unwrap());
+        command
+            .args(["--exact", test, "--nocapture", "--test-threads=1"])
+            .env(CHILD_ENV, dir.path());
+        if let Some(mode) = mode {
+            command.env(MODE_ENV, mode);
+        }
+        let mut child = command
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -118,7 +174,7 @@ fn killed_writers_lose_no_acknowledged_event() {
             "round {round}: the child must die by the kill, not {status}"
         );
         // Reopen: every acknowledged event is there, and the session is a prefix.
-        let store = Store::open(dir.path(), options())
+        let store = Store::open(dir.path(), mode_options(mode))
             .unwrap_or_else(|e| panic!("round {round}: reopen: {e}"));
         let len = store.session_len("k").unwrap_or(0);
         assert!(
@@ -135,6 +191,11 @@ fn killed_writers_lose_no_acknowledged_event() {
             assert_eq!(e, &expected, "round {round}: seq {} differs", i + 1);
         }
         store.close().unwrap();
+        let report = sessdb::store::verify(std::sync::Arc::new(sessdb::storage::FsStorage::new(
+            dir.path(),
+        )))
+        .unwrap();
+        assert!(report.ok(), "round {round}: {:?}", report.problems);
     }
-    assert!(acked > 300, "the children made progress: {acked}");
+    acked
 }
