@@ -112,6 +112,7 @@ mod tests {
             r#"{"turn":12,"step":3,"chunk":{"type":"text-delta","index":2,"text":"a\n\"b\"\\"}}"#,
             r#"{"turn":1,"step":1,"chunk":{"type":"tool-call-delta","index":0,"id":"c1","argumentsDelta":"{\"p"}}"#,
             r#"{"turn":1,"step":1,"chunk":{"type":"block-start","index":0,"blockType":"text"}}"#,
+            r#"{"turn":1,"step":1,"chunk":{"type":"text-delta","index":0,"text":"the quick brown fox jumps \"over\" the lazy dog\n and again, a longer stretch"}}"#,
         ] {
             assert!(is_chunk_form(yes.as_bytes(), &l), "{yes}");
             assert!(validate(yes.as_bytes(), &l).is_ok(), "{yes}");
@@ -127,6 +128,9 @@ mod tests {
             r#"{"turn":1,"step":1,"chunk":{"type":"text-delta","index":0,"text":"a	"}}"#,
             r#"{"turn":1,"step":1,"chunk":{"type":"text-delta","index":0,"text":"a"}"#,
             r#"{"step":1,"turn":1,"chunk":{"type":"text-delta","index":0,"text":"a"}}"#,
+            // A DEL or a non-ASCII byte deep inside a long text (past the first eight).
+            "{\"turn\":1,\"step\":1,\"chunk\":{\"type\":\"text-delta\",\"index\":0,\"text\":\"the quick brown \u{7f}fox\"}}",
+            r#"{"turn":1,"step":1,"chunk":{"type":"text-delta","index":0,"text":"the quick brown fox é"}}"#,
         ] {
             assert!(!is_chunk_form(no.as_bytes(), &l), "{no}");
         }
@@ -157,7 +161,7 @@ mod tests {
                 Just(0xc3),
                 Just(b'}'),
             ],
-            0..8,
+            0..40,
         );
         let int = prop_oneof![
             Just("0".to_owned()),
