@@ -352,6 +352,9 @@ struct WatchedZeroFill {
     /// Every zero-fill on the helper thread fails with EIO after allocating (as a write
     /// error halfway would); the appender's own, later, succeeds.
     fail: bool,
+    /// Each zero-fill also checks, for a while before it writes, whether the store's writer
+    /// lock is still held, and records it if not (a fill after the lock went).
+    watch_lock: bool,
 }
 
 #[derive(Debug)]
@@ -445,6 +448,19 @@ impl sessdb::storage::StorageFile for WatchedFile {
         for _ in 0..200 {
             std::thread::yield_now();
         }
+        if self.storage.watch_lock {
+            // Long enough for a `close()` that does not wait to finish and let the lock go.
+            for _ in 0..20_000 {
+                if sessdb::storage::Storage::try_lock(&*self.storage.inner, "LOCK")?.is_some() {
+                    self.storage
+                        .overlaps
+                        .lock()
+                        .unwrap()
+                        .push("a zero-fill ran after the writer lock was released".into());
+                    break;
+                }
+            }
+        }
         let on_helper = std::thread::current().name() == Some("sessdb-prefault");
         let result = if self.storage.fail && on_helper {
             self.inner
@@ -485,6 +501,7 @@ fn sync_appends_beside_the_helpers_zero_fill(fail: bool) {
         fills: Default::default(),
         overlaps: Default::default(),
         fail,
+        watch_lock: false,
     };
     let options = StoreOptions::default()
         .with_durability(Durability::Sync)
@@ -518,6 +535,61 @@ fn sync_appends_beside_the_helpers_zero_fill(fail: bool) {
     let overlaps = storage.overlaps.lock().unwrap().clone();
     assert!(overlaps.is_empty(), "{overlaps:?}");
     reopen_reads_back_and_verifies(dir.path(), options, &before);
+}
+
+/// Closing a `Sync` store while the helper zero-fills ahead: `close()` returns only once the
+/// fill is done and the helper stopped, so nothing of this store writes the segment after
+/// its writer lock is released (the next writer — this process reopening, or another — may
+/// be appending there at once). Closed right after a fill began, five times over.
+#[test]
+fn closing_waits_for_the_helpers_zero_fill_before_the_lock_goes() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = WatchedZeroFill {
+        inner: std::sync::Arc::new(sessdb::storage::FsStorage::new(dir.path())),
+        running: Default::default(),
+        fills: Default::default(),
+        overlaps: Default::default(),
+        fail: false,
+        watch_lock: true,
+    };
+    let options = StoreOptions::default()
+        .with_durability(Durability::Sync)
+        .with_preallocate_bytes(16 << 10);
+    let note = LogType::new("plugin/note").unwrap();
+    let fills = || storage.fills.load(std::sync::atomic::Ordering::SeqCst);
+    for round in 0..5 {
+        let store =
+            Store::open_with(std::sync::Arc::new(storage.clone()), options.clone()).unwrap();
+        if round == 0 {
+            store
+                .create_session(SessionHeader::new("s", 1_000), Vec::new())
+                .unwrap();
+        }
+        let before = fills();
+        let mut i = 0u32;
+        while fills() == before {
+            assert!(i < 100_000, "round {round}: no zero-fill began");
+            let data = format!("{{\"round\":{round},\"i\":{i}}}");
+            store
+                .append("s", Draft::log(&note, data).ignorable())
+                .unwrap();
+            i += 1;
+        }
+        store.close().unwrap();
+        assert!(
+            storage.running.lock().unwrap().is_none(),
+            "round {round}: a zero-fill still runs after close"
+        );
+        let at_close = fills();
+        drop(store);
+        assert_eq!(
+            fills(),
+            at_close,
+            "round {round}: a zero-fill ran after close"
+        );
+    }
+    let overlaps = storage.overlaps.lock().unwrap().clone();
+    assert!(overlaps.is_empty(), "{overlaps:?}");
 }
 
 /// A store whose segments another sessdb version wrote (the header's format version differs,

@@ -37,8 +37,10 @@ struct Handle(Arc<Inner>);
 
 impl Drop for Handle {
     fn drop(&mut self) {
-        // Nothing more can be written: subscribers see the store closed, the lock goes.
+        // Nothing more can be written: subscribers see the store closed, the helper stops,
+        // the lock goes.
         self.0.closed.store(true, Ordering::Release);
+        self.0.quiesce();
         self.0.lock.lock().take();
         self.0.notify();
     }
@@ -446,6 +448,7 @@ impl Store {
                 .check()
                 .and_then(|()| self.inner.checkpoint_unchecked(false).map(|_| ()))
         };
+        self.inner.quiesce();
         self.inner.lock.lock().take();
         self.inner.notify();
         result

@@ -513,6 +513,19 @@ impl Tail {
         }
     }
 
+    /// Before the writer lock goes (close, or the last handle dropped): the windows unmapped
+    /// and the helper's queued work finished, its thread ended. A zero-fill still running
+    /// after the lock was released would write zeros where the next writer — another
+    /// process, or this one reopening — may already be appending.
+    pub(crate) fn quiesce(&mut self) {
+        self.window = None;
+        self.next_window = None;
+        self.zero_fill = None;
+        // Dropping the helper runs what it has queued and joins it.
+        self.prefaulter = None;
+        self.prefault = false;
+    }
+
     /// Seals the active segment and starts the next one.
     fn roll(&mut self, storage: &dyn Storage, segments: &SegmentList, now_ms: i64) -> Result<()> {
         // A sealed segment is exactly its records (the next one's LSN continues from its

@@ -26,6 +26,14 @@ impl Inner {
         self.changes.notify();
     }
 
+    /// The write tail's helper finished and stopped (`Tail::quiesce`): before the writer lock
+    /// is released.
+    pub(super) fn quiesce(&self) {
+        if let Some(tail) = self.tail.lock().as_mut() {
+            tail.quiesce();
+        }
+    }
+
     pub(super) fn check_writable(&self) -> Result<()> {
         if self.read_only {
             return Err(Error::ReadOnly);
