@@ -258,6 +258,21 @@ fn reopen_reads_back_and_verifies(
     assert!(report.ok(), "{:?}", report.problems);
 }
 
+/// Appends `n` events to session `s`, the i-th padded with `i % pad` bytes (records of many
+/// sizes, so windows and segments are crossed at every offset).
+fn append_padded(store: &Store, n: u32, pad: u32) {
+    let note = LogType::new("plugin/note").unwrap();
+    for i in 0..n {
+        let data = format!(
+            "{{\"i\":{i},\"pad\":\"{}\"}}",
+            "x".repeat((i % pad) as usize)
+        );
+        store
+            .append("s", Draft::log(&note, data).ignorable())
+            .unwrap();
+    }
+}
+
 /// `Buffered` appends through the write window with the prefault helper faulting windows in
 /// on its own thread, across many windows and segment rolls (each roll waits for the helper
 /// before it cuts the sealed segment): everything reads back after a reopen, and verifies.
@@ -269,16 +284,7 @@ fn buffered_appends_across_windows_and_rolls_read_back() {
         .with_segment_bytes_max(256 << 10)
         .with_preallocate_bytes(64 << 10);
     let store = store_with_session(dir.path(), &options);
-    let note = LogType::new("plugin/note").unwrap();
-    for i in 0..4000u32 {
-        let data = format!(
-            "{{\"i\":{i},\"pad\":\"{}\"}}",
-            "x".repeat((i % 700) as usize)
-        );
-        store
-            .append("s", Draft::log(&note, data).ignorable())
-            .unwrap();
-    }
+    append_padded(&store, 4000, 700);
     let before = store.events("s", 0, u64::MAX).unwrap();
     assert!(store.stats().segments >= 6, "{:?}", store.stats());
     store.close().unwrap();
@@ -375,6 +381,19 @@ impl WatchedFile {
                 .lock()
                 .unwrap()
                 .push(format!("{what} at {at} into a zero-fill from {from}"));
+        }
+    }
+}
+
+impl WatchedZeroFill {
+    fn new(dir: &std::path::Path, fail: bool, watch_lock: bool) -> Self {
+        Self {
+            inner: std::sync::Arc::new(sessdb::storage::FsStorage::new(dir)),
+            running: Default::default(),
+            fills: Default::default(),
+            overlaps: Default::default(),
+            fail,
+            watch_lock,
         }
     }
 }
@@ -495,14 +514,7 @@ fn a_failing_zero_fill_ahead_fails_no_append() {
 
 fn sync_appends_beside_the_helpers_zero_fill(fail: bool) {
     let dir = tempfile::tempdir().unwrap();
-    let storage = WatchedZeroFill {
-        inner: std::sync::Arc::new(sessdb::storage::FsStorage::new(dir.path())),
-        running: Default::default(),
-        fills: Default::default(),
-        overlaps: Default::default(),
-        fail,
-        watch_lock: false,
-    };
+    let storage = WatchedZeroFill::new(dir.path(), fail, false);
     let options = StoreOptions::default()
         .with_durability(Durability::Sync)
         .with_segment_bytes_max(256 << 10)
@@ -511,16 +523,7 @@ fn sync_appends_beside_the_helpers_zero_fill(fail: bool) {
     store
         .create_session(SessionHeader::new("s", 1_000), Vec::new())
         .unwrap();
-    let note = LogType::new("plugin/note").unwrap();
-    for i in 0..3000u32 {
-        let data = format!(
-            "{{\"i\":{i},\"pad\":\"{}\"}}",
-            "z".repeat((i % 400) as usize)
-        );
-        store
-            .append("s", Draft::log(&note, data).ignorable())
-            .unwrap();
-    }
+    append_padded(&store, 3000, 400);
     let before = store.events("s", 0, u64::MAX).unwrap();
     assert!(store.stats().segments >= 3, "{:?}", store.stats());
     store.close().unwrap();
@@ -544,14 +547,7 @@ fn sync_appends_beside_the_helpers_zero_fill(fail: bool) {
 #[test]
 fn closing_waits_for_the_helpers_zero_fill_before_the_lock_goes() {
     let dir = tempfile::tempdir().unwrap();
-    let storage = WatchedZeroFill {
-        inner: std::sync::Arc::new(sessdb::storage::FsStorage::new(dir.path())),
-        running: Default::default(),
-        fills: Default::default(),
-        overlaps: Default::default(),
-        fail: false,
-        watch_lock: true,
-    };
+    let storage = WatchedZeroFill::new(dir.path(), false, true);
     let options = StoreOptions::default()
         .with_durability(Durability::Sync)
         .with_preallocate_bytes(16 << 10);
