@@ -233,6 +233,19 @@ pub fn renumbered_text(name: &str) -> String {
     out
 }
 
+/// The `n`-th (from 1) fenced ```` ```sql ```` block after `heading` in a document (the
+/// DDL and example queries the tests check against the code).
+///
+/// # Panics
+/// When the heading or the block is missing: the document changed under the test.
+pub fn sql_block<'a>(doc: &'a str, heading: &str, n: usize) -> &'a str {
+    doc.split(heading)
+        .nth(1)
+        .and_then(|s| s.split("```sql").nth(n))
+        .and_then(|s| s.split("```").next())
+        .unwrap_or_else(|| panic!("no sql block {n} after {heading:?}"))
+}
+
 /// A JSON string literal for `s`.
 pub fn json_string(s: &str) -> String {
     let mut out = Vec::new();

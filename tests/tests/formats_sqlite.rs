@@ -363,12 +363,7 @@ fn analytics() -> SqliteExportOptions {
 fn the_documented_queries_answer() {
     let doc = include_str!("../../docs/FORMATS.md");
     let norm = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
-    let section = doc
-        .split("### 3.1 Schema (`--layout analytics`)")
-        .nth(1)
-        .and_then(|s| s.split("```sql").nth(1))
-        .and_then(|s| s.split("```").next())
-        .unwrap();
+    let section = sessdb_tests::sql_block(doc, "### 3.1 Schema (`--layout analytics`)", 1);
     let ddl: String = section
         .lines()
         .filter(|l| !l.starts_with("PRAGMA"))

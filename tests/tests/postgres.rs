@@ -133,12 +133,7 @@ fn a_store_ships_row_for_row_then_only_what_is_new() {
     assert_rows_match(&mut client, &store);
     // FORMATS.md §4.1's example queries answer on it.
     let doc = include_str!("../../docs/FORMATS.md");
-    let queries = doc
-        .split("### 4.1 Tables")
-        .nth(1)
-        .and_then(|s| s.split("```sql").nth(2))
-        .and_then(|s| s.split("```").next())
-        .unwrap();
+    let queries = sessdb_tests::sql_block(doc, "### 4.1 Tables", 2);
     let statements: Vec<&str> = queries
         .split(';')
         .filter(|q| !q.trim().is_empty())
@@ -278,12 +273,7 @@ fn a_server_restart_mid_stream_loses_and_doubles_nothing() {
 fn the_documented_ddl_is_the_one_created() {
     let doc = include_str!("../../docs/FORMATS.md");
     let norm = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
-    let ddl = doc
-        .split("### 4.1 Tables")
-        .nth(1)
-        .and_then(|s| s.split("```sql").nth(1))
-        .and_then(|s| s.split("```").next())
-        .unwrap();
+    let ddl = sessdb_tests::sql_block(doc, "### 4.1 Tables", 1);
     assert_eq!(norm(ddl), norm(sessdb_postgres::DDL));
 }
 

@@ -24,6 +24,16 @@ fn sessdb() -> Command {
     c
 }
 
+/// Runs `cmd` to the end; it must succeed (its stderr is the failure message).
+fn run_ok(cmd: &mut Command) {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// PostgreSQL holds exactly the store's events (the store read now), row for row.
 fn assert_postgres_holds(url: &str, store_dir: &Path) {
     let store = Store::open_read_only(store_dir, StoreOptions::default()).unwrap();
@@ -125,16 +135,11 @@ fn ship_follow_killed_24_times_beside_a_writer_ships_every_event_exactly_once() 
     assert!(status.success(), "{status}");
     assert!(drain.join().unwrap() > 0);
     // One last shipper catches up with what the writer wrote last.
-    let out = sessdb()
-        .arg("ship")
-        .arg(&store)
-        .args(["--postgres", &pg.url()])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    run_ok(
+        sessdb()
+            .arg("ship")
+            .arg(&store)
+            .args(["--postgres", &pg.url()]),
     );
     assert_postgres_holds(&pg.url(), &store);
 }
@@ -144,16 +149,11 @@ fn pull_continues_a_session_on_another_store_and_a_second_shipper_is_refused() {
     let Some(pg) = Cluster::start() else { return };
     let dir = tempfile::tempdir().unwrap();
     let a = dir.path().join("a");
-    let out = sessdb()
-        .args(["demo"])
-        .arg(&a)
-        .args(["--sessions", "3", "--turns", "2"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    run_ok(
+        sessdb()
+            .args(["demo"])
+            .arg(&a)
+            .args(["--sessions", "3", "--turns", "2"]),
     );
     let ship = |store: &Path| {
         sessdb()
@@ -191,16 +191,11 @@ fn pull_continues_a_session_on_another_store_and_a_second_shipper_is_refused() {
     let store_a = Store::open_read_only(&a, StoreOptions::default()).unwrap();
     let id = store_a.list()[0].header.id.clone();
     let b = dir.path().join("b");
-    let out = sessdb()
-        .arg("pull")
-        .arg(&b)
-        .args(["--postgres", &pg.url(), "--session", &id])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    run_ok(
+        sessdb()
+            .arg("pull")
+            .arg(&b)
+            .args(["--postgres", &pg.url(), "--session", &id]),
     );
     let store_b = Store::open_read_only(&b, StoreOptions::default()).unwrap();
     assert_eq!(
