@@ -423,12 +423,9 @@ fn ship_surface(
     new: &[u64],
     unknown: bool,
 ) -> Result<()> {
-    // With `unknown`, what PostgreSQL holds is not known here: every position is rewritten.
-    let common = if unknown {
-        0
-    } else {
-        old.iter().zip(new).take_while(|(a, b)| a == b).count()
-    };
+    // With `unknown` (`old` is then empty), what PostgreSQL holds is not known here: every
+    // position is rewritten, also when the new surface is empty.
+    let common = old.iter().zip(new).take_while(|(a, b)| a == b).count();
     if !unknown && common == old.len() && common == new.len() {
         return Ok(());
     }
