@@ -32,6 +32,10 @@ pub struct SqliteExportOptions {
     pub sessions: Vec<String>,
     /// The schema written.
     pub layout: SqliteLayout,
+    /// Replace an existing file that is not an earlier analytics export holding only its
+    /// schema (a DSH database, another database, any regular file). Without it such a file
+    /// is refused (`Layout`) and left as it is.
+    pub force: bool,
 }
 
 /// What a SQLite export wrote (as [`crate::jsonl::ExportReport`] for JSONL).
@@ -47,9 +51,12 @@ pub struct SqliteExportReport {
     pub bytes: u64,
 }
 
-/// Exports sessions of `store` into a new database at `target` (replacing it).
+/// Exports sessions of `store` into a new database at `target`, built beside it and renamed
+/// into place. An existing `target` is replaced only when it is empty or an earlier analytics
+/// export holding exactly its schema, or with [`SqliteExportOptions::force`].
 ///
 /// # Errors
+/// `Layout` for a target that is not replaced (what it is, and how to go on);
 /// `SessionNotFound` for a chosen session that does not exist, SQLite and I/O errors.
 pub fn export_sqlite(
     store: &Store,
@@ -88,6 +95,7 @@ fn write(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<u64> {
     crate::jsonl::export::refuse_links_on_path(target)?;
+    super::replace::check_replaceable(target, options.force)?;
     let dir = target
         .parent()
         .filter(|p| !p.as_os_str().is_empty())

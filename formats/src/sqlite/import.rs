@@ -12,7 +12,7 @@ use super::dsh::{DSH_APPLICATION_ID, DSH_SCHEMA_VERSION};
 use super::listing::sessions_and_progress;
 use super::schema::{
     APPLICATION_ID, DDL, DDL_V1, DDL_V2, SCHEMA_VERSION, SCHEMA_VERSION_V1, SCHEMA_VERSION_V2,
-    input_err, reference_objects, schema_objects,
+    immutable_uri, input_err, reference_objects, schema_objects, wal_path,
 };
 use crate::admit::{Places, admit};
 use crate::report::ImportReport;
@@ -291,25 +291,3 @@ fn event_of(r: &rusqlite::Row<'_>, v3: bool) -> std::result::Result<Event, Strin
     Ok(event.with_surface_op_first(key_order && both))
 }
 
-/// `FILE-wal`.
-fn wal_path(file: &Path) -> std::path::PathBuf {
-    let mut name = file.as_os_str().to_owned();
-    name.push("-wal");
-    std::path::PathBuf::from(name)
-}
-
-/// A `file:` URI opening `file` read-only and immutable, the path percent-encoded.
-fn immutable_uri(file: &Path) -> String {
-    use std::os::unix::ffi::OsStrExt;
-    let abs = std::path::absolute(file).unwrap_or_else(|_| file.to_owned());
-    let mut uri = String::from("file:");
-    for &b in abs.as_os_str().as_bytes() {
-        if b.is_ascii_alphanumeric() || b"/-_.~".contains(&b) {
-            uri.push(char::from(b));
-        } else {
-            uri.push_str(&format!("%{b:02X}"));
-        }
-    }
-    uri.push_str("?mode=ro&immutable=1");
-    uri
-}

@@ -7,6 +7,7 @@ mod dsh_export;
 mod export;
 mod import;
 mod listing;
+mod replace;
 mod schema;
 
 pub use dsh::{DSH_APPLICATION_ID, DSH_DDL, DSH_SCHEMA_VERSION};

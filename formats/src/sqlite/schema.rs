@@ -192,3 +192,26 @@ pub(crate) fn reference_objects(ddl: &str) -> Result<Vec<(String, String, String
     conn.execute_batch(ddl).map_err(sqlite_err(here))?;
     schema_objects(&conn, here)
 }
+
+/// `FILE-wal`.
+pub(crate) fn wal_path(file: &Path) -> std::path::PathBuf {
+    let mut name = file.as_os_str().to_owned();
+    name.push("-wal");
+    std::path::PathBuf::from(name)
+}
+
+/// A `file:` URI opening `file` read-only and immutable, the path percent-encoded.
+pub(crate) fn immutable_uri(file: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let abs = std::path::absolute(file).unwrap_or_else(|_| file.to_owned());
+    let mut uri = String::from("file:");
+    for &b in abs.as_os_str().as_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-_.~".contains(&b) {
+            uri.push(char::from(b));
+        } else {
+            uri.push_str(&format!("%{b:02X}"));
+        }
+    }
+    uri.push_str("?mode=ro&immutable=1");
+    uri
+}

@@ -464,7 +464,7 @@ fn regression_a_failed_stdout_write_exits_1_and_a_closed_pipe_quietly() {
 #[test]
 fn regression_export_sqlite_replaces_only_its_own_databases_and_import_reads_stdin() {
     let dir = tempfile::tempdir().unwrap();
-    demo(dir.path());
+    let sessions = demo(dir.path());
     std::fs::write(dir.path().join("notes.txt"), "precious\n").unwrap();
     let err = fails(&["export", "store", "--sqlite", "notes.txt"], dir.path(), 4);
     assert!(err.contains("--force"), "{err}");
@@ -472,20 +472,40 @@ fn regression_export_sqlite_replaces_only_its_own_databases_and_import_reads_std
         std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(),
         "precious\n"
     );
-    // An earlier export, of either layout, is replaced.
-    ok(&["export", "store", "--sqlite", "x.sqlite"], dir.path());
+    // An earlier analytics export holding only its schema is replaced.
+    let analytics = ["export", "store", "--sqlite", "x.sqlite", "--layout", "analytics"];
+    ok(&analytics, dir.path());
+    ok(&analytics, dir.path());
+    // One a user added a table to is not: that table would go.
+    {
+        let c = rusqlite::Connection::open(dir.path().join("x.sqlite")).unwrap();
+        c.execute_batch("CREATE TABLE my_notes(x); INSERT INTO my_notes VALUES (1);")
+            .unwrap();
+    }
+    let err = fails(&analytics, dir.path(), 4);
+    assert!(err.contains("table my_notes"), "{err}");
+    // A DSH database — DSH's own, or an earlier export in its layout: nothing tells them
+    // apart — is never replaced unforced (the attack: a user's DSH database with 5 sessions
+    // and a table of their own, exported over with one session).
+    ok(&["export", "store", "--sqlite", "dsh.sqlite"], dir.path());
+    {
+        let c = rusqlite::Connection::open(dir.path().join("dsh.sqlite")).unwrap();
+        c.execute_batch("CREATE TABLE my_notes(x); INSERT INTO my_notes VALUES (1);")
+            .unwrap();
+    }
+    let before = std::fs::read(dir.path().join("dsh.sqlite")).unwrap();
+    let one = sessions[0].as_str();
+    let err = fails(
+        &["export", "store", "--sqlite", "dsh.sqlite", "--session", one],
+        dir.path(),
+        4,
+    );
+    assert!(err.contains("DSH database") && err.contains("--force"), "{err}");
+    assert_eq!(std::fs::read(dir.path().join("dsh.sqlite")).unwrap(), before);
     ok(
-        &[
-            "export",
-            "store",
-            "--sqlite",
-            "x.sqlite",
-            "--layout",
-            "analytics",
-        ],
+        &["export", "store", "--sqlite", "dsh.sqlite", "--force"],
         dir.path(),
     );
-    ok(&["export", "store", "--sqlite", "x.sqlite"], dir.path());
     std::fs::create_dir(dir.path().join("adir")).unwrap();
     fails(&["export", "store", "--sqlite", "adir"], dir.path(), 4);
     fails(&["export", "store", "--sqlite", "-"], dir.path(), 2);
@@ -497,7 +517,7 @@ fn regression_export_sqlite_replaces_only_its_own_databases_and_import_reads_std
     let out = Command::new(env!("CARGO_BIN_EXE_sessdb"))
         .args(["import", "copy", "--sqlite", "-"])
         .current_dir(dir.path())
-        .stdin(std::fs::File::open(dir.path().join("x.sqlite")).unwrap())
+        .stdin(std::fs::File::open(dir.path().join("dsh.sqlite")).unwrap())
         .output()
         .unwrap();
     assert_eq!(

@@ -17,8 +17,9 @@ pub struct Args {
     /// session.jsonl to stdout.
     #[arg(long, value_name = "DIR")]
     jsonl: Option<PathArg>,
-    /// Write a SQLite database to this file. An existing file is replaced only when it is a
-    /// SQLite database of one of the layouts below (or with `--force`).
+    /// Write a SQLite database to this file (built beside it, then renamed). An existing file
+    /// is replaced only when it is an earlier `--layout analytics` export holding nothing
+    /// else; a DSH database or any other file only with `--force`.
     #[arg(long, value_name = "FILE")]
     sqlite: Option<PathArg>,
     /// JSONL: write session.jsonl.zstd files.
@@ -67,13 +68,14 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
             (r.events, dir.clone())
         }
         (_, Some(file)) => {
-            check_sqlite_target(file, a.force)?;
+            check_sqlite_target(file)?;
             let options = SqliteExportOptions {
                 sessions: a.sessions.clone(),
                 layout: match a.layout.unwrap_or(Layout::Dsh) {
                     Layout::Dsh => SqliteLayout::Dsh,
                     Layout::Analytics => SqliteLayout::Analytics,
                 },
+                force: a.force,
             };
             (
                 export_sqlite_with_progress(&store, file, &options, &mut report_progress)?.events,
@@ -145,65 +147,16 @@ fn session_to_stdout(a: &Args, store: &sessdb::Store) -> CliResult {
     Ok(code::OK)
 }
 
-/// The SQLite file's header says: the magic, then `application_id` at byte 68 (big-endian).
-const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
-
-/// Refuses a target that would lose data when replaced: `-` (a database is a file, not a
-/// stream), something that is not a file, or a file that is not a SQLite database of sessdb's
-/// layouts (application id `SSDB` or DSH's `DSHP`), unless `force`.
-#[allow(
-    clippy::big_endian_bytes,
-    reason = "SQLite's file header is big-endian"
-)]
-fn check_sqlite_target(file: &std::path::Path, force: bool) -> CliResult<()> {
-    use sessdb_formats::sqlite::{APPLICATION_ID, DSH_APPLICATION_ID};
+/// `--sqlite -` is refused: a database is a file, not a stream. What an existing file may be
+/// replaced by is the library's rule (`docs/FORMATS.md` §3.2).
+fn check_sqlite_target(file: &std::path::Path) -> CliResult<()> {
     if file == std::path::Path::new("-") {
         return Err(CliError::new(
             code::USAGE,
             "`--sqlite -`: a SQLite database is written to a file, not a stream; name the file",
         ));
     }
-    let meta = match std::fs::symlink_metadata(file) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => {
-            return Err(CliError::new(
-                code::OTHER,
-                format!("{}: {e}", file.display()),
-            ));
-        }
-    };
-    if !meta.is_file() {
-        return Err(CliError::new(
-            code::REJECTED,
-            format!(
-                "{} exists and is not a regular file: refused",
-                file.display()
-            ),
-        ));
-    }
-    if force {
-        return Ok(());
-    }
-    let mut head = [0u8; 72];
-    let read = std::fs::File::open(file)
-        .and_then(|mut f| std::io::Read::read(&mut f, &mut head))
-        .unwrap_or(0);
-    let app = i32::from_be_bytes([head[68], head[69], head[70], head[71]]);
-    let ours = read == head.len()
-        && head.starts_with(SQLITE_MAGIC)
-        && (app == APPLICATION_ID || app == DSH_APPLICATION_ID);
-    if meta.len() == 0 || ours {
-        return Ok(());
-    }
-    Err(CliError::new(
-        code::REJECTED,
-        format!(
-            "{} exists and is not a SQLite database sessdb writes: refused (pass --force to \
-             replace it)",
-            file.display()
-        ),
-    ))
+    Ok(())
 }
 
 /// `--layout`.
