@@ -5,7 +5,7 @@
 #[non_exhaustive]
 pub enum Error {
     /// PostgreSQL failed (connection, query, constraint).
-    #[error("postgres: {context}: {source}")]
+    #[error("postgres: {context}: {}", describe(source))]
     Postgres {
         /// What was being done.
         context: &'static str,
@@ -52,6 +52,15 @@ pub enum Error {
         /// What is wrong.
         problem: String,
     },
+    /// What PostgreSQL holds of a session is not what the shipper wrote: its rows or its
+    /// header were changed, reordered, added or removed since (`docs/FORMATS.md` §4.3).
+    #[error("session {session:?}: PostgreSQL does not hold it as it was shipped: {problem}")]
+    Tampered {
+        /// The session.
+        session: String,
+        /// What disagrees.
+        problem: String,
+    },
     /// The store failed.
     #[error(transparent)]
     Store(#[from] sessdb::Error),
@@ -66,6 +75,33 @@ pub enum Error {
         /// The error.
         source: std::io::Error,
     },
+}
+
+/// PostgreSQL's error as the server said it (severity, SQLSTATE code, message, detail, hint)
+/// or, for a client-side one (connecting, I/O), with its whole source chain: the `postgres`
+/// crate's own text alone is often just "db error".
+pub(crate) fn describe(e: &postgres::Error) -> String {
+    if let Some(db) = e.as_db_error() {
+        let mut out = format!("{} {}: {}", db.severity(), db.code().code(), db.message());
+        if let Some(d) = db.detail() {
+            out.push_str(&format!(" (detail: {d})"));
+        }
+        if let Some(h) = db.hint() {
+            out.push_str(&format!(" (hint: {h})"));
+        }
+        return out;
+    }
+    let mut out = e.to_string();
+    let mut at: Option<&dyn std::error::Error> = std::error::Error::source(e);
+    while let Some(cause) = at {
+        let text = cause.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        at = cause.source();
+    }
+    out
 }
 
 impl Error {

@@ -30,6 +30,7 @@
 
 #![forbid(unsafe_code)]
 
+mod digest;
 mod error;
 mod identity;
 mod pull;
@@ -39,6 +40,6 @@ mod ship;
 
 pub use error::{Error, Result};
 pub use identity::{SHIP_ID_FILE, ship_id};
-pub use pull::pull;
+pub use pull::{Pull, pull};
 pub use schema::{DDL, LAYOUT_VERSION};
-pub use ship::{EVENTS_PER_TRANSACTION, ShipReport, Shipper, connect};
+pub use ship::{EVENTS_PER_TRANSACTION, RECHECK_EVERY, ShipReport, Shipper, connect};

@@ -6,7 +6,7 @@ use postgres::Client;
 use crate::{Error, Result};
 
 /// The layout version of the tables this crate writes and reads.
-pub const LAYOUT_VERSION: i32 = 1;
+pub const LAYOUT_VERSION: i32 = 2;
 
 /// The whole schema, as created in an empty database.
 pub const DDL: &str = "CREATE TABLE sessdb_layout (
@@ -16,7 +16,9 @@ pub const DDL: &str = "CREATE TABLE sessdb_layout (
 CREATE TABLE sessdb_stores (
   store_id text PRIMARY KEY,
   shipped_lsn bigint NOT NULL DEFAULT 0,
-  shipped_at timestamptz NOT NULL DEFAULT now()
+  shipped_at timestamptz NOT NULL DEFAULT now(),
+  record_lsn bigint,
+  record_crc bigint
 );
 CREATE TABLE sessdb_sessions (
   id text PRIMARY KEY,
@@ -31,7 +33,9 @@ CREATE TABLE sessdb_sessions (
   agent_preset text,
   header_json text NOT NULL,
   events bigint NOT NULL,
-  store_created_lsn bigint
+  store_created_lsn bigint,
+  history bytea NOT NULL,
+  last_event bytea
 );
 CREATE TABLE sessdb_events (
   session_id text NOT NULL REFERENCES sessdb_sessions(id) ON DELETE CASCADE,

@@ -11,13 +11,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
+use std::time::{Duration, Instant};
 
 use postgres::{Client, NoTls};
 use sessdb::Store;
-use sessdb::store::SessionInfo;
+use sessdb::store::{LogMark, SessionInfo};
 
 use crate::rows::{COLUMNS, event_row};
-use crate::{Error, Result, schema};
+use crate::{Error, Result, digest, schema};
 
 /// Events shipped in one transaction at most: a long backlog goes in several rounds, each
 /// committed with its positions.
@@ -43,6 +44,16 @@ pub struct ShipReport {
     pub removed: Vec<String>,
     /// Sessions another store owns (it pulled them): not shipped from here.
     pub owned_elsewhere: Vec<(String, String)>,
+    /// Sessions not shipped because PostgreSQL's copy is not this store's history (it holds
+    /// more events than the store, or its last shipped event differs: the store was
+    /// restored from a backup, or salvage cut the session), with why. The others are
+    /// shipped; [`Shipper::reset`] replaces PostgreSQL's copy of one with the store's.
+    pub refused: Vec<(String, String)>,
+    /// Sessions PostgreSQL holds of this store that the store lacks while its log no longer
+    /// holds the newest record the last round read (restored from an older backup, or
+    /// rewritten by salvage): not deleted, as a deletion would be, but given to the owner
+    /// `lost/STORE_ID`, which nothing ships; pull one to take it back.
+    pub kept: Vec<String>,
     /// Transactions committed.
     pub transactions: u64,
 }
@@ -52,7 +63,13 @@ pub struct Shipper {
     client: Client,
     store_id: String,
     known: BTreeMap<String, Shipped>,
+    recheck_every: Duration,
+    rechecked: Instant,
 }
+
+/// How often [`Shipper::ship`] checks, by default, that PostgreSQL still holds what the
+/// shipper remembers of the sessions it owns.
+pub const RECHECK_EVERY: Duration = Duration::from_secs(5);
 
 impl std::fmt::Debug for Shipper {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -102,6 +119,8 @@ impl Shipper {
             client,
             store_id: store_id.to_owned(),
             known: BTreeMap::new(),
+            recheck_every: RECHECK_EVERY,
+            rechecked: Instant::now(),
         };
         shipper.reload()?;
         Ok(shipper)
@@ -152,6 +171,9 @@ impl Shipper {
     /// `Conflict` for a session PostgreSQL holds more of than the store, store read errors,
     /// PostgreSQL errors (then call [`Shipper::reload`] or make a new shipper).
     pub fn ship(&mut self, store: &Store) -> Result<ShipReport> {
+        if self.rechecked.elapsed() >= self.recheck_every {
+            self.recheck()?;
+        }
         let mut report = ShipReport::default();
         loop {
             let (more, round) = self.round(store, &mut report)?;
@@ -162,6 +184,81 @@ impl Shipper {
                 return Ok(report);
             }
         }
+    }
+
+    /// How often [`Shipper::ship`] checks that PostgreSQL still holds what this shipper
+    /// remembers of the sessions it owns (default [`RECHECK_EVERY`]): rows removed or changed
+    /// in PostgreSQL behind its back — for a session with nothing new, which a round does not
+    /// otherwise look at — are then read back, and shipped again.
+    pub fn set_recheck_every(&mut self, every: Duration) {
+        self.recheck_every = every;
+    }
+
+    /// One cheap query: the count and the events of the sessions PostgreSQL says this store
+    /// owns, against what is remembered; the positions are read back when they differ.
+    fn recheck(&mut self) -> Result<()> {
+        let row = self
+            .client
+            .query_one(
+                "SELECT count(*), COALESCE(sum(events), 0)::bigint FROM sessdb_sessions WHERE owner_store = $1",
+                &[&self.store_id],
+            )
+            .map_err(Error::pg("check the shipped positions"))?;
+        let (count, events) = self
+            .known
+            .values()
+            .filter(|s| s.owner == self.store_id)
+            .fold((0i64, 0i64), |(c, e), s| {
+                (c + 1, e.saturating_add(to_i64(s.events)))
+            });
+        if (row.get::<_, i64>(0), row.get::<_, i64>(1)) != (count, events) {
+            self.reload()?;
+        }
+        self.rechecked = Instant::now();
+        Ok(())
+    }
+
+    /// Removes PostgreSQL's copy of each of `ids` this store owns, so that the next
+    /// [`Shipper::ship`] ships the store's copy whole: the way on for a session the ship
+    /// refused because PostgreSQL's copy is not this store's history (`ShipReport::refused`:
+    /// the store was restored from a backup, or salvage cut the session). Returns the ids
+    /// PostgreSQL held; one it does not hold is left out.
+    ///
+    /// # Errors
+    /// `Conflict` for a session another store owns (pull it here instead), PostgreSQL errors;
+    /// nothing is removed then.
+    pub fn reset(&mut self, ids: &[String]) -> Result<Vec<String>> {
+        let mut tx = self
+            .client
+            .transaction()
+            .map_err(Error::pg("begin a transaction"))?;
+        let mut reset = Vec::new();
+        for id in ids {
+            let row = tx
+                .query_opt(
+                    "SELECT owner_store FROM sessdb_sessions WHERE id = $1 FOR UPDATE",
+                    &[id],
+                )
+                .map_err(Error::pg("lock a session's row"))?;
+            let Some(row) = row else { continue };
+            let owner: String = row.get(0);
+            if owner != self.store_id {
+                return Err(Error::Conflict {
+                    session: id.clone(),
+                    problem: format!(
+                        "it is owned by store {owner}, not this one: a reset replaces only this store's copy (pull it here to take it over)"
+                    ),
+                });
+            }
+            tx.execute("DELETE FROM sessdb_sessions WHERE id = $1", &[id])
+                .map_err(Error::pg("remove a session's copy"))?;
+            reset.push(id.clone());
+        }
+        tx.commit().map_err(Error::pg("commit"))?;
+        for id in &reset {
+            self.known.remove(id);
+        }
+        Ok(reset)
     }
 
     /// One transaction: returns whether more is left to ship, and whether it committed one.
@@ -177,23 +274,61 @@ impl Shipper {
             .transaction()
             .map_err(Error::pg("begin a transaction"))?;
         let mut wrote = false;
-        // Sessions deleted from the store since they were shipped.
+        // Is the store's log still the one the last round read? It must hold the record that
+        // was its newest then. A store restored from an older backup does not, and neither
+        // does one whose log salvage rewrote there.
+        let last_read = tx
+            .query_one(
+                "SELECT record_lsn, record_crc FROM sessdb_stores WHERE store_id = $1 FOR UPDATE",
+                &[&self.store_id],
+            )
+            .map_err(Error::pg("read the store's shipped position"))?;
+        let continues = match (
+            last_read.get::<_, Option<i64>>(0),
+            last_read.get::<_, Option<i64>>(1),
+        ) {
+            (Some(lsn), Some(crc)) => store.holds_record(LogMark {
+                lsn: lsn.unsigned_abs(),
+                crc: u32::try_from(crc).unwrap_or(0),
+            }),
+            _ => true,
+        };
+        let lost_owner = format!("lost/{}", self.store_id);
+        let mut given_away: Vec<String> = Vec::new();
+        // Sessions deleted from the store since they were shipped — or, when the log is not
+        // the one shipped from, sessions it never had: those are kept, given to `lost/ID`.
         for (id, s) in &self.known {
             if s.owner == self.store_id && !local.contains(id.as_str()) {
-                tx.execute(
-                    "DELETE FROM sessdb_sessions WHERE id = $1 AND owner_store = $2",
-                    &[id, &self.store_id],
-                )
-                .map_err(Error::pg("remove a deleted session"))?;
-                removed.push(id.clone());
+                if continues {
+                    tx.execute(
+                        "DELETE FROM sessdb_sessions WHERE id = $1 AND owner_store = $2",
+                        &[id, &self.store_id],
+                    )
+                    .map_err(Error::pg("remove a deleted session"))?;
+                    removed.push(id.clone());
+                } else {
+                    if given_away.is_empty() {
+                        tx.execute(
+                            "INSERT INTO sessdb_stores (store_id) VALUES ($1) ON CONFLICT DO NOTHING",
+                            &[&lost_owner],
+                        )
+                        .map_err(Error::pg("register the lost sessions' owner"))?;
+                    }
+                    tx.execute(
+                        "UPDATE sessdb_sessions SET owner_store = $3 WHERE id = $1 AND owner_store = $2",
+                        &[id, &self.store_id, &lost_owner],
+                    )
+                    .map_err(Error::pg("keep a session the store lacks"))?;
+                    given_away.push(id.clone());
+                }
                 wrote = true;
             }
         }
         let mut more = false;
         for info in &list {
             let id = &info.header.id;
-            let mut shipped = self.known.get(id).cloned();
-            if let Some(s) = &shipped
+            let shipped = self.known.get(id);
+            if let Some(s) = shipped
                 && s.owner != self.store_id
             {
                 if !report.owned_elsewhere.iter().any(|(i, _)| i == id) {
@@ -201,134 +336,78 @@ impl Shipper {
                 }
                 continue;
             }
-            // Created again under the same id since it was shipped: that copy goes.
-            if let Some(s) = &shipped
-                && s.created_lsn.is_some_and(|l| l != info.created_lsn)
-            {
-                tx.execute(
-                    "DELETE FROM sessdb_sessions WHERE id = $1 AND owner_store = $2",
-                    &[id, &self.store_id],
-                )
-                .map_err(Error::pg("remove a re-created session"))?;
-                removed.push(id.clone());
-                shipped = None;
-                wrote = true;
+            if report.refused.iter().any(|(i, _)| i == id) {
+                continue;
             }
-            let from = shipped.as_ref().map_or(0, |s| s.events);
             // The surface changes only with an event, and a round that ships a session's last
-            // event ships its surface: a session with every event shipped has nothing new (and
-            // its surface is not read, every round, for every session).
-            if shipped.is_some() && from == info.events {
+            // event ships its surface: a session with every event shipped, by this very
+            // incarnation, has nothing new (and its surface is not read, every round, for
+            // every session).
+            if shipped
+                .is_some_and(|s| s.events == info.events && s.created_lsn == Some(info.created_lsn))
+            {
                 continue;
             }
             if budget == 0 {
                 more = true;
                 break;
             }
-            // What PostgreSQL holds now, the row locked for this transaction: another store
-            // may have pulled the session since (ownership moved), or a reload is due.
-            let mut stale_surface = false;
-            let now = tx
-                .query_opt(
-                    "SELECT owner_store, events FROM sessdb_sessions WHERE id = $1 FOR UPDATE",
-                    &[id],
-                )
-                .map_err(Error::pg("lock a session's row"))?;
-            let from = match (&now, &shipped) {
-                (Some(row), _) if row.get::<_, String>(0) != self.store_id => {
-                    let owner: String = row.get(0);
+            let remembered = shipped.cloned();
+            match ship_session(
+                &mut tx,
+                &self.store_id,
+                store,
+                info,
+                remembered,
+                &mut budget,
+            )? {
+                Step::OwnedElsewhere(owner, held) => {
                     report.owned_elsewhere.push((id.clone(), owner.clone()));
                     changed.push((
                         id.clone(),
                         Shipped {
                             owner,
-                            events: row.get::<_, i64>(1).unsigned_abs(),
+                            events: held,
                             created_lsn: None,
                             surface: Vec::new(),
                         },
                     ));
-                    continue;
                 }
-                // PostgreSQL's count is the position, whatever this shipper remembered; a
-                // surface remembered for another count is not trusted (rewritten whole).
-                (Some(row), _) => {
-                    let held = row.get::<_, i64>(1).unsigned_abs();
-                    if shipped.as_ref().is_none_or(|s| s.events != held) {
-                        shipped = Some(Shipped {
-                            owner: self.store_id.clone(),
-                            events: held,
-                            created_lsn: None,
-                            surface: Vec::new(),
-                        });
-                        stale_surface = true;
+                Step::Refused(why) => report.refused.push((id.clone(), why)),
+                Step::Shipped {
+                    events,
+                    recreated,
+                    now,
+                } => {
+                    if recreated {
+                        removed.push(id.clone());
                     }
-                    held
+                    report.events += events;
+                    if events > 0 && !report.sessions.contains(id) {
+                        report.sessions.push(id.clone());
+                    }
+                    let partial = now.events < info.events;
+                    changed.push((id.clone(), now));
+                    wrote = true;
+                    if partial {
+                        more = true;
+                        break;
+                    }
                 }
-                // The row is gone (removed in PostgreSQL by hand, or just above): all again.
-                (None, _) => {
-                    shipped = None;
-                    0
-                }
-            };
-            if from > info.events {
-                return Err(Error::Conflict {
-                    session: id.clone(),
-                    problem: format!(
-                        "PostgreSQL holds {from} events of it and this store {}: it was not shipped from this store as it is now",
-                        info.events
-                    ),
-                });
-            }
-            let to = info.events.min(from.saturating_add(budget));
-            budget -= to - from;
-            if shipped.is_none() {
-                insert_session(&mut tx, info, &self.store_id)?;
-            }
-            if to > from {
-                copy_events(&mut tx, store, info, from, to)?;
-            }
-            // The surface goes with the events it cites: only once the session is whole.
-            let old_surface: &[u64] = match &shipped {
-                Some(s) if !stale_surface => &s.surface,
-                _ => &[],
-            };
-            let new_surface = if to == info.events {
-                let surface = store.surface(id)?;
-                ship_surface(&mut tx, id, old_surface, &surface, stale_surface)?;
-                surface
-            } else {
-                more = true;
-                old_surface.to_vec()
-            };
-            tx.execute(
-                "UPDATE sessdb_sessions SET events = $2, store_created_lsn = $3 WHERE id = $1",
-                &[id, &to_i64(to), &to_i64(info.created_lsn)],
-            )
-            .map_err(Error::pg("record a session's shipped position"))?;
-            report.events += to - from;
-            if !report.sessions.contains(id) {
-                report.sessions.push(id.clone());
-            }
-            changed.push((
-                id.clone(),
-                Shipped {
-                    owner: self.store_id.clone(),
-                    events: to,
-                    created_lsn: Some(info.created_lsn),
-                    surface: new_surface,
-                },
-            ));
-            wrote = true;
-            if to < info.events {
-                break;
             }
         }
         if !wrote {
             return Ok((false, false));
         }
+        let mark = store.last_record();
         tx.execute(
-            "UPDATE sessdb_stores SET shipped_lsn = $2, shipped_at = now() WHERE store_id = $1",
-            &[&self.store_id, &lsn],
+            "UPDATE sessdb_stores SET shipped_lsn = $2, shipped_at = now(), record_lsn = $3, record_crc = $4 WHERE store_id = $1",
+            &[
+                &self.store_id,
+                &lsn,
+                &mark.map(|m| to_i64(m.lsn)),
+                &mark.map(|m| i64::from(m.crc)),
+            ],
         )
         .map_err(Error::pg("record the store's shipped position"))?;
         tx.commit().map_err(Error::pg("commit"))?;
@@ -336,13 +415,186 @@ impl Shipper {
         for id in &removed {
             self.known.remove(id);
         }
+        for id in &given_away {
+            if let Some(s) = self.known.get_mut(id) {
+                s.owner.clone_from(&lost_owner);
+            }
+        }
         report.removed.extend(removed);
+        report.kept.extend(given_away);
         self.known.extend(changed);
         Ok((more, true))
     }
 }
 
-fn to_i64(v: u64) -> i64 {
+/// Ships what PostgreSQL lacks of one session, inside the round's transaction: its row
+/// locked, its position read from PostgreSQL (not from memory), the store checked to hold
+/// the history PostgreSQL's copy was shipped from, the events after it copied.
+fn ship_session(
+    tx: &mut postgres::Transaction<'_>,
+    store_id: &str,
+    store: &Store,
+    info: &SessionInfo,
+    mut shipped: Option<Shipped>,
+    budget: &mut u64,
+) -> Result<Step> {
+    let id = &info.header.id;
+    let now = tx
+        .query_opt(
+            "SELECT owner_store, events, store_created_lsn, history, last_event
+                 FROM sessdb_sessions WHERE id = $1 FOR UPDATE",
+            &[id],
+        )
+        .map_err(Error::pg("lock a session's row"))?;
+    let mut recreated = false;
+    let mut stale_surface = false;
+    let (from, history) = match now {
+        // Another store pulled it since (ownership moved).
+        Some(row) if row.get::<_, String>(0) != store_id => {
+            return Ok(Step::OwnedElsewhere(
+                row.get(0),
+                row.get::<_, i64>(1).unsigned_abs(),
+            ));
+        }
+        // Created again under the same id since it was shipped: that copy goes.
+        Some(row)
+            if row
+                .get::<_, Option<i64>>(2)
+                .is_some_and(|l| l.unsigned_abs() != info.created_lsn) =>
+        {
+            tx.execute("DELETE FROM sessdb_sessions WHERE id = $1", &[id])
+                .map_err(Error::pg("remove a re-created session"))?;
+            recreated = true;
+            shipped = None;
+            (0, None)
+        }
+        // PostgreSQL's count is the position, whatever this shipper remembered; a surface
+        // remembered for another count is not trusted (rewritten whole).
+        Some(row) => {
+            let held = row.get::<_, i64>(1).unsigned_abs();
+            let history = digest::from_column(row.get(3));
+            let last = row.get::<_, Option<&[u8]>>(4).and_then(digest::from_column);
+            if let Some(why) = diverged(store, info, held, history.as_ref(), last.as_ref())? {
+                return Ok(Step::Refused(why));
+            }
+            if shipped.as_ref().is_none_or(|s| s.events != held) {
+                stale_surface = true;
+            }
+            (held, history)
+        }
+        // The row is gone (removed in PostgreSQL by hand, or reset): all again.
+        None => {
+            shipped = None;
+            (0, None)
+        }
+    };
+    let history = match history {
+        Some(h) => h,
+        None => {
+            let header_json = info.header.to_json();
+            insert_session(tx, info, &store_id, &digest::start(&header_json))?;
+            digest::start(&header_json)
+        }
+    };
+    let to = info.events.min(from.saturating_add(*budget));
+    *budget -= to - from;
+    let (history, last) = if to > from {
+        let (h, l) = copy_events(tx, store, info, from, to, history)?;
+        (h, Some(l))
+    } else {
+        (history, None)
+    };
+    // The surface goes with the events it cites: only once the session is whole.
+    let old_surface: &[u64] = match &shipped {
+        Some(s) if !stale_surface => &s.surface,
+        _ => &[],
+    };
+    let new_surface = if to == info.events {
+        let surface = store.surface(id)?;
+        ship_surface(tx, id, old_surface, &surface, stale_surface)?;
+        surface
+    } else {
+        old_surface.to_vec()
+    };
+    let history_col: &[u8] = &history;
+    let last_col: Option<&[u8]> = last.as_ref().map(|l| &l[..]);
+    tx.execute(
+        "UPDATE sessdb_sessions SET events = $2, store_created_lsn = $3, history = $4,
+               last_event = COALESCE($5, last_event) WHERE id = $1",
+        &[
+            id,
+            &to_i64(to),
+            &to_i64(info.created_lsn),
+            &history_col,
+            &last_col,
+        ],
+    )
+    .map_err(Error::pg("record a session's shipped position"))?;
+    Ok(Step::Shipped {
+        events: to - from,
+        recreated,
+        now: Shipped {
+            owner: store_id.to_owned(),
+            events: to,
+            created_lsn: Some(info.created_lsn),
+            surface: new_surface,
+        },
+    })
+}
+
+/// What [`ship_session`] did with one session.
+enum Step {
+    /// Another store owns it (its id, and how many events PostgreSQL holds).
+    OwnedElsewhere(String, u64),
+    /// Not shipped: PostgreSQL's copy is not this store's history (why, for the user).
+    Refused(String),
+    /// Shipped `events` more (after removing a copy of an earlier incarnation).
+    Shipped {
+        events: u64,
+        recreated: bool,
+        now: Shipped,
+    },
+}
+
+/// Why PostgreSQL's copy of a session, `held` events long with these digests, is not the
+/// beginning of the store's session; `None` when it is.
+fn diverged(
+    store: &Store,
+    info: &SessionInfo,
+    held: u64,
+    history: Option<&digest::Hash>,
+    last: Option<&digest::Hash>,
+) -> Result<Option<String>> {
+    const WAY_ON: &str = "`sessdb ship --reset SESSION` replaces PostgreSQL's copy with this store's (Shipper::reset), or pull PostgreSQL's copy into another store first to keep it";
+    if history.is_none() {
+        return Ok(Some(format!(
+            "PostgreSQL's row has no readable history digest: not written by this sessdb; {WAY_ON}"
+        )));
+    }
+    if held > info.events {
+        return Ok(Some(format!(
+            "PostgreSQL holds {held} events of it and this store {}: it was not shipped from this store as it is now (restored from a backup, or cut by salvage); {WAY_ON}",
+            info.events
+        )));
+    }
+    if held == 0 {
+        return Ok(None);
+    }
+    let mut mine = None;
+    store.visit_events(&info.header.id, held - 1, held, |e| {
+        mine = Some(digest::of_ref(&e));
+        Ok(())
+    })?;
+    if mine.is_none() || mine.as_ref() != last {
+        return Ok(Some(format!(
+            "event {} in this store is not the one shipped from it: the store's history is not the one PostgreSQL holds (restored from a backup, or salvaged), and its later events would follow another history; {WAY_ON}",
+            held - 1
+        )));
+    }
+    Ok(None)
+}
+
+pub(crate) fn to_i64(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 
@@ -350,13 +602,14 @@ fn insert_session(
     tx: &mut postgres::Transaction<'_>,
     info: &SessionInfo,
     owner: &str,
+    history: &digest::Hash,
 ) -> Result<()> {
     let h = &info.header;
     let origin = h.origin.map(|_| "subagent");
     let header_json = String::from_utf8_lossy(&h.to_json()).into_owned();
     tx.execute(
-        "INSERT INTO sessdb_sessions (id, owner_store, version, created_at, cwd, parent_session, seed_length, origin, delegation_depth, agent_preset, header_json, events, store_created_lsn)
-         VALUES ($1, $2, 0, $3, $4, $5, $6, $7, $8, $9, $10, 0, $11)",
+        "INSERT INTO sessdb_sessions (id, owner_store, version, created_at, cwd, parent_session, seed_length, origin, delegation_depth, agent_preset, header_json, events, store_created_lsn, history)
+         VALUES ($1, $2, 0, $3, $4, $5, $6, $7, $8, $9, $10, 0, $11, $12)",
         &[
             &h.id,
             &owner,
@@ -369,20 +622,23 @@ fn insert_session(
             &h.agent_preset,
             &header_json,
             &to_i64(info.created_lsn),
+            &&history[..],
         ],
     )
     .map_err(Error::pg("insert a session"))?;
     Ok(())
 }
 
-/// The events `from..to` of a session, by `COPY`.
+/// The events `from..to` of a session, by `COPY`; returns the history after them (from
+/// `history`, the one after `from`) and the last one's digest.
 fn copy_events(
     tx: &mut postgres::Transaction<'_>,
     store: &Store,
     info: &SessionInfo,
     from: u64,
     to: u64,
-) -> Result<()> {
+    mut history: digest::Hash,
+) -> Result<(digest::Hash, digest::Hash)> {
     let id = &info.header.id;
     let inherited_until = match &info.header.parent_session {
         Some(_) => info.header.seed_length.unwrap_or(0),
@@ -393,7 +649,10 @@ fn copy_events(
         .map_err(Error::pg("start a COPY"))?;
     let mut buf = Vec::with_capacity(1 << 16);
     let mut write_err = None;
+    let mut last = [0; 32];
     store.visit_events(id, from, to, |e| {
+        last = digest::of_ref(&e);
+        history = digest::extend(&history, &last);
         event_row(&mut buf, id, &e, e.seq() < inherited_until);
         // After a failed write the rest is not sent; the error is reported below.
         if buf.len() >= 1 << 16 && write_err.is_none() {
@@ -411,7 +670,7 @@ fn copy_events(
     }
     writer.write_all(&buf).map_err(copy_err)?;
     writer.finish().map_err(Error::pg("finish a COPY"))?;
-    Ok(())
+    Ok((history, last))
 }
 
 /// Brings a session's `sessdb_surface` rows from `old` to `new`: the positions after their

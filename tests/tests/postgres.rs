@@ -319,10 +319,10 @@ fn tables_of_another_layout_version_are_refused() {
     drop(Shipper::new(&pg.url(), "store-a").unwrap());
     let mut client = connect(&pg.url()).unwrap();
     client
-        .execute("UPDATE sessdb_layout SET version = 2", &[])
+        .execute("UPDATE sessdb_layout SET version = 1", &[])
         .unwrap();
     match Shipper::new(&pg.url(), "store-b") {
-        Err(Error::Layout { found, expected }) => assert_eq!((found, expected), (2, 1)),
+        Err(Error::Layout { found, expected }) => assert_eq!((found, expected), (1, 2)),
         other => panic!("{other:?}"),
     }
 }

@@ -7,6 +7,7 @@ use std::sync::atomic::Ordering;
 use super::catalog::{Batch, SessionEntry};
 use super::info::{MemoryUsage, SessionInfo, StoreStats};
 use super::inner::Inner;
+use super::marks::LogMark;
 use super::options::StoreOptions;
 use super::report::OpenReport;
 use super::subscribe::Subscription;
@@ -353,6 +354,26 @@ impl Store {
             checkpoint_lsn: ck.covered_lsn,
             checkpoint_generation: ck.generation,
         }
+    }
+
+    /// The newest record this store (or read-only view) holds, by position and checksum;
+    /// `None` for an empty log. With [`Store::holds_record`], a way for a consumer that
+    /// remembers how far it read to tell later whether the log is still the one it read.
+    pub fn last_record(&self) -> Option<LogMark> {
+        let link = self
+            .inner
+            .tail
+            .lock()
+            .as_ref()
+            .map_or_else(|| self.inner.read_end.lock().1, |t| t.last_record);
+        link.map(|(lsn, crc)| LogMark { lsn, crc })
+    }
+
+    /// Whether the log holds `mark`'s record: an intact frame at its position with its
+    /// checksum. `false` for a store restored from a backup older than the record, or one
+    /// whose log was rewritten there (salvage voids damaged and dropped records).
+    pub fn holds_record(&self, mark: LogMark) -> bool {
+        super::marks::frame_at(&self.inner.segments, mark.lsn).is_ok_and(|(crc, _)| crc == mark.crc)
     }
 
     /// What the resident index and the surfaces cost in memory.

@@ -12,7 +12,6 @@ use super::checkpoint::{self, Opened};
 use super::segments::SegmentList;
 use crate::Result;
 use crate::codec::checkpoint::{CheckpointMeta, checkpoint_path};
-use crate::codec::frame::{FRAME_HEADER_LEN, FrameCheck, check_frame};
 use crate::storage::Storage;
 
 /// Every checkpoint header that checks out, by generation.
@@ -181,27 +180,11 @@ pub(super) fn confirm(segments: &SegmentList, meta: &CheckpointMeta) -> Confirma
             Unconfirmed("no record named but a position past 0")
         };
     };
-    let Some(seg) = segments.find(lsn) else {
-        return Unconfirmed("the record it names is not in the log");
-    };
-    let at = seg.offset_of(lsn);
-    let mut head = [0u8; FRAME_HEADER_LEN];
-    if seg.file.read_at(&mut head, at).is_err() {
-        return Unconfirmed("the record it names is not in the log");
-    }
-    if head.iter().all(|&b| b == 0) {
-        return Unconfirmed("the log holds only zeros where it points");
-    }
-    let len = u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as usize;
-    let mut frame = vec![0u8; FRAME_HEADER_LEN + len.min(1 << 30)];
-    if seg.file.read_at(&mut frame, at).is_err() {
-        return Unconfirmed("the record it names is cut short");
-    }
-    match check_frame(&frame, u32::MAX) {
-        FrameCheck::Valid {
-            crc: c, frame_len, ..
-        } if c == crc && lsn + frame_len as u64 == meta.covered_lsn => Confirmation::Holds,
-        FrameCheck::Valid { .. } => Confirmation::Stale,
-        _ => Unconfirmed("the record it names is damaged"),
+    match super::marks::frame_at(segments, lsn) {
+        Ok((c, frame_len)) if c == crc && lsn + frame_len as u64 == meta.covered_lsn => {
+            Confirmation::Holds
+        }
+        Ok(_) => Confirmation::Stale,
+        Err(why) => Unconfirmed(why),
     }
 }

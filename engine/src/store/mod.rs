@@ -39,6 +39,7 @@ mod info;
 mod inner;
 mod locations;
 mod log;
+mod marks;
 mod open;
 mod options;
 mod poison;
@@ -65,6 +66,7 @@ pub use crate::codec::checkpoint::{
 };
 pub use api::{EventIter, Store};
 pub use info::{MemoryUsage, SessionInfo, StoreStats};
+pub use marks::LogMark;
 pub use options::{Durability, OpenProgress, StoreOptions};
 pub use report::{Damage, DamageRepair, OpenReport, SalvageReport, SessionLoss, VerifyReport};
 pub use salvage::salvage_plan;

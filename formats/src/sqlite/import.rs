@@ -290,4 +290,3 @@ fn event_of(r: &rusqlite::Row<'_>, v3: bool) -> std::result::Result<Event, Strin
     let both = event.sources().is_some() && event.surface_op().is_some();
     Ok(event.with_surface_op_first(key_order && both))
 }
-

@@ -10,8 +10,7 @@ use rusqlite::{Connection, OpenFlags};
 
 use super::dsh::DSH_APPLICATION_ID;
 use super::schema::{
-    APPLICATION_ID, DDL, DDL_V1, DDL_V2, immutable_uri, reference_objects, schema_objects,
-    wal_path,
+    APPLICATION_ID, DDL, DDL_V1, DDL_V2, immutable_uri, reference_objects, schema_objects, wal_path,
 };
 use crate::{Error, Result};
 

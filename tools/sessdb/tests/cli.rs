@@ -473,7 +473,14 @@ fn regression_export_sqlite_replaces_only_its_own_databases_and_import_reads_std
         "precious\n"
     );
     // An earlier analytics export holding only its schema is replaced.
-    let analytics = ["export", "store", "--sqlite", "x.sqlite", "--layout", "analytics"];
+    let analytics = [
+        "export",
+        "store",
+        "--sqlite",
+        "x.sqlite",
+        "--layout",
+        "analytics",
+    ];
     ok(&analytics, dir.path());
     ok(&analytics, dir.path());
     // One a user added a table to is not: that table would go.
@@ -496,12 +503,25 @@ fn regression_export_sqlite_replaces_only_its_own_databases_and_import_reads_std
     let before = std::fs::read(dir.path().join("dsh.sqlite")).unwrap();
     let one = sessions[0].as_str();
     let err = fails(
-        &["export", "store", "--sqlite", "dsh.sqlite", "--session", one],
+        &[
+            "export",
+            "store",
+            "--sqlite",
+            "dsh.sqlite",
+            "--session",
+            one,
+        ],
         dir.path(),
         4,
     );
-    assert!(err.contains("DSH database") && err.contains("--force"), "{err}");
-    assert_eq!(std::fs::read(dir.path().join("dsh.sqlite")).unwrap(), before);
+    assert!(
+        err.contains("DSH database") && err.contains("--force"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(dir.path().join("dsh.sqlite")).unwrap(),
+        before
+    );
     ok(
         &["export", "store", "--sqlite", "dsh.sqlite", "--force"],
         dir.path(),

@@ -7,7 +7,7 @@ use sessdb_postgres::{Shipper, ship_id};
 
 use crate::cmd::{PathArg, is_store, open_existing, open_or_create_writer};
 use crate::error::{CliError, CliResult, code, no_store};
-use crate::out::{note, println, warn};
+use crate::out::{note, println, shown, warn};
 
 #[derive(Debug, clap::Args)]
 pub struct ShipArgs {
@@ -17,13 +17,19 @@ pub struct ShipArgs {
     /// `postgresql://` URL (a Unix socket directory as host).
     #[arg(long, value_name = "URL")]
     postgres: String,
-    /// Keep following the store: ship each new record within a second, until killed;
-    /// reconnects after a lost connection.
+    /// Keep following the store: ship each new record within a second, until killed; waits
+    /// for a server that is not up yet, and reconnects after a lost connection, in every
+    /// phase (the first catch-up too). A refused session is warned about, not fatal.
     #[arg(long)]
     follow: bool,
     /// With --follow: how often to look for new records, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 200)]
     interval_ms: u64,
+    /// Remove PostgreSQL's copy of this session (owned by this store) first, so this store's
+    /// copy is shipped whole: for a session a ship refused because PostgreSQL's copy is not
+    /// this store's history (the store was restored from a backup, or salvaged). Repeatable.
+    #[arg(long, value_name = "SESSION")]
+    reset: Vec<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -46,10 +52,55 @@ impl From<sessdb_postgres::Error> for CliError {
             E::Import(inner) => inner.into(),
             E::Locked { .. } => CliError::new(code::LOCKED, e.to_string()),
             E::NotFound(_) => CliError::new(code::NOT_FOUND, e.to_string()),
-            E::Conflict { .. } | E::Layout { .. } | E::BadRow { .. } => {
+            E::Conflict { .. } | E::Layout { .. } | E::BadRow { .. } | E::Tampered { .. } => {
                 CliError::new(code::REJECTED, e.to_string())
             }
             _ => CliError::new(code::OTHER, e.to_string()),
+        }
+    }
+}
+
+/// What the warnings of a running ship have named already: each session once.
+#[derive(Default)]
+struct Named {
+    owned: std::collections::BTreeSet<String>,
+    refused: std::collections::BTreeSet<String>,
+}
+
+impl Named {
+    /// Warns about what this round newly found: sessions owned elsewhere (named one by one up
+    /// to five, then counted — a store holding another store's ids), sessions refused, and
+    /// sessions kept for a store whose log is no longer the one shipped from.
+    fn round(&mut self, r: &sessdb_postgres::ShipReport, refused_too: bool) {
+        let new: Vec<&(String, String)> = r
+            .owned_elsewhere
+            .iter()
+            .filter(|(s, _)| self.owned.insert(s.clone()))
+            .collect();
+        for (s, owner) in new.iter().take(5) {
+            warn(&format!(
+                "session {:?} is owned by store {owner} (pulled there, or shipped from there first): not shipped from here",
+                shown(s)
+            ));
+        }
+        if new.len() > 5 {
+            warn(&format!(
+                "{} more sessions are owned by other stores: not shipped from here",
+                new.len() - 5
+            ));
+        }
+        if refused_too {
+            for (s, why) in &r.refused {
+                if self.refused.insert(s.clone()) {
+                    warn(&format!("session {:?} not shipped: {why}", shown(s)));
+                }
+            }
+        }
+        for s in &r.kept {
+            warn(&format!(
+                "session {:?} is in PostgreSQL but not in this store, whose log no longer holds the last record shipped from it (restored from a backup, or salvaged): kept in PostgreSQL, now owned by lost/<ship id>; pull it to take it back",
+                shown(s)
+            ));
         }
     }
 }
@@ -60,56 +111,82 @@ pub fn ship(a: &ShipArgs, quiet: bool) -> CliResult {
     }
     let id = ship_id(&a.store)?;
     let store = open_existing(&a.store)?;
-    let mut shipper = first_shipper(&a.postgres, &id)?;
-    let mut warned = std::collections::BTreeSet::new();
-    let mut report_round = |r: &sessdb_postgres::ShipReport| {
-        let new: Vec<&(String, String)> = r
-            .owned_elsewhere
-            .iter()
-            .filter(|(s, _)| warned.insert(s.clone()))
-            .collect();
-        // Named one by one up to five; beyond, counted (a store holding another store's ids).
-        for (s, owner) in new.iter().take(5) {
-            warn(&format!(
-                "session {s:?} is owned by store {owner} (pulled there, or shipped from there first): not shipped from here"
-            ));
-        }
-        if new.len() > 5 {
-            warn(&format!(
-                "{} more sessions are owned by other stores: not shipped from here",
-                new.len() - 5
-            ));
-        }
+    let mut shipper = if a.follow {
+        reconnect(&a.postgres, &id, quiet, Phase::Start)?
+    } else {
+        first_shipper(&a.postgres, &id)?
     };
-    let first = shipper.ship(&store)?;
-    report_round(&first);
-    note(
-        quiet,
-        &format!(
-            "shipped {} event(s) of {} session(s) from store {id}",
-            first.events,
-            first.sessions.len()
-        ),
-    );
-    if !a.follow {
-        return Ok(code::OK);
+    if !a.reset.is_empty() {
+        let reset = shipper.reset(&a.reset)?;
+        note(
+            quiet,
+            &format!(
+                "reset {} session(s): PostgreSQL's copy removed, this store's shipped whole",
+                reset.len()
+            ),
+        );
     }
+    let mut named = Named::default();
+    let mut first = true;
     let interval = Duration::from_millis(a.interval_ms.max(10));
     loop {
-        std::thread::sleep(interval);
-        store.refresh()?;
         match shipper.ship(&store) {
             Ok(r) => {
-                report_round(&r);
-                if r.events > 0 {
+                named.round(&r, a.follow);
+                if first {
+                    note(
+                        quiet,
+                        &format!(
+                            "shipped {} event(s) of {} session(s) from store {id}",
+                            r.events,
+                            r.sessions.len()
+                        ),
+                    );
+                } else if r.events > 0 {
                     note(quiet, &format!("shipped {} event(s)", r.events));
                 }
+                if !a.follow {
+                    return refused(&r.refused);
+                }
+                first = false;
             }
-            Err(sessdb_postgres::Error::Postgres { .. } | sessdb_postgres::Error::Io { .. }) => {
-                shipper = reconnect(&a.postgres, &id, quiet)?;
+            // Every phase reconnects under --follow: the first catch-up too.
+            Err(sessdb_postgres::Error::Postgres { .. } | sessdb_postgres::Error::Io { .. })
+                if a.follow =>
+            {
+                shipper = reconnect(&a.postgres, &id, quiet, Phase::Lost)?;
+                continue;
             }
             Err(e) => return Err(e.into()),
         }
+        std::thread::sleep(interval);
+        store.refresh()?;
+    }
+}
+
+/// A one-off ship that shipped every session but some: exit 4, naming them.
+fn refused(list: &[(String, String)]) -> CliResult {
+    match list {
+        [] => Ok(code::OK),
+        [(s, why)] => Err(CliError::new(
+            code::REJECTED,
+            format!(
+                "session {:?} not shipped (the others were): {why}",
+                shown(s)
+            ),
+        )),
+        [(s, why), rest @ ..] => Err(CliError::new(
+            code::REJECTED,
+            format!(
+                "{} sessions not shipped (the others were): {:?} and {}; the first: {why}",
+                list.len(),
+                shown(s),
+                rest.iter()
+                    .map(|(s, _)| format!("{:?}", shown(s)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )),
     }
 }
 
@@ -129,24 +206,45 @@ fn first_shipper(url: &str, id: &str) -> CliResult<Shipper> {
     }
 }
 
-/// A new connection after a lost one, retried with a growing pause: what committed before is
-/// read back from PostgreSQL, so nothing is lost or doubled.
-fn reconnect(url: &str, id: &str, quiet: bool) -> CliResult<Shipper> {
+/// Why [`reconnect`] connects.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// `--follow` starting: the server may not be up yet; a live second shipper is refused.
+    Start,
+    /// After a lost connection: the dead connection's lock goes when the server notices.
+    Lost,
+}
+
+/// A connection, retried with a growing pause while the server cannot be reached: what
+/// committed before is read back from PostgreSQL, so nothing is lost or doubled.
+fn reconnect(url: &str, id: &str, quiet: bool, phase: Phase) -> CliResult<Shipper> {
     let started = Instant::now();
     let mut pause = Duration::from_millis(100);
+    let mut said = false;
     loop {
         match Shipper::new(url, id) {
             Ok(s) => {
-                note(
-                    quiet,
-                    &format!("reconnected after {:.1} s", started.elapsed().as_secs_f64()),
-                );
+                if said || phase == Phase::Lost {
+                    note(
+                        quiet,
+                        &format!("connected after {:.1} s", started.elapsed().as_secs_f64()),
+                    );
+                }
                 return Ok(s);
             }
-            // The dead connection's lock goes when the server notices it gone.
+            Err(sessdb_postgres::Error::Locked { .. })
+                if phase == Phase::Start && started.elapsed() >= Duration::from_secs(2) =>
+            {
+                return first_shipper(url, id);
+            }
             Err(
-                sessdb_postgres::Error::Postgres { .. } | sessdb_postgres::Error::Locked { .. },
+                e @ (sessdb_postgres::Error::Postgres { .. }
+                | sessdb_postgres::Error::Locked { .. }),
             ) => {
+                if !said {
+                    note(quiet, &format!("{e}; retrying until it answers"));
+                    said = true;
+                }
                 std::thread::sleep(pause);
                 pause = (pause * 2).min(Duration::from_secs(2));
             }
@@ -156,11 +254,26 @@ fn reconnect(url: &str, id: &str, quiet: bool) -> CliResult<Shipper> {
 }
 
 pub fn pull(a: &PullArgs, quiet: bool) -> CliResult {
-    let store = open_or_create_writer(&a.store, StoreOptions::default())?;
-    let id = ship_id(&a.store)?;
+    // Read and checked before anything is written here: a refused pull leaves no store, no
+    // ship id.
     let mut client = sessdb_postgres::connect(&a.postgres)?;
-    let report = sessdb_postgres::pull(&mut client, &store, &id, &a.sessions)?;
-    store.close()?;
+    let read = sessdb_postgres::Pull::read(&mut client, &a.sessions)?;
+    let existed = a.store.exists();
+    let was_store = is_store(&a.store);
+    let had_id = a.store.join(sessdb_postgres::SHIP_ID_FILE).exists();
+    let store = open_or_create_writer(&a.store, StoreOptions::default())?;
+    let pulled =
+        ship_id(&a.store).and_then(|id| read.into_store(&mut client, &store, &id).map(|r| (id, r)));
+    let closed = store.close();
+    drop(store);
+    let (id, report) = match pulled {
+        Ok(done) => done,
+        Err(e) => {
+            undo_pull(&a.store, existed, was_store, had_id);
+            return Err(e.into());
+        }
+    };
+    closed?;
     for s in &report.sessions {
         let what = match s.outcome {
             sessdb_formats::Outcome::Imported => "pulled",
@@ -177,4 +290,29 @@ pub fn pull(a: &PullArgs, quiet: bool) -> CliResult {
         ),
     );
     Ok(code::OK)
+}
+
+/// After a refused pull: what it made goes — the store it created (in a new or empty
+/// directory), the ship id it wrote; a store that was there keeps all it had (the import
+/// stored nothing).
+fn undo_pull(dir: &std::path::Path, existed: bool, was_store: bool, had_id: bool) {
+    // Best effort: the error being reported is the pull's.
+    if !was_store {
+        if existed {
+            if let Ok(entries) = std::fs::read_dir(dir) {
+                for e in entries.flatten() {
+                    let p = e.path();
+                    let _ = if p.is_dir() {
+                        std::fs::remove_dir_all(&p)
+                    } else {
+                        std::fs::remove_file(&p)
+                    };
+                }
+            }
+        } else {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    } else if !had_id {
+        let _ = std::fs::remove_file(dir.join(sessdb_postgres::SHIP_ID_FILE));
+    }
 }

@@ -1,0 +1,40 @@
+//! A record named by its log position and checksum: how something outside the store (the
+//! PostgreSQL shipper) tells, later, whether a store's log is still the one it read — a
+//! store restored from an older backup, or one whose log salvage rewrote, no longer holds
+//! that record there.
+
+use super::segments::SegmentList;
+use crate::codec::frame::{FRAME_HEADER_LEN, FrameCheck, check_frame};
+
+/// One record of the log: where it starts, and its frame checksum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LogMark {
+    /// The record's log position.
+    pub lsn: u64,
+    /// Its frame's checksum (`docs/FORMAT.md`, the frame's CRC field).
+    pub crc: u32,
+}
+
+/// The checksum and length of the intact frame at `lsn`, or why there is none.
+pub(super) fn frame_at(segments: &SegmentList, lsn: u64) -> Result<(u32, usize), &'static str> {
+    let Some(seg) = segments.find(lsn) else {
+        return Err("the record it names is not in the log");
+    };
+    let at = seg.offset_of(lsn);
+    let mut head = [0u8; FRAME_HEADER_LEN];
+    if seg.file.read_at(&mut head, at).is_err() {
+        return Err("the record it names is not in the log");
+    }
+    if head.iter().all(|&b| b == 0) {
+        return Err("the log holds only zeros where it points");
+    }
+    let len = u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as usize;
+    let mut frame = vec![0u8; FRAME_HEADER_LEN + len.min(1 << 30)];
+    if seg.file.read_at(&mut frame, at).is_err() {
+        return Err("the record it names is cut short");
+    }
+    match check_frame(&frame, u32::MAX) {
+        FrameCheck::Valid { crc, frame_len, .. } => Ok((crc, frame_len)),
+        _ => Err("the record it names is damaged"),
+    }
+}
