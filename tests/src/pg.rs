@@ -141,8 +141,18 @@ impl Cluster {
 
     /// Stops the server and starts it again (a restart mid-stream).
     pub fn restart(&self) {
+        self.stop();
+        self.start_server();
+    }
+
+    /// Stops the server at once (`-m immediate`: every connection is cut).
+    pub fn stop(&self) {
         let data = self.data().display().to_string();
         self.run("pg_ctl", &["-D", &data, "-m", "immediate", "-w", "stop"]);
+    }
+
+    /// Starts a stopped server again.
+    pub fn start_again(&self) {
         self.start_server();
     }
 }

@@ -392,7 +392,10 @@ fn regression_a_fork_whose_parent_is_gone_is_pulled() {
         .into_iter()
         .find(|i| i.header.parent_session.is_some())
         .expect("the workload forks a session");
-    let (fork, parent) = (f.header.id.clone(), f.header.parent_session.clone().unwrap());
+    let (fork, parent) = (
+        f.header.id.clone(),
+        f.header.parent_session.clone().unwrap(),
+    );
     turns(&a, &fork, 0, 2);
     a.delete_session(&parent).unwrap();
     Shipper::new(&pg.url(), "store-a")

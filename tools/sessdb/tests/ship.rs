@@ -118,7 +118,9 @@ fn ship_follow_killed_24_times_beside_a_writer_ships_every_event_exactly_once() 
             match rx.recv_timeout(left) {
                 Ok(line) => {
                     assert!(
-                        line.starts_with("shipped") || line.starts_with("reconnected"),
+                        line.starts_with("shipped")
+                            || line.starts_with("reconnected")
+                            || line.starts_with("connected"),
                         "round {round}: {line}"
                     );
                     seen += 1;
@@ -219,4 +221,235 @@ fn pull_continues_a_session_on_another_store_and_a_second_shipper_is_refused() {
         .output()
         .unwrap();
     assert_eq!(missing.status.code(), Some(6));
+}
+
+/// The lines a follower writes on stderr, as they come.
+fn lines_of(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<String> {
+    let notes = BufReader::new(child.stderr.take().unwrap()).lines();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in notes {
+            if tx.send(line.unwrap()).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// Waits for a line starting with `prefix`; returns the lines seen up to it.
+fn wait_for(rx: &std::sync::mpsc::Receiver<String>, prefix: &str) -> Vec<String> {
+    let mut seen = Vec::new();
+    loop {
+        match rx.recv_timeout(std::time::Duration::from_secs(120)) {
+            Ok(line) => {
+                let done = line.starts_with(prefix);
+                seen.push(line);
+                if done {
+                    return seen;
+                }
+            }
+            Err(e) => panic!("no line starting {prefix:?} ({e}); saw {seen:?}"),
+        }
+    }
+}
+
+/// Before: `ship --follow` ended with exit 1 when the server went away during its first
+/// catch-up (5 of 5 kills), and when the server was not up at its start.
+#[test]
+fn regression_ship_follow_waits_for_the_server_and_reconnects_during_its_first_catch_up() {
+    let Some(pg) = Cluster::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    // A backlog of several transactions (50,000 events each).
+    run_ok(
+        sessdb()
+            .arg("stress")
+            .arg(&store)
+            .args(["--seconds", "3", "--sessions", "4", "--quiet"])
+            .stdout(Stdio::null()),
+    );
+    let total = Store::open_read_only(&store, StoreOptions::default())
+        .unwrap()
+        .stats()
+        .events as i64;
+    assert!(total > 2 * 50_000, "a backlog of several rounds: {total}");
+    pg.stop();
+    let mut follower = sessdb()
+        .arg("ship")
+        .arg(&store)
+        .args(["--postgres", &pg.url(), "--follow", "--interval-ms", "20"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let rx = lines_of(&mut follower);
+    let waiting = rx.recv_timeout(std::time::Duration::from_secs(60)).unwrap();
+    assert!(waiting.contains("retrying until it answers"), "{waiting}");
+    pg.start_again();
+    // Once its first transaction of the backlog committed, the server is killed.
+    let mut client = loop {
+        if let Ok(c) = postgres::Client::connect(&pg.url(), postgres::NoTls) {
+            break c;
+        }
+    };
+    let held = loop {
+        let n: i64 = match client.query_one("SELECT count(*) FROM sessdb_events", &[]) {
+            Ok(r) => r.get(0),
+            // The follower may not have made the tables yet.
+            Err(_) => 0,
+        };
+        if n > 0 {
+            break n;
+        }
+    };
+    assert!(held < total, "killed during the backlog: {held} of {total}");
+    pg.restart();
+    let seen = wait_for(&rx, "shipped");
+    assert!(
+        seen.iter().any(|l| l.starts_with("reconnected after")),
+        "{seen:?}"
+    );
+    follower.kill().unwrap();
+    let status = follower.wait().unwrap();
+    assert_eq!(status.signal(), Some(9), "it was still following: {status}");
+    assert_postgres_holds(&pg.url(), &store);
+}
+
+/// Before: one session PostgreSQL held more of (a store restored from a backup, or cut by
+/// salvage) stopped every session from shipping, with no way out.
+#[test]
+fn regression_one_refused_session_does_not_stop_the_others_and_reset_replaces_it() {
+    let Some(pg) = Cluster::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a");
+    run_ok(
+        sessdb()
+            .args(["demo"])
+            .arg(&a)
+            .args(["--sessions", "3", "--turns", "2", "--quiet"]),
+    );
+    let ship = |extra: &[&str]| {
+        sessdb()
+            .arg("ship")
+            .arg(&a)
+            .args(["--postgres", &pg.url()])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    assert!(ship(&[]).status.success());
+    let backup = dir.path().join("backup");
+    run_ok(Command::new("cp").arg("-a").arg(&a).arg(&backup));
+    let append = |n: u64, first: u64, which: usize| {
+        let store = Store::open(&a, StoreOptions::default()).unwrap();
+        let ids: Vec<String> = store
+            .list()
+            .into_iter()
+            .filter(|i| !i.turn_open)
+            .map(|i| i.header.id)
+            .collect();
+        for t in first..first + n {
+            store
+                .append(
+                    &ids[which],
+                    sessdb::Draft::log(
+                        &sessdb::LogType::TURN_START,
+                        format!("{{\"turn\":{t}}}").into_bytes(),
+                    ),
+                )
+                .unwrap();
+        }
+        store.close().unwrap();
+        ids[which].clone()
+    };
+    let s = append(10, 1000, 0);
+    assert!(ship(&[]).status.success());
+    std::fs::remove_dir_all(&a).unwrap();
+    run_ok(Command::new("cp").arg("-a").arg(&backup).arg(&a));
+    assert_eq!(append(15, 2000, 0), s);
+    let other = append(3, 3000, 1);
+    let out = ship(&[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(
+        err.contains(&format!("session \"{s}\" not shipped (the others were)"))
+            && err.contains("--reset"),
+        "{err}"
+    );
+    // The other session's three new events are there.
+    let mut client = postgres::Client::connect(&pg.url(), postgres::NoTls).unwrap();
+    let events: i64 = client
+        .query_one(
+            "SELECT events FROM sessdb_sessions WHERE id = $1",
+            &[&other],
+        )
+        .unwrap()
+        .get(0);
+    let store = Store::open_read_only(&a, StoreOptions::default()).unwrap();
+    assert_eq!(events as u64, store.session_len(&other).unwrap());
+    drop(store);
+    // The way on: reset it; the store's copy ships whole.
+    let out = ship(&["--reset", &s]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_postgres_holds(&pg.url(), &a);
+}
+
+/// Before: a pull refused by its checks had already made the store and its ship id.
+#[test]
+fn regression_a_refused_pull_writes_nothing() {
+    let Some(pg) = Cluster::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a");
+    run_ok(
+        sessdb()
+            .args(["demo"])
+            .arg(&a)
+            .args(["--sessions", "2", "--turns", "2", "--quiet"]),
+    );
+    run_ok(sessdb().arg("ship").arg(&a).args(["--postgres", &pg.url()]));
+    let id = Store::open_read_only(&a, StoreOptions::default())
+        .unwrap()
+        .list()[0]
+        .header
+        .id
+        .clone();
+    let mut client = postgres::Client::connect(&pg.url(), postgres::NoTls).unwrap();
+    client
+        .execute(
+            "UPDATE sessdb_events SET time = time + 1 WHERE session_id = $1 AND seq = 0",
+            &[&id],
+        )
+        .unwrap();
+    let b = dir.path().join("b");
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    for target in [&b, &empty] {
+        let out = sessdb()
+            .arg("pull")
+            .arg(target)
+            .args(["--postgres", &pg.url(), "--session", &id])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(4), "{err}");
+        assert!(err.contains("not hold it as it was shipped"), "{err}");
+    }
+    assert!(!b.exists());
+    assert_eq!(std::fs::read_dir(&empty).unwrap().count(), 0);
+    let owner: String = client
+        .query_one(
+            "SELECT owner_store FROM sessdb_sessions WHERE id = $1",
+            &[&id],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(
+        owner,
+        std::fs::read_to_string(a.join("ship-id")).unwrap().trim()
+    );
 }

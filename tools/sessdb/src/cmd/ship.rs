@@ -224,7 +224,12 @@ fn reconnect(url: &str, id: &str, quiet: bool, phase: Phase) -> CliResult<Shippe
     loop {
         match Shipper::new(url, id) {
             Ok(s) => {
-                if said || phase == Phase::Lost {
+                if phase == Phase::Lost {
+                    note(
+                        quiet,
+                        &format!("reconnected after {:.1} s", started.elapsed().as_secs_f64()),
+                    );
+                } else if said {
                     note(
                         quiet,
                         &format!("connected after {:.1} s", started.elapsed().as_secs_f64()),
@@ -232,15 +237,15 @@ fn reconnect(url: &str, id: &str, quiet: bool, phase: Phase) -> CliResult<Shippe
                 }
                 return Ok(s);
             }
-            Err(sessdb_postgres::Error::Locked { .. })
-                if phase == Phase::Start && started.elapsed() >= Duration::from_secs(2) =>
-            {
-                return first_shipper(url, id);
+            // A live second shipper is refused at the start; the lock of one just killed
+            // (or of this one's lost connection) goes when the server notices.
+            Err(sessdb_postgres::Error::Locked { .. }) => {
+                if phase == Phase::Start && started.elapsed() >= Duration::from_secs(2) {
+                    return first_shipper(url, id);
+                }
+                std::thread::sleep(Duration::from_millis(50));
             }
-            Err(
-                e @ (sessdb_postgres::Error::Postgres { .. }
-                | sessdb_postgres::Error::Locked { .. }),
-            ) => {
+            Err(e @ sessdb_postgres::Error::Postgres { .. }) => {
                 if !said {
                     note(quiet, &format!("{e}; retrying until it answers"));
                     said = true;
