@@ -781,3 +781,160 @@ fn regression_verify_reports_every_damaged_place() {
     assert_eq!(report.problems.len(), 2, "{:?}", report.problems);
     assert_eq!(report.segments, 1);
 }
+
+/// A storage that runs `between` before every rename and removal: a reader's refresh in
+/// each gap a salvage leaves between two of its file changes.
+struct Between {
+    inner: std::sync::Arc<dyn sessdb::storage::Storage>,
+    between: Box<dyn Fn(&str) + Send + Sync>,
+}
+
+impl std::fmt::Debug for Between {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Between")
+    }
+}
+
+impl sessdb::storage::Storage for Between {
+    fn create_dir_all(&self, dir: &str) -> std::io::Result<()> {
+        self.inner.create_dir_all(dir)
+    }
+    fn list(&self, dir: &str) -> std::io::Result<Vec<String>> {
+        self.inner.list(dir)
+    }
+    fn open(
+        &self,
+        path: &str,
+        mode: sessdb::storage::OpenMode,
+    ) -> std::io::Result<Box<dyn sessdb::storage::StorageFile>> {
+        self.inner.open(path, mode)
+    }
+    fn rename(&self, from: &str, to: &str) -> std::io::Result<()> {
+        (self.between)(to);
+        let r = self.inner.rename(from, to);
+        (self.between)(to);
+        r
+    }
+    fn remove(&self, path: &str) -> std::io::Result<()> {
+        (self.between)(path);
+        let r = self.inner.remove(path);
+        (self.between)(path);
+        r
+    }
+    fn sync_dir(&self, dir: &str) -> std::io::Result<()> {
+        self.inner.sync_dir(dir)
+    }
+    fn try_lock(&self, path: &str) -> std::io::Result<Option<sessdb::storage::LockGuard>> {
+        self.inner.try_lock(path)
+    }
+    fn describe(&self, path: &str) -> String {
+        self.inner.describe(path)
+    }
+}
+
+/// Before: a follower across `repair --salvage` of a 9-segment store failed in 10 of 10
+/// rounds ("record contradicts the log: a stored event is refused"): salvage renames the
+/// replaced segments one at a time, and a refresh between two renames built its view from
+/// old and new segments together. Now a refresh in every gap (before and after every rename
+/// and removal) keeps its view while the salvage marker is there, and after the salvage the
+/// follower goes on with the salvaged log.
+#[test]
+fn regression_a_follower_across_a_salvage_of_many_segments_goes_on() {
+    for (name, storage) in [("mem", Backend::mem()), ("fs", Backend::fs())] {
+        let options = || {
+            StoreOptions::default()
+                .with_segment_bytes_max(64 * 1024)
+                .with_clock(Clock::fixed(1_000))
+        };
+        let mut store = Store::open_with(storage.storage(), options()).unwrap();
+        generate(
+            &WorkloadSpec {
+                seed: 77,
+                sessions: 12,
+                min_turns: 3,
+                max_turns: 6,
+                ..WorkloadSpec::default()
+            },
+            &mut store,
+        )
+        .unwrap();
+        store.close().unwrap();
+        drop(store);
+        let mut segs: Vec<(String, Vec<u8>)> = storage
+            .files()
+            .into_iter()
+            .filter(|(p, _)| p.starts_with("segments/"))
+            .collect();
+        assert!(segs.len() >= 6, "{name}: {} segments", segs.len());
+        let reader = std::sync::Arc::new(
+            Store::open_read_only_with(storage.storage(), options()).unwrap(),
+        );
+        // A session with records in the last segment is followed; one record in each of
+        // three earlier segments is damaged.
+        let followed = reader
+            .list()
+            .into_iter()
+            .max_by_key(|i| i.last_time)
+            .unwrap()
+            .header
+            .id;
+        let len = reader.session_len(&followed).unwrap();
+        let mut sub = reader.subscribe(&followed, len).unwrap();
+        let n = segs.len();
+        for (path, bytes) in segs.iter_mut().take(n - 1).skip(1).step_by(2).take(3) {
+            let b = record_boundaries(bytes);
+            let at = b[b.len() / 2] + 20;
+            for x in &mut bytes[at..at + 4] {
+                *x ^= 0x5a;
+            }
+            storage.put(path, bytes.clone());
+        }
+        let refreshes = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let between = {
+            let reader = std::sync::Arc::clone(&reader);
+            let refreshes = std::sync::Arc::clone(&refreshes);
+            move |what: &str| {
+                reader.refresh().unwrap_or_else(|e| {
+                    panic!("{what}: a refresh between two of the salvage's changes: {e}")
+                });
+                refreshes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        };
+        let salvaging = Between {
+            inner: storage.storage(),
+            between: Box::new(between),
+        };
+        let store = Store::open_with(
+            std::sync::Arc::new(salvaging),
+            options().with_salvage(true),
+        )
+        .unwrap();
+        let salvaged = store.open_report().salvaged.clone().unwrap();
+        assert!(salvaged.damage.len() >= 3, "{name}: {salvaged:?}");
+        assert!(
+            refreshes.load(std::sync::atomic::Ordering::Relaxed) >= 8,
+            "{name}: a refresh in every gap"
+        );
+        store.resume(&followed).ok();
+        store
+            .append(
+                &followed,
+                Draft::log(&LogType::TURN_START, p::turn_start(900).into_bytes()),
+            )
+            .unwrap();
+        store.close().unwrap();
+        drop(store);
+        reader
+            .refresh()
+            .unwrap_or_else(|e| panic!("{name}: after the salvage: {e}"));
+        let mut got = Vec::new();
+        while let Some(e) = sub.try_next().unwrap() {
+            got.push(e.event_type().to_owned());
+        }
+        assert_eq!(got.last().map(String::as_str), Some("turn/start"), "{name}: {got:?}");
+        // The view is the salvaged log, as a fresh read-only open reads it.
+        let fresh = Store::open_read_only_with(storage.storage(), options()).unwrap();
+        assert_eq!(contents(&reader), contents(&fresh), "{name}");
+        assert!(!storage.files().iter().any(|(p, _)| p == "SALVAGING"), "{name}");
+    }
+}

@@ -4,6 +4,10 @@
 /// The lock file a writer holds (`docs/FORMAT.md` §1).
 pub const LOCK_FILE: &str = "LOCK";
 
+/// Present while a salvage rewrites the log (`docs/FORMAT.md` §1): a read-only view that
+/// sees it keeps what it holds instead of reading a log half old, half new.
+pub const SALVAGE_MARKER: &str = "SALVAGING";
+
 /// `dir/<n, 20 digits>.ext`.
 pub(crate) fn numbered_path(dir: &str, n: u64, ext: &str) -> String {
     format!("{dir}/{n:020}.{ext}")

@@ -10,7 +10,7 @@ mod corruption;
 pub(crate) mod crc;
 pub(crate) mod cursor;
 mod file_names;
-pub use file_names::LOCK_FILE;
+pub use file_names::{LOCK_FILE, SALVAGE_MARKER};
 #[cfg(test)]
 mod format_doc;
 pub mod frame;

@@ -403,6 +403,8 @@ impl Store {
 
     /// A read-only store: reads what a live writer appended since the open (or the last
     /// refresh). Returns the number of records read; wakes subscribers when there were some.
+    /// While a salvage rewrites the log beside it, the view is kept as it is (0) and built
+    /// from the salvaged log by a refresh after it (`docs/FORMAT.md` §6).
     ///
     /// # Errors
     /// `Corruption` and I/O errors, as on open. A writable store has nothing to catch up

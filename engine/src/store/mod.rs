@@ -39,6 +39,7 @@ mod info;
 mod inner;
 mod locations;
 mod log;
+mod marker;
 mod marks;
 mod open;
 mod options;

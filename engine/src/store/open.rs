@@ -122,6 +122,11 @@ pub(super) fn open(
             &mut report,
         )?)
     };
+    // A salvage marker left by a salvage that died: this open found the log consistent, so
+    // readers may build their views from it again.
+    if !read_only && super::marker::is_set(&*storage) {
+        super::marker::clear(&*storage)?;
+    }
     // Replay grew vectors by doubling; the resident index keeps only what it holds.
     for e in catalog.sessions.values_mut() {
         e.locs.shrink_to_fit();

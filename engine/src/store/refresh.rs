@@ -8,6 +8,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use super::inner::Inner;
+use super::marker;
 use super::log::discover::discover;
 use super::open;
 use super::report::OpenReport;
@@ -15,7 +16,8 @@ use super::scan::{Span, scan};
 use super::segments::Segment;
 use crate::{Error, Result};
 
-/// Catches the view up; returns the records read (at least 1 when the view was rebuilt).
+/// Catches the view up; returns the records read (at least 1 when the view was rebuilt, 0
+/// when it was kept because a salvage is rewriting the log).
 pub(super) fn refresh(inner: &Inner) -> Result<u64> {
     match catch_up(inner) {
         Ok(Some(n)) => Ok(n),
@@ -63,14 +65,27 @@ fn rewritten(known: &[Arc<Segment>], now: &[Arc<Segment>]) -> bool {
     })
 }
 
-/// Builds the view again from the files as they are now.
+/// Builds the view again from the files as they are now — unless a salvage is rewriting
+/// them (its marker is there, or a segment the build started from was replaced while it
+/// read): then the view is kept as it is, and a later refresh, after the salvage, builds it.
+/// A salvage replaces its segments one rename at a time, and a view built between two
+/// renames would read a log half old, half new.
 fn rebuild(inner: &Inner) -> Result<u64> {
+    let storage = &*inner.storage;
+    if marker::is_set(storage) {
+        return Ok(0);
+    }
+    let before = discover(storage, true)?.segments;
     let fresh = open::open(
         Arc::clone(&inner.storage),
         inner.options.clone(),
         true,
         u64::MAX,
-    )?;
+    );
+    if marker::is_set(storage) || rewritten(&before, &discover(storage, true)?.segments) {
+        return Ok(0);
+    }
+    let fresh = fresh?;
     let mut read_end = inner.read_end.lock();
     let mut catalog = inner.catalog.write();
     *inner.segments.write() = fresh.segments.all();

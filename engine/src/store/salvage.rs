@@ -20,6 +20,7 @@ use super::catalog::Catalog;
 use super::chain::Headers;
 use super::checkpoint;
 use super::log::cursor::{LogCursor, SegmentFacts, Step, StopAction};
+use super::marker;
 use super::log::discover::{Header, judge_header, read_head, rest_is_zero, segment_lsns};
 use super::options::StoreOptions;
 use super::replay::replay;
@@ -514,6 +515,16 @@ pub(super) fn apply(storage: &dyn Storage, options: &StoreOptions, plan: &mut Pl
     if plan.edits.is_empty() && plan.report.is_empty() {
         return Ok(());
     }
+    // Readers beside it see the marker and keep their view until it goes: the segments are
+    // replaced one rename at a time, and a view built between two renames would read a log
+    // half old, half new. Left by a salvage that died: the next writer open removes it.
+    marker::set(storage)?;
+    apply_edits(storage, options, plan)?;
+    marker::clear(storage)
+}
+
+/// The checkpoints removed, the segments removed and rewritten (see the module docs).
+fn apply_edits(storage: &dyn Storage, options: &StoreOptions, plan: &mut Plan) -> Result<()> {
     for generation in checkpoint::list(storage)? {
         let path = checkpoint_path(generation);
         storage
