@@ -117,7 +117,11 @@ export declare class Store {
   repair(id: string): Promise<RepairResult>
   fork(id: string, options?: { at?: number; childId?: string }): Promise<string>
   deleteSession(id: string): Promise<void>
-  /** Yields the session's events from `from` on as they are appended, until `signal` aborts. */
+  /**
+   * Yields the session's events from `from` on as they are appended, until `signal` aborts or
+   * the loop is left. Holds no libuv pool thread; a writer in another process is seen every
+   * `pollMs` (an integer from 1 to 60000, default 250; else `INVALID_ARGUMENT`).
+   */
   subscribe(id: string, from?: number, options?: { signal?: AbortSignal; pollMs?: number }): AsyncGenerator<SessionEvent>
   stats(): Promise<Stats>
   openFacts(): OpenFacts

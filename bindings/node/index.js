@@ -64,13 +64,38 @@ function syncCall(fn) {
   }
 }
 
+/** An `Error` with a stable `code`, as the addon's are. */
+function coded(code, message) {
+  const e = new Error(message)
+  e.code = code
+  return e
+}
+
+/**
+ * A JSON text given as a string must be well-formed UTF-16: a lone surrogate cannot cross
+ * into UTF-8 (it would be stored as U+FFFD, silently). `JSON.stringify` escapes them itself.
+ */
+function wellFormed(text, what) {
+  const ok =
+    typeof text.isWellFormed === 'function'
+      ? text.isWellFormed()
+      : !/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(text)
+  if (!ok) {
+    throw coded(
+      what === 'header' ? 'INVALID_HEADER' : 'INVALID_EVENT',
+      `the ${what} text holds a lone surrogate (not well-formed UTF-16): escape it as \\uXXXX or pass an object`,
+    )
+  }
+  return text
+}
+
 /** One event as a JSON line: a string is taken as it is, an object is serialized once. */
 function line(event) {
-  return typeof event === 'string' ? event : JSON.stringify(event)
+  return typeof event === 'string' ? wellFormed(event, 'event') : JSON.stringify(event)
 }
 
 function header(h) {
-  return typeof h === 'string' ? h : JSON.stringify(h)
+  return typeof h === 'string' ? wellFormed(h, 'header') : JSON.stringify(h)
 }
 
 /** An open sessdb store. */
@@ -141,16 +166,57 @@ class Store {
 
   /**
    * Follows a session: yields its events (objects) from seq `from` on as they are appended,
-   * until `signal` aborts.
+   * until `signal` aborts or the loop is left. Holds no libuv pool thread: a thread of its
+   * own waits on the store's notification (an append in this process wakes it at once; a
+   * writer in another process is seen every `pollMs`, 1 to 60000) and hands batches over.
    */
   async *subscribe(id, from = 0, { signal, pollMs = 250 } = {}) {
-    let next = from
-    while (!signal?.aborted) {
-      const lines = await call(() => syncCall(() => this.inner.waitEvents(id, next, pollMs)))
-      for (const l of lines) {
-        next += 1
-        yield JSON.parse(l)
+    if (!Number.isInteger(pollMs) || pollMs < 1 || pollMs > 60000) {
+      throw coded('INVALID_ARGUMENT', `pollMs must be an integer from 1 to 60000, not ${pollMs}`)
+    }
+    if (signal !== undefined && !(signal instanceof AbortSignal)) {
+      throw coded('INVALID_ARGUMENT', 'signal must be an AbortSignal')
+    }
+    if (signal?.aborted) return
+    let batch = []
+    let at = 0
+    let failure = null
+    let wake = null
+    const rouse = () => {
+      const w = wake
+      wake = null
+      if (w) w()
+    }
+    const follower = syncCall(() =>
+      this.inner.follow(id, from, pollMs, (err, lines) => {
+        if (err) failure = translate(err)
+        else batch = batch.slice(at).concat(lines)
+        at = 0
+        rouse()
+      }),
+    )
+    const onAbort = () => {
+      follower.close()
+      rouse()
+    }
+    signal?.addEventListener('abort', onAbort, { once: true })
+    try {
+      while (!signal?.aborted) {
+        if (at < batch.length) {
+          const l = batch[at++]
+          // The whole batch taken: the next may come while this event is handled.
+          if (at === batch.length) follower.ack()
+          yield JSON.parse(l)
+          continue
+        }
+        if (failure) throw failure
+        await new Promise((resolve) => {
+          wake = resolve
+        })
       }
+    } finally {
+      signal?.removeEventListener('abort', onAbort)
+      follower.close()
     }
   }
 

@@ -866,9 +866,8 @@ fn regression_a_follower_across_a_salvage_of_many_segments_goes_on() {
             .filter(|(p, _)| p.starts_with("segments/"))
             .collect();
         assert!(segs.len() >= 6, "{name}: {} segments", segs.len());
-        let reader = std::sync::Arc::new(
-            Store::open_read_only_with(storage.storage(), options()).unwrap(),
-        );
+        let reader =
+            std::sync::Arc::new(Store::open_read_only_with(storage.storage(), options()).unwrap());
         // A session with records in the last segment is followed; one record in each of
         // three earlier segments is damaged.
         let followed = reader
@@ -904,11 +903,8 @@ fn regression_a_follower_across_a_salvage_of_many_segments_goes_on() {
             inner: storage.storage(),
             between: Box::new(between),
         };
-        let store = Store::open_with(
-            std::sync::Arc::new(salvaging),
-            options().with_salvage(true),
-        )
-        .unwrap();
+        let store =
+            Store::open_with(std::sync::Arc::new(salvaging), options().with_salvage(true)).unwrap();
         let salvaged = store.open_report().salvaged.clone().unwrap();
         assert!(salvaged.damage.len() >= 3, "{name}: {salvaged:?}");
         assert!(
@@ -931,10 +927,17 @@ fn regression_a_follower_across_a_salvage_of_many_segments_goes_on() {
         while let Some(e) = sub.try_next().unwrap() {
             got.push(e.event_type().to_owned());
         }
-        assert_eq!(got.last().map(String::as_str), Some("turn/start"), "{name}: {got:?}");
+        assert_eq!(
+            got.last().map(String::as_str),
+            Some("turn/start"),
+            "{name}: {got:?}"
+        );
         // The view is the salvaged log, as a fresh read-only open reads it.
         let fresh = Store::open_read_only_with(storage.storage(), options()).unwrap();
         assert_eq!(contents(&reader), contents(&fresh), "{name}");
-        assert!(!storage.files().iter().any(|(p, _)| p == "SALVAGING"), "{name}");
+        assert!(
+            !storage.files().iter().any(|(p, _)| p == "SALVAGING"),
+            "{name}"
+        );
     }
 }

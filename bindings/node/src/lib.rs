@@ -9,6 +9,7 @@
 #![allow(unsafe_code)]
 
 mod error;
+mod follow;
 mod task;
 
 use std::time::{Duration, Instant};
@@ -397,6 +398,32 @@ impl NativeStore {
                 }
             }
         }))
+    }
+
+    /// Follows `session` from seq `from`: `callback(err, lines)` gets each batch of event
+    /// lines as they are appended (call `ack()` on the returned follower once taken), or the
+    /// error that ended it. Runs on a thread of its own, not libuv's pool; a writer in another
+    /// process is seen every `poll_ms` (1 to 60000).
+    #[napi]
+    pub fn follow(
+        &self,
+        session: String,
+        from: i64,
+        poll_ms: i64,
+        callback: napi::threadsafe_function::ThreadsafeFunction<Vec<String>>,
+    ) -> napi::Result<follow::Follower> {
+        let from = seq_arg(from, "from")?;
+        let poll_ms = u64::try_from(poll_ms)
+            .ok()
+            .filter(|p| (1..=60_000).contains(p))
+            .ok_or_else(|| invalid("pollMs must be an integer from 1 to 60000"))?;
+        Ok(follow::start(
+            self.store.clone(),
+            session,
+            from,
+            Duration::from_millis(poll_ms),
+            callback,
+        ))
     }
 
     /// Figures of the store.

@@ -156,3 +156,86 @@ test('fork, subscribe beside a writer, stats', async () => {
   assert.equal(typeof store.openFacts().recordsReplayed, 'number')
   await store.close()
 })
+
+// Before: each subscriber held one of libuv's four pool threads while it waited, so with six
+// an append and `fs.readFile` waited for their polls (pollMs each). Now six subscribers that
+// poll once a minute hold none: the append, the file read and every subscriber's wake-up (by
+// the store's own notification) come at once. The 30 s guard only turns the old hang into a
+// failure.
+test('subscribers hold no pool thread and wake on the append itself', async () => {
+  const dir = tempDir()
+  const store = await Store.open(dir)
+  await store.createSession(header('w'), [turnStart(0, 1)], { exact: true })
+  const ac = new AbortController()
+  const firsts = []
+  for (let i = 0; i < 6; i++) {
+    firsts.push(
+      (async () => {
+        for await (const e of store.subscribe('w', 1, { signal: ac.signal, pollMs: 60000 })) return e.seq
+      })(),
+    )
+  }
+  let timer
+  const guard = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error('stalled behind the subscribers')), 30000)
+  })
+  try {
+    await Promise.race([fs.promises.readFile(__filename), guard])
+    await Promise.race([store.appendBatch('w', [turnEnd(1, 1)]), guard])
+    assert.deepEqual(await Promise.race([Promise.all(firsts), guard]), [1, 1, 1, 1, 1, 1])
+  } finally {
+    clearTimeout(timer)
+    ac.abort()
+  }
+  await store.close()
+})
+
+// Before: `pollMs: -5` wrapped to about 49 days and the abort signal was not seen meanwhile.
+test('bad subscribe options are refused, and an abort ends a waiting subscriber', async () => {
+  const dir = tempDir()
+  const store = await Store.open(dir)
+  await store.createSession(header('a'), [turnStart(0, 1)], { exact: true })
+  for (const pollMs of [-5, 0, 1.5, 60001, '10']) {
+    await assert.rejects(
+      (async () => {
+        for await (const _ of store.subscribe('a', 0, { pollMs })) break
+      })(),
+      { code: 'INVALID_ARGUMENT' },
+      String(pollMs),
+    )
+  }
+  const ac = new AbortController()
+  const seen = []
+  const waiting = (async () => {
+    for await (const e of store.subscribe('a', 0, { signal: ac.signal, pollMs: 60000 })) {
+      seen.push(e.seq)
+      ac.abort()
+    }
+  })()
+  await waiting
+  assert.deepEqual(seen, [0])
+  // A subscriber of a missing session is told so.
+  await assert.rejects(
+    (async () => {
+      for await (const _ of store.subscribe('nobody', 0)) break
+    })(),
+    { code: 'NOT_FOUND' },
+  )
+  await store.close()
+})
+
+// Before: a JSON line given as a string with a lone surrogate was stored with U+FFFD in its
+// place, and nothing said so.
+test('a JSON text with a lone surrogate is refused, not changed', async () => {
+  const dir = tempDir()
+  const store = await Store.open(dir)
+  await store.createSession(header('u'), [turnStart(0, 1)], { exact: true })
+  const lone = `{"type":"user/message","seq":1,"time":1001,"data":{"id":"u1","role":"user","source":{"kind":"user"},"content":[{"type":"text","text":"a\ud800b"}]},"surfaceOp":"append"}`
+  await assert.rejects(store.appendBatch('u', [lone]), { code: 'INVALID_EVENT' })
+  // As an object, JSON.stringify escapes it: stored exactly.
+  const ev = user(1, 'u1', 'a\ud800b')
+  await store.appendBatch('u', [ev])
+  assert.equal((await store.read('u', 1))[0].data.content[0].text, 'a\ud800b')
+  assert.equal((await store.readLines('u', 1))[0].includes('\\ud800'), true)
+  await store.close()
+})

@@ -8,8 +8,8 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use super::inner::Inner;
-use super::marker;
 use super::log::discover::discover;
+use super::marker;
 use super::open;
 use super::report::OpenReport;
 use super::scan::{Span, scan};
