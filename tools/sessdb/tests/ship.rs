@@ -261,18 +261,24 @@ fn regression_ship_follow_waits_for_the_server_and_reconnects_during_its_first_c
     let Some(pg) = Cluster::start() else { return };
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("store");
-    // A backlog of several transactions (50,000 events each).
-    run_ok(
-        sessdb()
-            .arg("stress")
-            .arg(&store)
-            .args(["--seconds", "3", "--sessions", "4", "--quiet"])
-            .stdout(Stdio::null()),
-    );
-    let total = Store::open_read_only(&store, StoreOptions::default())
-        .unwrap()
-        .stats()
-        .events as i64;
+    // A backlog of several transactions (50,000 events each), the same every run.
+    let total = {
+        let mut s = Store::open(&store, StoreOptions::default()).unwrap();
+        sessdb_workload::generate(
+            &sessdb_workload::WorkloadSpec {
+                seed: 5,
+                sessions: 700,
+                min_turns: 6,
+                max_turns: 8,
+                ..sessdb_workload::WorkloadSpec::default()
+            },
+            &mut s,
+        )
+        .unwrap();
+        let n = s.stats().events as i64;
+        s.close().unwrap();
+        n
+    };
     assert!(total > 2 * 50_000, "a backlog of several rounds: {total}");
     pg.stop();
     let mut follower = sessdb()
