@@ -12,7 +12,7 @@ mod error;
 mod follow;
 mod task;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use napi::bindgen_prelude::AsyncTask;
 use napi_derive::napi;
@@ -359,45 +359,6 @@ impl NativeStore {
     #[napi]
     pub fn delete_session(&self, session: String) -> AsyncTask<Job<()>> {
         self.job(move |s| s.delete_session(&session))
-    }
-
-    /// Waits up to `timeout_ms` for events of `session` from seq `from`; resolves to the ones
-    /// there (possibly none). A read-only store catches up with the writer's appends.
-    #[napi]
-    pub fn wait_events(
-        &self,
-        session: String,
-        from: i64,
-        timeout_ms: u32,
-    ) -> napi::Result<AsyncTask<Job<Vec<String>>>> {
-        let from = seq_arg(from, "from")?;
-        Ok(self.job(move |s| {
-            let deadline = Instant::now() + Duration::from_millis(u64::from(timeout_ms));
-            let mut sub = s.subscribe(&session, from)?;
-            loop {
-                s.refresh()?;
-                let mut got = Vec::new();
-                while let Some(e) = sub.try_next()? {
-                    got.push(e);
-                }
-                if !got.is_empty() {
-                    return Ok(lines_of(&got));
-                }
-                let left = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    return Ok(Vec::new());
-                }
-                // A writer in this process wakes the subscription; one in another process is
-                // seen by the next refresh.
-                if let Some(e) = sub.next_timeout(left.min(Duration::from_millis(25)))? {
-                    got.push(e);
-                    while let Some(e) = sub.try_next()? {
-                        got.push(e);
-                    }
-                    return Ok(lines_of(&got));
-                }
-            }
-        }))
     }
 
     /// Follows `session` from seq `from`: `callback(err, lines)` gets each batch of event
