@@ -492,7 +492,7 @@ fn ship_session(
         Some(h) => h,
         None => {
             let header_json = info.header.to_json();
-            insert_session(tx, info, &store_id, &digest::start(&header_json))?;
+            insert_session(tx, info, store_id, &digest::start(&header_json))?;
             digest::start(&header_json)
         }
     };

@@ -22,6 +22,10 @@ const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
 ///
 /// # Errors
 /// `Layout` naming what the file is and how to go on; `Io` when it cannot be looked at.
+#[allow(
+    clippy::big_endian_bytes,
+    reason = "SQLite's file header is big-endian"
+)]
 pub(crate) fn check_replaceable(target: &Path, force: bool) -> Result<()> {
     let refuse = |problem: String| {
         Err(Error::Layout {
