@@ -223,6 +223,19 @@ fn pull_continues_a_session_on_another_store_and_a_second_shipper_is_refused() {
     assert_eq!(missing.status.code(), Some(6));
 }
 
+/// `sessdb demo` of `sessions` sessions of two turns, as `DIR/a`.
+fn demo_store(dir: &Path, sessions: &str) -> std::path::PathBuf {
+    let a = dir.join("a");
+    run_ok(sessdb().args(["demo"]).arg(&a).args([
+        "--sessions",
+        sessions,
+        "--turns",
+        "2",
+        "--quiet",
+    ]));
+    a
+}
+
 /// The lines a follower writes on stderr, as they come.
 fn lines_of(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<String> {
     let notes = BufReader::new(child.stderr.take().unwrap()).lines();
@@ -328,13 +341,7 @@ fn regression_ship_follow_waits_for_the_server_and_reconnects_during_its_first_c
 fn regression_one_refused_session_does_not_stop_the_others_and_reset_replaces_it() {
     let Some(pg) = Cluster::start() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let a = dir.path().join("a");
-    run_ok(
-        sessdb()
-            .args(["demo"])
-            .arg(&a)
-            .args(["--sessions", "3", "--turns", "2", "--quiet"]),
-    );
+    let a = demo_store(dir.path(), "3");
     let ship = |extra: &[&str]| {
         sessdb()
             .arg("ship")
@@ -410,13 +417,7 @@ fn regression_one_refused_session_does_not_stop_the_others_and_reset_replaces_it
 fn regression_a_refused_pull_writes_nothing() {
     let Some(pg) = Cluster::start() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let a = dir.path().join("a");
-    run_ok(
-        sessdb()
-            .args(["demo"])
-            .arg(&a)
-            .args(["--sessions", "2", "--turns", "2", "--quiet"]),
-    );
+    let a = demo_store(dir.path(), "2");
     run_ok(sessdb().arg("ship").arg(&a).args(["--postgres", &pg.url()]));
     let id = Store::open_read_only(&a, StoreOptions::default())
         .unwrap()
