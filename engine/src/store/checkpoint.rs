@@ -7,6 +7,7 @@ use std::sync::Arc;
 use super::catalog::Catalog;
 use super::catalog::SessionEntry;
 use super::locations::{Locations, MappedRun};
+use crate::codec::CorruptionKind;
 use crate::codec::checkpoint::{
     Body, BodyWriter, CHECKPOINT_HEADER_LEN, CHECKPOINTS_DIR, CheckpointHeader, CheckpointMeta,
     SessionRef, SessionSnap, checked_part, checkpoint_path, decode_body, decode_header,
@@ -16,9 +17,31 @@ use crate::model::SessionHeader;
 use crate::storage::{FileView, OpenMode, Replacement, Storage, StorageFile};
 use crate::{Error, Result};
 
-/// What [`apply`] says when a location run had to be decoded and failed its CRC: damage of
-/// the checkpoint, not an inconsistency (the open replays the whole log instead).
-pub(crate) const RUN_DAMAGED: &str = "a location run fails its checksum";
+/// Why [`apply`] could not put a checkpoint body into the catalog.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RestoreError {
+    /// A location run had to be decoded and failed its CRC: damage of the checkpoint, after
+    /// which the open replays the whole log instead.
+    RunDamaged,
+    /// The body does not fit the chain it is applied on.
+    Inconsistent(&'static str),
+}
+
+impl RestoreError {
+    /// The corruption kind an open reports for it.
+    pub(crate) fn kind(self) -> CorruptionKind {
+        match self {
+            RestoreError::RunDamaged => CorruptionKind::CheckpointLocations,
+            RestoreError::Inconsistent(why) => CorruptionKind::Inconsistent(why),
+        }
+    }
+}
+
+impl From<&'static str> for RestoreError {
+    fn from(why: &'static str) -> Self {
+        RestoreError::Inconsistent(why)
+    }
+}
 
 /// A decoded body and the file bytes its location runs are in.
 #[derive(Debug)]
@@ -80,11 +103,11 @@ fn restore(
     snap: SessionSnap,
     run: MappedRun,
     catalog: &mut Catalog,
-) -> std::result::Result<(), &'static str> {
+) -> std::result::Result<(), RestoreError> {
     let header = SessionHeader::from_json(&snap.header_json)
         .map_err(|_| "a session header does not parse")?;
     let inherited = snap.parent.as_ref().map_or(0, |(_, n)| *n);
-    let damaged = |_| RUN_DAMAGED;
+    let damaged = |_| RestoreError::RunDamaged;
     let mut locs = if snap.loc_base == inherited {
         // Every own location is here: start from the shared prefix, or from nothing.
         match &snap.parent {
@@ -104,13 +127,13 @@ fn restore(
             .remove(&snap.id)
             .ok_or("a delta extends a session the chain does not hold")?;
         if earlier.locs.len() != snap.loc_base {
-            return Err("a delta does not continue the session's locations");
+            return Err("a delta does not continue the session's locations".into());
         }
         earlier.locs
     };
     locs.append_run(run).map_err(damaged)?;
     if locs.len() != snap.state.next_seq() {
-        return Err("a session's locations do not match its length");
+        return Err("a session's locations do not match its length".into());
     }
     let checkpointed_locs = locs.len();
     catalog.sessions.insert(
@@ -132,7 +155,7 @@ fn restore(
 pub(crate) fn apply(
     loaded: LoadedBody,
     catalog: &mut Catalog,
-) -> std::result::Result<(), &'static str> {
+) -> std::result::Result<(), RestoreError> {
     let LoadedBody { body, view, path } = loaded;
     for id in &body.deleted {
         catalog.delete(id);

@@ -7,6 +7,74 @@ use super::inner::Inner;
 use crate::Result;
 use crate::codec::checkpoint::{CheckpointMeta, checkpoint_path};
 
+/// Where the checkpoint chain stands: set up once by the open ([`CheckpointState::from_open`])
+/// and moved on by each checkpoint written ([`CheckpointState::after_write`]); nothing else
+/// changes it.
+#[derive(Debug, Default)]
+pub(crate) struct CheckpointState {
+    /// The newest generation there is (the next one written is one more).
+    pub(crate) generation: u64,
+    /// The log position the newest checkpoint written or used covers.
+    pub(crate) covered_lsn: u64,
+    /// The full checkpoint the chain in use starts from.
+    last_full: u64,
+    /// Deltas written on it.
+    deltas_since_full: u32,
+    /// The next checkpoint is written full: the chain the open used is not the newest.
+    next_full: bool,
+    /// A later checkpoint than the one the open used was discarded: the next one is written
+    /// even if nothing changed, so no reader falls back past it.
+    stale_newer: bool,
+}
+
+impl CheckpointState {
+    /// The state an open leaves: `used` is the checkpoint it loaded (its meta and the full
+    /// checkpoint its chain starts from), `newest` the newest generation whose header checks.
+    pub(crate) fn from_open(used: Option<(&CheckpointMeta, u64)>, newest: Option<u64>) -> Self {
+        let used_generation = used.map(|(m, _)| m.generation);
+        let generation = used_generation.unwrap_or(0).max(newest.unwrap_or(0));
+        Self {
+            // Later checkpoints than the one used were discarded: never build on them.
+            generation,
+            covered_lsn: used.map_or(0, |(m, _)| m.covered_lsn),
+            last_full: used.map_or(0, |(_, base)| base),
+            deltas_since_full: 0,
+            next_full: used_generation != newest,
+            stale_newer: generation > used_generation.unwrap_or(0),
+        }
+    }
+
+    /// Whether a checkpoint asked for now has nothing to write: the log has not moved since
+    /// the last one, which is the newest there is.
+    fn nothing_new(&self, next_lsn: u64) -> bool {
+        next_lsn == self.covered_lsn && self.generation > 0 && !self.stale_newer
+    }
+
+    /// Whether the next checkpoint is a full one.
+    fn next_is_full(&self, merge_every: u32) -> bool {
+        self.generation == 0 || self.next_full || self.deltas_since_full + 1 >= merge_every
+    }
+
+    /// After `meta` was written (`full` or a delta): returns the generation below which the
+    /// files are no longer needed (a full checkpoint keeps the previous full chain as a
+    /// fallback), if any.
+    fn after_write(&mut self, meta: &CheckpointMeta, full: bool) -> Option<u64> {
+        self.generation = meta.generation;
+        self.covered_lsn = meta.covered_lsn;
+        self.stale_newer = false;
+        self.next_full = false;
+        if full {
+            let keep_from = self.last_full;
+            self.last_full = meta.generation;
+            self.deltas_since_full = 0;
+            Some(keep_from)
+        } else {
+            self.deltas_since_full += 1;
+            None
+        }
+    }
+}
+
 impl Inner {
     pub(super) fn checkpoint(&self, full: bool) -> Result<Option<CheckpointMeta>> {
         self.check_writable()?;
@@ -21,15 +89,13 @@ impl Inner {
         // Under the tail lock, as every write: nothing is checkpointed after a failure.
         self.poison.check()?;
         let mut ck = self.ckpt.lock();
-        if tail.next_lsn == ck.covered_lsn && ck.generation > 0 && !ck.stale_newer && !full {
+        if ck.nothing_new(tail.next_lsn) && !full {
             return Ok(None);
         }
         // Never ahead of the durable log: sync what the checkpoint covers first (through
         // group commit, so no two syncs of the log ever run at once).
         self.sync_to(tail.next_lsn)?;
-        let full = full
-            || ck.generation == 0
-            || ck.deltas_since_full + 1 >= self.options.checkpoint_merge_every;
+        let full = full || ck.next_is_full(self.options.checkpoint_merge_every);
         let mut cat = self.catalog.write();
         let bytes = checkpoint::encode(&cat, full)?;
         let meta = CheckpointMeta {
@@ -47,28 +113,19 @@ impl Inner {
         }
         cat.deleted.clear();
         drop(cat);
-        ck.generation = meta.generation;
-        ck.covered_lsn = meta.covered_lsn;
-        ck.stale_newer = false;
+        let obsolete_below = ck.after_write(&meta, full);
         self.checkpoint_due_lsn.store(
             meta.covered_lsn
                 .saturating_add(self.options.checkpoint_interval_bytes),
             std::sync::atomic::Ordering::Relaxed,
         );
-        if full {
-            // Keep the previous full chain as a fallback; older files go.
-            let keep_from = ck.last_full;
-            ck.previous_full = ck.last_full;
-            ck.last_full = meta.generation;
-            ck.deltas_since_full = 0;
+        if let Some(keep_from) = obsolete_below {
             for generation in checkpoint::list(&*self.storage)?
                 .into_iter()
                 .filter(|&g| g < keep_from)
             {
                 let _ = self.storage.remove(&checkpoint_path(generation));
             }
-        } else {
-            ck.deltas_since_full += 1;
         }
         Ok(Some(meta))
     }

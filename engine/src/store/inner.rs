@@ -13,18 +13,6 @@ use super::segments::{SegmentList, Tail};
 use crate::storage::{LockGuard, Storage};
 use std::sync::Arc;
 
-#[derive(Debug, Default)]
-pub(crate) struct CheckpointState {
-    pub(crate) generation: u64,
-    pub(crate) last_full: u64,
-    pub(crate) previous_full: u64,
-    pub(crate) deltas_since_full: u32,
-    pub(crate) covered_lsn: u64,
-    /// A later checkpoint than the one the open used was discarded: the next one is written
-    /// even if nothing changed, so no reader falls back past it.
-    pub(crate) stale_newer: bool,
-}
-
 #[derive(Debug)]
 pub(crate) struct Inner {
     pub(crate) storage: Arc<dyn Storage>,
@@ -45,7 +33,7 @@ pub(crate) struct Inner {
     /// open) plus the interval. A plain load per write, where counting the bytes was a locked
     /// add per record (3.6 % of a buffered append).
     pub(crate) checkpoint_due_lsn: AtomicU64,
-    pub(crate) ckpt: Mutex<CheckpointState>,
+    pub(crate) ckpt: Mutex<super::checkpointing::CheckpointState>,
     pub(crate) changes: super::changes::Changes,
     pub(crate) closed: AtomicBool,
     pub(crate) report: OpenReport,

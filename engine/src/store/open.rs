@@ -18,7 +18,8 @@ use parking_lot::{Mutex, RwLock};
 use super::catalog::Catalog;
 use super::chain::Headers;
 use super::checkpoint;
-use super::inner::{CheckpointState, Inner};
+use super::checkpointing::CheckpointState;
+use super::inner::Inner;
 use super::log::discover::discover;
 use super::options::StoreOptions;
 use super::report::OpenReport;
@@ -240,42 +241,22 @@ fn load(
         headers.choose(list, &mut report.checkpoints_discarded)
     };
     let mut catalog = Catalog::default();
-    let mut ck_state = CheckpointState::default();
     let mut start_lsn = 0;
     let mut last_record = None;
+    let mut used = None;
     if let Some(chosen) = chosen {
         let meta = chosen.meta;
         for body in chosen.bodies {
-            if let Err(why) = checkpoint::apply(body, &mut catalog) {
-                let kind = if why == checkpoint::RUN_DAMAGED {
-                    CorruptionKind::CheckpointLocations
-                } else {
-                    CorruptionKind::Inconsistent(why)
-                };
-                return Err(Error::corruption(
-                    &checkpoint_path(meta.generation),
-                    0,
-                    kind,
-                ));
-            }
+            checkpoint::apply(body, &mut catalog)
+                .map_err(|e| Error::corruption(&checkpoint_path(meta.generation), 0, e.kind()))?;
         }
         report.checkpoint = Some(meta.generation);
         start_lsn = meta.covered_lsn;
         last_record = meta.last_record;
-        ck_state.generation = meta.generation;
-        ck_state.covered_lsn = meta.covered_lsn;
-        ck_state.last_full = chosen.base;
+        used = Some((meta, chosen.base));
     }
-    let newest = headers.newest();
-    // Later checkpoints than the one used were discarded: never build on them.
-    ck_state.generation = ck_state.generation.max(newest.unwrap_or(0));
-    ck_state.stale_newer = ck_state.generation > report.checkpoint.unwrap_or(0);
-    // The next checkpoint is full when the chain in use is not the newest.
-    ck_state.deltas_since_full = if report.checkpoint == newest {
-        0
-    } else {
-        u32::MAX - 1
-    };
+    let ck_state =
+        CheckpointState::from_open(used.as_ref().map(|(m, b)| (m, *b)), headers.newest());
 
     let mut touched = BTreeSet::new();
     let span = Span {
