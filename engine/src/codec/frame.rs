@@ -192,6 +192,14 @@ fn u32_at(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(w)
 }
 
+/// The whole length (header and payload) a frame header says its frame has, when its length
+/// field checks (its own CRC): how much to read for [`check_frame`].
+pub fn frame_len_of(head: &[u8]) -> Option<usize> {
+    let len = u32_at(head, OFF_LEN);
+    (head.len() >= FRAME_HEADER_LEN && u32_at(head, OFF_LEN_CRC) == len_crc(len))
+        .then(|| FRAME_HEADER_LEN + len as usize)
+}
+
 /// Checks the frame at the start of `bytes` (which run to the end of the segment).
 pub fn check_frame(bytes: &[u8], max_payload_bytes: u32) -> FrameCheck {
     if bytes.is_empty() {

@@ -3,8 +3,9 @@
 //! store restored from an older backup, or one whose log salvage rewrote, no longer holds
 //! that record there.
 
+use super::log::zeros;
 use super::segments::SegmentList;
-use crate::codec::frame::{FRAME_HEADER_LEN, FrameCheck, check_frame};
+use crate::codec::frame::{FRAME_HEADER_LEN, FrameCheck, check_frame, frame_len_of};
 
 /// One record of the log: where it starts, and its frame checksum.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -25,11 +26,13 @@ pub(super) fn frame_at(segments: &SegmentList, lsn: u64) -> Result<(u32, usize),
     if seg.file.read_at(&mut head, at).is_err() {
         return Err("the record it names is not in the log");
     }
-    if head.iter().all(|&b| b == 0) {
+    if zeros(&head) {
         return Err("the log holds only zeros where it points");
     }
-    let len = u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as usize;
-    let mut frame = vec![0u8; FRAME_HEADER_LEN + len.min(1 << 30)];
+    let Some(len) = frame_len_of(&head) else {
+        return Err("the record it names is damaged");
+    };
+    let mut frame = vec![0u8; len.min(1 << 30)];
     if seg.file.read_at(&mut frame, at).is_err() {
         return Err("the record it names is cut short");
     }

@@ -21,6 +21,7 @@ use super::chain::Headers;
 use super::checkpoint;
 use super::log::cursor::{LogCursor, SegmentFacts, Step, StopAction};
 use super::log::discover::{Header, judge_header, read_head, rest_is_zero, segment_lsns};
+use super::log::{empty_log, zeros};
 use super::marker;
 use super::options::StoreOptions;
 use super::replay::replay;
@@ -189,11 +190,7 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
     let mut removing = false;
     // The newest segment that holds records: a newest one whose creation was interrupted is
     // no segment of the log (open removes it).
-    let rest_zero = |bytes: &[u8]| {
-        Ok(bytes
-            .get(SEGMENT_HEADER_LEN..)
-            .is_none_or(|r| r.iter().all(|&b| b == 0)))
-    };
+    let rest_zero = |bytes: &[u8]| Ok(bytes.get(SEGMENT_HEADER_LEN..).is_none_or(zeros));
     let head = |bytes: &[u8]| bytes.get(..SEGMENT_HEADER_LEN).unwrap_or(bytes).to_vec();
     let interrupted_newest = match files.last() {
         Some((lsn, path, file)) => {
@@ -417,16 +414,7 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
     }
     if !scanned_any {
         // No segment holds records: the table decides whether an empty log may be the end.
-        let facts = SegmentFacts {
-            first_lsn: 0,
-            sealed: false,
-            durable_lsn: durable,
-            locked: true,
-            record_bytes_max: options.record_bytes_max,
-        };
-        if let Step::Stop(stop) = LogCursor::new(facts, 0, &[], false).step()
-            && let StopAction::Corrupt(kind) = stop.action
-        {
+        if let Some(kind) = empty_log(durable, true, options.record_bytes_max) {
             out.report.damage.push(Damage {
                 segment: SEGMENTS_DIR.to_owned(),
                 offset: 0,

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use super::catalog::Catalog;
 use super::log::cursor::{LogCursor, SegmentFacts, Step, StopAction};
+use super::log::empty_log;
 use super::options::StoreOptions;
 use super::replay::replay;
 use super::segments::{Segment, SegmentList};
@@ -70,8 +71,8 @@ pub(super) fn scan(
         end_lsn: span.start_lsn,
         ..Scanned::default()
     };
-    let facts_of = |seg: Option<&Segment>, sealed| SegmentFacts {
-        first_lsn: seg.map_or(0, |s| s.first_lsn),
+    let facts_of = |seg: &Segment, sealed| SegmentFacts {
+        first_lsn: seg.first_lsn,
         sealed,
         durable_lsn: span.durable_lsn,
         locked: span.locked,
@@ -79,13 +80,9 @@ pub(super) fn scan(
     };
     let Some(first) = segs.iter().rposition(|s| s.first_lsn <= span.start_lsn) else {
         // No segment at all: the table decides whether an empty log may be the end.
-        let mut cursor = LogCursor::new(facts_of(None, false), 0, &[], false);
-        return match cursor.step() {
-            Step::Stop(stop) => match stop.action {
-                StopAction::Corrupt(kind) => Err(Error::corruption(SEGMENTS_DIR, 0, kind)),
-                _ => Ok(out),
-            },
-            _ => Ok(out),
+        return match empty_log(span.durable_lsn, span.locked, options.record_bytes_max) {
+            Some(kind) => Err(Error::corruption(SEGMENTS_DIR, 0, kind)),
+            None => Ok(out),
         };
     };
     // For progress: the log end as the newest segment's length says (its preallocated zeros
@@ -102,7 +99,7 @@ pub(super) fn scan(
             && seg.first_lsn <= span.stop_lsn
             && segs.get(i + 1).is_none_or(|n| n.first_lsn > span.stop_lsn);
         let newest = i + 1 == segs.len() || stops_here;
-        let facts = facts_of(Some(seg), !newest);
+        let facts = facts_of(seg, !newest);
         let limit = stops_here.then(|| seg.offset_of(span.stop_lsn));
         let mut offset = to_usize(seg, seg.offset_of(out.end_lsn.max(seg.first_lsn)))?;
         let mut reread = false;
