@@ -3,7 +3,7 @@
 //! store restored from an older backup, or one whose log salvage rewrote, no longer holds
 //! that record there.
 
-use super::log::zeros;
+use super::log::cursor::zeros;
 use super::segments::SegmentList;
 use crate::codec::frame::{FRAME_HEADER_LEN, FrameCheck, check_frame, frame_len_of};
 

@@ -33,6 +33,7 @@ mod catalog;
 mod chain;
 mod changes;
 mod checkpoint;
+mod checkpoint_state;
 mod checkpointing;
 mod commit;
 mod info;

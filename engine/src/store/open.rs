@@ -18,7 +18,7 @@ use parking_lot::{Mutex, RwLock};
 use super::catalog::Catalog;
 use super::chain::Headers;
 use super::checkpoint;
-use super::checkpointing::CheckpointState;
+use super::checkpoint_state::CheckpointState;
 use super::inner::Inner;
 use super::log::discover::discover;
 use super::options::StoreOptions;

@@ -19,9 +19,11 @@ use std::sync::Arc;
 use super::catalog::Catalog;
 use super::chain::Headers;
 use super::checkpoint;
-use super::log::cursor::{LogCursor, SegmentFacts, Step, StopAction};
+use super::log::cursor::zeros;
+use super::log::cursor::{LogCursor, SegmentFacts, StopAction};
 use super::log::discover::{Header, judge_header, read_head, rest_is_zero, segment_lsns};
-use super::log::{empty_log, zeros};
+use super::log::walk::empty_log;
+use super::log::walk::{Go, Met, walk};
 use super::marker;
 use super::options::StoreOptions;
 use super::replay::replay;
@@ -277,11 +279,10 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
         let mut cursor = LogCursor::new(facts, SEGMENT_HEADER_LEN, records, false);
         let mut voids = Vec::new();
         let mut cut_at = None;
-        loop {
-            let frame = match cursor.step() {
-                Step::End => break,
-                Step::Record(frame) => frame,
-                Step::Stop(stop) => {
+        walk(&mut cursor, |met| {
+            let frame = match met {
+                Met::Record(frame) => frame,
+                Met::Stop(stop, cursor) => {
                     let pos = stop.offset;
                     let kind = match stop.action {
                         StopAction::Truncate => {
@@ -292,7 +293,7 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
                                 DamageRepair::Cut,
                             ));
                             cut_at = Some(pos);
-                            break;
+                            return Ok(Go::Finish);
                         }
                         StopAction::Corrupt(kind) => kind,
                         StopAction::Reread => {
@@ -311,7 +312,7 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
                         if pos < bytes.len() {
                             cut_at = Some(pos);
                         }
-                        break;
+                        return Ok(Go::Finish);
                     }
                     // Resynchronise at the next valid frame (or the end of the segment).
                     let next = cursor.resync();
@@ -324,7 +325,7 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
                             .damage
                             .push(damage(pos, next - pos, kind, DamageRepair::Cut));
                         cut_at = Some(pos);
-                        break;
+                        return Ok(Go::Finish);
                     }
                     let session = attribute(&catalog, cursor.bytes_from(pos));
                     if let Some(id) = &session {
@@ -335,7 +336,7 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
                         ..damage(pos, next - pos, kind, DamageRepair::Voided)
                     });
                     voids.push((pos, next - pos));
-                    continue;
+                    return Ok(Go::On);
                 }
             };
             let (pos, frame_len) = (frame.offset, frame.bytes.len());
@@ -397,7 +398,8 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
                     voids.push((pos, frame_len));
                 }
             }
-        }
+            Ok(Go::On)
+        })?;
         touched.clear();
         let end = cut_at.unwrap_or(bytes.len());
         expected = Some(lsn + (end - SEGMENT_HEADER_LEN) as u64);
@@ -451,28 +453,29 @@ fn removed_records(
     };
     let records = bytes.get(SEGMENT_HEADER_LEN..).unwrap_or_default();
     let mut cursor = LogCursor::new(facts, SEGMENT_HEADER_LEN, records, false);
-    loop {
-        match cursor.step() {
-            Step::End => break,
-            Step::Stop(_) => {
+    // Past damage to the next valid frame; every record that held events counted.
+    let walked = walk(&mut cursor, |met| {
+        match met {
+            Met::Stop(_, cursor) => {
                 if cursor.resync() >= cursor.end() {
-                    break;
+                    return Ok(Go::Finish);
                 }
             }
-            Step::Record(frame) => {
-                let Ok(body) = decode(frame.kind, frame.payload()) else {
-                    continue;
-                };
-                if matches!(body, RecordBody::Void | RecordBody::Delete { .. }) {
-                    continue;
-                }
-                losses.dropped += 1;
-                if let Some(id) = session_of(&body) {
-                    losses.cut(catalog, id, last_seq(&body));
+            Met::Record(frame) => {
+                if let Ok(body) = decode(frame.kind, frame.payload())
+                    && !matches!(body, RecordBody::Void | RecordBody::Delete { .. })
+                {
+                    losses.dropped += 1;
+                    if let Some(id) = session_of(&body) {
+                        losses.cut(catalog, id, last_seq(&body));
+                    }
                 }
             }
         }
-    }
+        Ok(Go::On)
+    });
+    // The walk's consumer fails nowhere.
+    debug_assert!(walked.is_ok());
 }
 
 /// Sessions shorter than the newest readable checkpoint remembers them (and not deleted

@@ -8,8 +8,9 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use super::catalog::Catalog;
-use super::log::cursor::{LogCursor, SegmentFacts, Step, StopAction};
-use super::log::empty_log;
+use super::log::cursor::{LogCursor, SegmentFacts, StopAction};
+use super::log::walk::empty_log;
+use super::log::walk::{Go, Met, walk};
 use super::options::StoreOptions;
 use super::replay::replay;
 use super::segments::{Segment, SegmentList};
@@ -107,29 +108,25 @@ pub(super) fn scan(
             // Only the bytes from where the scan is: what a checkpoint covers is not re-read.
             let bytes = read_from(seg, offset, limit)?;
             let mut cursor = LogCursor::new(facts, offset, &bytes, reread);
-            let stop = loop {
-                match cursor.step() {
-                    Step::Record(frame) => {
-                        decode(frame.kind, frame.payload())
-                            .map_err(CorruptionKind::BadPayload)
-                            .and_then(|body| {
-                                replay(list, options, catalog, touched, body, frame.lsn)
-                            })
-                            .map_err(|kind| {
-                                Error::corruption(&seg.path, frame.offset as u64, kind)
-                            })?;
-                        out.records += 1;
-                        *last_record = Some((frame.lsn, frame.crc));
-                        let done = frame.lsn.saturating_sub(span.start_lsn);
-                        if done >= reported + (1 << 20) {
-                            reported = done;
-                            options.progress.report(done, total.max(done));
-                        }
-                    }
-                    Step::End => break None,
-                    Step::Stop(stop) => break Some((stop, cursor.end())),
+            // Every record replayed; the first stop ends the walk and is decided below.
+            let stop = walk(&mut cursor, |met| {
+                let Met::Record(frame) = met else {
+                    return Ok(Go::Finish);
+                };
+                decode(frame.kind, frame.payload())
+                    .map_err(CorruptionKind::BadPayload)
+                    .and_then(|body| replay(list, options, catalog, touched, body, frame.lsn))
+                    .map_err(|kind| Error::corruption(&seg.path, frame.offset as u64, kind))?;
+                out.records += 1;
+                *last_record = Some((frame.lsn, frame.crc));
+                let done = frame.lsn.saturating_sub(span.start_lsn);
+                if done >= reported + (1 << 20) {
+                    reported = done;
+                    options.progress.report(done, total.max(done));
                 }
-            };
+                Ok(Go::On)
+            })?
+            .map(|stop| (stop, cursor.end()));
             offset = cursor.offset();
             match stop {
                 None => break,

@@ -77,7 +77,7 @@ pub(crate) fn rest_is_zero(file: &dyn StorageFile, path: &str) -> Result<bool> {
     let mut rest = vec![0u8; usize::try_from(len).unwrap_or(0) - SEGMENT_HEADER_LEN];
     file.read_at(&mut rest, SEGMENT_HEADER_LEN as u64)
         .map_err(|e| Error::io("read", path, e))?;
-    Ok(super::zeros(&rest))
+    Ok(super::cursor::zeros(&rest))
 }
 
 /// The segments found.

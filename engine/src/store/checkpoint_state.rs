@@ -1,0 +1,73 @@
+//! Where the checkpoint chain stands (`docs/DESIGN.md` §3.5): the one owner of that state.
+//! The open sets it up ([`CheckpointState::from_open`]), each checkpoint written moves it on
+//! ([`CheckpointState::after_write`], in `checkpointing.rs`); nothing else changes it.
+
+use crate::codec::checkpoint::CheckpointMeta;
+
+/// Where the checkpoint chain stands: set up once by the open ([`CheckpointState::from_open`])
+/// and moved on by each checkpoint written ([`CheckpointState::after_write`]); nothing else
+/// changes it.
+#[derive(Debug, Default)]
+pub(crate) struct CheckpointState {
+    /// The newest generation there is (the next one written is one more).
+    pub(crate) generation: u64,
+    /// The log position the newest checkpoint written or used covers.
+    pub(crate) covered_lsn: u64,
+    /// The full checkpoint the chain in use starts from.
+    last_full: u64,
+    /// Deltas written on it.
+    deltas_since_full: u32,
+    /// The next checkpoint is written full: the chain the open used is not the newest.
+    next_full: bool,
+    /// A later checkpoint than the one the open used was discarded: the next one is written
+    /// even if nothing changed, so no reader falls back past it.
+    stale_newer: bool,
+}
+
+impl CheckpointState {
+    /// The state an open leaves: `used` is the checkpoint it loaded (its meta and the full
+    /// checkpoint its chain starts from), `newest` the newest generation whose header checks.
+    pub(crate) fn from_open(used: Option<(&CheckpointMeta, u64)>, newest: Option<u64>) -> Self {
+        let used_generation = used.map(|(m, _)| m.generation);
+        let generation = used_generation.unwrap_or(0).max(newest.unwrap_or(0));
+        Self {
+            // Later checkpoints than the one used were discarded: never build on them.
+            generation,
+            covered_lsn: used.map_or(0, |(m, _)| m.covered_lsn),
+            last_full: used.map_or(0, |(_, base)| base),
+            deltas_since_full: 0,
+            next_full: used_generation != newest,
+            stale_newer: generation > used_generation.unwrap_or(0),
+        }
+    }
+
+    /// Whether a checkpoint asked for now has nothing to write: the log has not moved since
+    /// the last one, which is the newest there is.
+    pub(super) fn nothing_new(&self, next_lsn: u64) -> bool {
+        next_lsn == self.covered_lsn && self.generation > 0 && !self.stale_newer
+    }
+
+    /// Whether the next checkpoint is a full one.
+    pub(super) fn next_is_full(&self, merge_every: u32) -> bool {
+        self.generation == 0 || self.next_full || self.deltas_since_full + 1 >= merge_every
+    }
+
+    /// After `meta` was written (`full` or a delta): returns the generation below which the
+    /// files are no longer needed (a full checkpoint keeps the previous full chain as a
+    /// fallback), if any.
+    pub(super) fn after_write(&mut self, meta: &CheckpointMeta, full: bool) -> Option<u64> {
+        self.generation = meta.generation;
+        self.covered_lsn = meta.covered_lsn;
+        self.stale_newer = false;
+        self.next_full = false;
+        if full {
+            let keep_from = self.last_full;
+            self.last_full = meta.generation;
+            self.deltas_since_full = 0;
+            Some(keep_from)
+        } else {
+            self.deltas_since_full += 1;
+            None
+        }
+    }
+}
