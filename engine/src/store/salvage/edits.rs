@@ -1,0 +1,47 @@
+//! What a salvage plan is: the report, and the edits of segment files that carry it out; and
+//! reading a segment file whole.
+
+use crate::storage::{OpenMode, Storage, StorageFile};
+use crate::store::report::SalvageReport;
+use crate::{Error, Result};
+
+/// What to do to one segment file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Edit {
+    Remove,
+    Rewrite {
+        header: bool,
+        /// `(offset, len)` ranges that become void records.
+        voids: Vec<(usize, usize)>,
+        /// Keep only the bytes before this offset.
+        cut_at: Option<usize>,
+    },
+}
+
+/// A salvage plan: the report and the file edits that carry it out.
+#[derive(Debug, Default)]
+pub(crate) struct Plan {
+    pub(crate) report: SalvageReport,
+    pub(super) edits: Vec<(u64, Edit)>,
+}
+
+/// A file opened for reading and all of its bytes.
+pub(super) fn read_whole(
+    storage: &dyn Storage,
+    path: &str,
+) -> Result<(Box<dyn StorageFile>, Vec<u8>)> {
+    let file = storage
+        .open(path, OpenMode::Read)
+        .map_err(|e| Error::io("open", path, e))?;
+    let bytes = bytes_of(&*file, path)?;
+    Ok((file, bytes))
+}
+
+/// All of an open file's bytes.
+pub(super) fn bytes_of(file: &dyn StorageFile, path: &str) -> Result<Vec<u8>> {
+    let len = file.len().map_err(|e| Error::io("stat", path, e))?;
+    let mut bytes = vec![0u8; usize::try_from(len).unwrap_or(0)];
+    file.read_at(&mut bytes, 0)
+        .map_err(|e| Error::io("read", path, e))?;
+    Ok(bytes)
+}

@@ -1,0 +1,209 @@
+//! Salvage (`sessdb repair --salvage`): keep everything that is intact.
+//!
+//! A plan is made first, reading only: every segment is scanned from its start; a damaged
+//! record is skipped by resynchronising at the next valid frame; a session that had events in
+//! a damaged record (or whose next record no longer follows) is cut at its last intact event,
+//! and its later records are dropped; every other session is kept whole. `--dry-run` prints
+//! that plan.
+//!
+//! Applying it never truncates or rewrites a file in place (a reader may have it mapped,
+//! `storage/mmap.rs`): every checkpoint is removed first (they may cover what is dropped),
+//! then each segment that changes is written whole as a replacement file and renamed over the
+//! old one. Damaged and dropped records become void records of the same length, so every
+//! kept record stays at its LSN and the kept sessions' locations stay valid. Each step leaves
+//! a state from which a new salvage converges.
+
+mod apply;
+mod edits;
+mod losses;
+mod repair;
+mod segment;
+
+use std::sync::Arc;
+
+pub(super) use apply::apply;
+use edits::{Edit, Plan, bytes_of};
+use losses::{remembered_losses, removed_records};
+use segment::{State, damage};
+
+use super::chain::Headers;
+use super::log::cursor::{SegmentFacts, zeros};
+use super::log::discover::{Header, judge_header, read_head, rest_is_zero, segment_lsns};
+use super::log::walk::empty_log;
+use super::options::StoreOptions;
+use super::report::{Damage, DamageRepair, SalvageReport};
+use super::segments::{Segment, SegmentList};
+use crate::codec::segment::{
+    SEGMENT_FORMAT_VERSION, SEGMENT_HEADER_LEN, SEGMENTS_DIR, SegmentHeaderError, segment_path,
+};
+use crate::codec::{CorruptionKind, LOCK_FILE};
+use crate::storage::{OpenMode, Storage, StorageFile};
+use crate::{Error, Result};
+
+/// Scans the whole log and plans the salvage; changes nothing.
+pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan> {
+    let headers = Headers::load(storage)?;
+    let lsns = segment_lsns(storage)?;
+    // Every segment file opened; each one's bytes are read in its turn below, so the plan
+    // holds one segment in memory at a time, never the whole log.
+    let mut files = Vec::with_capacity(lsns.len());
+    for &lsn in &lsns {
+        let path = segment_path(lsn);
+        let file = storage
+            .open(&path, OpenMode::Read)
+            .map_err(|e| Error::io("open", &path, e))?;
+        files.push((lsn, path, Arc::<dyn StorageFile>::from(file)));
+    }
+    // The durable mark as open computes it, over every segment file there is.
+    let durable = headers.durable_mark(&SegmentList::new(
+        files
+            .iter()
+            .map(|(lsn, _, file)| Arc::new(Segment::new(*lsn, Arc::clone(file), false)))
+            .collect(),
+    ));
+
+    let mut state = State::default();
+    let mut expected: Option<u64> = None;
+    let mut removing = false;
+    // The newest segment that holds records: a newest one whose creation was interrupted is
+    // no segment of the log (open removes it).
+    let rest_zero = |bytes: &[u8]| Ok(bytes.get(SEGMENT_HEADER_LEN..).is_none_or(zeros));
+    let head = |bytes: &[u8]| bytes.get(..SEGMENT_HEADER_LEN).unwrap_or(bytes).to_vec();
+    let interrupted_newest = match files.last() {
+        Some((lsn, path, file)) => {
+            // The header first; the rest is read only when the header is damaged.
+            let first = read_head(&**file, path)?;
+            let rest = || rest_is_zero(&**file, path);
+            judge_header(*lsn, &first, rest, true)? == Header::Interrupted
+        }
+        None => false,
+    };
+    let count = files.len() - usize::from(interrupted_newest);
+    let mut scanned_any = false;
+    for (i, (lsn, path, file)) in files.into_iter().enumerate() {
+        if i >= count {
+            // The interrupted creation: open removes it.
+            break;
+        }
+        let bytes = bytes_of(&*file, &path)?;
+        let last = i + 1 == count;
+        let verdict = judge_header(lsn, &head(&bytes), || rest_zero(&bytes), false)?;
+        if let Header::Unsupported(found) = verdict {
+            // Another sessdb version's store is not damage: salvage refuses it whole.
+            return Err(Error::UnsupportedStore {
+                file: path,
+                found,
+                expected: SEGMENT_FORMAT_VERSION,
+            });
+        }
+        if removing || expected.is_some_and(|e| e != lsn) || bytes.len() < SEGMENT_HEADER_LEN {
+            if !removing {
+                let kind = match expected {
+                    Some(e) if e != lsn => CorruptionKind::SegmentGap { expected: e },
+                    _ => CorruptionKind::SegmentHeader(SegmentHeaderError::Short),
+                };
+                state.out.report.damage.push(damage(
+                    &path,
+                    0,
+                    bytes.len(),
+                    kind,
+                    DamageRepair::SegmentRemoved,
+                ));
+            }
+            removing = true;
+            removed_records(&bytes, lsn, options, &state.catalog, &mut state.losses);
+            state.out.edits.push((lsn, Edit::Remove));
+            continue;
+        }
+        let header_damage = match verdict {
+            Header::Valid => None,
+            Header::NameMismatch => Some(CorruptionKind::Inconsistent(
+                "segment name and header disagree",
+            )),
+            Header::Damaged(e) => Some(CorruptionKind::SegmentHeader(e)),
+            // Handled above.
+            Header::Interrupted | Header::Unsupported(_) => {
+                Some(CorruptionKind::SegmentHeader(SegmentHeaderError::Short))
+            }
+        };
+        let header = header_damage.is_some();
+        if let Some(kind) = header_damage {
+            state.out.report.damage.push(damage(
+                &path,
+                0,
+                SEGMENT_HEADER_LEN,
+                kind,
+                DamageRepair::HeaderRewritten,
+            ));
+        }
+        state
+            .list
+            .push(Arc::new(Segment::new(lsn, Arc::clone(&file), false)));
+        scanned_any = true;
+
+        let facts = SegmentFacts {
+            first_lsn: lsn,
+            sealed: !last,
+            durable_lsn: durable,
+            // Salvage holds the writer lock: no write is in flight.
+            locked: true,
+            record_bytes_max: options.record_bytes_max,
+        };
+        let (voids, cut_at) = state.walk_segment(options, facts, &path, &bytes, last)?;
+        state.touched.clear();
+        let end = cut_at.unwrap_or(bytes.len());
+        expected = Some(lsn + (end - SEGMENT_HEADER_LEN) as u64);
+        if header || !voids.is_empty() || cut_at.is_some() {
+            state.out.edits.push((
+                lsn,
+                Edit::Rewrite {
+                    header,
+                    voids,
+                    cut_at,
+                },
+            ));
+        }
+    }
+    if !scanned_any {
+        // No segment holds records: the table decides whether an empty log may be the end.
+        if let Some(kind) = empty_log(durable, true, options.record_bytes_max) {
+            state.out.report.damage.push(Damage {
+                segment: SEGMENTS_DIR.to_owned(),
+                offset: 0,
+                bytes: durable,
+                kind,
+                repair: DamageRepair::CheckpointsRemoved,
+                session: None,
+            });
+        }
+    }
+    let State {
+        mut out,
+        catalog,
+        mut losses,
+        deleted,
+        ..
+    } = state;
+    if !out.report.is_empty() {
+        remembered_losses(&headers, &catalog, &deleted, &mut losses);
+    }
+    out.report.sessions = losses.by_id.into_values().collect();
+    out.report.records_dropped = losses.dropped;
+    Ok(out)
+}
+
+/// Plans a salvage of the store on `storage` and changes nothing: what
+/// `sessdb repair --salvage --dry-run` prints. Holds the writer lock while it reads, so no
+/// writer appends meanwhile.
+///
+/// # Errors
+/// `Locked` if a writer has the store, I/O errors.
+pub fn salvage_plan(storage: &dyn Storage, options: &StoreOptions) -> Result<SalvageReport> {
+    let _lock = storage
+        .try_lock(LOCK_FILE)
+        .map_err(|e| Error::io("lock", storage.describe(LOCK_FILE), e))?
+        .ok_or_else(|| Error::Locked {
+            lock_file: storage.describe(LOCK_FILE),
+        })?;
+    Ok(plan(storage, options)?.report)
+}
