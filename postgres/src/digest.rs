@@ -61,7 +61,6 @@ pub(crate) fn event<I: ExactSizeIterator<Item = u64>>(f: Fields<'_, I>) -> Hash 
 
 /// The digest of a stored event.
 pub(crate) fn of_ref(e: &EventRef<'_>) -> Hash {
-    let both = e.sources().is_some() && e.surface_op().is_some();
     event(Fields {
         seq: e.seq(),
         event_type: e.event_type(),
@@ -70,13 +69,12 @@ pub(crate) fn of_ref(e: &EventRef<'_>) -> Hash {
         sources: e.sources(),
         op: e.surface_op(),
         ignorable: e.ignorable(),
-        key_order: e.surface_op_first() && both,
+        key_order: e.surface_op_first(),
     })
 }
 
 /// The digest of an event rebuilt from rows.
 pub(crate) fn of_event(e: &Event) -> Hash {
-    let both = e.sources().is_some() && e.surface_op().is_some();
     event(Fields {
         seq: e.seq(),
         event_type: e.event_type(),
@@ -85,7 +83,7 @@ pub(crate) fn of_event(e: &Event) -> Hash {
         sources: e.sources().map(|s| s.iter().copied()),
         op: e.surface_op(),
         ignorable: e.ignorable(),
-        key_order: e.surface_op_first() && both,
+        key_order: e.surface_op_first(),
     })
 }
 

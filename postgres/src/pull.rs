@@ -283,25 +283,17 @@ fn read_session(client: &mut Client, id: &str) -> Result<Read> {
             })
             .map(|v| v.ok_or_else(|| bad("a source seq out of range")))
             .transpose()?;
-        let op = match (
-            r.get::<_, Option<String>>(5).as_deref(),
-            r.get::<_, Option<i64>>(6),
-            r.get::<_, Option<i64>>(7),
-        ) {
-            (None, None, None) => None,
-            (Some("append"), None, None) => Some(SurfaceOp::Append),
-            (Some("replace"), Some(start), Some(end)) => Some(SurfaceOp::Replace {
-                start: envelope::checked_seq(start).ok_or_else(|| bad("replace_start"))?,
-                end: envelope::checked_seq(end).ok_or_else(|| bad("replace_end"))?,
-            }),
-            _ => return Err(bad("surface_op and its range do not go together")),
-        };
+        let op = SurfaceOp::from_columns(
+            r.get::<_, Option<&str>>(5).map(str::as_bytes),
+            r.get(6),
+            r.get(7),
+        )
+        .map_err(bad)?;
         let event = Event::new(r.get::<_, String>(1), seq_u, time, data.into_bytes())
             .with_sources_opt(sources.map(Into::into))
             .with_surface_op_opt(op)
             .with_ignorable(r.get(8));
-        let both = event.sources().is_some() && event.surface_op().is_some();
-        let event = event.with_surface_op_first(r.get::<_, bool>(9) && both);
+        let event = event.with_surface_op_first(r.get::<_, bool>(9));
         let d = digest::of_event(&event);
         chain = digest::extend(&chain, &d);
         last_digest = Some(d);

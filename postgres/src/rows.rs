@@ -96,8 +96,7 @@ pub(crate) fn event_row(out: &mut Vec<u8>, session: &str, e: &EventRef<'_>, inhe
             Some(v) => out.extend_from_slice(v.as_bytes()),
         }
     }
-    let both = e.sources().is_some() && e.surface_op().is_some();
-    for flag in [e.ignorable(), e.surface_op_first() && both, inherited] {
+    for flag in [e.ignorable(), e.surface_op_first(), inherited] {
         out.push(b'\t');
         out.push(if flag { b't' } else { b'f' });
     }

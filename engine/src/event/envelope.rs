@@ -75,6 +75,31 @@ impl SurfaceOp {
         })
     }
 
+    /// `surfaceOp` from the three columns a table keeps it in (the SQLite analytics layout,
+    /// PostgreSQL): `NULL`s for none, `'append'`, or `'replace'` with both bounds (set only
+    /// for `'replace'`).
+    ///
+    /// # Errors
+    /// What is wrong, for an error message.
+    pub fn from_columns(
+        op: Option<&[u8]>,
+        start: Option<i64>,
+        end: Option<i64>,
+    ) -> Result<Option<SurfaceOp>, &'static str> {
+        const BOUND: &str = "replace_start and replace_end must be non-negative safe integers";
+        let bound = |v: Option<i64>| v.map(|v| checked_seq(v).ok_or(BOUND)).transpose();
+        match (op, bound(start)?, bound(end)?) {
+            (None, None, None) => Ok(None),
+            (Some(b"append"), None, None) => Ok(Some(SurfaceOp::Append)),
+            (Some(b"replace"), Some(start), Some(end)) => {
+                Ok(Some(SurfaceOp::Replace { start, end }))
+            }
+            _ => Err(
+                "surface_op must be NULL, 'append', or 'replace' with replace_start and replace_end (set only for 'replace')",
+            ),
+        }
+    }
+
     /// `surfaceOp` from JSON text (a SQLite column).
     ///
     /// # Errors
@@ -91,6 +116,26 @@ mod tests {
 
     fn op(text: &str) -> Option<SurfaceOp> {
         SurfaceOp::from_json_text(text.as_bytes()).ok()
+    }
+
+    #[test]
+    fn surface_ops_from_columns() {
+        let c = |op: Option<&str>, s, e| SurfaceOp::from_columns(op.map(str::as_bytes), s, e);
+        assert_eq!(c(None, None, None), Ok(None));
+        assert_eq!(c(Some("append"), None, None), Ok(Some(SurfaceOp::Append)));
+        assert_eq!(
+            c(Some("replace"), Some(2), Some(5)),
+            Ok(Some(SurfaceOp::Replace { start: 2, end: 5 }))
+        );
+        for (op, s, e) in [
+            (Some("append"), Some(1), None),
+            (Some("replace"), Some(1), None),
+            (None, None, Some(1)),
+            (Some("Append"), None, None),
+            (Some("replace"), Some(-1), Some(2)),
+        ] {
+            assert!(c(op, s, e).is_err(), "{op:?} {s:?} {e:?}");
+        }
     }
 
     #[test]

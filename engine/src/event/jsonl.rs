@@ -72,8 +72,7 @@ impl Event {
                 SurfaceOp::from_json(&op).ok_or_else(|| bad(envelope::SURFACE_OP_RULE))?,
             );
         }
-        let both = event.sources().is_some() && event.surface_op().is_some();
-        event = event.with_surface_op_first(surface_op_first && both);
+        event = event.with_surface_op_first(surface_op_first);
         if let Some(flag) = ignorable {
             if flag.bytes() != b"true" {
                 return Err(bad("\"ignorable\" may only be true"));
@@ -304,8 +303,7 @@ mod tests {
                     .with_sources_opt(sources.map(Into::into))
                     .with_surface_op_opt(op)
                     .with_ignorable(ignorable);
-                let both = e.sources().is_some() && e.surface_op().is_some();
-                e.with_surface_op_first(op_first && both)
+                e.with_surface_op_first(op_first)
             })
     }
 

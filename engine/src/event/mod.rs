@@ -318,10 +318,11 @@ impl Event {
     }
 
     /// Writes `surfaceOp` before `sourceEventSeqs` in the JSONL line, as DSH writes its
-    /// repair closers; only matters when both are present.
+    /// repair closers. Kept only when both are present (so call it after
+    /// [`Event::with_sources`] and [`Event::with_surface_op`]): the one place that rule is.
     #[must_use]
     pub fn with_surface_op_first(mut self, first: bool) -> Self {
-        self.surface_op_first = first;
+        self.surface_op_first = first && self.sources.is_some() && self.op != 0;
         self
     }
 

@@ -62,9 +62,10 @@ impl<'a> EventRef<'a> {
         self.ignorable
     }
 
-    /// Whether the JSONL line writes `surfaceOp` before `sourceEventSeqs` (DSH's closer order).
+    /// Whether the JSONL line writes `surfaceOp` before `sourceEventSeqs` (DSH's closer order;
+    /// only when both are present).
     pub fn surface_op_first(&self) -> bool {
-        self.surface_op_first
+        self.surface_op_first && self.sources.is_some() && self.surface_op.is_some()
     }
 
     /// The surface type of this event, if its type is one.
@@ -105,7 +106,7 @@ impl<'a> EventRef<'a> {
             self.sources(),
             self.surface_op,
             self.ignorable,
-            self.surface_op_first && self.sources.is_some() && self.surface_op.is_some(),
+            self.surface_op_first(),
         );
     }
 }

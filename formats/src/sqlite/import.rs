@@ -248,31 +248,11 @@ fn event_of(r: &rusqlite::Row<'_>, v3: bool) -> std::result::Result<Event, Strin
         .as_bytes_or_null()
         .map_err(|e| format!("surface_op: {e}"))?;
     let op = match op_text {
-        _ if v3 => {
-            let bound = |i: usize, name: &str| -> std::result::Result<Option<u64>, String> {
-                r.get::<_, Option<i64>>(i)
-                    .map_err(col)?
-                    .map(|v| {
-                        envelope::checked_seq(v)
-                            .ok_or(format!("{name} must be a non-negative safe integer"))
-                    })
-                    .transpose()
-            };
-            match (
-                op_text,
-                bound(9, "replace_start")?,
-                bound(10, "replace_end")?,
-            ) {
-                (None, None, None) => None,
-                (Some(b"append"), None, None) => Some(SurfaceOp::Append),
-                (Some(b"replace"), Some(start), Some(end)) => {
-                    Some(SurfaceOp::Replace { start, end })
-                }
-                _ => {
-                    return Err("surface_op must be NULL, 'append', or 'replace' with replace_start and replace_end (set only for 'replace')".into());
-                }
-            }
-        }
+        _ if v3 => SurfaceOp::from_columns(
+            op_text,
+            r.get::<_, Option<i64>>(9).map_err(col)?,
+            r.get::<_, Option<i64>>(10).map_err(col)?,
+        )?,
         None => None,
         Some(text) => {
             Some(SurfaceOp::from_json_text(text).map_err(|e| format!("surface_op: {e}"))?)
@@ -287,6 +267,5 @@ fn event_of(r: &rusqlite::Row<'_>, v3: bool) -> std::result::Result<Event, Strin
         .with_sources_opt(sources.map(Into::into))
         .with_surface_op_opt(op)
         .with_ignorable(ignorable);
-    let both = event.sources().is_some() && event.surface_op().is_some();
-    Ok(event.with_surface_op_first(key_order && both))
+    Ok(event.with_surface_op_first(key_order))
 }

@@ -15,11 +15,7 @@ use crate::store::options::StoreOptions;
 use crate::{Error, Result};
 
 /// Carries out a plan (see the module docs for the order and why).
-pub(crate) fn apply(
-    storage: &dyn Storage,
-    options: &StoreOptions,
-    plan: &mut Plan,
-) -> Result<()> {
+pub(crate) fn apply(storage: &dyn Storage, options: &StoreOptions, plan: &mut Plan) -> Result<()> {
     if plan.edits.is_empty() && plan.report.is_empty() {
         return Ok(());
     }
