@@ -14,7 +14,6 @@
 
 use std::path::Path;
 
-use sessdb::event::is_known_type;
 use sessdb::{Error as StoreError, Event, SessionHeader};
 
 use crate::report::ImportedSession;
@@ -121,7 +120,7 @@ pub(crate) fn admit(
     let migrated = crate::legacy::migrate(&header.id, &mut events);
     if let Some(e) = events
         .iter()
-        .find(|e| !e.ignorable() && !is_known_type(e.event_type()))
+        .find(|e| e.outside_vocabulary())
     {
         return Err(Error::UnsupportedFormat {
             file: file.to_owned(),

@@ -436,6 +436,13 @@ impl Event {
         self.ignorable
     }
 
+    /// The vocabulary rule, the one place it is: a type outside DSH's v0 vocabulary without
+    /// `ignorable: true`, which DSH's loader refuses (the store rejects it as
+    /// `UnknownType`; an import refuses the whole input as another format).
+    pub fn outside_vocabulary(&self) -> bool {
+        !self.has_known_type() && !self.ignorable()
+    }
+
     /// The surface type of this event, if its type is one.
     pub fn surface_type(&self) -> Option<SurfaceType> {
         self.event_type.surface_type()

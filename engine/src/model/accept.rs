@@ -80,7 +80,7 @@ fn check(
     // DSH's loader refuses a session holding an unknown type that is not ignorable: what it
     // cannot load is never stored (a plugin event without the mark made whole histories
     // unloadable, reference §9).
-    if !event.has_known_type() && !event.ignorable() {
+    if event.outside_vocabulary() {
         reject!(Violation::UnknownType {
             type_name: ty.to_owned(),
         });
