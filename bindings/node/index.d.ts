@@ -69,14 +69,36 @@ export interface OpenFacts {
 }
 
 /**
- * Every rejection is an `Error` with a stable `code`: a refused event's rule name (with
- * `rule`, `session`, `seq`), `CORRUPTION` (with `segment`, `offset`, `kind`), `LOCKED`,
- * `NOT_FOUND`, `EXISTS`, `POISONED`, `READ_ONLY`, `CLOSED`, `IO`, `INVALID_EVENT`,
- * `INVALID_HEADER`, `INVALID_TYPE`, `TOO_LARGE`, `UNSUPPORTED_STORE`, `INVALID_ARGUMENT`, or a
- * fork's DSH code (`OPEN_TURN`, ...).
+ * The fixed codes an `Error` of this binding carries (besides a refused event's rule name and
+ * a fork's DSH code, e.g. `OPEN_TURN`): `CORRUPTION` comes with `segment`, `offset`, `kind`;
+ * `LOCKED` with `lockFile`; `NOT_FOUND` and `EXISTS` with `session`; `FORMAT` is a refusal of
+ * the import and migration layer; `ERROR` one of no other kind.
+ */
+export type SessdbErrorCode =
+  | 'CORRUPTION'
+  | 'LOCKED'
+  | 'NOT_FOUND'
+  | 'EXISTS'
+  | 'POISONED'
+  | 'READ_ONLY'
+  | 'CLOSED'
+  | 'IO'
+  | 'INVALID_EVENT'
+  | 'INVALID_HEADER'
+  | 'INVALID_TYPE'
+  | 'TOO_LARGE'
+  | 'UNSUPPORTED_FORMAT'
+  | 'UNSUPPORTED_STORE'
+  | 'INVALID_ARGUMENT'
+  | 'FORMAT'
+  | 'ERROR'
+
+/**
+ * Every rejection is an `Error` with a stable `code`: one of {@link SessdbErrorCode}, a refused
+ * event's rule name (with `rule`, `session`, `seq`), or a fork's DSH code (`OPEN_TURN`, ...).
  */
 export interface SessdbError extends Error {
-  code: string
+  code: SessdbErrorCode | string
   rule?: string
   session?: string
   seq?: number

@@ -49,68 +49,62 @@ fn number(out: &mut Vec<u8>, key: &str, value: u64) {
     out.extend_from_slice(format!(":{value}").as_bytes());
 }
 
-/// The error, encoded for `index.js`.
-pub fn to_js(e: &sessdb::Error) -> napi::Error {
-    use sessdb::Error as E;
+/// One encoded error: `{"code": …, "message": …, …}` after the marker, the facts `more`
+/// adds between — the one place the encoding is written.
+fn encoded(
+    status: Status,
+    code: &str,
+    message: &str,
+    more: impl FnOnce(&mut Vec<u8>),
+) -> napi::Error {
     let mut out = Vec::new();
     out.extend_from_slice(b"{");
     write_str(&mut out, "code");
     out.push(b':');
-    write_str(&mut out, &code(e));
-    member(&mut out, "message", &e.to_string());
-    match e {
+    write_str(&mut out, code);
+    member(&mut out, "message", message);
+    more(&mut out);
+    out.push(b'}');
+    napi::Error::new(status, format!("{MARKER}{}", String::from_utf8_lossy(&out)))
+}
+
+/// The error, encoded for `index.js`.
+pub fn to_js(e: &sessdb::Error) -> napi::Error {
+    use sessdb::Error as E;
+    encoded(Status::GenericFailure, &code(e), &e.to_string(), |out| match e {
         E::Rejected {
             session,
             seq,
             violation,
         } => {
-            member(&mut out, "session", session);
-            number(&mut out, "seq", *seq);
-            member(&mut out, "rule", violation.rule());
+            member(out, "session", session);
+            number(out, "seq", *seq);
+            member(out, "rule", violation.rule());
         }
         E::Corruption {
             segment,
             offset,
             kind,
         } => {
-            member(&mut out, "segment", segment);
-            number(&mut out, "offset", *offset);
-            member(&mut out, "kind", &kind.to_string());
+            member(out, "segment", segment);
+            number(out, "offset", *offset);
+            member(out, "kind", &kind.to_string());
         }
-        E::SessionNotFound { id } | E::SessionExists { id } => member(&mut out, "session", id),
-        E::Locked { lock_file } => member(&mut out, "lockFile", lock_file),
+        E::SessionNotFound { id } | E::SessionExists { id } => member(out, "session", id),
+        E::Locked { lock_file } => member(out, "lockFile", lock_file),
         _ => {}
-    }
-    out.push(b'}');
-    let json = String::from_utf8_lossy(&out);
-    napi::Error::new(Status::GenericFailure, format!("{MARKER}{json}"))
+    })
 }
 
 /// An error of the formats crate: the store's own errors keep their codes.
 pub fn formats_to_js(e: &sessdb_formats::Error) -> napi::Error {
     match e {
         sessdb_formats::Error::Store(inner) => to_js(inner),
-        other => {
-            let mut out = Vec::new();
-            out.extend_from_slice(br#"{"code":"FORMAT""#);
-            member(&mut out, "message", &other.to_string());
-            out.push(b'}');
-            napi::Error::new(
-                Status::GenericFailure,
-                format!("{MARKER}{}", String::from_utf8_lossy(&out)),
-            )
-        }
+        other => encoded(Status::GenericFailure, "FORMAT", &other.to_string(), |_| {}),
     }
 }
 
 /// A usage error of the binding itself (a bad argument).
 pub fn invalid(message: impl Into<String>) -> napi::Error {
-    let mut out = Vec::new();
-    out.extend_from_slice(br#"{"code":"INVALID_ARGUMENT""#);
-    member(&mut out, "message", &message.into());
-    out.push(b'}');
-    napi::Error::new(
-        Status::InvalidArg,
-        format!("{MARKER}{}", String::from_utf8_lossy(&out)),
-    )
+    encoded(Status::InvalidArg, "INVALID_ARGUMENT", &message.into(), |_| {})
 }

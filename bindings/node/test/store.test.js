@@ -239,3 +239,21 @@ test('a JSON text with a lone surrogate is refused, not changed', async () => {
   assert.equal((await store.readLines('u', 1))[0].includes('\\ud800'), true)
   await store.close()
 })
+
+// Before: `index.d.ts` left out codes the addon emits (`UNSUPPORTED_FORMAT`, `FORMAT`,
+// `ERROR`). Every fixed code the addon's error module or `index.js` can emit is declared,
+// and every declared one is emitted somewhere.
+test('index.d.ts declares exactly the fixed error codes the binding emits', () => {
+  const rust = fs.readFileSync(path.join(__dirname, '..', 'src', 'error.rs'), 'utf8')
+  const js = fs.readFileSync(path.join(__dirname, '..', 'index.js'), 'utf8')
+  const dts = fs.readFileSync(path.join(__dirname, '..', 'index.d.ts'), 'utf8')
+  const emitted = new Set([
+    ...[...rust.matchAll(/"([A-Z][A-Z_]+)"/g)].map((m) => m[1]),
+    ...[...js.matchAll(/coded\('([A-Z][A-Z_]+)'/g)].map((m) => m[1]),
+    ...[...js.matchAll(/'(INVALID_[A-Z]+)'/g)].map((m) => m[1]),
+  ])
+  const union = dts.slice(dts.indexOf('export type SessdbErrorCode'), dts.indexOf('/**', dts.indexOf('export type SessdbErrorCode')))
+  const declared = new Set([...union.matchAll(/'([A-Z][A-Z_]+)'/g)].map((m) => m[1]))
+  assert.ok(emitted.size >= 15, [...emitted].join(' '))
+  assert.deepEqual([...emitted].sort(), [...declared].sort())
+})
