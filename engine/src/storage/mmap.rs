@@ -19,7 +19,7 @@ pub(crate) fn map_sealed(file: &File) -> io::Result<memmap2::Mmap> {
     // written, truncated or rewritten in place.**
     // - A segment is mapped only once sealed: its last record written and synced and a newer
     //   segment created. Nothing writes to a sealed segment again.
-    // - Salvage (`store/salvage.rs`), the one operation that changes old records, writes a
+    // - Salvage (`store/salvage/`), the one operation that changes old records, writes a
     //   whole replacement file and renames it over the segment; a live mapping keeps the old
     //   file's pages, so a reader beside a salvage reads the old bytes, never a fault
     //   (`tests/tests/store_files.rs` exercises it). Removing a mapped file is equally safe.

@@ -2,31 +2,8 @@
 //! a resident index per session, a delta checkpoint, and repair on open. This module only
 //! sequences I/O; every byte's layout is `codec`'s and every rule is `model`'s.
 //!
-//! | file | concern |
-//! |---|---|
-//! | `api.rs` | the [`Store`] API |
-//! | `inner.rs` | the shared state of an open store |
-//! | `catalog.rs` | per-session resident state: header, state, locations |
-//! | `locations.rs` | a session's locations: in memory, or checkpoint runs checked and decoded on first use |
-//! | `segments.rs` | the segment list, reads by location, the append tail and roll |
-//! | `log/discover.rs` | the segment files and the segment-header rules |
-//! | `log/cursor.rs` | **the log cursor**: the only frame loop, deciding through the table |
-//! | `recovery.rs` | **the recovery decision table** |
-//! | `replay.rs` | applying one record to the catalog (open, `refresh`, salvage) |
-//! | `chain.rs` | checkpoint chains: headers, the durable mark, confirmation, the chain used |
-//! | `open.rs` | open: lock, checkpoints, segments, chain, scan; writes only once decided |
-//! | `scan.rs` | the recovery scan: the cursor over the log from a position, replaying |
-//! | `refresh.rs` | a read-only view catching up with a live writer (or a salvage) |
-//! | `salvage.rs` | salvage: plan (resync past damage, cut only damaged sessions), apply by replacement files |
-//! | `write.rs` | the write path: plan, encode, write, commit to the catalog |
-//! | `commit.rs` | group commit: one `fdatasync` per round for every appender it covers |
-//! | `poison.rs` | the poisoned state after a failed write or sync |
-//! | `read.rs` | reads by location |
-//! | `checkpoint.rs` | checkpoint files and the catalog |
-//! | `checkpointing.rs` | taking checkpoints: policy, merge, retention |
-//! | `verify.rs` | full replay compared with the checkpoint |
-//! | `subscribe.rs` | following a session |
-//! | `report.rs` | every report type (open, salvage, verify): plain data |
+//! The map of its files, one concern each, is `docs/DESIGN.md` §3 (kept equal to the tree
+//! by `tests/tests/layout.rs`).
 
 mod api;
 mod catalog;
