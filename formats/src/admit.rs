@@ -118,10 +118,7 @@ pub(crate) fn admit(
     places: Places<'_>,
 ) -> Result<ImportedSession> {
     let migrated = crate::legacy::migrate(&header.id, &mut events);
-    if let Some(e) = events
-        .iter()
-        .find(|e| e.outside_vocabulary())
-    {
+    if let Some(e) = events.iter().find(|e| e.outside_vocabulary()) {
         return Err(Error::UnsupportedFormat {
             file: file.to_owned(),
             found: format!(

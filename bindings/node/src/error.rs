@@ -71,29 +71,34 @@ fn encoded(
 /// The error, encoded for `index.js`.
 pub fn to_js(e: &sessdb::Error) -> napi::Error {
     use sessdb::Error as E;
-    encoded(Status::GenericFailure, &code(e), &e.to_string(), |out| match e {
-        E::Rejected {
-            session,
-            seq,
-            violation,
-        } => {
-            member(out, "session", session);
-            number(out, "seq", *seq);
-            member(out, "rule", violation.rule());
-        }
-        E::Corruption {
-            segment,
-            offset,
-            kind,
-        } => {
-            member(out, "segment", segment);
-            number(out, "offset", *offset);
-            member(out, "kind", &kind.to_string());
-        }
-        E::SessionNotFound { id } | E::SessionExists { id } => member(out, "session", id),
-        E::Locked { lock_file } => member(out, "lockFile", lock_file),
-        _ => {}
-    })
+    encoded(
+        Status::GenericFailure,
+        &code(e),
+        &e.to_string(),
+        |out| match e {
+            E::Rejected {
+                session,
+                seq,
+                violation,
+            } => {
+                member(out, "session", session);
+                number(out, "seq", *seq);
+                member(out, "rule", violation.rule());
+            }
+            E::Corruption {
+                segment,
+                offset,
+                kind,
+            } => {
+                member(out, "segment", segment);
+                number(out, "offset", *offset);
+                member(out, "kind", &kind.to_string());
+            }
+            E::SessionNotFound { id } | E::SessionExists { id } => member(out, "session", id),
+            E::Locked { lock_file } => member(out, "lockFile", lock_file),
+            _ => {}
+        },
+    )
 }
 
 /// An error of the formats crate: the store's own errors keep their codes.
@@ -106,5 +111,10 @@ pub fn formats_to_js(e: &sessdb_formats::Error) -> napi::Error {
 
 /// A usage error of the binding itself (a bad argument).
 pub fn invalid(message: impl Into<String>) -> napi::Error {
-    encoded(Status::InvalidArg, "INVALID_ARGUMENT", &message.into(), |_| {})
+    encoded(
+        Status::InvalidArg,
+        "INVALID_ARGUMENT",
+        &message.into(),
+        |_| {},
+    )
 }

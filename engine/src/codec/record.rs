@@ -327,6 +327,13 @@ fn read_events(c: &mut Cursor<'_>) -> Decoded<Vec<LocatedEvent>> {
     Ok(out)
 }
 
+/// The session id a record payload starts with, read alone: every record kind but Void starts
+/// with it as a `str16` (`docs/FORMAT.md` §4), so a payload whose rest is damaged may still
+/// name its session.
+pub fn leading_session_id(payload: &[u8]) -> Option<String> {
+    Cursor::new(payload).str16("session id").ok()
+}
+
 /// Decodes a payload of `kind`.
 ///
 /// # Errors

@@ -3,9 +3,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::codec::cursor::Cursor;
 use crate::codec::frame::FRAME_HEADER_LEN;
-use crate::codec::record::{RecordBody, decode};
+use crate::codec::record::{RecordBody, decode, leading_session_id};
 use crate::codec::segment::SEGMENT_HEADER_LEN;
 use crate::store::catalog::Catalog;
 use crate::store::chain::Headers;
@@ -89,8 +88,7 @@ pub(super) fn last_seq(body: &RecordBody) -> Option<u64> {
 /// The session id a damaged frame's payload seems to name, if it names a known session
 /// (every record kind but void starts with a `str16` id).
 pub(super) fn attribute(catalog: &Catalog, frame: &[u8]) -> Option<String> {
-    let payload = frame.get(FRAME_HEADER_LEN..)?;
-    let id = Cursor::new(payload).str16("session id").ok()?;
+    let id = leading_session_id(frame.get(FRAME_HEADER_LEN..)?)?;
     catalog.sessions.contains_key(&id).then_some(id)
 }
 
