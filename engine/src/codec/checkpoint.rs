@@ -13,6 +13,7 @@
 
 use super::cursor::{Cursor, Decoded, len32};
 use super::file_names::{numbered_path, parse_numbered};
+use super::frame::RecordLink;
 use super::location::EventLoc;
 use crate::model::{OpenStep, PendingCall, RepairState, SessionState, SurfaceManager, TurnMarks};
 
@@ -50,7 +51,7 @@ pub struct CheckpointMeta {
     /// The log position after the last record covered.
     pub covered_lsn: u64,
     /// LSN and frame checksum of the last record covered.
-    pub last_record: Option<(u64, u32)>,
+    pub last_record: Option<RecordLink>,
 }
 
 /// A header as read: what it covers and what it says of the body.
@@ -75,7 +76,7 @@ impl CheckpointMeta {
         h.extend_from_slice(&self.generation.to_le_bytes());
         h.extend_from_slice(&self.base.to_le_bytes());
         h.extend_from_slice(&self.covered_lsn.to_le_bytes());
-        let (lsn, crc) = self.last_record.unwrap_or((NO_RECORD, 0));
+        let (lsn, crc) = self.last_record.map_or((NO_RECORD, 0), |l| (l.lsn, l.crc));
         h.extend_from_slice(&lsn.to_le_bytes());
         h.extend_from_slice(&crc.to_le_bytes());
         h.extend_from_slice(&crc32fast::hash(checked_part(body)).to_le_bytes());
@@ -139,7 +140,10 @@ pub fn decode_header(bytes: &[u8]) -> Decoded<CheckpointHeader> {
             generation,
             base,
             covered_lsn,
-            last_record: (last_lsn != NO_RECORD).then_some((last_lsn, last_crc)),
+            last_record: (last_lsn != NO_RECORD).then_some(RecordLink {
+                lsn: last_lsn,
+                crc: last_crc,
+            }),
         },
         body_crc,
         body_len,
@@ -701,7 +705,10 @@ mod tests {
             generation: 3,
             base: 2,
             covered_lsn: 999,
-            last_record: Some((900, 0xABCD)),
+            last_record: Some(RecordLink {
+                lsn: 900,
+                crc: 0xABCD,
+            }),
         };
         let h = meta.encode_header(b"body");
         let back = decode_header(&h).unwrap();

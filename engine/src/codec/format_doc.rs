@@ -93,7 +93,10 @@ fn checkpoint_header() -> Vec<u8> {
         generation: 3,
         base: 2,
         covered_lsn: 4096,
-        last_record: Some((3990, 0x1234_5678)),
+        last_record: Some(crate::codec::frame::RecordLink {
+            lsn: 3990,
+            crc: 0x1234_5678,
+        }),
     };
     meta.encode_header(b"body").to_vec()
 }

@@ -192,6 +192,16 @@ fn u32_at(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(w)
 }
 
+/// A record named by where its frame starts and the frame's checksum: what a checkpoint
+/// links to, and what a reader remembers as the last record it read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RecordLink {
+    /// The frame's LSN.
+    pub lsn: u64,
+    /// The frame's CRC field.
+    pub crc: u32,
+}
+
 /// The whole length (header and payload) a frame header says its frame has, when its length
 /// field checks (its own CRC): how much to read for [`check_frame`].
 pub fn frame_len_of(head: &[u8]) -> Option<usize> {

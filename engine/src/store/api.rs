@@ -366,7 +366,10 @@ impl Store {
             .lock()
             .as_ref()
             .map_or_else(|| self.inner.read_end.lock().1, |t| t.last_record);
-        link.map(|(lsn, crc)| LogMark { lsn, crc })
+        link.map(|l| LogMark {
+            lsn: l.lsn,
+            crc: l.crc,
+        })
     }
 
     /// Whether the log holds `mark`'s record: an intact frame at its position with its

@@ -4,6 +4,7 @@
 //! applies, and the sessions the newest readable chain remembers (salvage names what was lost
 //! by them). Open and salvage share this.
 
+use crate::codec::frame::RecordLink;
 use std::collections::BTreeMap;
 
 use super::catalog::Catalog;
@@ -173,7 +174,7 @@ impl Headers {
 /// checkpoint says.
 pub(super) fn confirm(segments: &SegmentList, meta: &CheckpointMeta) -> Confirmation {
     use Confirmation::Unconfirmed;
-    let Some((lsn, crc)) = meta.last_record else {
+    let Some(RecordLink { lsn, crc }) = meta.last_record else {
         return if meta.covered_lsn == 0 {
             Confirmation::Holds
         } else {

@@ -2,6 +2,7 @@
 //! catalog, and the bookkeeping of syncs and checkpoints. `write`, `checkpointing`, `refresh`
 //! and `read` add its behaviour; the [`Store`](super::Store) API wraps it.
 
+use crate::codec::frame::RecordLink;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 
 use parking_lot::{Mutex, RwLock};
@@ -23,7 +24,7 @@ pub(crate) struct Inner {
     /// The write path: held while a record is planned, written and applied.
     pub(crate) tail: Mutex<Option<Tail>>,
     /// Read-only stores: where the last scan stopped, and the last record seen.
-    pub(crate) read_end: Mutex<(u64, Option<(u64, u32)>)>,
+    pub(crate) read_end: Mutex<(u64, Option<RecordLink>)>,
     pub(crate) catalog: RwLock<Catalog>,
     /// Group commit: the durable log end, the active file, the round in progress.
     pub(crate) commit: super::commit::GroupCommit,

@@ -9,6 +9,7 @@
 //! (6) only then, for a writable open: remove leftover temp files and an interrupted segment
 //! creation, and cut the torn tail.
 
+use crate::codec::frame::RecordLink;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64};
@@ -77,35 +78,23 @@ pub(super) fn open(
     let list = SegmentList::new(discovered.segments);
 
     let durable_lsn = headers.durable_mark(&list);
-    // A checkpoint's location runs are checked when first used: a run that fails its CRC
-    // while the chain is applied or the log after it replayed (an earlier event read for a
-    // rule) is that checkpoint's damage, and the open replays the whole log instead.
-    let mut full_replay = options.ignore_checkpoints;
-    let (mut catalog, ck_state, scanned, last_record, touched) = loop {
-        match load(
-            &headers,
-            &list,
-            &options,
-            full_replay,
+    let Loaded {
+        mut catalog,
+        checkpoints: ck_state,
+        scanned,
+        last_record,
+        touched,
+    } = load_with_fallback(
+        &Sources {
+            headers: &headers,
+            list: &list,
+            options: &options,
             durable_lsn,
             read_only,
             stop_lsn,
-            &mut report,
-        ) {
-            Err(Error::Corruption {
-                kind: CorruptionKind::CheckpointLocations,
-                segment,
-                ..
-            }) if !full_replay => {
-                report.checkpoints_discarded.push(format!(
-                    "a checkpoint's location run fails its checksum (found reading {segment}); the whole log is replayed"
-                ));
-                report.checkpoint = None;
-                full_replay = true;
-            }
-            other => break other?,
-        }
-    };
+        },
+        &mut report,
+    )?;
     report.records_replayed = scanned.records;
     report.torn_tail_ignored = scanned.pending_bytes;
     report.sessions_touched = touched.into_iter().collect();
@@ -166,7 +155,7 @@ fn finish_writable(
     list: &SegmentList,
     interrupted: Option<String>,
     scanned: &Scanned,
-    last_record: Option<(u64, u32)>,
+    last_record: Option<RecordLink>,
     report: &mut OpenReport,
 ) -> Result<Tail> {
     for dir in [CHECKPOINTS_DIR, SEGMENTS_DIR] {
@@ -208,32 +197,59 @@ fn finish_writable(
     Tail::at(active, scanned.end_lsn, last_record, options.durability)
 }
 
-/// What loading the catalog gives: the catalog, the checkpoint state, the scan, the last
-/// record, the sessions the replay touched.
-type Loaded = (
-    Catalog,
-    CheckpointState,
-    Scanned,
-    Option<(u64, u32)>,
-    BTreeSet<String>,
-);
+/// What loading the catalog gives.
+struct Loaded {
+    catalog: Catalog,
+    checkpoints: CheckpointState,
+    scanned: Scanned,
+    /// The last record read (the checkpoint's, when the log after it is empty).
+    last_record: Option<RecordLink>,
+    /// The sessions the replay touched.
+    touched: BTreeSet<String>,
+}
 
-/// Loads the catalog: the newest usable checkpoint chain (none with `full_replay`), then the
-/// log after it.
-#[allow(
-    clippy::too_many_arguments,
-    reason = "the open's parts, each used in its place"
-)]
-fn load(
-    headers: &Headers,
-    list: &SegmentList,
-    options: &StoreOptions,
-    full_replay: bool,
+/// What a load reads from, as the open found it.
+struct Sources<'a> {
+    headers: &'a Headers,
+    list: &'a SegmentList,
+    options: &'a StoreOptions,
     durable_lsn: u64,
     read_only: bool,
     stop_lsn: u64,
-    report: &mut OpenReport,
-) -> Result<Loaded> {
+}
+
+/// Loads the catalog from the newest usable checkpoint chain, then the log after it. A
+/// checkpoint's location run that fails its checksum while the chain is applied or the log
+/// after it replayed (an earlier event read for a rule) is that checkpoint's damage: the
+/// whole log is replayed instead.
+fn load_with_fallback(from: &Sources<'_>, report: &mut OpenReport) -> Result<Loaded> {
+    match load(from, from.options.ignore_checkpoints, report) {
+        Err(Error::Corruption {
+            kind: CorruptionKind::CheckpointLocations,
+            segment,
+            ..
+        }) if !from.options.ignore_checkpoints => {
+            report.checkpoints_discarded.push(format!(
+                "a checkpoint's location run fails its checksum (found reading {segment}); the whole log is replayed"
+            ));
+            report.checkpoint = None;
+            load(from, true, report)
+        }
+        other => other,
+    }
+}
+
+/// Loads the catalog: the newest usable checkpoint chain (none with `full_replay`), then the
+/// log after it.
+fn load(from: &Sources<'_>, full_replay: bool, report: &mut OpenReport) -> Result<Loaded> {
+    let Sources {
+        headers,
+        list,
+        options,
+        durable_lsn,
+        read_only,
+        stop_lsn,
+    } = *from;
     let chosen = if full_replay {
         // A full replay wants only the durable mark: no body is read.
         None
@@ -274,5 +290,11 @@ fn load(
         &mut catalog,
         &mut touched,
     )?;
-    Ok((catalog, ck_state, scanned, last_record, touched))
+    Ok(Loaded {
+        catalog,
+        checkpoints: ck_state,
+        scanned,
+        last_record,
+        touched,
+    })
 }

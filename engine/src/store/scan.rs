@@ -4,6 +4,7 @@
 //! cut is returned, and a writable open cuts it only once everything else has been decided.
 //! Open and `refresh` go through here.
 
+use crate::codec::frame::RecordLink;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -63,7 +64,7 @@ pub(super) fn scan(
     list: &SegmentList,
     options: &StoreOptions,
     span: Span,
-    last_record: &mut Option<(u64, u32)>,
+    last_record: &mut Option<RecordLink>,
     catalog: &mut Catalog,
     touched: &mut BTreeSet<String>,
 ) -> Result<Scanned> {
@@ -118,7 +119,10 @@ pub(super) fn scan(
                     .and_then(|body| replay(list, options, catalog, touched, body, frame.lsn))
                     .map_err(|kind| Error::corruption(&seg.path, frame.offset as u64, kind))?;
                 out.records += 1;
-                *last_record = Some((frame.lsn, frame.crc));
+                *last_record = Some(RecordLink {
+                    lsn: frame.lsn,
+                    crc: frame.crc,
+                });
                 let done = frame.lsn.saturating_sub(span.start_lsn);
                 if done >= reported + (1 << 20) {
                     reported = done;

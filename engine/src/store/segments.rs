@@ -6,6 +6,7 @@
 //! and syncs the `segments/` directory. So every sealed segment is complete on disk before a
 //! newer one exists, and only the last segment can have a torn tail.
 
+use crate::codec::frame::RecordLink;
 use std::sync::Arc;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -253,7 +254,7 @@ pub(crate) struct Tail {
     pub(crate) active: Arc<Segment>,
     pub(crate) next_lsn: u64,
     /// LSN and frame checksum of the last record written (the checkpoint links to it).
-    pub(crate) last_record: Option<(u64, u32)>,
+    pub(crate) last_record: Option<RecordLink>,
     /// The active segment file's length: space allocated ahead of `next_lsn` is zeros.
     pub(crate) allocated: u64,
     /// A writable map of the allocated space ahead, where the backend has one: appends are
@@ -288,7 +289,7 @@ impl Tail {
     pub(crate) fn at(
         active: Arc<Segment>,
         next_lsn: u64,
-        last_record: Option<(u64, u32)>,
+        last_record: Option<RecordLink>,
         durability: crate::store::Durability,
     ) -> Result<Tail> {
         let allocated = active
@@ -427,7 +428,7 @@ impl Tail {
                 .map_err(|e| Error::io("write", &self.active.path, e))?;
         }
         self.next_lsn += frame.len() as u64;
-        self.last_record = Some((lsn, crc));
+        self.last_record = Some(RecordLink { lsn, crc });
         Ok(lsn)
     }
 

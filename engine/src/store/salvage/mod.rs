@@ -43,17 +43,7 @@ use crate::{Error, Result};
 /// Scans the whole log and plans the salvage; changes nothing.
 pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan> {
     let headers = Headers::load(storage)?;
-    let lsns = segment_lsns(storage)?;
-    // Every segment file opened; each one's bytes are read in its turn below, so the plan
-    // holds one segment in memory at a time, never the whole log.
-    let mut files = Vec::with_capacity(lsns.len());
-    for &lsn in &lsns {
-        let path = segment_path(lsn);
-        let file = storage
-            .open(&path, OpenMode::Read)
-            .map_err(|e| Error::io("open", &path, e))?;
-        files.push((lsn, path, Arc::<dyn StorageFile>::from(file)));
-    }
+    let files = open_segments(storage)?;
     // The durable mark as open computes it, over every segment file there is.
     let durable = headers.durable_mark(&SegmentList::new(
         files
@@ -61,23 +51,17 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
             .map(|(lsn, _, file)| Arc::new(Segment::new(*lsn, Arc::clone(file), false)))
             .collect(),
     ));
-
     let mut state = State::default();
     let mut expected: Option<u64> = None;
     let mut removing = false;
-    // The newest segment that holds records: a newest one whose creation was interrupted is
-    // no segment of the log (open removes it).
-    let rest_zero = |bytes: &[u8]| Ok(bytes.get(SEGMENT_HEADER_LEN..).is_none_or(zeros));
-    let head = |bytes: &[u8]| bytes.get(..SEGMENT_HEADER_LEN).unwrap_or(bytes).to_vec();
+    // A newest segment whose creation was interrupted is no segment of the log (open removes
+    // it).
     let interrupted_newest = match files.last() {
-        Some((lsn, path, file)) => {
-            // The header first; the rest is read only when the header is damaged.
-            let first = read_head(&**file, path)?;
-            let rest = || rest_is_zero(&**file, path);
-            judge_header(*lsn, &first, rest, true)? == Header::Interrupted
-        }
+        Some((lsn, path, file)) => creation_interrupted(*lsn, path, &**file)?,
         None => false,
     };
+    let rest_zero = |bytes: &[u8]| Ok(bytes.get(SEGMENT_HEADER_LEN..).is_none_or(zeros));
+    let head = |bytes: &[u8]| bytes.get(..SEGMENT_HEADER_LEN).unwrap_or(bytes).to_vec();
     let count = files.len() - usize::from(interrupted_newest);
     let mut scanned_any = false;
     for (i, (lsn, path, file)) in files.into_iter().enumerate() {
@@ -97,16 +81,13 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
             });
         }
         if removing || expected.is_some_and(|e| e != lsn) || bytes.len() < SEGMENT_HEADER_LEN {
+            // The first segment that does not continue the log goes, and every later one.
             if !removing {
-                let kind = match expected {
-                    Some(e) if e != lsn => CorruptionKind::SegmentGap { expected: e },
-                    _ => CorruptionKind::SegmentHeader(SegmentHeaderError::Short),
-                };
                 state.out.report.damage.push(damage(
                     &path,
                     0,
                     bytes.len(),
-                    kind,
+                    not_continuing(expected, lsn),
                     DamageRepair::SegmentRemoved,
                 ));
             }
@@ -115,17 +96,7 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
             state.out.edits.push((lsn, Edit::Remove));
             continue;
         }
-        let header_damage = match verdict {
-            Header::Valid => None,
-            Header::NameMismatch => Some(CorruptionKind::Inconsistent(
-                "segment name and header disagree",
-            )),
-            Header::Damaged(e) => Some(CorruptionKind::SegmentHeader(e)),
-            // Handled above.
-            Header::Interrupted | Header::Unsupported(_) => {
-                Some(CorruptionKind::SegmentHeader(SegmentHeaderError::Short))
-            }
-        };
+        let header_damage = header_damage(verdict);
         let header = header_damage.is_some();
         if let Some(kind) = header_damage {
             state.out.report.damage.push(damage(
@@ -166,16 +137,11 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
     }
     if !scanned_any {
         // No segment holds records: the table decides whether an empty log may be the end.
-        if let Some(kind) = empty_log(durable, true, options.record_bytes_max) {
-            state.out.report.damage.push(Damage {
-                segment: SEGMENTS_DIR.to_owned(),
-                offset: 0,
-                bytes: durable,
-                kind,
-                repair: DamageRepair::CheckpointsRemoved,
-                session: None,
-            });
-        }
+        state
+            .out
+            .report
+            .damage
+            .extend(empty_log_damage(durable, options));
     }
     let State {
         mut out,
@@ -190,6 +156,67 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
     out.report.sessions = losses.by_id.into_values().collect();
     out.report.records_dropped = losses.dropped;
     Ok(out)
+}
+
+/// A segment file: its first LSN, its path, the open file.
+type SegmentFile = (u64, String, Arc<dyn StorageFile>);
+
+/// Every segment file, opened: each one's bytes are read in its turn, so the plan holds one
+/// segment in memory at a time, never the whole log.
+fn open_segments(storage: &dyn Storage) -> Result<Vec<SegmentFile>> {
+    let lsns = segment_lsns(storage)?;
+    let mut files = Vec::with_capacity(lsns.len());
+    for &lsn in &lsns {
+        let path = segment_path(lsn);
+        let file = storage
+            .open(&path, OpenMode::Read)
+            .map_err(|e| Error::io("open", &path, e))?;
+        files.push((lsn, path, Arc::<dyn StorageFile>::from(file)));
+    }
+    Ok(files)
+}
+
+/// The damage of a log with no segment holding records under a durable mark at `durable`
+/// (the checkpoints go), if the table says it is not a possible end.
+fn empty_log_damage(durable: u64, options: &StoreOptions) -> Option<Damage> {
+    empty_log(durable, true, options.record_bytes_max).map(|kind| Damage {
+        segment: SEGMENTS_DIR.to_owned(),
+        offset: 0,
+        bytes: durable,
+        kind,
+        repair: DamageRepair::CheckpointsRemoved,
+        session: None,
+    })
+}
+
+/// Whether the newest segment's creation was interrupted (its header is read first; the rest
+/// only when the header is damaged).
+fn creation_interrupted(lsn: u64, path: &str, file: &dyn StorageFile) -> Result<bool> {
+    let first = read_head(file, path)?;
+    Ok(judge_header(lsn, &first, || rest_is_zero(file, path), true)? == Header::Interrupted)
+}
+
+/// The damage a segment header's verdict is, if any (salvage writes such a header anew).
+fn header_damage(verdict: Header) -> Option<CorruptionKind> {
+    match verdict {
+        Header::Valid => None,
+        Header::NameMismatch => Some(CorruptionKind::Inconsistent(
+            "segment name and header disagree",
+        )),
+        Header::Damaged(e) => Some(CorruptionKind::SegmentHeader(e)),
+        // Decided before a header is judged for rewriting.
+        Header::Interrupted | Header::Unsupported(_) => {
+            Some(CorruptionKind::SegmentHeader(SegmentHeaderError::Short))
+        }
+    }
+}
+
+/// Why the segment at `lsn` does not continue the log that `expected` ends at.
+fn not_continuing(expected: Option<u64>, lsn: u64) -> CorruptionKind {
+    match expected {
+        Some(e) if e != lsn => CorruptionKind::SegmentGap { expected: e },
+        _ => CorruptionKind::SegmentHeader(SegmentHeaderError::Short),
+    }
 }
 
 /// Plans a salvage of the store on `storage` and changes nothing: what
