@@ -11,10 +11,10 @@
 //! since its base, each with only the locations added since (from `loc_base`), and the ids
 //! deleted since.
 
-use super::cursor::{Cursor, Decoded, len32};
 use super::file_names::{numbered_path, parse_numbered};
 use super::frame::RecordLink;
 use super::location::EventLoc;
+use super::reader::{ByteReader, Decoded, len32};
 use crate::model::{OpenStep, PendingCall, RepairState, SessionState, SurfaceManager, TurnMarks};
 
 /// The checkpoint magic.
@@ -116,7 +116,7 @@ fn header_crc(h: &[u8; CHECKPOINT_HEADER_LEN]) -> u32 {
 pub fn decode_header(bytes: &[u8]) -> Decoded<CheckpointHeader> {
     let mut h = [0u8; CHECKPOINT_HEADER_LEN];
     h.copy_from_slice(bytes.get(..CHECKPOINT_HEADER_LEN).ok_or("short header")?);
-    let mut c = Cursor::new(&h);
+    let mut c = ByteReader::new(&h);
     if c.take(8, "magic")? != CHECKPOINT_MAGIC {
         return Err("bad magic");
     }
@@ -422,7 +422,7 @@ impl BodyWriter {
     }
 }
 
-fn read_opt_str(c: &mut Cursor<'_>, what: &'static str) -> Decoded<Option<Box<str>>> {
+fn read_opt_str(c: &mut ByteReader<'_>, what: &'static str) -> Decoded<Option<Box<str>>> {
     match c.u8(what)? {
         0 => Ok(None),
         1 => {
@@ -435,7 +435,7 @@ fn read_opt_str(c: &mut Cursor<'_>, what: &'static str) -> Decoded<Option<Box<st
     }
 }
 
-fn read_u64s(c: &mut Cursor<'_>, what: &'static str) -> Decoded<Vec<u64>> {
+fn read_u64s(c: &mut ByteReader<'_>, what: &'static str) -> Decoded<Vec<u64>> {
     let n = c.u64(what)?;
     let n = c.count(n, 8, what)?;
     // The whole array at once: one exact allocation, no per-item bounds checks.
@@ -452,7 +452,7 @@ fn read_u64s(c: &mut Cursor<'_>, what: &'static str) -> Decoded<Vec<u64>> {
 
 /// One session of the table; `runs` is where the location runs begin in the body, `body_len`
 /// the body's length.
-fn read_session(c: &mut Cursor<'_>, runs: usize, body_len: usize) -> Decoded<SessionSnap> {
+fn read_session(c: &mut ByteReader<'_>, runs: usize, body_len: usize) -> Decoded<SessionSnap> {
     let id = c.str16("session id")?;
     let header_json = c.bytes32("session header")?.to_vec();
     let created_lsn = c.u64("created LSN")?;
@@ -546,12 +546,12 @@ fn read_session(c: &mut Cursor<'_>, runs: usize, body_len: usize) -> Decoded<Ses
 /// # Errors
 /// The first field that is short or malformed.
 pub fn decode_body(bytes: &[u8]) -> Decoded<Body> {
-    let mut outer = Cursor::new(bytes);
+    let mut outer = ByteReader::new(bytes);
     let table_len = outer.u64("table length")?;
     let table_len = usize::try_from(table_len).map_err(|_| "table length")?;
     let table = outer.take(table_len, "table")?;
     let runs = 8 + table_len;
-    let mut c = Cursor::new(table);
+    let mut c = ByteReader::new(table);
     let n = c.u32("session count")?;
     // A session takes at least 82 bytes (empty id and header, no parent, no time, empty
     // arrays, no open turn or step, no pending calls).

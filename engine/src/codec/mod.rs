@@ -8,8 +8,8 @@
 pub mod checkpoint;
 mod corruption;
 pub(crate) mod crc;
-pub(crate) mod cursor;
 mod file_names;
+pub(crate) mod reader;
 pub use file_names::{LOCK_FILE, SALVAGE_MARKER};
 #[cfg(test)]
 mod format_doc;
@@ -19,5 +19,5 @@ pub mod record;
 pub mod segment;
 
 pub use corruption::CorruptionKind;
-pub use cursor::Decoded;
 pub use location::EventLoc;
+pub use reader::Decoded;

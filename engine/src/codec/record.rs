@@ -7,8 +7,8 @@
 use crate::event::view::EventRef;
 use crate::event::{Event, PackHint, SurfaceOp};
 
-use super::cursor::{Cursor, Decoded, len32};
 use super::frame::RecordKind;
+use super::reader::{ByteReader, Decoded, len32};
 
 /// The smallest event encoding: type length, time, flags, data length, checksum.
 const MIN_EVENT_BYTES: usize = 2 + 8 + 1 + 4 + EVENT_CRC_LEN;
@@ -299,7 +299,7 @@ fn encode_event_fields(e: &Event, out: &mut Vec<u8>) -> Decoded<()> {
 }
 
 /// Reads an events section.
-fn read_events(c: &mut Cursor<'_>) -> Decoded<Vec<LocatedEvent>> {
+fn read_events(c: &mut ByteReader<'_>) -> Decoded<Vec<LocatedEvent>> {
     let first = c.u64("events section: first seq")?;
     let count = c.u32("events section: count")?;
     // Each event takes at least 19 bytes: never trust a count the bytes cannot hold.
@@ -331,7 +331,7 @@ fn read_events(c: &mut Cursor<'_>) -> Decoded<Vec<LocatedEvent>> {
 /// with it as a `str16` (`docs/FORMAT.md` §4), so a payload whose rest is damaged may still
 /// name its session.
 pub fn leading_session_id(payload: &[u8]) -> Option<String> {
-    Cursor::new(payload).str16("session id").ok()
+    ByteReader::new(payload).str16("session id").ok()
 }
 
 /// Decodes a payload of `kind`.
@@ -339,7 +339,7 @@ pub fn leading_session_id(payload: &[u8]) -> Option<String> {
 /// # Errors
 /// A short description of the first inconsistency.
 pub fn decode(kind: RecordKind, payload: &[u8]) -> Decoded<RecordBody> {
-    let mut c = Cursor::new(payload);
+    let mut c = ByteReader::new(payload);
     let body = match kind {
         RecordKind::Create => RecordBody::Create {
             session: c.str16("session id")?,
@@ -393,7 +393,7 @@ pub fn decode_event_fields(fields: &[u8], seq: u64) -> Decoded<Event> {
 /// # Errors
 /// As [`decode_event_fields`].
 pub fn decode_event_ref(fields: &[u8], seq: u64) -> Decoded<EventRef<'_>> {
-    let mut c = Cursor::new(fields);
+    let mut c = ByteReader::new(fields);
     let ty = c.type_ref("event type")?;
     let time = c.i64("event time")?;
     let flags = c.u8("event flags")?;

@@ -1,7 +1,7 @@
 //! The segment file header and file names (`docs/FORMAT.md` §2).
 
-use super::cursor::Cursor;
 use super::file_names::{numbered_path, parse_numbered};
+use super::reader::ByteReader;
 
 /// The segment magic: identifies a sessdb log segment.
 pub const SEGMENT_MAGIC: [u8; 8] = *b"SESSDBLG";
@@ -81,12 +81,12 @@ impl SegmentHeader {
             .get(..SEGMENT_HEADER_LEN)
             .ok_or(SegmentHeaderError::Short)?;
         let (covered, crc) = b.split_at(OFF_HEADER_CRC);
-        let mut c = Cursor::new(covered);
+        let mut c = ByteReader::new(covered);
         let short = |_| SegmentHeaderError::Short;
         if c.take(SEGMENT_MAGIC.len(), "magic").map_err(short)? != SEGMENT_MAGIC {
             return Err(SegmentHeaderError::BadMagic);
         }
-        if Cursor::new(crc).u32("crc").map_err(short)? != crc32fast::hash(covered) {
+        if ByteReader::new(crc).u32("crc").map_err(short)? != crc32fast::hash(covered) {
             return Err(SegmentHeaderError::BadChecksum);
         }
         let version = c.u16("version").map_err(short)?;

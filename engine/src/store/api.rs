@@ -345,14 +345,14 @@ impl Store {
             .lock()
             .as_ref()
             .map_or_else(|| self.inner.read_end.lock().0, |t| t.next_lsn);
-        let ck = self.inner.ckpt.lock();
+        let chain = self.inner.chain_state.lock();
         StoreStats {
             sessions,
             events,
             segments: segs.len(),
             log_bytes,
-            checkpoint_lsn: ck.covered_lsn,
-            checkpoint_generation: ck.generation,
+            checkpoint_lsn: chain.covered_lsn,
+            checkpoint_generation: chain.generation,
         }
     }
 

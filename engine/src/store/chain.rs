@@ -16,7 +16,7 @@ use crate::codec::checkpoint::{CheckpointMeta, checkpoint_path};
 use crate::storage::Storage;
 
 /// Every checkpoint header that checks out, by generation.
-pub(super) struct Headers {
+pub(super) struct CheckpointHeaders {
     by_generation: BTreeMap<u64, Opened>,
     /// A file listed was gone when opened: retention removed it (a reader beside a writer).
     any_gone: bool,
@@ -44,10 +44,10 @@ pub(super) struct Chosen {
     pub(super) base: u64,
 }
 
-impl Headers {
+impl CheckpointHeaders {
     /// Lists the checkpoint files and checks their headers (bodies are read on use).
-    pub(super) fn load(storage: &dyn Storage) -> Result<Headers> {
-        let mut out = Headers {
+    pub(super) fn load(storage: &dyn Storage) -> Result<CheckpointHeaders> {
+        let mut out = CheckpointHeaders {
             by_generation: BTreeMap::new(),
             any_gone: false,
             discarded: Vec::new(),

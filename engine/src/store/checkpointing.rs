@@ -20,19 +20,19 @@ impl Inner {
         };
         // Under the tail lock, as every write: nothing is checkpointed after a failure.
         self.poison.check()?;
-        let mut ck = self.ckpt.lock();
-        if ck.nothing_new(tail.next_lsn) && !full {
+        let mut chain = self.chain_state.lock();
+        if chain.nothing_new(tail.next_lsn) && !full {
             return Ok(None);
         }
         // Never ahead of the durable log: sync what the checkpoint covers first (through
         // group commit, so no two syncs of the log ever run at once).
         self.sync_to(tail.next_lsn)?;
-        let full = full || ck.next_is_full(self.options.checkpoint_merge_every);
+        let full = full || chain.next_is_full(self.options.checkpoint_merge_every);
         let mut cat = self.catalog.write();
         let bytes = checkpoint::encode(&cat, full)?;
         let meta = CheckpointMeta {
-            generation: ck.generation + 1,
-            base: if full { 0 } else { ck.generation },
+            generation: chain.generation + 1,
+            base: if full { 0 } else { chain.generation },
             covered_lsn: tail.next_lsn,
             last_record: tail.last_record,
         };
@@ -45,7 +45,7 @@ impl Inner {
         }
         cat.deleted.clear();
         drop(cat);
-        let obsolete_below = ck.after_write(&meta, full);
+        let obsolete_below = chain.after_write(&meta, full);
         self.checkpoint_due_lsn.store(
             meta.covered_lsn
                 .saturating_add(self.options.checkpoint_interval_bytes),

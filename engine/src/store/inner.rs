@@ -34,7 +34,7 @@ pub(crate) struct Inner {
     /// open) plus the interval. A plain load per write, where counting the bytes was a locked
     /// add per record (3.6 % of a buffered append).
     pub(crate) checkpoint_due_lsn: AtomicU64,
-    pub(crate) ckpt: Mutex<super::checkpoint_state::CheckpointState>,
+    pub(crate) chain_state: Mutex<super::checkpoint_state::CheckpointState>,
     pub(crate) changes: super::changes::Changes,
     pub(crate) closed: AtomicBool,
     pub(crate) report: OpenReport,

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use parking_lot::{Mutex, RwLock};
 
 use super::catalog::Catalog;
-use super::chain::Headers;
+use super::chain::CheckpointHeaders;
 use super::checkpoint;
 use super::checkpoint_state::CheckpointState;
 use super::inner::Inner;
@@ -72,7 +72,7 @@ pub(super) fn open(
             report.salvaged = Some(plan.report);
         }
     }
-    let headers = Headers::load(&*storage)?;
+    let headers = CheckpointHeaders::load(&*storage)?;
     report.checkpoints_discarded = headers.discarded.clone();
     let discovered = discover(&*storage, read_only)?;
     let list = SegmentList::new(discovered.segments);
@@ -80,7 +80,7 @@ pub(super) fn open(
     let durable_lsn = headers.durable_mark(&list);
     let Loaded {
         mut catalog,
-        checkpoints: ck_state,
+        chain_state,
         scanned,
         last_record,
         touched,
@@ -138,7 +138,7 @@ pub(super) fn open(
         commit,
         poison: super::poison::Poison::default(),
         checkpoint_due_lsn: AtomicU64::new(checkpoint_due_lsn),
-        ckpt: Mutex::new(ck_state),
+        chain_state: Mutex::new(chain_state),
         changes: super::changes::Changes::default(),
         closed: AtomicBool::new(false),
         report,
@@ -200,7 +200,7 @@ fn finish_writable(
 /// What loading the catalog gives.
 struct Loaded {
     catalog: Catalog,
-    checkpoints: CheckpointState,
+    chain_state: CheckpointState,
     scanned: Scanned,
     /// The last record read (the checkpoint's, when the log after it is empty).
     last_record: Option<RecordLink>,
@@ -210,7 +210,7 @@ struct Loaded {
 
 /// What a load reads from, as the open found it.
 struct Sources<'a> {
-    headers: &'a Headers,
+    headers: &'a CheckpointHeaders,
     list: &'a SegmentList,
     options: &'a StoreOptions,
     durable_lsn: u64,
@@ -271,7 +271,7 @@ fn load(from: &Sources<'_>, full_replay: bool, report: &mut OpenReport) -> Resul
         last_record = meta.last_record;
         used = Some((meta, chosen.base));
     }
-    let ck_state =
+    let chain_state =
         CheckpointState::from_open(used.as_ref().map(|(m, b)| (m, *b)), headers.newest());
 
     let mut touched = BTreeSet::new();
@@ -292,7 +292,7 @@ fn load(from: &Sources<'_>, full_replay: bool, report: &mut OpenReport) -> Resul
     )?;
     Ok(Loaded {
         catalog,
-        checkpoints: ck_state,
+        chain_state,
         scanned,
         last_record,
         touched,

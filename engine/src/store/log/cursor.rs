@@ -41,7 +41,7 @@ pub(crate) struct Frame<'a> {
     pub(crate) kind: RecordKind,
     /// The frame checksum (a checkpoint links to it).
     pub(crate) crc: u32,
-    /// Header and payload.
+    /// HeaderVerdict and payload.
     pub(crate) bytes: &'a [u8],
 }
 

@@ -17,7 +17,7 @@ use crate::{Error, Result};
 
 /// What a segment's header says about it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Header {
+pub(crate) enum HeaderVerdict {
     /// A valid header naming the segment's own first LSN.
     Valid,
     /// A valid header of another segment (its name and header disagree).
@@ -39,13 +39,13 @@ pub(crate) fn judge_header(
     head: &[u8],
     rest_zero: impl FnOnce() -> Result<bool>,
     newest: bool,
-) -> Result<Header> {
+) -> Result<HeaderVerdict> {
     Ok(match SegmentHeader::decode(head) {
-        Ok(h) if h.first_lsn == lsn => Header::Valid,
-        Ok(_) => Header::NameMismatch,
-        Err(SegmentHeaderError::UnsupportedVersion(found)) => Header::Unsupported(found),
-        Err(_) if newest && rest_zero()? => Header::Interrupted,
-        Err(e) => Header::Damaged(e),
+        Ok(h) if h.first_lsn == lsn => HeaderVerdict::Valid,
+        Ok(_) => HeaderVerdict::NameMismatch,
+        Err(SegmentHeaderError::UnsupportedVersion(found)) => HeaderVerdict::Unsupported(found),
+        Err(_) if newest && rest_zero()? => HeaderVerdict::Interrupted,
+        Err(e) => HeaderVerdict::Damaged(e),
     })
 }
 
@@ -112,26 +112,26 @@ pub(crate) fn discover(storage: &dyn Storage, read_only: bool) -> Result<Discove
             .map_err(|e| Error::io("open", &path, e))?;
         let head = read_head(&*file, &path)?;
         match judge_header(lsn, &head, || rest_is_zero(&*file, &path), newest)? {
-            Header::Valid => {}
-            Header::Interrupted => {
+            HeaderVerdict::Valid => {}
+            HeaderVerdict::Interrupted => {
                 out.interrupted = Some(path);
                 continue;
             }
-            Header::NameMismatch => {
+            HeaderVerdict::NameMismatch => {
                 return Err(Error::corruption(
                     &path,
                     0,
                     CorruptionKind::Inconsistent("segment name and header disagree"),
                 ));
             }
-            Header::Unsupported(found) => {
+            HeaderVerdict::Unsupported(found) => {
                 return Err(Error::UnsupportedStore {
                     file: path,
                     found,
                     expected: SEGMENT_FORMAT_VERSION,
                 });
             }
-            Header::Damaged(e) => {
+            HeaderVerdict::Damaged(e) => {
                 return Err(Error::corruption(
                     &path,
                     0,

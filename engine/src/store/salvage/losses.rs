@@ -7,7 +7,7 @@ use crate::codec::frame::FRAME_HEADER_LEN;
 use crate::codec::record::{RecordBody, decode, leading_session_id};
 use crate::codec::segment::SEGMENT_HEADER_LEN;
 use crate::store::catalog::Catalog;
-use crate::store::chain::Headers;
+use crate::store::chain::CheckpointHeaders;
 use crate::store::log::cursor::{LogCursor, SegmentFacts};
 use crate::store::log::walk::{Go, Met, walk};
 use crate::store::options::StoreOptions;
@@ -139,7 +139,7 @@ pub(super) fn removed_records(
 /// since): their last events were in damaged records that named no readable session, or past
 /// where the log now ends.
 pub(super) fn remembered_losses(
-    headers: &Headers,
+    headers: &CheckpointHeaders,
     catalog: &Catalog,
     deleted: &BTreeSet<String>,
     losses: &mut Losses,

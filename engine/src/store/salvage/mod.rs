@@ -26,9 +26,9 @@ use edits::{Edit, Plan, bytes_of};
 use losses::{remembered_losses, removed_records};
 use segment::{State, damage};
 
-use super::chain::Headers;
+use super::chain::CheckpointHeaders;
 use super::log::cursor::{SegmentFacts, zeros};
-use super::log::discover::{Header, judge_header, read_head, rest_is_zero, segment_lsns};
+use super::log::discover::{HeaderVerdict, judge_header, read_head, rest_is_zero, segment_lsns};
 use super::log::walk::empty_log;
 use super::options::StoreOptions;
 use super::report::{Damage, DamageRepair, SalvageReport};
@@ -42,7 +42,7 @@ use crate::{Error, Result};
 
 /// Scans the whole log and plans the salvage; changes nothing.
 pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan> {
-    let headers = Headers::load(storage)?;
+    let headers = CheckpointHeaders::load(storage)?;
     let files = open_segments(storage)?;
     // The durable mark as open computes it, over every segment file there is.
     let durable = headers.durable_mark(&SegmentList::new(
@@ -72,7 +72,7 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
         let bytes = bytes_of(&*file, &path)?;
         let last = i + 1 == count;
         let verdict = judge_header(lsn, &head(&bytes), || rest_zero(&bytes), false)?;
-        if let Header::Unsupported(found) = verdict {
+        if let HeaderVerdict::Unsupported(found) = verdict {
             // Another sessdb version's store is not damage: salvage refuses it whole.
             return Err(Error::UnsupportedStore {
                 file: path,
@@ -193,19 +193,19 @@ fn empty_log_damage(durable: u64, options: &StoreOptions) -> Option<Damage> {
 /// only when the header is damaged).
 fn creation_interrupted(lsn: u64, path: &str, file: &dyn StorageFile) -> Result<bool> {
     let first = read_head(file, path)?;
-    Ok(judge_header(lsn, &first, || rest_is_zero(file, path), true)? == Header::Interrupted)
+    Ok(judge_header(lsn, &first, || rest_is_zero(file, path), true)? == HeaderVerdict::Interrupted)
 }
 
 /// The damage a segment header's verdict is, if any (salvage writes such a header anew).
-fn header_damage(verdict: Header) -> Option<CorruptionKind> {
+fn header_damage(verdict: HeaderVerdict) -> Option<CorruptionKind> {
     match verdict {
-        Header::Valid => None,
-        Header::NameMismatch => Some(CorruptionKind::Inconsistent(
+        HeaderVerdict::Valid => None,
+        HeaderVerdict::NameMismatch => Some(CorruptionKind::Inconsistent(
             "segment name and header disagree",
         )),
-        Header::Damaged(e) => Some(CorruptionKind::SegmentHeader(e)),
+        HeaderVerdict::Damaged(e) => Some(CorruptionKind::SegmentHeader(e)),
         // Decided before a header is judged for rewriting.
-        Header::Interrupted | Header::Unsupported(_) => {
+        HeaderVerdict::Interrupted | HeaderVerdict::Unsupported(_) => {
             Some(CorruptionKind::SegmentHeader(SegmentHeaderError::Short))
         }
     }

@@ -5,12 +5,12 @@
 pub type Decoded<T> = Result<T, &'static str>;
 
 /// A cursor over bytes.
-pub(crate) struct Cursor<'a> {
+pub(crate) struct ByteReader<'a> {
     b: &'a [u8],
     pos: usize,
 }
 
-impl<'a> Cursor<'a> {
+impl<'a> ByteReader<'a> {
     pub(crate) fn new(b: &'a [u8]) -> Self {
         Self { b, pos: 0 }
     }
@@ -119,7 +119,7 @@ mod tests {
 
     #[test]
     fn reads_are_bounded_and_counts_are_checked_against_the_bytes_left() {
-        let mut c = Cursor::new(&[1, 0, 2, 0, 0, 0, 9]);
+        let mut c = ByteReader::new(&[1, 0, 2, 0, 0, 0, 9]);
         assert_eq!(c.u16("a"), Ok(1));
         assert_eq!(c.u32("b"), Ok(2));
         assert_eq!(c.count(1, 1, "n"), Ok(1));
