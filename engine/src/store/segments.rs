@@ -318,6 +318,14 @@ impl Tail {
         self.next_lsn - self.active.first_lsn
     }
 
+    /// Hands `push` the location of each event of the record just written at `lsn` (the
+    /// offsets `write_frame` left), in order.
+    pub(crate) fn push_locations(&self, lsn: u64, mut push: impl FnMut(EventLoc)) {
+        for &(offset, len) in &self.offsets {
+            push(EventLoc { lsn, offset, len });
+        }
+    }
+
     /// Writes one encoded frame; returns its LSN. Rolls first if the active segment is
     /// non-empty and the frame would cross the size limit; allocates the segment's space
     /// `preallocate` bytes ahead when the frame would pass what is allocated.

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use super::catalog::{Batch, SessionEntry, StoredEvents, plan_batch};
 use super::inner::Inner;
 use super::options;
-use super::segments::{EventLoc, Tail};
+use super::segments::Tail;
 use crate::codec::frame::{begin_frame, payload_len, payload_offset, seal_frame};
 use crate::codec::record::{BodyRef, encode_into};
 use crate::event::Event;
@@ -132,21 +132,50 @@ impl Inner {
         self.commit.sync_to(lsn, &self.poison)
     }
 
+    /// The skeleton every write path shares: the store writable, the tail lock held while
+    /// `write` plans, writes one record and applies it (its other locks dropped with it),
+    /// then — the lock released — what follows a record ending at the LSN `write` returns
+    /// (`None`: nothing was written).
+    fn write_with<R>(
+        &self,
+        write: impl FnOnce(&mut Tail, &Now<'_>) -> Result<(R, Option<u64>)>,
+    ) -> Result<R> {
+        self.check_writable()?;
+        let mut tail_guard = self.tail.lock();
+        let tail = tail_guard.as_mut().ok_or(Error::ReadOnly)?;
+        let now = Now::new(&self.options.clock);
+        let (out, end) = write(tail, &now)?;
+        drop(tail_guard);
+        if let Some(end) = end {
+            self.after_write(end)?;
+        }
+        Ok(out)
+    }
+
     pub(super) fn create(
         &self,
         header: SessionHeader,
-        mut events: Vec<Event>,
+        events: Vec<Event>,
         end_seed: bool,
     ) -> Result<u64> {
+        // Closed before invalid, as every call says.
         self.check_writable()?;
         header.validate()?;
-        let mut tail_guard = self.tail.lock();
-        let tail = tail_guard.as_mut().ok_or(Error::ReadOnly)?;
+        self.write_with(|tail, now| self.create_in(tail, now, header, events, end_seed))
+    }
+
+    fn create_in(
+        &self,
+        tail: &mut Tail,
+        now: &Now<'_>,
+        header: SessionHeader,
+        mut events: Vec<Event>,
+        end_seed: bool,
+    ) -> Result<(u64, Option<u64>)> {
         let id = header.id.clone();
         if self.catalog.read().sessions.contains_key(&id) {
             return Err(Error::SessionExists { id });
         }
-        let now = Now::new(&self.options.clock);
         if end_seed {
             let last = events.last().map(Event::event_type);
             let marker = end_seed_after(last, events.len() as u64, now.get());
@@ -168,20 +197,15 @@ impl Inner {
                 header_json: &header_json,
                 events: &events,
             },
-            &now,
+            now,
         )?;
         let mut locs = super::locations::Locations::default();
-        for &(offset, len) in &tail.offsets {
-            locs.push(EventLoc { lsn, offset, len });
-        }
+        tail.push_locations(lsn, |l| locs.push(l));
         let len = state.next_seq();
-        {
-            let mut cat = self.catalog.write();
-            cat.insert_created(header, state, locs, None, lsn);
-        }
-        drop(tail_guard);
-        self.after_write(end)?;
-        Ok(len)
+        self.catalog
+            .write()
+            .insert_created(header, state, locs, None, lsn);
+        Ok((len, Some(end)))
     }
 
     pub(super) fn write_events(
@@ -189,10 +213,16 @@ impl Inner {
         session: &str,
         make: impl FnOnce(&SessionEntry, &Now<'_>) -> Result<Batch>,
     ) -> Result<std::ops::Range<u64>> {
-        self.check_writable()?;
-        let mut tail_guard = self.tail.lock();
-        let tail = tail_guard.as_mut().ok_or(Error::ReadOnly)?;
-        let now = Now::new(&self.options.clock);
+        self.write_with(|tail, now| self.write_events_in(tail, now, session, make))
+    }
+
+    fn write_events_in(
+        &self,
+        tail: &mut Tail,
+        now: &Now<'_>,
+        session: &str,
+        make: impl FnOnce(&SessionEntry, &Now<'_>) -> Result<Batch>,
+    ) -> Result<(std::ops::Range<u64>, Option<u64>)> {
         // Upgradable, then upgraded for the commit: one lock taken instead of a read lock and
         // a write lock (their four locked operations were about 40 % of this function's own
         // time in `perf annotate`). Every other catalog writer holds the tail lock too, so the upgrade never
@@ -200,7 +230,7 @@ impl Inner {
         let cat = self.catalog.upgradable_read();
         let (events, planned, first) = {
             let entry = cat.get(session)?;
-            let events = make(entry, &now)?;
+            let events = make(entry, now)?;
             let source = StoredEvents {
                 segments: &self.segments,
                 locs: Some(&entry.locs),
@@ -216,7 +246,7 @@ impl Inner {
             (events, planned, entry.state.next_seq())
         };
         if events.is_empty() {
-            return Ok(first..first);
+            return Ok((first..first, None));
         }
         let (lsn, end) = self.write_record(
             tail,
@@ -224,29 +254,29 @@ impl Inner {
                 session,
                 events: &events,
             },
-            &now,
+            now,
         )?;
         let range = first..first + events.len() as u64;
-        {
-            let mut cat = parking_lot::RwLockUpgradableReadGuard::upgrade(cat);
-            if let Some(entry) = cat.sessions.get_mut(session) {
-                planned.commit(&mut entry.state, &events);
-                for &(offset, len) in &tail.offsets {
-                    entry.locs.push(EventLoc { lsn, offset, len });
-                }
-                entry.dirty = true;
-            }
+        let mut cat = parking_lot::RwLockUpgradableReadGuard::upgrade(cat);
+        if let Some(entry) = cat.sessions.get_mut(session) {
+            planned.commit(&mut entry.state, &events);
+            tail.push_locations(lsn, |l| entry.locs.push(l));
+            entry.dirty = true;
         }
-        drop(tail_guard);
-        self.after_write(end)?;
-        Ok(range)
+        Ok((range, Some(end)))
     }
 
     pub(super) fn fork(&self, source: &str, spec: ForkSpec) -> Result<String> {
-        self.check_writable()?;
-        let mut tail_guard = self.tail.lock();
-        let tail = tail_guard.as_mut().ok_or(Error::ReadOnly)?;
-        let now = Now::new(&self.options.clock);
+        self.write_with(|tail, now| self.fork_in(tail, now, source, spec))
+    }
+
+    fn fork_in(
+        &self,
+        tail: &mut Tail,
+        now: &Now<'_>,
+        source: &str,
+        spec: ForkSpec,
+    ) -> Result<(String, Option<u64>)> {
         let mut cat = self.catalog.write();
         let plan = plan_fork(
             source,
@@ -300,11 +330,9 @@ impl Inner {
             inherited,
             events: &marker,
         };
-        let (lsn, end) = self.write_record(tail, &body, &now)?;
+        let (lsn, end) = self.write_record(tail, &body, now)?;
         let mut locs = locs;
-        for &(offset, len) in &tail.offsets {
-            locs.push(EventLoc { lsn, offset, len });
-        }
+        tail.push_locations(lsn, |l| locs.push(l));
         cat.insert_created(
             header,
             state,
@@ -312,25 +340,19 @@ impl Inner {
             Some((source.to_owned(), inherited)),
             lsn,
         );
-        drop(cat);
-        drop(tail_guard);
-        self.after_write(end)?;
-        Ok(child_id)
+        Ok((child_id, Some(end)))
     }
 
     pub(super) fn delete(&self, session: &str) -> Result<()> {
-        self.check_writable()?;
-        let mut tail_guard = self.tail.lock();
-        let tail = tail_guard.as_mut().ok_or(Error::ReadOnly)?;
-        if !self.catalog.read().sessions.contains_key(session) {
-            return Err(Error::SessionNotFound {
-                id: session.to_owned(),
-            });
-        }
-        let now = Now::new(&self.options.clock);
-        let (_, end) = self.write_record(tail, &BodyRef::Delete { session }, &now)?;
-        self.catalog.write().delete(session);
-        drop(tail_guard);
-        self.after_write(end)
+        self.write_with(|tail, now| {
+            if !self.catalog.read().sessions.contains_key(session) {
+                return Err(Error::SessionNotFound {
+                    id: session.to_owned(),
+                });
+            }
+            let (_, end) = self.write_record(tail, &BodyRef::Delete { session }, now)?;
+            self.catalog.write().delete(session);
+            Ok(((), Some(end)))
+        })
     }
 }
