@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use parking_lot::{Condvar, Mutex};
 
 use super::poison::Poison;
-use super::segments::Tail;
+use super::tail::Tail;
 use crate::storage::StorageFile;
 use crate::{Error, Result};
 

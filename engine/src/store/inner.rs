@@ -10,7 +10,8 @@ use parking_lot::{Mutex, RwLock};
 use super::catalog::Catalog;
 use super::options::StoreOptions;
 use super::report::OpenReport;
-use super::segments::{SegmentList, Tail};
+use super::segments::SegmentList;
+use super::tail::Tail;
 use crate::storage::{LockGuard, Storage};
 use std::sync::Arc;
 

@@ -33,6 +33,7 @@ mod scan;
 mod segments;
 mod session;
 mod subscribe;
+mod tail;
 mod verify;
 mod write;
 

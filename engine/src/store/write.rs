@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use super::catalog::{Batch, SessionEntry, StoredEvents, plan_batch};
 use super::inner::Inner;
 use super::options;
-use super::segments::Tail;
+use super::tail::Tail;
 use crate::codec::frame::{begin_frame, payload_len, payload_offset, seal_frame};
 use crate::codec::record::{BodyRef, encode_into};
 use crate::event::Event;

@@ -1,0 +1,344 @@
+//! The append tail (`docs/DESIGN.md` §3.2): where the next record goes — the active segment,
+//! the next LSN and the last record's link — the space allocated ahead and the write windows
+//! mapped over it, the helper thread that faults windows in, retires them and zero-fills a
+//! `Sync` store ahead; writing one frame; rolling to a new segment.
+
+use std::sync::Arc;
+
+use super::prefault::Job;
+use super::segments::{Segment, SegmentList, create_segment};
+use crate::codec::EventLoc;
+use crate::codec::frame::{FRAME_HEADER_LEN, RecordLink};
+use crate::codec::segment::SEGMENT_HEADER_LEN;
+use crate::storage::{Storage, WriteWindow};
+use crate::{Error, Result};
+
+/// The append position: the active segment and the next LSN.
+#[derive(Debug)]
+pub(crate) struct Tail {
+    pub(crate) active: Arc<Segment>,
+    pub(crate) next_lsn: u64,
+    /// LSN and frame checksum of the last record written (the checkpoint links to it).
+    pub(crate) last_record: Option<RecordLink>,
+    /// The active segment file's length: space allocated ahead of `next_lsn` is zeros.
+    pub(crate) allocated: u64,
+    /// A writable map of the allocated space ahead, where the backend has one: appends are
+    /// copied in instead of written with a syscall each.
+    pub(crate) window: Option<WriteWindow>,
+    /// The window after `window`, mapped and faulted in (on the helper) while the writer
+    /// still fills `window`: appends switch to it without waiting on its pages.
+    pub(crate) next_window: Option<WriteWindow>,
+    /// Allocating ahead failed at this allocation (a full disk): not retried per append;
+    /// the append that needs the space allocates it and reports the error.
+    pub(crate) ahead_failed_at: Option<u64>,
+    /// A `Sync` store's zero-fill running on the helper: the length it allocates to, and
+    /// its outcome once done. The appender never writes past `allocated` before it is done.
+    pub(crate) zero_fill: Option<(u64, Arc<std::sync::OnceLock<bool>>)>,
+    /// The frame being encoded, reused by every record (no allocation per append).
+    pub(crate) frame: Vec<u8>,
+    /// The last record's events: `(offset, len)` of each within its payload (reused).
+    pub(crate) offsets: Vec<(u32, u32)>,
+    /// Fault each new window in on a helper thread (`Buffered` stores).
+    pub(crate) prefault: bool,
+    /// The helper, started with the first window.
+    pub(crate) prefaulter: Option<super::prefault::Prefaulter>,
+    /// A `Sync` store: the preallocated space is written with zeros, so its syncs write data
+    /// only (`StorageFile::preallocate_written`), and records go out with `pwrite`, not
+    /// through a window (`docs/DESIGN.md` §3.2).
+    pub(crate) sync_store: bool,
+}
+
+impl Tail {
+    /// The append position at `next_lsn` of the `active` (newest) segment, whose last record
+    /// is `last_record`: what recovery hands the writer.
+    pub(crate) fn at(
+        active: Arc<Segment>,
+        next_lsn: u64,
+        last_record: Option<RecordLink>,
+        durability: crate::store::Durability,
+    ) -> Result<Tail> {
+        let allocated = active
+            .file
+            .len()
+            .map_err(|e| Error::io("stat", &active.path, e))?;
+        Ok(Tail {
+            active,
+            next_lsn,
+            last_record,
+            allocated,
+            window: None,
+            next_window: None,
+            ahead_failed_at: None,
+            zero_fill: None,
+            frame: Vec::new(),
+            offsets: Vec::new(),
+            prefault: durability == crate::store::Durability::Buffered,
+            prefaulter: None,
+            sync_store: durability == crate::store::Durability::Sync,
+        })
+    }
+
+    /// Bytes written to the active segment after its header.
+    fn active_bytes(&self) -> u64 {
+        self.next_lsn - self.active.first_lsn
+    }
+
+    /// Hands `push` the location of each event of the record just written at `lsn` (the
+    /// offsets `write_frame` left), in order.
+    pub(crate) fn push_locations(&self, lsn: u64, mut push: impl FnMut(EventLoc)) {
+        for &(offset, len) in &self.offsets {
+            push(EventLoc { lsn, offset, len });
+        }
+    }
+
+    /// Writes one encoded frame; returns its LSN. Rolls first if the active segment is
+    /// non-empty and the frame would cross the size limit; allocates the segment's space
+    /// `preallocate` bytes ahead when the frame would pass what is allocated.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the write path threads the store's settings explicitly"
+    )]
+    pub(crate) fn write_frame(
+        &mut self,
+        storage: &dyn Storage,
+        segments: &SegmentList,
+        frame: &[u8],
+        crc: u32,
+        segment_bytes_max: u64,
+        preallocate: u64,
+        now: &crate::limits::Now<'_>,
+    ) -> Result<u64> {
+        if self.active_bytes() > 0
+            && SEGMENT_HEADER_LEN as u64 + self.active_bytes() + frame.len() as u64
+                > segment_bytes_max
+        {
+            self.roll(storage, segments, now.get())?;
+        }
+        let lsn = self.next_lsn;
+        let at = self.active.offset_of(lsn);
+        let end = at + frame.len() as u64;
+        if end > self.allocated {
+            // The helper's zero-fill ahead may cover it: wait for it, never write into
+            // space it is still writing zeros to.
+            self.finish_zero_fill();
+        }
+        if preallocate > 0 && end > self.allocated {
+            // Never past the roll point (plus this frame, when one frame alone is larger).
+            let target = (end + preallocate).min(segment_bytes_max.max(end));
+            self.retire_windows();
+            let file = &self.active.file;
+            let allocated = if self.sync_store {
+                file.preallocate_written(target)
+            } else {
+                file.preallocate(target)
+            }
+            .map_err(|e| Error::io("allocate", &self.active.path, e))?;
+            self.allocated = target;
+            // A map only over space really allocated; without one, `write_at` as before. A
+            // `Sync` store writes each record with one `pwrite` (followed by its sync anyway):
+            // a window would take a page fault on every page each sync's writeback cleaned.
+            if allocated && !self.sync_store {
+                self.window = self.active.file.map_window(at, target).ok().flatten();
+                if let Some(window) = &self.window
+                    && self.prefault
+                {
+                    if self.prefaulter.is_none() {
+                        self.prefaulter = super::prefault::Prefaulter::spawn();
+                        // No thread to be had: fault pages on this thread from now on.
+                        self.prefault = self.prefaulter.is_some();
+                    }
+                    if let Some(p) = &self.prefaulter {
+                        p.submit(Job::Populate(window.prefault()));
+                    }
+                }
+            }
+        }
+        // Half the lead used: the next stretch is allocated, mapped and faulted in now, on
+        // the helper, so the writer never reaches pages nobody has faulted in yet.
+        if self.window.is_some()
+            && self.next_window.is_none()
+            && self.prefaulter.is_some()
+            && end + preallocate / 2 > self.allocated
+            && self.allocated < segment_bytes_max
+            && self.ahead_failed_at != Some(self.allocated)
+        {
+            self.map_ahead(preallocate, segment_bytes_max);
+        }
+        // A `Sync` store with half its lead used: the next stretch is allocated, written
+        // with zeros and synced on the helper, off the appender's path (in `perf` of `Sync`
+        // batches the zero-fill's `pwrite` was 28 % of the appender's CPU).
+        if self.sync_store
+            && preallocate > 0
+            && self.zero_fill.is_none()
+            && end + preallocate / 2 > self.allocated
+            && self.allocated < segment_bytes_max
+            && self.ahead_failed_at != Some(self.allocated)
+            && self.active.file.writes_zeros_ahead()
+        {
+            self.start_zero_fill(preallocate, segment_bytes_max);
+        }
+        // The header before the payload: a kill mid-copy then leaves a torn tail that
+        // recovery can cut, never a zero header with data after it (`WriteWindow::write`).
+        let mut copied = self
+            .window
+            .as_mut()
+            .is_some_and(|w| w.write(at, FRAME_HEADER_LEN, frame));
+        if !copied
+            && let Some(next) = &mut self.next_window
+            && next.write(at, FRAME_HEADER_LEN, frame)
+        {
+            // The frame lies in the next window: the one before is filled, and goes to the
+            // helper to be unmapped and written back.
+            if let Some(done) = std::mem::replace(&mut self.window, self.next_window.take()) {
+                self.retire(done, true);
+            }
+            copied = true;
+        }
+        if !copied {
+            self.active
+                .file
+                .write_at(frame, at)
+                .map_err(|e| Error::io("write", &self.active.path, e))?;
+        }
+        self.next_lsn += frame.len() as u64;
+        self.last_record = Some(RecordLink { lsn, crc });
+        Ok(lsn)
+    }
+
+    /// Allocates `preallocate` more bytes (never past the roll point) and maps them as the
+    /// next window, faulted in on the helper thread. Nothing here fails an append: without
+    /// the space (a full disk) the append that needs it allocates it and reports the error;
+    /// without a map, appends past the current window `pwrite`, as without a map.
+    fn map_ahead(&mut self, preallocate: u64, segment_bytes_max: u64) {
+        let from = self.allocated;
+        let target = (from + preallocate).min(segment_bytes_max);
+        let file = &self.active.file;
+        let Ok(allocated) = file.preallocate(target) else {
+            self.ahead_failed_at = Some(from);
+            return;
+        };
+        self.allocated = target;
+        if allocated {
+            self.next_window = file.map_window(from, target).ok().flatten();
+            if let (Some(window), Some(p)) = (&self.next_window, &self.prefaulter) {
+                p.submit(Job::Populate(window.prefault()));
+            }
+        }
+    }
+
+    /// Queues the zero-fill of the next `preallocate` bytes (never past the roll point) on
+    /// the helper, started here if there is none yet; without a thread the appender
+    /// allocates as before, when it needs the space.
+    fn start_zero_fill(&mut self, preallocate: u64, segment_bytes_max: u64) {
+        if self.prefaulter.is_none() {
+            self.prefaulter = super::prefault::Prefaulter::spawn();
+        }
+        let Some(p) = &self.prefaulter else {
+            self.ahead_failed_at = Some(self.allocated);
+            return;
+        };
+        let to = (self.allocated + preallocate).min(segment_bytes_max);
+        let done = Arc::new(std::sync::OnceLock::new());
+        p.submit(Job::ZeroFill {
+            file: Arc::clone(&self.active.file),
+            to,
+            done: Arc::clone(&done),
+        });
+        self.zero_fill = Some((to, done));
+    }
+
+    /// Waits for the helper's zero-fill, if one was queued, and takes its space; a failed
+    /// one (a full disk) is not retried ahead at this length: the append that needs the
+    /// space allocates it itself and reports the error.
+    fn finish_zero_fill(&mut self) {
+        let Some((to, done)) = self.zero_fill.take() else {
+            return;
+        };
+        if let Some(p) = &self.prefaulter {
+            p.wait_idle();
+        }
+        if done.get() == Some(&true) {
+            self.allocated = self.allocated.max(to);
+        } else {
+            self.ahead_failed_at = Some(self.allocated);
+        }
+    }
+
+    /// Hands a window the writer is done with to the helper, which unmaps it (an `munmap`
+    /// costs the writer a TLB shootdown and the page-table teardown) and, for a `filled` one,
+    /// starts its writeback; without a helper it is unmapped here.
+    fn retire(&self, window: WriteWindow, filled: bool) {
+        match &self.prefaulter {
+            Some(p) => p.submit(Job::Retire(
+                window,
+                filled.then(|| Arc::clone(&self.active.file)),
+            )),
+            None => drop(window),
+        }
+    }
+
+    /// Retires both windows (before an allocation that moves them, or the roll).
+    fn retire_windows(&mut self) {
+        for w in [self.window.take(), self.next_window.take()]
+            .into_iter()
+            .flatten()
+        {
+            self.retire(w, false);
+        }
+    }
+
+    /// Before the writer lock goes (close, or the last handle dropped): the windows unmapped
+    /// and the helper's queued work finished, its thread ended. A zero-fill still running
+    /// after the lock was released would write zeros where the next writer — another
+    /// process, or this one reopening — may already be appending.
+    pub(crate) fn quiesce(&mut self) {
+        self.window = None;
+        self.next_window = None;
+        self.zero_fill = None;
+        // Dropping the helper runs what it has queued and joins it.
+        self.prefaulter = None;
+        self.prefault = false;
+    }
+
+    /// Seals the active segment and starts the next one.
+    fn roll(&mut self, storage: &dyn Storage, segments: &SegmentList, now_ms: i64) -> Result<()> {
+        // A sealed segment is exactly its records (the next one's LSN continues from its
+        // length); its allocated space goes before the sync that makes it durable. Nothing
+        // maps the active segment, so cutting it is safe (`storage/mmap.rs`).
+        let used = self.active.offset_of(self.next_lsn);
+        // The window goes first, and the helper's handle on it: a mapped range is never
+        // truncated away.
+        self.retire_windows();
+        if let Some(p) = &self.prefaulter {
+            p.wait_idle();
+        }
+        // Done (waited for above); the cut below takes the space it wrote, also where it
+        // failed halfway (the file then reaches past `allocated`).
+        let filled_ahead = self.zero_fill.is_some();
+        self.finish_zero_fill();
+        let len = if filled_ahead {
+            self.active
+                .file
+                .len()
+                .map_err(|e| Error::io("stat", &self.active.path, e))?
+        } else {
+            self.allocated
+        };
+        if self.allocated.max(len) > used {
+            self.active
+                .file
+                .set_len(used)
+                .map_err(|e| Error::io("truncate", &self.active.path, e))?;
+        }
+        self.active
+            .file
+            .sync_data()
+            .map_err(|e| Error::io("sync", &self.active.path, e))?;
+        let next = create_segment(storage, self.next_lsn, now_ms)?;
+        self.active.seal();
+        segments.push(Arc::clone(&next));
+        self.active = next;
+        self.allocated = SEGMENT_HEADER_LEN as u64;
+        Ok(())
+    }
+}
