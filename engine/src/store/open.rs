@@ -195,7 +195,7 @@ fn finish_writable(
             first
         }
     };
-    Tail::at(active, scanned.end_lsn, last_record, options.durability)
+    Tail::at(active, scanned.end_lsn, last_record, options)
 }
 
 /// What loading the catalog gives.

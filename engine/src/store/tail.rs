@@ -46,6 +46,10 @@ pub(crate) struct Tail {
     /// only (`StorageFile::preallocate_written`), and records go out with `pwrite`, not
     /// through a window (`docs/DESIGN.md` §3.2).
     pub(crate) sync_store: bool,
+    /// The roll point: a segment's largest size.
+    pub(crate) segment_bytes_max: u64,
+    /// How far ahead of the appends space is allocated (0: none).
+    pub(crate) preallocate: u64,
 }
 
 impl Tail {
@@ -55,8 +59,9 @@ impl Tail {
         active: Arc<Segment>,
         next_lsn: u64,
         last_record: Option<RecordLink>,
-        durability: crate::store::Durability,
+        options: &crate::store::StoreOptions,
     ) -> Result<Tail> {
+        let durability = options.durability;
         let allocated = active
             .file
             .len()
@@ -75,6 +80,8 @@ impl Tail {
             prefault: durability == crate::store::Durability::Buffered,
             prefaulter: None,
             sync_store: durability == crate::store::Durability::Sync,
+            segment_bytes_max: options.segment_bytes_max,
+            preallocate: options.preallocate_bytes,
         })
     }
 
@@ -93,98 +100,112 @@ impl Tail {
 
     /// Writes one encoded frame; returns its LSN. Rolls first if the active segment is
     /// non-empty and the frame would cross the size limit; allocates the segment's space
-    /// `preallocate` bytes ahead when the frame would pass what is allocated.
-    #[allow(
-        clippy::too_many_arguments,
-        reason = "the write path threads the store's settings explicitly"
-    )]
+    /// ahead when the frame would pass what is allocated.
     pub(crate) fn write_frame(
         &mut self,
         storage: &dyn Storage,
         segments: &SegmentList,
         frame: &[u8],
         crc: u32,
-        segment_bytes_max: u64,
-        preallocate: u64,
         now: &crate::limits::Now<'_>,
     ) -> Result<u64> {
         if self.active_bytes() > 0
             && SEGMENT_HEADER_LEN as u64 + self.active_bytes() + frame.len() as u64
-                > segment_bytes_max
+                > self.segment_bytes_max
         {
             self.roll(storage, segments, now.get())?;
         }
         let lsn = self.next_lsn;
         let at = self.active.offset_of(lsn);
         let end = at + frame.len() as u64;
+        self.make_room(at, end)?;
+        self.keep_ahead(end);
+        self.copy(at, frame)?;
+        self.next_lsn += frame.len() as u64;
+        self.last_record = Some(RecordLink { lsn, crc });
+        Ok(lsn)
+    }
+
+    /// Space for a frame at file offset `at` ending at `end`: a running zero-fill there
+    /// waited for, and (with preallocation) the next stretch allocated and mapped.
+    fn make_room(&mut self, at: u64, end: u64) -> Result<()> {
         if end > self.allocated {
             // The helper's zero-fill ahead may cover it: wait for it, never write into
             // space it is still writing zeros to.
             self.finish_zero_fill();
         }
-        if preallocate > 0 && end > self.allocated {
-            // Never past the roll point (plus this frame, when one frame alone is larger).
-            let target = (end + preallocate).min(segment_bytes_max.max(end));
-            self.retire_windows();
-            let file = &self.active.file;
-            let allocated = if self.sync_store {
-                file.preallocate_written(target)
-            } else {
-                file.preallocate(target)
-            }
-            .map_err(|e| Error::io("allocate", &self.active.path, e))?;
-            self.allocated = target;
-            // A map only over space really allocated; without one, `write_at` as before. A
-            // `Sync` store writes each record with one `pwrite` (followed by its sync anyway):
-            // a window would take a page fault on every page each sync's writeback cleaned.
-            if allocated && !self.sync_store {
-                self.window = self.active.file.map_window(at, target).ok().flatten();
-                if let Some(window) = &self.window
-                    && self.prefault
-                {
-                    if self.prefaulter.is_none() {
-                        self.prefaulter = super::prefault::Prefaulter::spawn();
-                        // No thread to be had: fault pages on this thread from now on.
-                        self.prefault = self.prefaulter.is_some();
-                    }
-                    if let Some(p) = &self.prefaulter {
-                        p.submit(Job::Populate(window.prefault()));
-                    }
+        if self.preallocate == 0 || end <= self.allocated {
+            return Ok(());
+        }
+        // Never past the roll point (plus this frame, when one frame alone is larger).
+        let target = (end + self.preallocate).min(self.segment_bytes_max.max(end));
+        self.retire_windows();
+        let file = &self.active.file;
+        let allocated = if self.sync_store {
+            file.preallocate_written(target)
+        } else {
+            file.preallocate(target)
+        }
+        .map_err(|e| Error::io("allocate", &self.active.path, e))?;
+        self.allocated = target;
+        // A map only over space really allocated; without one, `write_at` as before. A
+        // `Sync` store writes each record with one `pwrite` (followed by its sync anyway): a
+        // window would take a page fault on every page each sync's writeback cleaned.
+        if allocated && !self.sync_store {
+            self.window = self.active.file.map_window(at, target).ok().flatten();
+            if let Some(window) = &self.window
+                && self.prefault
+            {
+                if self.prefaulter.is_none() {
+                    self.prefaulter = super::prefault::Prefaulter::spawn();
+                    // No thread to be had: fault pages on this thread from now on.
+                    self.prefault = self.prefaulter.is_some();
+                }
+                if let Some(p) = &self.prefaulter {
+                    p.submit(Job::Populate(window.prefault()));
                 }
             }
         }
-        // Half the lead used: the next stretch is allocated, mapped and faulted in now, on
-        // the helper, so the writer never reaches pages nobody has faulted in yet.
-        if self.window.is_some()
-            && self.next_window.is_none()
-            && self.prefaulter.is_some()
-            && end + preallocate / 2 > self.allocated
-            && self.allocated < segment_bytes_max
-            && self.ahead_failed_at != Some(self.allocated)
-        {
-            self.map_ahead(preallocate, segment_bytes_max);
+        Ok(())
+    }
+
+    /// With half the lead used (the frame ends at `end`), the next stretch is prepared on
+    /// the helper, off the appender's path.
+    fn keep_ahead(&mut self, end: u64) {
+        let (preallocate, max) = (self.preallocate, self.segment_bytes_max);
+        let due = end + preallocate / 2 > self.allocated
+            && self.allocated < max
+            && self.ahead_failed_at != Some(self.allocated);
+        // Allocated, mapped and faulted in now, so the writer never reaches pages nobody
+        // has faulted in yet.
+        if due && self.window.is_some() && self.next_window.is_none() && self.prefaulter.is_some() {
+            self.map_ahead(preallocate, max);
         }
-        // A `Sync` store with half its lead used: the next stretch is allocated, written
-        // with zeros and synced on the helper, off the appender's path (in `perf` of `Sync`
+        // A `Sync` store: allocated, written with zeros and synced (in `perf` of `Sync`
         // batches the zero-fill's `pwrite` was 28 % of the appender's CPU).
-        if self.sync_store
+        if due
+            && self.sync_store
             && preallocate > 0
             && self.zero_fill.is_none()
-            && end + preallocate / 2 > self.allocated
-            && self.allocated < segment_bytes_max
-            && self.ahead_failed_at != Some(self.allocated)
             && self.active.file.writes_zeros_ahead()
         {
-            self.start_zero_fill(preallocate, segment_bytes_max);
+            self.start_zero_fill(preallocate, max);
         }
-        // The header before the payload: a kill mid-copy then leaves a torn tail that
-        // recovery can cut, never a zero header with data after it (`WriteWindow::write`).
-        let mut copied = self
+    }
+
+    /// The frame copied into the window (or the next one, retiring the filled one), else
+    /// written with `pwrite`. The header before the payload: a kill mid-copy then leaves a
+    /// torn tail that recovery can cut, never a zero header with data after it
+    /// (`WriteWindow::write`).
+    fn copy(&mut self, at: u64, frame: &[u8]) -> Result<()> {
+        if self
             .window
             .as_mut()
-            .is_some_and(|w| w.write(at, FRAME_HEADER_LEN, frame));
-        if !copied
-            && let Some(next) = &mut self.next_window
+            .is_some_and(|w| w.write(at, FRAME_HEADER_LEN, frame))
+        {
+            return Ok(());
+        }
+        if let Some(next) = &mut self.next_window
             && next.write(at, FRAME_HEADER_LEN, frame)
         {
             // The frame lies in the next window: the one before is filled, and goes to the
@@ -192,17 +213,12 @@ impl Tail {
             if let Some(done) = std::mem::replace(&mut self.window, self.next_window.take()) {
                 self.retire(done, true);
             }
-            copied = true;
+            return Ok(());
         }
-        if !copied {
-            self.active
-                .file
-                .write_at(frame, at)
-                .map_err(|e| Error::io("write", &self.active.path, e))?;
-        }
-        self.next_lsn += frame.len() as u64;
-        self.last_record = Some(RecordLink { lsn, crc });
-        Ok(lsn)
+        self.active
+            .file
+            .write_at(frame, at)
+            .map_err(|e| Error::io("write", &self.active.path, e))
     }
 
     /// Allocates `preallocate` more bytes (never past the roll point) and maps them as the

@@ -96,15 +96,7 @@ impl Inner {
             *o = payload_offset(*o);
         }
         let crc = seal_frame(kind, frame);
-        match tail.write_frame(
-            &*self.storage,
-            &self.segments,
-            frame,
-            crc,
-            self.options.segment_bytes_max,
-            self.options.preallocate_bytes,
-            now,
-        ) {
+        match tail.write_frame(&*self.storage, &self.segments, frame, crc, now) {
             Ok(lsn) => {
                 // A roll changed the active file: group commit syncs the new one.
                 self.commit.written(tail);
