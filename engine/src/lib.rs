@@ -71,6 +71,7 @@
 // Every byte on disk: for sessdb's own crates, tests and fuzzers, outside the semver promise.
 #[doc(hidden)]
 pub mod codec;
+mod corruption;
 mod error;
 pub mod event;
 pub mod json;
@@ -79,6 +80,7 @@ pub mod model;
 pub mod storage;
 pub mod store;
 
+pub use corruption::{CorruptionKind, SegmentHeaderError};
 pub use error::{Error, ForkErrorCode, Result, Violation};
 pub use event::view::EventRef;
 pub use event::{Event, LogType, PackHint, SurfaceOp, SurfaceType};

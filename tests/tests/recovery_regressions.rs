@@ -17,7 +17,7 @@
 use std::io;
 use std::sync::Arc;
 
-use sessdb::codec::CorruptionKind;
+use sessdb::CorruptionKind;
 use sessdb::codec::frame::{FrameCheck, check_frame};
 use sessdb::codec::segment::SEGMENT_HEADER_LEN;
 use sessdb::storage::{
@@ -747,7 +747,7 @@ fn stats_never_report_a_placeholder_coverage() {
         .filter(|(p, _)| p.starts_with("checkpoints/"))
         .collect();
     let (path, mut bytes) = ckpts.pop().unwrap();
-    bytes[sessdb::store::CHECKPOINT_HEADER_LEN + 12] ^= 1;
+    bytes[sessdb::codec::checkpoint::CHECKPOINT_HEADER_LEN + 12] ^= 1;
     storage.put(&path, bytes);
     let store = Store::open_with(storage.storage(), StoreOptions::default()).unwrap();
     assert!(!store.open_report().checkpoints_discarded.is_empty());

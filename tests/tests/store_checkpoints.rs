@@ -103,7 +103,7 @@ proptest! {
                 prop_assert_eq!(got, reference.clone());
             }
             Err(sessdb::Error::Corruption { segment, kind, .. }) => {
-                prop_assert_eq!(kind, sessdb::codec::CorruptionKind::CheckpointLocations);
+                prop_assert_eq!(kind, sessdb::CorruptionKind::CheckpointLocations);
                 prop_assert_eq!(&segment, &damaged[newest].0);
                 let problems = sessdb::store::verify(Arc::new(segments_and(&files, &damaged))).unwrap().problems;
                 prop_assert!(problems.iter().any(|p| p.contains("location run")), "{problems:?}");
@@ -140,7 +140,7 @@ proptest! {
 
 /// Where the location runs of a checkpoint file start: after its header and table.
 fn runs_start(file: &[u8]) -> usize {
-    let header = sessdb::store::CHECKPOINT_HEADER_LEN;
+    let header = sessdb::codec::checkpoint::CHECKPOINT_HEADER_LEN;
     let table = u64::from_le_bytes(file[header..header + 8].try_into().unwrap());
     header + 8 + usize::try_from(table).unwrap()
 }
@@ -192,7 +192,7 @@ fn regression_a_damaged_location_run_is_found_on_first_use_and_a_full_replay_reb
     match sessdb_tests::try_dump_store(&store) {
         Err(sessdb::Error::Corruption { segment, kind, .. }) => {
             assert_eq!(segment, ckpts[newest].0);
-            assert_eq!(kind, sessdb::codec::CorruptionKind::CheckpointLocations);
+            assert_eq!(kind, sessdb::CorruptionKind::CheckpointLocations);
         }
         other => panic!("{other:?}"),
     }

@@ -11,10 +11,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use sessdb::codec::CorruptionKind;
+use sessdb::CorruptionKind;
 use sessdb::codec::segment::SEGMENT_HEADER_LEN;
 use sessdb::storage::CrashStorage;
-use sessdb::store::{CHECKPOINT_HEADER_LEN, verify};
+use sessdb::codec::checkpoint::CHECKPOINT_HEADER_LEN;
+use sessdb::store::verify;
 use sessdb::{
     Clock, Config, Draft, Error, Event, ForkErrorCode, ForkSpec, LogType, ResumeReport,
     SessionHeader, SessionSet, Store, StoreOptions, SurfaceIntent, SurfaceType,

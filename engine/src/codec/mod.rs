@@ -6,7 +6,6 @@
 #![cfg_attr(not(test), deny(clippy::indexing_slicing))]
 
 pub mod checkpoint;
-mod corruption;
 pub(crate) mod crc;
 mod file_names;
 pub(crate) mod reader;
@@ -18,6 +17,6 @@ mod location;
 pub mod record;
 pub mod segment;
 
-pub use corruption::CorruptionKind;
+pub use crate::corruption::CorruptionKind;
 pub use location::EventLoc;
 pub use reader::Decoded;

@@ -37,22 +37,7 @@ pub struct SegmentHeader {
     pub created_ms: i64,
 }
 
-/// Why a segment header is not acceptable.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
-pub enum SegmentHeaderError {
-    /// Fewer than [`SEGMENT_HEADER_LEN`] bytes.
-    #[error("segment header is short")]
-    Short,
-    /// The magic is wrong.
-    #[error("bad segment magic")]
-    BadMagic,
-    /// The header checksum fails.
-    #[error("segment header checksum mismatch")]
-    BadChecksum,
-    /// A version this code does not read.
-    #[error("segment format version {0} is not supported")]
-    UnsupportedVersion(u16),
-}
+pub use crate::corruption::SegmentHeaderError;
 
 impl SegmentHeader {
     /// The 40 header bytes.

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use super::catalog::{Batch, SessionEntry};
-use super::info::{MemoryUsage, SessionInfo, StoreStats};
+use super::info::{CheckpointInfo, MemoryUsage, SessionInfo, StoreStats};
 use super::inner::Inner;
 use super::marks::LogMark;
 use super::options::StoreOptions;
@@ -13,7 +13,6 @@ use super::report::OpenReport;
 use super::subscribe::Subscription;
 use super::{open, refresh};
 use crate::codec::EventLoc;
-use crate::codec::checkpoint::CheckpointMeta;
 use crate::event::Event;
 use crate::event::view::EventRef;
 use crate::model::{
@@ -452,8 +451,12 @@ impl Store {
     ///
     /// # Errors
     /// Write errors.
-    pub fn checkpoint(&self) -> Result<Option<CheckpointMeta>> {
-        self.inner.checkpoint(false)
+    pub fn checkpoint(&self) -> Result<Option<CheckpointInfo>> {
+        Ok(self.inner.checkpoint(false)?.map(|m| CheckpointInfo {
+            generation: m.generation,
+            covered_lsn: m.covered_lsn,
+            full: m.base == 0,
+        }))
     }
 
     /// Checkpoints, syncs, releases the writer lock. Later calls on any clone fail with

@@ -21,6 +21,18 @@ pub struct SessionInfo {
     pub created_lsn: u64,
 }
 
+/// What [`Store::checkpoint`](super::Store::checkpoint) wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CheckpointInfo {
+    /// Its generation (the file `checkpoints/<generation>.ckpt`).
+    pub generation: u64,
+    /// The log position it covers: an open replays the log from here.
+    pub covered_lsn: u64,
+    /// A full checkpoint (every session), not a delta on the previous one.
+    pub full: bool,
+}
+
 /// Figures of [`Store::stats`](super::Store::stats).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoreStats {

@@ -37,15 +37,8 @@ mod tail;
 mod verify;
 mod write;
 
-// The on-disk layout's, for sessdb's own tools and tests: outside the semver promise.
-#[doc(hidden)]
-pub use crate::codec::EventLoc;
-#[doc(hidden)]
-pub use crate::codec::checkpoint::{
-    CHECKPOINT_HEADER_LEN, CHECKPOINT_MAGIC, CheckpointMeta, checkpoint_path,
-};
 pub use api::{EventIter, Store};
-pub use info::{MemoryUsage, SessionInfo, StoreStats};
+pub use info::{CheckpointInfo, MemoryUsage, SessionInfo, StoreStats};
 pub use marks::LogMark;
 pub use options::{Durability, OpenProgress, StoreOptions};
 pub use report::{Damage, DamageRepair, OpenReport, SalvageReport, SessionLoss, VerifyReport};

@@ -25,7 +25,7 @@ pub enum CorruptionKind {
     UnknownKind(u8),
     /// The segment header is damaged or of another version.
     #[error("bad segment header: {0}")]
-    SegmentHeader(super::segment::SegmentHeaderError),
+    SegmentHeader(SegmentHeaderError),
     /// The segment's first LSN does not continue the previous segment.
     #[error("segment does not continue the log (expected first LSN {expected})")]
     SegmentGap {
@@ -53,4 +53,21 @@ pub enum CorruptionKind {
         /// The LSN up to which a checkpoint vouches for the log.
         vouched_to: u64,
     },
+}
+
+/// Why a segment header is not acceptable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
+pub enum SegmentHeaderError {
+    /// Fewer than the 40 bytes of a segment header.
+    #[error("segment header is short")]
+    Short,
+    /// The magic is wrong.
+    #[error("bad segment magic")]
+    BadMagic,
+    /// The header checksum fails.
+    #[error("segment header checksum mismatch")]
+    BadChecksum,
+    /// A version this code does not read.
+    #[error("segment format version {0} is not supported")]
+    UnsupportedVersion(u16),
 }
