@@ -141,7 +141,9 @@ impl Pull {
             if moved_on.is_empty() {
                 for r in &self.sessions {
                     let id = &r.session.header.id;
-                    let created = store.info(id).map(|i| crate::ship::to_i64(i.created_lsn));
+                    let created = store
+                        .info(id)
+                        .map(|i| crate::ship::to_i64(i.incarnation.get()));
                     tx.execute(
                         "UPDATE sessdb_sessions SET owner_store = $1, store_created_lsn = $3 WHERE id = $2",
                         &[&store_id, id, &created],

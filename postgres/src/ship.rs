@@ -343,9 +343,9 @@ impl Shipper {
             // event ships its surface: a session with every event shipped, by this very
             // incarnation, has nothing new (and its surface is not read, every round, for
             // every session).
-            if shipped
-                .is_some_and(|s| s.events == info.events && s.created_lsn == Some(info.created_lsn))
-            {
+            if shipped.is_some_and(|s| {
+                s.events == info.events && s.created_lsn == Some(info.incarnation.get())
+            }) {
                 continue;
             }
             if budget == 0 {
@@ -460,7 +460,7 @@ fn ship_session(
         Some(row)
             if row
                 .get::<_, Option<i64>>(2)
-                .is_some_and(|l| l.unsigned_abs() != info.created_lsn) =>
+                .is_some_and(|l| l.unsigned_abs() != info.incarnation.get()) =>
         {
             tx.execute("DELETE FROM sessdb_sessions WHERE id = $1", &[id])
                 .map_err(Error::pg("remove a re-created session"))?;
@@ -524,7 +524,7 @@ fn ship_session(
         &[
             id,
             &to_i64(to),
-            &to_i64(info.created_lsn),
+            &to_i64(info.incarnation.get()),
             &history_col,
             &last_col,
         ],
@@ -536,7 +536,7 @@ fn ship_session(
         now: Shipped {
             owner: store_id.to_owned(),
             events: to,
-            created_lsn: Some(info.created_lsn),
+            created_lsn: Some(info.incarnation.get()),
             surface: new_surface,
         },
     })
@@ -621,7 +621,7 @@ fn insert_session(
             &to_i64(h.delegation_depth),
             &h.agent_preset,
             &header_json,
-            &to_i64(info.created_lsn),
+            &to_i64(info.incarnation.get()),
             &&history[..],
         ],
     )

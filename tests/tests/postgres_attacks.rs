@@ -217,7 +217,7 @@ fn regression_a_pulled_session_created_again_is_shipped_anew() {
         )
         .unwrap()
         .get(0);
-    assert_eq!(created, Some(b.info(&id).unwrap().created_lsn as i64));
+    assert_eq!(created, Some(b.info(&id).unwrap().incarnation.get() as i64));
     let mut ship_b = Shipper::new(&pg.url(), "store-b").unwrap();
     ship_b.ship(&b).unwrap();
     // Deleted and created again with other events (the same header, another history).

@@ -12,9 +12,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sessdb::CorruptionKind;
+use sessdb::codec::checkpoint::CHECKPOINT_HEADER_LEN;
 use sessdb::codec::segment::SEGMENT_HEADER_LEN;
 use sessdb::storage::CrashStorage;
-use sessdb::codec::checkpoint::CHECKPOINT_HEADER_LEN;
 use sessdb::store::verify;
 use sessdb::{
     Clock, Config, Draft, Error, Event, ForkErrorCode, ForkSpec, LogType, ResumeReport,

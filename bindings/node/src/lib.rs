@@ -178,10 +178,10 @@ impl NativeStore {
     }
 }
 
-/// The revision of a session: the store's directory, the log position that created the
-/// session, and its length (a session only grows; a repair appends).
-fn revision(root: &str, created_lsn: u64, events: u64) -> String {
-    format!("sessdb:{root}#{created_lsn}:{events}")
+/// The revision of a session: the store's directory, the session's incarnation (which creation of
+/// the id it is), and its length (a session only grows; a repair appends).
+fn revision(root: &str, incarnation: sessdb::store::Incarnation, events: u64) -> String {
+    format!("sessdb:{root}#{incarnation}:{events}")
 }
 
 #[napi]
@@ -304,7 +304,7 @@ impl NativeStore {
                     events: n(i.events),
                     parent: i.header.parent_session.clone(),
                     turn_open: i.turn_open,
-                    revision: revision(&root, i.created_lsn, i.events),
+                    revision: revision(&root, i.incarnation, i.events),
                 })
                 .collect())
         })
@@ -317,7 +317,7 @@ impl NativeStore {
         self.job(move |s| {
             s.refresh()?;
             Ok(s.info(&session)
-                .map(|i| revision(&root, i.created_lsn, i.events)))
+                .map(|i| revision(&root, i.incarnation, i.events)))
         })
     }
 

@@ -496,7 +496,7 @@ fn info_of(e: &SessionEntry) -> SessionInfo {
         surface_len: e.state.surface().seqs().len(),
         last_time: e.state.last_time(),
         turn_open: e.state.repair().turn_is_open(),
-        created_lsn: e.created_lsn,
+        incarnation: super::info::Incarnation(e.created_lsn),
     }
 }
 

@@ -15,10 +15,29 @@ pub struct SessionInfo {
     pub last_time: Option<i64>,
     /// Whether the last turn is open.
     pub turn_open: bool,
-    /// The log position of the record that created the session. A session only grows (a
-    /// repair appends), so `(created_lsn, events)` changes with every append and with a
-    /// re-creation under the same id, and stays equal otherwise: a revision.
-    pub created_lsn: u64,
+    /// Which creation of this id the session is: it changes when the id is deleted and
+    /// created again, and never otherwise. A session only grows (a repair appends), so
+    /// `(incarnation, events)` changes with every append and with a re-creation, and stays
+    /// equal otherwise: a revision (the Node binding's, the PostgreSQL shipper's).
+    pub incarnation: Incarnation,
+}
+
+/// Which creation of a session id a session is ([`SessionInfo::incarnation`]). Today the
+/// log position of the record that created it: unique per creation within a store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Incarnation(pub(crate) u64);
+
+impl Incarnation {
+    /// As a number (to store it elsewhere, e.g. a database column).
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
+
+impl std::fmt::Display for Incarnation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
 }
 
 /// What [`Store::checkpoint`](super::Store::checkpoint) wrote.

@@ -38,7 +38,7 @@ mod verify;
 mod write;
 
 pub use api::{EventIter, Store};
-pub use info::{CheckpointInfo, MemoryUsage, SessionInfo, StoreStats};
+pub use info::{CheckpointInfo, Incarnation, MemoryUsage, SessionInfo, StoreStats};
 pub use marks::LogMark;
 pub use options::{Durability, OpenProgress, StoreOptions};
 pub use report::{Damage, DamageRepair, OpenReport, SalvageReport, SessionLoss, VerifyReport};
