@@ -1,0 +1,207 @@
+//! Round trips: a workload reads back the same after reopen and matches the in-memory
+//! model, a replay without checkpoints gives the same state, the resident index's cost after
+//! an open, open's progress reports, `iter_events` beside `events`.
+//! Each scenario runs on memory and on real files (`on_both_storages!`) unless it needs the
+//! crash simulator.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers fail loudly"
+)]
+
+use std::sync::Arc;
+
+use sessdb::{
+    Clock, Config, Draft, Error, Event, LogType, SessionHeader, SessionSet, Store, StoreOptions,
+};
+use sessdb_tests::{Backend, on_both_storages};
+use sessdb_workload::{WorkloadSpec, generate};
+
+#[path = "support/store.rs"]
+mod support;
+use support::*;
+
+fn a_workload_reads_back_the_same_after_reopen_and_matches_the_model(storage: &Backend) {
+    let mut store = open(storage);
+    let summary = workload(&mut store);
+    let before = dump(&store);
+    assert!(store.stats().segments > 3, "tiny segments roll");
+    store.close().unwrap();
+
+    let reopened = open(storage);
+    assert_eq!(dump(&reopened), before);
+    assert_eq!(
+        reopened.open_report().records_replayed,
+        0,
+        "a clean close leaves nothing to replay"
+    );
+    assert!(reopened.open_report().checkpoint.is_some());
+
+    // The same workload through the in-memory model gives the same events and surfaces.
+    let mut set = SessionSet::new(Config {
+        clock: Clock::fixed(1_000),
+        ..Config::default()
+    });
+    generate(
+        &WorkloadSpec {
+            sessions: 3,
+            max_turns: 3,
+            max_chunks: 6,
+            ..WorkloadSpec::default()
+        },
+        &mut set,
+    )
+    .unwrap();
+    for (id, events, state) in &before {
+        let s = set.get(id).unwrap();
+        assert_eq!(
+            &s.events().map(Event::to_jsonl).collect::<Vec<_>>(),
+            events,
+            "{id}"
+        );
+        assert_eq!(s.state(), state, "{id}");
+        assert_eq!(reopened.messages(id).unwrap(), s.messages(), "{id}");
+    }
+    assert_eq!(summary.sessions.len(), before.len());
+}
+
+fn replay_without_any_checkpoint_gives_the_same_state(storage: &Backend) {
+    let mut store = open(storage);
+    workload(&mut store);
+    let before = dump(&store);
+    drop(store); // no close: the lock goes with the last handle
+    for (path, _) in storage.files() {
+        if path.starts_with("checkpoints/") {
+            storage.put(&path, b"garbage".to_vec());
+        }
+    }
+    let reopened = open(storage);
+    assert_eq!(dump(&reopened), before);
+    assert!(reopened.open_report().checkpoint.is_none());
+    assert!(!reopened.open_report().checkpoints_discarded.is_empty());
+}
+
+fn the_resident_index_costs_16_bytes_per_event_after_open(storage: &Backend) {
+    let mut store = open(storage);
+    generate(
+        &WorkloadSpec {
+            sessions: 6,
+            max_turns: 8,
+            max_chunks: 30,
+            ..WorkloadSpec::default()
+        },
+        &mut store,
+    )
+    .unwrap();
+    drop(store);
+    // Replay the whole log (no checkpoint) and measure.
+    let image = storage.without_checkpoints();
+    let store = Store::open_with(image.storage(), opts()).unwrap();
+    let m = store.memory_usage();
+    assert!(m.indexed_events > 1000, "{m:?}");
+    assert_eq!(m.index_bytes as u64, 16 * m.indexed_events, "{m:?}");
+    assert_eq!(m.surface_bytes, 8 * m.surface_entries, "{m:?}");
+}
+
+/// Open's log scan tells `StoreOptions::progress` how far it has come: growing counts, never
+/// past the total, ending near the log's end (progress bars of `verify` and `repair`).
+#[test]
+fn open_reports_its_scan_progress() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(
+        dir.path(),
+        StoreOptions::default().with_checkpoint_interval_bytes(u64::MAX),
+    )
+    .unwrap();
+    store
+        .create_session(SessionHeader::new("s", 0), Vec::new())
+        .unwrap();
+    let data = format!("{{\"note\":\"{}\"}}", "x".repeat(4000));
+    for _ in 0..1000 {
+        store
+            .append(
+                "s",
+                Draft::log(LogType::new("plugin/note").unwrap(), data.as_bytes()).ignorable(),
+            )
+            .unwrap();
+    }
+    let log_bytes = store.stats().log_bytes;
+    drop(store);
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = Arc::clone(&seen);
+    let options = StoreOptions::default()
+        .with_ignore_checkpoints(true)
+        .with_progress(sessdb::store::OpenProgress::new(move |done, total| {
+            sink.lock().unwrap().push((done, total));
+        }));
+    let reopened = Store::open_read_only_with(
+        Arc::new(sessdb::storage::FsStorage::new(dir.path())),
+        options,
+    )
+    .unwrap();
+    assert_eq!(
+        reopened.session_len("s").unwrap(),
+        1001,
+        "end-seed and 1000 notes"
+    );
+    let seen = seen.lock().unwrap();
+    assert!(
+        seen.len() >= 3,
+        "about one report per MiB of {log_bytes} bytes: {seen:?}"
+    );
+    assert!(seen.windows(2).all(|w| w[0].0 < w[1].0), "{seen:?}");
+    assert!(seen.iter().all(|&(done, total)| done <= total), "{seen:?}");
+    let (last, _) = seen[seen.len() - 1];
+    assert!(last + (1 << 20) >= log_bytes, "{last} of {log_bytes}");
+}
+
+/// `iter_events` yields exactly what `events` returns, across window boundaries, and refuses a
+/// missing session up front.
+#[test]
+fn iter_events_matches_events_across_windows() {
+    let store = sessdb_tests::mem_store();
+    store
+        .create_session(SessionHeader::new("s", 0), Vec::new())
+        .unwrap();
+    for i in 0..1500 {
+        store
+            .append(
+                "s",
+                Draft::log(
+                    LogType::new("plugin/note").unwrap(),
+                    format!("{{\"i\":{i}}}"),
+                )
+                .ignorable(),
+            )
+            .unwrap();
+    }
+    for (from, to) in [
+        (0, u64::MAX),
+        (3, 1030),
+        (511, 513),
+        (1400, 1400),
+        (2000, 3000),
+    ] {
+        let iterated: Vec<Event> = store
+            .iter_events("s", from, to)
+            .unwrap()
+            .collect::<sessdb::Result<_>>()
+            .unwrap();
+        assert_eq!(
+            iterated,
+            store.events("s", from, to).unwrap(),
+            "{from}..{to}"
+        );
+    }
+    assert!(matches!(
+        store.iter_events("missing", 0, 1),
+        Err(Error::SessionNotFound { .. })
+    ));
+}
+
+on_both_storages!(
+    a_workload_reads_back_the_same_after_reopen_and_matches_the_model,
+    replay_without_any_checkpoint_gives_the_same_state,
+    the_resident_index_costs_16_bytes_per_event_after_open,
+);

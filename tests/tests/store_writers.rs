@@ -1,0 +1,187 @@
+//! One writer: a second one is locked out (a reader is not, a subscription holds no lock);
+//! a failed write or sync poisons the store and nothing after it is acknowledged; a refused
+//! event writes nothing.
+//! Each scenario runs on memory and on real files (`on_both_storages!`) unless it needs the
+//! crash simulator.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers fail loudly"
+)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sessdb::storage::CrashStorage;
+use sessdb::{Draft, Error, LogType, SessionHeader, Store};
+use sessdb_tests::{Backend, on_both_storages};
+use sessdb_workload::payload as p;
+
+#[path = "support/store.rs"]
+mod support;
+use support::*;
+
+fn a_second_writer_is_locked_out_and_a_reader_is_not(storage: &Backend) {
+    let store = open(storage);
+    store
+        .create_session(SessionHeader::new("s", 0), Vec::new())
+        .unwrap();
+    let err = Store::open_with(storage.storage(), opts()).unwrap_err();
+    assert!(
+        matches!(&err, Error::Locked { lock_file } if lock_file.contains("LOCK")),
+        "{err}"
+    );
+    let reader = Store::open_read_only_with(storage.storage(), opts()).unwrap();
+    assert_eq!(reader.session_len("s").unwrap(), 1);
+    assert!(matches!(
+        reader.append("s", Draft::log(&LogType::TURN_START, &b"{}"[..])),
+        Err(Error::ReadOnly)
+    ));
+    store.close().unwrap();
+    Store::open_with(storage.storage(), opts()).unwrap();
+}
+
+fn regression_a_subscription_alone_does_not_keep_the_writer_lock(storage: &Backend) {
+    let store = open(storage);
+    store
+        .create_session(SessionHeader::new("s", 0), Vec::new())
+        .unwrap();
+    let mut sub = store.subscribe("s", 0).unwrap();
+    drop(store);
+    // The last store handle is gone: the store reopens in this process, and the old
+    // subscription is told its store closed instead of waiting forever.
+    let again = open(storage);
+    assert_eq!(again.session_len("s").unwrap(), 1);
+    assert!(matches!(
+        sub.next_timeout(Duration::from_secs(30)).map(|_| ()),
+        Ok(()) | Err(Error::Closed)
+    ));
+    assert!(matches!(
+        sub.next_timeout(Duration::from_secs(30)),
+        Err(Error::Closed)
+    ));
+}
+
+/// fsyncgate: after a failed `fdatasync`, a later one may report success although the pages
+/// were dropped. No call may acknowledge data the failed sync should have covered.
+#[test]
+fn a_failed_sync_is_never_followed_by_an_acknowledgement() {
+    let storage = CrashStorage::new();
+    let options = opts().with_durability(sessdb::Durability::Sync);
+    let store = Store::open_with(Arc::new(storage.clone()), options).unwrap();
+    store
+        .create_session(SessionHeader::new("s", 0), Vec::new())
+        .unwrap();
+    // The append's write is the next operation, its group-commit sync the one after.
+    storage.fail_at(storage.ops() + 2);
+    let err = store
+        .append("s", Draft::log(&LogType::TURN_START, &br#"{"turn":1}"#[..]))
+        .unwrap_err();
+    assert!(matches!(err, Error::Io { .. }), "{err}");
+    assert!(
+        matches!(store.sync(), Err(Error::Poisoned { .. })),
+        "sync after a failed sync"
+    );
+    assert!(matches!(store.checkpoint(), Err(Error::Poisoned { .. })));
+    assert!(matches!(
+        store.append("s", Draft::log(&LogType::TURN_START, &br#"{"turn":1}"#[..])),
+        Err(Error::Poisoned { .. })
+    ));
+}
+
+/// Group commit with eight appenders and one injected failure (each of the first operations in
+/// turn, writes and syncs alike): after a power loss, every acknowledged event is there.
+#[test]
+fn concurrent_appenders_with_a_failed_operation_acknowledge_only_durable_events() {
+    for nth in 1..=24 {
+        let storage = CrashStorage::new();
+        let options = opts().with_durability(sessdb::Durability::Sync);
+        let store = Store::open_with(Arc::new(storage.clone()), options).unwrap();
+        for t in 0..8 {
+            store
+                .create_session(SessionHeader::new(format!("s{t}"), 0), Vec::new())
+                .unwrap();
+        }
+        storage.fail_at(storage.ops() + nth);
+        let threads: Vec<_> = (0..8)
+            .map(|t| {
+                let store = store.clone();
+                std::thread::spawn(move || {
+                    let mut acked = None;
+                    for turn in 1..=6 {
+                        let draft =
+                            Draft::log(&LogType::TURN_START, p::turn_start(turn).into_bytes());
+                        match store.append(&format!("s{t}"), draft) {
+                            Ok(seq) => acked = Some(seq),
+                            Err(_) => break,
+                        }
+                    }
+                    acked
+                })
+            })
+            .collect();
+        let acked: Vec<Option<u64>> = threads.into_iter().map(|h| h.join().unwrap()).collect();
+        drop(store);
+        let after = Store::open_with(Arc::new(storage.crash()), opts())
+            .unwrap_or_else(|e| panic!("failure at op {nth}: reopen: {e}"));
+        for (t, acked) in acked.iter().enumerate() {
+            let len = after.session_len(&format!("s{t}")).unwrap();
+            if let Some(seq) = acked {
+                assert!(
+                    len > *seq,
+                    "failure at op {nth}: s{t} acknowledged seq {seq} but holds {len} events"
+                );
+            }
+        }
+        assert!(
+            acked.iter().any(Option::is_none) || acked.iter().flatten().count() < 8 * 6,
+            "failure at op {nth} was never hit"
+        );
+    }
+}
+
+#[test]
+fn a_failed_write_poisons_the_store() {
+    let storage = CrashStorage::new();
+    let store = Store::open_with(Arc::new(storage.clone()), opts()).unwrap();
+    store
+        .create_session(SessionHeader::new("s", 0), Vec::new())
+        .unwrap();
+    storage.fail_at(storage.ops() + 1);
+    let err = store
+        .append("s", Draft::log(&LogType::TURN_START, &b"{}"[..]))
+        .unwrap_err();
+    assert!(matches!(err, Error::Io { .. }), "{err}");
+    let err = store
+        .append("s", Draft::log(&LogType::TURN_START, &b"{}"[..]))
+        .unwrap_err();
+    assert!(matches!(err, Error::Poisoned { .. }), "{err}");
+}
+
+fn a_refused_event_writes_nothing(storage: &Backend) {
+    let store = open(storage);
+    store
+        .create_session(SessionHeader::new("s", 0), Vec::new())
+        .unwrap();
+    let bytes = store.stats().log_bytes;
+    let batch = vec![
+        Draft::log(&LogType::TURN_START, &br#"{"turn":1}"#[..]),
+        Draft::dynamic(
+            "user/message",
+            p::user_message("u", "user", "x").into_bytes(),
+        ),
+    ];
+    assert!(matches!(
+        store.append_batch("s", batch),
+        Err(Error::Rejected { seq: 2, .. })
+    ));
+    assert_eq!(store.stats().log_bytes, bytes);
+    assert_eq!(store.session_len("s").unwrap(), 1);
+}
+
+on_both_storages!(
+    a_second_writer_is_locked_out_and_a_reader_is_not,
+    regression_a_subscription_alone_does_not_keep_the_writer_lock,
+    a_refused_event_writes_nothing,
+);

@@ -1,0 +1,53 @@
+//! What the store test files share: the options, opening (and salvaging), a whole-store dump,
+//! a small workload, the last segment's bytes.
+
+#![allow(dead_code, reason = "each test file uses the helpers it needs")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers fail loudly"
+)]
+
+use sessdb::{Clock, Store, StoreOptions};
+use sessdb_tests::Backend;
+use sessdb_workload::{WorkloadSpec, generate};
+
+pub fn opts() -> StoreOptions {
+    StoreOptions::tiny().with_clock(Clock::fixed(1_000))
+}
+
+pub fn open(storage: &Backend) -> Store {
+    Store::open_with(storage.storage(), opts()).unwrap()
+}
+
+pub fn open_salvaging(storage: &Backend) -> Store {
+    let options = opts().with_salvage(true);
+    Store::open_with(storage.storage(), options).unwrap()
+}
+
+/// Every session's events as JSONL lines plus its state, for whole-store comparisons.
+pub fn dump(store: &Store) -> sessdb_tests::StoreDump {
+    sessdb_tests::dump_store(store)
+}
+
+pub fn workload(store: &mut Store) -> sessdb_workload::WorkloadSummary {
+    generate(
+        &WorkloadSpec {
+            sessions: 3,
+            max_turns: 3,
+            max_chunks: 6,
+            ..WorkloadSpec::default()
+        },
+        store,
+    )
+    .unwrap()
+}
+
+/// The segment files and the byte offsets where each of the last segment's records starts.
+pub fn last_segment(storage: &Backend) -> (String, Vec<u8>) {
+    storage
+        .files()
+        .into_iter()
+        .rfind(|(p, _)| p.starts_with("segments/"))
+        .unwrap()
+}
