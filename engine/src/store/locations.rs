@@ -163,6 +163,19 @@ impl Locations {
 
     /// Appends one location (never decodes the lazy part).
     pub(crate) fn push(&mut self, loc: EventLoc) {
+        // Locations ascend: a session's events lie in the log in seq order (reads batch them
+        // by position, and a checkpoint run stores them as deltas).
+        debug_assert!(
+            self.tail
+                .last()
+                .or(if self.lazy.is_none() {
+                    self.mem.last()
+                } else {
+                    None
+                })
+                .is_none_or(|l| (l.lsn, l.offset) < (loc.lsn, loc.offset)),
+            "a location behind the last one"
+        );
         if self.lazy.is_some() {
             self.tail.push(loc);
         } else {

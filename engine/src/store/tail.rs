@@ -66,6 +66,11 @@ impl Tail {
             .file
             .len()
             .map_err(|e| Error::io("stat", &active.path, e))?;
+        // The tail starts at a frame boundary: past the last record, inside the active segment.
+        debug_assert!(
+            last_record.is_none_or(|l| l.lsn < next_lsn) && next_lsn >= active.first_lsn,
+            "a tail inside a record or before its segment"
+        );
         Ok(Tail {
             active,
             next_lsn,
