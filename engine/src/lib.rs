@@ -86,7 +86,7 @@ pub use event::view::EventRef;
 pub use event::{Event, LogType, PackHint, SurfaceOp, SurfaceType};
 pub use limits::{Clock, Config, Limits, MAX_SAFE_INTEGER};
 pub use model::{
-    Draft, EventData, ForkSpec, Message, Origin, ResumeReport, Session, SessionHeader, SessionSet,
-    SessionState, SurfaceIntent, random_uuid,
+    Draft, EventData, ForkSpec, HeaderColumns, Message, Origin, ResumeReport, Session,
+    SessionHeader, SessionSet, SessionState, SurfaceIntent, random_uuid,
 };
 pub use store::{Durability, OpenReport, SessionHandle, Store, StoreOptions};

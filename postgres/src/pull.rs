@@ -224,13 +224,14 @@ fn read_session(client: &mut Client, id: &str) -> Result<Read> {
             header.id
         )));
     }
-    let columns_agree = row.get::<_, i64>(4) == header.created_at
-        && row.get::<_, Option<String>>(5) == header.cwd
-        && row.get::<_, Option<String>>(6) == header.parent_session
-        && row.get::<_, Option<i64>>(7) == header.seed_length.map(crate::ship::to_i64)
-        && row.get::<_, Option<String>>(8).as_deref() == header.origin.map(|_| "subagent")
-        && row.get::<_, i64>(9) == crate::ship::to_i64(header.delegation_depth)
-        && row.get::<_, Option<String>>(10) == header.agent_preset;
+    let c = header.columns();
+    let columns_agree = row.get::<_, i64>(4) == c.created_at
+        && row.get::<_, Option<&str>>(5) == c.cwd
+        && row.get::<_, Option<&str>>(6) == c.parent_session
+        && row.get::<_, Option<i64>>(7) == c.seed_length
+        && row.get::<_, Option<&str>>(8) == c.origin
+        && row.get::<_, i64>(9) == c.delegation_depth
+        && row.get::<_, Option<&str>>(10) == c.agent_preset;
     if !columns_agree {
         return Err(whole(
             "its header columns do not say what its header_json says".into(),

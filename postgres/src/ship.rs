@@ -605,7 +605,7 @@ fn insert_session(
     history: &digest::Hash,
 ) -> Result<()> {
     let h = &info.header;
-    let origin = h.origin.map(|_| "subagent");
+    let c = h.columns();
     let header_json = String::from_utf8_lossy(&h.to_json()).into_owned();
     tx.execute(
         "INSERT INTO sessdb_sessions (id, owner_store, version, created_at, cwd, parent_session, seed_length, origin, delegation_depth, agent_preset, header_json, events, store_created_lsn, history)
@@ -613,13 +613,13 @@ fn insert_session(
         &[
             &h.id,
             &owner,
-            &h.created_at,
-            &h.cwd,
-            &h.parent_session,
-            &h.seed_length.map(to_i64),
-            &origin,
-            &to_i64(h.delegation_depth),
-            &h.agent_preset,
+            &c.created_at,
+            &c.cwd,
+            &c.parent_session,
+            &c.seed_length,
+            &c.origin,
+            &c.delegation_depth,
+            &c.agent_preset,
             &header_json,
             &to_i64(info.incarnation.get()),
             &&history[..],

@@ -36,7 +36,41 @@ pub enum Origin {
     Subagent,
 }
 
+/// A header as the session rows of every table layout hold it (DSH's SQLite schema, sessdb's
+/// analytics layout, PostgreSQL): the one mapping of its fields to columns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeaderColumns<'a> {
+    /// `created_at`.
+    pub created_at: i64,
+    /// `cwd`.
+    pub cwd: Option<&'a str>,
+    /// `parent_session`.
+    pub parent_session: Option<&'a str>,
+    /// `seed_length` (a count past `i64::MAX` saturates).
+    pub seed_length: Option<i64>,
+    /// `origin`: `'subagent'` or `NULL`.
+    pub origin: Option<&'static str>,
+    /// `delegation_depth` (saturating).
+    pub delegation_depth: i64,
+    /// `agent_preset`.
+    pub agent_preset: Option<&'a str>,
+}
+
 impl SessionHeader {
+    /// Its fields as a session row's columns ([`HeaderColumns`]).
+    pub fn columns(&self) -> HeaderColumns<'_> {
+        let sat = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        HeaderColumns {
+            created_at: self.created_at,
+            cwd: self.cwd.as_deref(),
+            parent_session: self.parent_session.as_deref(),
+            seed_length: self.seed_length.map(sat),
+            origin: self.origin.map(|_| "subagent"),
+            delegation_depth: sat(self.delegation_depth),
+            agent_preset: self.agent_preset.as_deref(),
+        }
+    }
+
     /// A header with just an id and a creation time.
     pub fn new(id: impl Into<String>, created_at: i64) -> Self {
         Self {

@@ -26,7 +26,7 @@ mod verdict;
 pub(crate) use accept::{EventSource, plan};
 pub use draft::{Draft, EventData, SurfaceIntent};
 pub use fork::{ForkSpec, child_header, inherited_len};
-pub use header::{Origin, SESSION_FORMAT_VERSION, SessionHeader};
+pub use header::{HeaderColumns, Origin, SESSION_FORMAT_VERSION, SessionHeader};
 pub use lifecycle::{
     ForkPlan, ResumeReport, end_seed_after, plan_fork, random_uuid, resume_events,
 };

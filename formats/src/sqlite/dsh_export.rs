@@ -134,16 +134,17 @@ pub(super) fn write(
             .map_err(&err)?;
         for info in chosen {
             let h = &info.header;
+            let c = h.columns();
             session_row
                 .execute(params![
                     h.id,
-                    h.created_at,
-                    h.cwd,
-                    h.parent_session,
-                    h.seed_length.map(to_i64),
-                    h.origin.map(|_| "subagent"),
-                    to_i64(h.delegation_depth),
-                    h.agent_preset,
+                    c.created_at,
+                    c.cwd,
+                    c.parent_session,
+                    c.seed_length,
+                    c.origin,
+                    c.delegation_depth,
+                    c.agent_preset,
                     random_uuid()
                 ])
                 .map_err(&err)?;
