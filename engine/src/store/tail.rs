@@ -13,43 +13,58 @@ use crate::codec::segment::SEGMENT_HEADER_LEN;
 use crate::storage::{Storage, WriteWindow};
 use crate::{Error, Result};
 
-/// The append position: the active segment and the next LSN.
+/// The append position: the active segment and the next LSN, the space allocated ahead, the
+/// write windows over it, the buffers every record reuses.
 #[derive(Debug)]
 pub(crate) struct Tail {
     pub(crate) active: Arc<Segment>,
     pub(crate) next_lsn: u64,
     /// LSN and frame checksum of the last record written (the checkpoint links to it).
     pub(crate) last_record: Option<RecordLink>,
-    /// The active segment file's length: space allocated ahead of `next_lsn` is zeros.
-    pub(crate) allocated: u64,
-    /// A writable map of the allocated space ahead, where the backend has one: appends are
-    /// copied in instead of written with a syscall each.
-    pub(crate) window: Option<WriteWindow>,
-    /// The window after `window`, mapped and faulted in (on the helper) while the writer
-    /// still fills `window`: appends switch to it without waiting on its pages.
-    pub(crate) next_window: Option<WriteWindow>,
-    /// Allocating ahead failed at this allocation (a full disk): not retried per append;
-    /// the append that needs the space allocates it and reports the error.
-    pub(crate) ahead_failed_at: Option<u64>,
-    /// A `Sync` store's zero-fill running on the helper: the length it allocates to, and
-    /// its outcome once done. The appender never writes past `allocated` before it is done.
-    pub(crate) zero_fill: Option<(u64, Arc<std::sync::OnceLock<bool>>)>,
+    /// The space allocated ahead of the appends.
+    space: Space,
+    /// The maps over that space, and the helper that prepares them.
+    windows: Windows,
     /// The frame being encoded, reused by every record (no allocation per append).
     pub(crate) frame: Vec<u8>,
     /// The last record's events: `(offset, len)` of each within its payload (reused).
     pub(crate) offsets: Vec<(u32, u32)>,
-    /// Fault each new window in on a helper thread (`Buffered` stores).
-    pub(crate) prefault: bool,
-    /// The helper, started with the first window.
-    pub(crate) prefaulter: Option<super::prefault::Prefaulter>,
     /// A `Sync` store: the preallocated space is written with zeros, so its syncs write data
     /// only (`StorageFile::preallocate_written`), and records go out with `pwrite`, not
     /// through a window (`docs/DESIGN.md` §3.2).
-    pub(crate) sync_store: bool,
+    sync_store: bool,
+}
+
+/// The active segment's space ahead of the appends.
+#[derive(Debug)]
+struct Space {
+    /// The active segment file's length: space allocated ahead of `next_lsn` is zeros.
+    allocated: u64,
+    /// Allocating ahead failed at this allocation (a full disk): not retried per append;
+    /// the append that needs the space allocates it and reports the error.
+    ahead_failed_at: Option<u64>,
+    /// A `Sync` store's zero-fill running on the helper: the length it allocates to, and
+    /// its outcome once done. The appender never writes past `allocated` before it is done.
+    zero_fill: Option<(u64, Arc<std::sync::OnceLock<bool>>)>,
     /// The roll point: a segment's largest size.
-    pub(crate) segment_bytes_max: u64,
+    segment_bytes_max: u64,
     /// How far ahead of the appends space is allocated (0: none).
-    pub(crate) preallocate: u64,
+    preallocate: u64,
+}
+
+/// The writable maps over the allocated space (where the backend has them: appends are
+/// copied in instead of written with a syscall each) and the helper thread.
+#[derive(Debug)]
+struct Windows {
+    /// The window appends go into.
+    current: Option<WriteWindow>,
+    /// The window after it, mapped and faulted in (on the helper) while the writer still
+    /// fills the current one: appends switch to it without waiting on its pages.
+    next: Option<WriteWindow>,
+    /// Fault each new window in on a helper thread (`Buffered` stores).
+    prefault: bool,
+    /// The helper, started with the first window.
+    helper: Option<super::prefault::Prefaulter>,
 }
 
 impl Tail {
@@ -75,18 +90,22 @@ impl Tail {
             active,
             next_lsn,
             last_record,
-            allocated,
-            window: None,
-            next_window: None,
-            ahead_failed_at: None,
-            zero_fill: None,
+            space: Space {
+                allocated,
+                ahead_failed_at: None,
+                zero_fill: None,
+                segment_bytes_max: options.segment_bytes_max,
+                preallocate: options.preallocate_bytes,
+            },
+            windows: Windows {
+                current: None,
+                next: None,
+                prefault: durability == crate::store::Durability::Buffered,
+                helper: None,
+            },
             frame: Vec::new(),
             offsets: Vec::new(),
-            prefault: durability == crate::store::Durability::Buffered,
-            prefaulter: None,
             sync_store: durability == crate::store::Durability::Sync,
-            segment_bytes_max: options.segment_bytes_max,
-            preallocate: options.preallocate_bytes,
         })
     }
 
@@ -116,7 +135,7 @@ impl Tail {
     ) -> Result<u64> {
         if self.active_bytes() > 0
             && SEGMENT_HEADER_LEN as u64 + self.active_bytes() + frame.len() as u64
-                > self.segment_bytes_max
+                > self.space.segment_bytes_max
         {
             self.roll(storage, segments, now.get())?;
         }
@@ -134,16 +153,16 @@ impl Tail {
     /// Space for a frame at file offset `at` ending at `end`: a running zero-fill there
     /// waited for, and (with preallocation) the next stretch allocated and mapped.
     fn make_room(&mut self, at: u64, end: u64) -> Result<()> {
-        if end > self.allocated {
+        if end > self.space.allocated {
             // The helper's zero-fill ahead may cover it: wait for it, never write into
             // space it is still writing zeros to.
             self.finish_zero_fill();
         }
-        if self.preallocate == 0 || end <= self.allocated {
+        if self.space.preallocate == 0 || end <= self.space.allocated {
             return Ok(());
         }
         // Never past the roll point (plus this frame, when one frame alone is larger).
-        let target = (end + self.preallocate).min(self.segment_bytes_max.max(end));
+        let target = (end + self.space.preallocate).min(self.space.segment_bytes_max.max(end));
         self.retire_windows();
         let file = &self.active.file;
         let allocated = if self.sync_store {
@@ -152,21 +171,21 @@ impl Tail {
             file.preallocate(target)
         }
         .map_err(|e| Error::io("allocate", &self.active.path, e))?;
-        self.allocated = target;
+        self.space.allocated = target;
         // A map only over space really allocated; without one, `write_at` as before. A
         // `Sync` store writes each record with one `pwrite` (followed by its sync anyway): a
         // window would take a page fault on every page each sync's writeback cleaned.
         if allocated && !self.sync_store {
-            self.window = self.active.file.map_window(at, target).ok().flatten();
-            if let Some(window) = &self.window
-                && self.prefault
+            self.windows.current = self.active.file.map_window(at, target).ok().flatten();
+            if let Some(window) = &self.windows.current
+                && self.windows.prefault
             {
-                if self.prefaulter.is_none() {
-                    self.prefaulter = super::prefault::Prefaulter::spawn();
+                if self.windows.helper.is_none() {
+                    self.windows.helper = super::prefault::Prefaulter::spawn();
                     // No thread to be had: fault pages on this thread from now on.
-                    self.prefault = self.prefaulter.is_some();
+                    self.windows.prefault = self.windows.helper.is_some();
                 }
-                if let Some(p) = &self.prefaulter {
+                if let Some(p) = &self.windows.helper {
                     p.submit(Job::Populate(window.prefault()));
                 }
             }
@@ -177,13 +196,17 @@ impl Tail {
     /// With half the lead used (the frame ends at `end`), the next stretch is prepared on
     /// the helper, off the appender's path.
     fn keep_ahead(&mut self, end: u64) {
-        let (preallocate, max) = (self.preallocate, self.segment_bytes_max);
-        let due = end + preallocate / 2 > self.allocated
-            && self.allocated < max
-            && self.ahead_failed_at != Some(self.allocated);
+        let (preallocate, max) = (self.space.preallocate, self.space.segment_bytes_max);
+        let due = end + preallocate / 2 > self.space.allocated
+            && self.space.allocated < max
+            && self.space.ahead_failed_at != Some(self.space.allocated);
         // Allocated, mapped and faulted in now, so the writer never reaches pages nobody
         // has faulted in yet.
-        if due && self.window.is_some() && self.next_window.is_none() && self.prefaulter.is_some() {
+        if due
+            && self.windows.current.is_some()
+            && self.windows.next.is_none()
+            && self.windows.helper.is_some()
+        {
             self.map_ahead(preallocate, max);
         }
         // A `Sync` store: allocated, written with zeros and synced (in `perf` of `Sync`
@@ -191,7 +214,7 @@ impl Tail {
         if due
             && self.sync_store
             && preallocate > 0
-            && self.zero_fill.is_none()
+            && self.space.zero_fill.is_none()
             && self.active.file.writes_zeros_ahead()
         {
             self.start_zero_fill(preallocate, max);
@@ -204,18 +227,21 @@ impl Tail {
     /// (`WriteWindow::write`).
     fn copy(&mut self, at: u64, frame: &[u8]) -> Result<()> {
         if self
-            .window
+            .windows
+            .current
             .as_mut()
             .is_some_and(|w| w.write(at, FRAME_HEADER_LEN, frame))
         {
             return Ok(());
         }
-        if let Some(next) = &mut self.next_window
+        if let Some(next) = &mut self.windows.next
             && next.write(at, FRAME_HEADER_LEN, frame)
         {
             // The frame lies in the next window: the one before is filled, and goes to the
             // helper to be unmapped and written back.
-            if let Some(done) = std::mem::replace(&mut self.window, self.next_window.take()) {
+            if let Some(done) =
+                std::mem::replace(&mut self.windows.current, self.windows.next.take())
+            {
                 self.retire(done, true);
             }
             return Ok(());
@@ -231,17 +257,17 @@ impl Tail {
     /// the space (a full disk) the append that needs it allocates it and reports the error;
     /// without a map, appends past the current window `pwrite`, as without a map.
     fn map_ahead(&mut self, preallocate: u64, segment_bytes_max: u64) {
-        let from = self.allocated;
+        let from = self.space.allocated;
         let target = (from + preallocate).min(segment_bytes_max);
         let file = &self.active.file;
         let Ok(allocated) = file.preallocate(target) else {
-            self.ahead_failed_at = Some(from);
+            self.space.ahead_failed_at = Some(from);
             return;
         };
-        self.allocated = target;
+        self.space.allocated = target;
         if allocated {
-            self.next_window = file.map_window(from, target).ok().flatten();
-            if let (Some(window), Some(p)) = (&self.next_window, &self.prefaulter) {
+            self.windows.next = file.map_window(from, target).ok().flatten();
+            if let (Some(window), Some(p)) = (&self.windows.next, &self.windows.helper) {
                 p.submit(Job::Populate(window.prefault()));
             }
         }
@@ -251,37 +277,37 @@ impl Tail {
     /// the helper, started here if there is none yet; without a thread the appender
     /// allocates as before, when it needs the space.
     fn start_zero_fill(&mut self, preallocate: u64, segment_bytes_max: u64) {
-        if self.prefaulter.is_none() {
-            self.prefaulter = super::prefault::Prefaulter::spawn();
+        if self.windows.helper.is_none() {
+            self.windows.helper = super::prefault::Prefaulter::spawn();
         }
-        let Some(p) = &self.prefaulter else {
-            self.ahead_failed_at = Some(self.allocated);
+        let Some(p) = &self.windows.helper else {
+            self.space.ahead_failed_at = Some(self.space.allocated);
             return;
         };
-        let to = (self.allocated + preallocate).min(segment_bytes_max);
+        let to = (self.space.allocated + preallocate).min(segment_bytes_max);
         let done = Arc::new(std::sync::OnceLock::new());
         p.submit(Job::ZeroFill {
             file: Arc::clone(&self.active.file),
             to,
             done: Arc::clone(&done),
         });
-        self.zero_fill = Some((to, done));
+        self.space.zero_fill = Some((to, done));
     }
 
     /// Waits for the helper's zero-fill, if one was queued, and takes its space; a failed
     /// one (a full disk) is not retried ahead at this length: the append that needs the
     /// space allocates it itself and reports the error.
     fn finish_zero_fill(&mut self) {
-        let Some((to, done)) = self.zero_fill.take() else {
+        let Some((to, done)) = self.space.zero_fill.take() else {
             return;
         };
-        if let Some(p) = &self.prefaulter {
+        if let Some(p) = &self.windows.helper {
             p.wait_idle();
         }
         if done.get() == Some(&true) {
-            self.allocated = self.allocated.max(to);
+            self.space.allocated = self.space.allocated.max(to);
         } else {
-            self.ahead_failed_at = Some(self.allocated);
+            self.space.ahead_failed_at = Some(self.space.allocated);
         }
     }
 
@@ -289,7 +315,7 @@ impl Tail {
     /// costs the writer a TLB shootdown and the page-table teardown) and, for a `filled` one,
     /// starts its writeback; without a helper it is unmapped here.
     fn retire(&self, window: WriteWindow, filled: bool) {
-        match &self.prefaulter {
+        match &self.windows.helper {
             Some(p) => p.submit(Job::Retire(
                 window,
                 filled.then(|| Arc::clone(&self.active.file)),
@@ -300,7 +326,7 @@ impl Tail {
 
     /// Retires both windows (before an allocation that moves them, or the roll).
     fn retire_windows(&mut self) {
-        for w in [self.window.take(), self.next_window.take()]
+        for w in [self.windows.current.take(), self.windows.next.take()]
             .into_iter()
             .flatten()
         {
@@ -313,12 +339,12 @@ impl Tail {
     /// after the lock was released would write zeros where the next writer — another
     /// process, or this one reopening — may already be appending.
     pub(crate) fn quiesce(&mut self) {
-        self.window = None;
-        self.next_window = None;
-        self.zero_fill = None;
+        self.windows.current = None;
+        self.windows.next = None;
+        self.space.zero_fill = None;
         // Dropping the helper runs what it has queued and joins it.
-        self.prefaulter = None;
-        self.prefault = false;
+        self.windows.helper = None;
+        self.windows.prefault = false;
     }
 
     /// Seals the active segment and starts the next one.
@@ -330,12 +356,12 @@ impl Tail {
         // The window goes first, and the helper's handle on it: a mapped range is never
         // truncated away.
         self.retire_windows();
-        if let Some(p) = &self.prefaulter {
+        if let Some(p) = &self.windows.helper {
             p.wait_idle();
         }
         // Done (waited for above); the cut below takes the space it wrote, also where it
         // failed halfway (the file then reaches past `allocated`).
-        let filled_ahead = self.zero_fill.is_some();
+        let filled_ahead = self.space.zero_fill.is_some();
         self.finish_zero_fill();
         let len = if filled_ahead {
             self.active
@@ -343,9 +369,9 @@ impl Tail {
                 .len()
                 .map_err(|e| Error::io("stat", &self.active.path, e))?
         } else {
-            self.allocated
+            self.space.allocated
         };
-        if self.allocated.max(len) > used {
+        if self.space.allocated.max(len) > used {
             self.active
                 .file
                 .set_len(used)
@@ -359,7 +385,7 @@ impl Tail {
         self.active.seal();
         segments.push(Arc::clone(&next));
         self.active = next;
-        self.allocated = SEGMENT_HEADER_LEN as u64;
+        self.space.allocated = SEGMENT_HEADER_LEN as u64;
         Ok(())
     }
 }
