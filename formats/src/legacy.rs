@@ -32,20 +32,41 @@ use sessdb::{Event, SurfaceOp};
 /// Whether `e` may have a legacy shape that [`migrate`] rewrites: a cheap test (one pass over
 /// the members of `data`) that lets a writer skip the migration for current events.
 pub fn may_be_legacy(e: &Event) -> bool {
-    migrated("", e, &[]).is_some()
+    migrated("", e, &|_| None).is_some()
 }
 
 /// Rewrites every legacy-shaped event of one session (`events[i]` has seq `i`, as both
 /// importers read them) into the shape DSH's loader gives it; returns the seqs rewritten.
 pub fn migrate(session: &str, events: &mut [Event]) -> Vec<u64> {
+    migrate_appended(session, events, |_| None)
+}
+
+/// As [`migrate`] for a batch appended to a stored session (`batch[0]` continues it):
+/// `stored_id(seq)` gives the message id of a stored event, the only thing of the stored
+/// session a migration reads (a legacy replacement takes the id of the message it replaces),
+/// so no caller reads the whole session for it.
+pub fn migrate_appended(
+    session: &str,
+    batch: &mut [Event],
+    stored_id: impl Fn(u64) -> Option<Vec<u8>>,
+) -> Vec<u64> {
+    let first = batch.first().map_or(0, Event::seq);
     let mut rewritten = Vec::new();
-    for i in 0..events.len() {
-        if let Some(e) = events.get(i)
-            && let Some((ty, data)) = migrated(session, e, events)
-        {
+    for i in 0..batch.len() {
+        let found = batch.get(i).and_then(|e| {
+            let earlier = |seq: u64| {
+                if seq < first {
+                    stored_id(seq)
+                } else {
+                    message_id(batch, seq - first, seq).map(<[u8]>::to_vec)
+                }
+            };
+            migrated(session, e, &earlier)
+        });
+        if let (Some(e), Some((ty, data))) = (batch.get(i), found) {
             let rebuilt = rebuild(e, ty, data);
             rewritten.push(rebuilt.seq());
-            if let Some(slot) = events.get_mut(i) {
+            if let Some(slot) = batch.get_mut(i) {
                 *slot = rebuilt;
             }
         }
@@ -64,9 +85,13 @@ fn rebuild(e: &Event, ty: &str, data: Vec<u8>) -> Event {
         .with_frame_start(e.frame_start())
 }
 
-/// The migrated type and `data` of `e`, when it has a legacy shape. `earlier` holds the
-/// session's events, those before `e` already migrated.
-fn migrated(session: &str, e: &Event, earlier: &[Event]) -> Option<(&'static str, Vec<u8>)> {
+/// The migrated type and `data` of `e`, when it has a legacy shape. `earlier(seq)` is the
+/// message id of the session's event at `seq` (those before `e` already migrated).
+fn migrated(
+    session: &str,
+    e: &Event,
+    earlier: &dyn Fn(u64) -> Option<Vec<u8>>,
+) -> Option<(&'static str, Vec<u8>)> {
     // Only these four types have legacy shapes: every other event (a streamed chunk, most of
     // them) is left without reading its `data` (the DSH backend asks this of every append).
     if !matches!(
@@ -186,13 +211,13 @@ fn migrated(session: &str, e: &Event, earlier: &[Event]) -> Option<(&'static str
             // message has no id (`undefined` in DSH), which the shape rule refuses.
             let inherited = match e.surface_op() {
                 Some(SurfaceOp::Replace { start, .. }) => {
-                    Some(message_id(earlier, start).filter(|_| start < e.seq()))
+                    Some(earlier(start).filter(|_| start < e.seq()))
                 }
                 _ => None,
             };
             match inherited {
                 None => push_member(&mut message, "id", &id()),
-                Some(Some(id)) => push_member(&mut message, "id", id),
+                Some(Some(id)) => push_member(&mut message, "id", &id),
                 Some(None) => {}
             }
             push_member(&mut message, "role", br#""user""#);
@@ -213,13 +238,15 @@ fn legacy_id(session: &str, seq: u64) -> Vec<u8> {
     out
 }
 
-/// The message id (raw JSON string) of the event at `seq`, as DSH's loader records it: a
-/// `user/message`'s `data.id`, any other event's `data.message.id`, when a string.
-fn message_id(events: &[Event], seq: u64) -> Option<&[u8]> {
-    let e = events.get(usize::try_from(seq).ok()?)?;
-    if e.seq() != seq {
-        return None;
-    }
+/// The message id (raw JSON string) of the event `events[at]`, if it has seq `seq`.
+fn message_id(events: &[Event], at: u64, seq: u64) -> Option<&[u8]> {
+    let e = events.get(usize::try_from(at).ok()?)?;
+    (e.seq() == seq).then(|| message_id_of(e)).flatten()
+}
+
+/// The message id (raw JSON string) of `e`, as DSH's loader records it: a `user/message`'s
+/// `data.id`, any other event's `data.message.id`, when a string.
+pub fn message_id_of(e: &Event) -> Option<&[u8]> {
     let data = e.data_json();
     let message = if e.event_type() == "user/message" {
         data
@@ -424,6 +451,37 @@ mod tests {
         );
         // The target has no message id: the message gets none (the shape rule refuses it).
         assert!(!got[2].1.contains(r#""id""#), "{}", got[2].1);
+    }
+
+    /// A batch appended to a stored session migrates as the whole session would, reading of
+    /// the stored part only the message id its replacement names.
+    #[test]
+    fn an_appended_batch_migrates_as_the_whole_session_does() {
+        let whole = [
+            event(
+                "tool/result",
+                0,
+                r#"{"turn":1,"callId":"c","content":[],"isError":false}"#,
+            ),
+            event(
+                "tool/result",
+                1,
+                r#"{"turn":1,"callId":"c","content":[1],"isError":false}"#,
+            )
+            .with_surface_op(SurfaceOp::Replace { start: 0, end: 0 }),
+        ];
+        let mut all = whole.clone();
+        migrate("s", &mut all);
+        let stored = all[..1].to_vec();
+        let asked = std::cell::RefCell::new(Vec::new());
+        let mut batch = whole[1..].to_vec();
+        let rewritten = migrate_appended("s", &mut batch, |seq| {
+            asked.borrow_mut().push(seq);
+            message_id_of(&stored[usize::try_from(seq).unwrap()]).map(<[u8]>::to_vec)
+        });
+        assert_eq!(rewritten, vec![1]);
+        assert_eq!(batch, all[1..].to_vec());
+        assert_eq!(asked.into_inner(), vec![0], "only the replaced message is read");
     }
 
     #[test]

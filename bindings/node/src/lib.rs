@@ -227,17 +227,15 @@ impl NativeStore {
         let events = events_of(&events)?;
         let migrate = migrate_legacy.unwrap_or(false) && events.iter().any(legacy::may_be_legacy);
         Ok(self.job(move |s| {
-            let events = if migrate {
-                // The migration reads earlier messages (a replacement's target): the session
-                // so far, then the batch, seq = index.
-                let mut all = s.events(&session, 0, u64::MAX)?;
-                let stored = all.len();
-                all.extend(events);
-                legacy::migrate(&session, &mut all);
-                all.split_off(stored)
-            } else {
-                events
-            };
+            let mut events = events;
+            if migrate {
+                // A legacy replacement takes the id of the message it replaces: the one stored
+                // event a migration reads, read alone.
+                legacy::migrate_appended(&session, &mut events, |seq| {
+                    let e = s.events(&session, seq, seq + 1).ok()?.pop()?;
+                    legacy::message_id_of(&e).map(<[u8]>::to_vec)
+                });
+            }
             s.append_events(&session, events).map(|r| AppendResult {
                 from: n(r.start),
                 to: n(r.end),
