@@ -481,7 +481,11 @@ mod tests {
         });
         assert_eq!(rewritten, vec![1]);
         assert_eq!(batch, all[1..].to_vec());
-        assert_eq!(asked.into_inner(), vec![0], "only the replaced message is read");
+        assert_eq!(
+            asked.into_inner(),
+            vec![0],
+            "only the replaced message is read"
+        );
     }
 
     #[test]

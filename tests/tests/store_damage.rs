@@ -1,7 +1,6 @@
 //! Damage on open: a torn tail cut at every offset of the final records, a flipped byte in
 //! a sealed record reported at its offset, a log shorter than a checkpoint vouches for,
-//! preallocated zeros as a clean end; `verify` on a sound store and on damage; salvage of a
-//! damaged segment header.
+//! preallocated zeros as a clean end; `verify` on a sound store and on damage (salvage: `salvage.rs`).
 //! Each scenario runs on memory and on real files (`on_both_storages!`) unless it needs the
 //! crash simulator.
 
@@ -306,53 +305,10 @@ fn verify_finds_nothing_on_a_sound_store_and_names_damage(storage: &Backend) {
     assert!(report.problems[0].contains(&path), "{:?}", report.problems);
 }
 
-fn salvage_rewrites_a_damaged_segment_header_and_loses_nothing(storage: &Backend) {
-    let mut store = open(storage);
-    workload(&mut store);
-    let before = dump(&store);
-    drop(store);
-    let segments: Vec<String> = storage
-        .files()
-        .into_iter()
-        .map(|(p, _)| p)
-        .filter(|p| p.starts_with("segments/"))
-        .collect();
-    let victim = &segments[2];
-    let image = storage.without_checkpoints();
-    let mut header = image
-        .files()
-        .into_iter()
-        .find(|(p, _)| p == victim)
-        .unwrap()
-        .1;
-    header[0] = b'X';
-    image.put(victim, header);
-    let err = Store::open_with(image.storage(), opts()).unwrap_err();
-    assert!(
-        matches!(&err, Error::Corruption { segment, offset: 0, kind: CorruptionKind::SegmentHeader(_) } if segment == victim),
-        "{err}"
-    );
-    let salvaged = open_salvaging(&image);
-    let report = salvaged.open_report().salvaged.clone().unwrap();
-    assert_eq!(report.damage.len(), 1);
-    assert_eq!(
-        report.damage[0].repair,
-        sessdb::store::DamageRepair::HeaderRewritten
-    );
-    assert!(report.sessions.is_empty(), "{report:?}");
-    assert_eq!(dump(&salvaged), before);
-    drop(salvaged);
-    // The salvaged store opens cleanly and takes writes.
-    let again = Store::open_with(image.storage(), opts()).unwrap();
-    assert!(again.open_report().salvaged.is_none());
-    assert_eq!(dump(&again), before);
-}
-
 on_both_storages!(
     a_torn_tail_is_cut_at_every_offset_of_the_final_records,
     a_flipped_byte_in_a_sealed_record_is_corruption_at_its_offset,
     a_log_shorter_than_a_checkpoint_vouches_for_is_corruption_to_every_view,
     preallocated_space_is_a_clean_end_not_a_torn_tail,
     verify_finds_nothing_on_a_sound_store_and_names_damage,
-    salvage_rewrites_a_damaged_segment_header_and_loses_nothing,
 );
