@@ -566,3 +566,25 @@ fn a_store_of_another_format_version_is_refused_not_salvaged() {
     refused(sessdb::store::salvage_plan(&storage, &options).unwrap_err());
     assert_eq!(std::fs::read(&segment).unwrap(), bytes);
 }
+
+/// Before: a read-only open of a path that does not exist (a typo) returned an empty store.
+/// Now it is `NotFound`, as rusqlite's read-only open is; so is a directory holding no store.
+#[test]
+fn regression_a_read_only_open_of_no_store_is_not_found() {
+    let dir = tempfile::tempdir().unwrap();
+    for path in [dir.path().join("no-such-store"), dir.path().to_owned()] {
+        match Store::open_read_only(&path, StoreOptions::default()) {
+            Err(Error::Io { source, .. }) => {
+                assert_eq!(source.kind(), std::io::ErrorKind::NotFound, "{}", path.display());
+            }
+            other => panic!("{}: {other:?}", path.display()),
+        }
+        assert!(!path.join("segments").exists(), "nothing created");
+    }
+    // A store there opens.
+    Store::open(dir.path().join("s"), StoreOptions::default())
+        .unwrap()
+        .close()
+        .unwrap();
+    Store::open_read_only(dir.path().join("s"), StoreOptions::default()).unwrap();
+}

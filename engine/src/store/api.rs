@@ -76,12 +76,27 @@ impl Store {
     /// settings are unused.
     ///
     /// # Errors
-    /// `Corruption`, I/O errors.
+    /// `Io` of kind `NotFound` when `dir` holds no store (it does not exist, or has no
+    /// `segments/` directory: a typo is not an empty store); `Corruption`, other I/O errors.
     pub fn open_read_only(
         dir: impl AsRef<std::path::Path>,
         options: StoreOptions,
     ) -> Result<Store> {
-        Self::open_read_only_with(Arc::new(FsStorage::new(dir.as_ref())), options)
+        let dir = dir.as_ref();
+        let segments = dir.join(crate::codec::segment::SEGMENTS_DIR);
+        if !segments.is_dir() {
+            let why = if dir.exists() {
+                "holds no sessdb store (no segments/ directory)"
+            } else {
+                "no such directory"
+            };
+            return Err(Error::io(
+                "open read-only",
+                dir.display().to_string(),
+                std::io::Error::new(std::io::ErrorKind::NotFound, why),
+            ));
+        }
+        Self::open_read_only_with(Arc::new(FsStorage::new(dir)), options)
     }
 
     /// Opens a store on any storage backend for writing.

@@ -56,6 +56,13 @@ fn import_into(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<ImportReport> {
     let err = input_err(file);
+    if file.is_dir() {
+        // Said as `--jsonl` says a path of the wrong kind: what it is (exit 4 in the CLI).
+        return Err(Error::Layout {
+            path: file.to_owned(),
+            problem: "is a directory, not a SQLite database file (name the database file; a DSH sessions root is imported with --jsonl)".into(),
+        });
+    }
     if !file.is_file() {
         return Err(Error::io(
             "open",

@@ -44,13 +44,15 @@ struct Cli {
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) => {
+        Err(e) if e.use_stderr() => {
             let _ = e.print();
-            return ExitCode::from(if e.use_stderr() {
-                error::code::USAGE
-            } else {
-                error::code::OK
-            });
+            return ExitCode::from(error::code::USAGE);
+        }
+        // `--help`, `--version`: output on stdout under the rule every command's output
+        // follows (`out::print`: a full disk is exit 1 with the error, not a silent exit 0).
+        Err(e) => {
+            out::print(e.render().to_string().as_bytes());
+            return ExitCode::from(error::code::OK);
         }
     };
     let json = cli.command.wants_json();

@@ -431,6 +431,9 @@ fn regression_a_failed_stdout_write_exits_1_and_a_closed_pipe_quietly() {
         &["tail", "store", id],
         &["stats", "store", "--json"],
         &["verify", "store", "--json"],
+        // Before: these two exited 0 with nothing written.
+        &["--help"],
+        &["--version"],
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_sessdb"))
             .args(args)
@@ -1119,4 +1122,17 @@ fn regression_man_writes_every_page_the_top_page_names() {
     }
     // Without a directory: the top page on stdout, as before.
     assert!(ok(&["man"], dir.path()).starts_with(".ie"));
+}
+
+/// Before: `import STORE --sqlite DIR` said `open DIR: no such file` and exited 1, where
+/// `--jsonl` on a path of the wrong kind says what it is and exits 4. One rule for both.
+#[test]
+fn regression_import_sqlite_of_a_directory_says_what_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("d")).unwrap();
+    let err = fails(&["import", "st", "--sqlite", "d"], dir.path(), 4);
+    assert!(err.contains("is a directory, not a SQLite database file"), "{err}");
+    let err = fails(&["import", "st", "--jsonl", "d"], dir.path(), 4);
+    assert!(err.contains("no session.jsonl"), "{err}");
+    assert!(!dir.path().join("st").exists(), "a refused import makes no store");
 }
