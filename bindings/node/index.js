@@ -8,19 +8,24 @@
 const fs = require('node:fs')
 const path = require('node:path')
 
-/** Where the addon is: $SESSDB_NODE_ADDON, `sessdb.node` beside this file, or the build. */
+/**
+ * Where the addon is: $SESSDB_NODE_ADDON, else `sessdb.node` beside this file, else the
+ * newest of the checkout's builds (release or debug: an older one left beside a fresh build
+ * is never loaded in its place). The library's name is the platform's (`.so`, `.dylib`).
+ */
 function addonPath() {
-  const candidates = [
-    process.env.SESSDB_NODE_ADDON,
-    path.join(__dirname, 'sessdb.node'),
-    path.join(__dirname, '..', '..', 'target', 'release', 'libsessdb_node.so'),
-    path.join(__dirname, '..', '..', 'target', 'debug', 'libsessdb_node.so'),
-  ].filter(Boolean)
-  const found = candidates.find((p) => fs.existsSync(p))
+  if (process.env.SESSDB_NODE_ADDON) return process.env.SESSDB_NODE_ADDON
+  const beside = path.join(__dirname, 'sessdb.node')
+  if (fs.existsSync(beside)) return beside
+  const lib = { darwin: 'libsessdb_node.dylib', win32: 'sessdb_node.dll' }[process.platform] ?? 'libsessdb_node.so'
+  const builds = ['release', 'debug'].map((p) => path.join(__dirname, '..', '..', 'target', p, lib))
+  const found = builds
+    .filter((p) => fs.existsSync(p))
+    .sort((a, b) => fs.statSync(b).mtimeMs - fs.statSync(a).mtimeMs)[0]
   if (!found) {
     throw new Error(
-      `sessdb: no native addon found (looked at ${candidates.join(', ')}); ` +
-        'build it with `cargo build --release -p sessdb-node`',
+      `sessdb: no native addon found (looked at $SESSDB_NODE_ADDON, ${[beside, ...builds].join(', ')}); ` +
+        'build it with `cargo build -p sessdb-node` (or --release)',
     )
   }
   return found

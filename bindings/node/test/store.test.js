@@ -257,3 +257,11 @@ test('index.d.ts declares exactly the fixed error codes the binding emits', () =
   assert.ok(emitted.size >= 15, [...emitted].join(' '))
   assert.deepEqual([...emitted].sort(), [...declared].sort())
 })
+
+// Before: a read-only open of a path that does not exist returned an empty store.
+test('a read-only open of no store is NOT_FOUND', async () => {
+  const dir = tempDir()
+  await assert.rejects(Store.open(path.join(dir, 'typo'), { readOnly: true }), { code: 'NOT_FOUND' })
+  await assert.rejects(Store.open(dir, { readOnly: true }), { code: 'NOT_FOUND' })
+  assert.equal(fs.existsSync(path.join(dir, 'typo')), false)
+})
