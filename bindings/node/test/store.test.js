@@ -265,3 +265,16 @@ test('a read-only open of no store is NOT_FOUND', async () => {
   await assert.rejects(Store.open(dir, { readOnly: true }), { code: 'NOT_FOUND' })
   assert.equal(fs.existsSync(path.join(dir, 'typo')), false)
 })
+
+// Before: the README's example did not run (it mixed `require` with top-level `await`). Its
+// block runs here as it stands, from a checkout-like directory in a temp dir.
+test("the README's example runs", () => {
+  const readme = fs.readFileSync(path.join(__dirname, '..', 'README.md'), 'utf8')
+  const block = readme.split('```js\n')[1].split('```')[0]
+  const dir = tempDir()
+  const program = block.replace("require('./bindings/node')", `require(${JSON.stringify(path.join(__dirname, '..'))})`)
+  fs.writeFileSync(path.join(dir, 'example.js'), program)
+  const { execFileSync } = require('node:child_process')
+  const out = execFileSync(process.execPath, ['example.js'], { cwd: dir, encoding: 'utf8' })
+  assert.match(out, /^2 sessdb:/)
+})
