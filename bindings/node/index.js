@@ -116,6 +116,7 @@ class Store {
    * @param {{durability?: 'buffered' | 'sync', readOnly?: boolean}} [options]
    */
   static async open(dir, options = {}) {
+    if (typeof dir !== 'string') throw coded('INVALID_ARGUMENT', `dir must be a string, not ${typeof dir}`)
     const inner = await call(() => syncCall(() => native.open(dir, options)))
     return new Store(inner)
   }
@@ -150,15 +151,21 @@ class Store {
   }
 
   async list() {
-    return (await call(() => this.inner.list())).map((r) => ({ ...r, header: JSON.parse(r.header) }))
+    // Every declared key present (`index.d.ts`): a root session's `parent` is `null`.
+    return (await call(() => this.inner.list())).map((r) => ({
+      ...r,
+      parent: r.parent ?? null,
+      header: JSON.parse(r.header),
+    }))
   }
 
   revision(id) {
     return call(() => this.inner.revision(id))
   }
 
-  repair(id) {
-    return call(() => this.inner.repair(id))
+  async repair(id) {
+    const r = await call(() => this.inner.repair(id))
+    return { ...r, endSeed: r.endSeed ?? null }
   }
 
   fork(id, { at, childId } = {}) {
@@ -230,7 +237,8 @@ class Store {
   }
 
   openFacts() {
-    return syncCall(() => this.inner.openFacts())
+    const f = syncCall(() => this.inner.openFacts())
+    return { ...f, checkpoint: f.checkpoint ?? null }
   }
 
   sync() {

@@ -278,3 +278,30 @@ test("the README's example runs", () => {
   const out = execFileSync(process.execPath, ['example.js'], { cwd: dir, encoding: 'utf8' })
   assert.match(out, /^2 sessdb:/)
 })
+
+// Before: `list()` left out `parent` for a root session and `openFacts()` left out
+// `checkpoint` (both declared `… | null`), and `Store.open(42)` rejected with a code of
+// N-API's (`StringExpected`). Every returned object has exactly the keys `index.d.ts` declares.
+test('results have the shapes index.d.ts declares', async () => {
+  const dts = fs.readFileSync(path.join(__dirname, '..', 'index.d.ts'), 'utf8')
+  const keys = (name) => {
+    const body = dts.split(`export interface ${name} {`)[1].split('\n}')[0]
+    return [...body.matchAll(/^\s+(\w+)\??:/gm)].map((m) => m[1]).sort()
+  }
+  const dir = tempDir()
+  const store = await Store.open(dir)
+  await store.createSession(header('root'), [turnStart(0, 1), user(1, 'u1', 'a')], { exact: true })
+  await store.fork('root', { at: 1, childId: 'kid' }).catch(() => {})
+  const rows = await store.list()
+  for (const r of rows) assert.deepEqual(Object.keys(r).sort(), keys('SessionRow'), r.id)
+  assert.equal(rows.find((r) => r.id === 'root').parent, null)
+  assert.deepEqual(Object.keys(store.openFacts()).sort(), keys('OpenFacts'))
+  assert.equal(store.openFacts().checkpoint, null)
+  assert.deepEqual(Object.keys(await store.stats()).sort(), keys('Stats'))
+  const range = await store.appendBatch('root', [turnEnd(2, 1)])
+  assert.deepEqual(Object.keys(range).sort(), keys('AppendResult'))
+  const repaired = await store.repair('root')
+  assert.deepEqual(Object.keys(repaired).sort(), keys('RepairResult'))
+  await store.close()
+  await assert.rejects(Store.open(42), { code: 'INVALID_ARGUMENT' })
+})
