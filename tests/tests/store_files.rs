@@ -575,7 +575,12 @@ fn regression_a_read_only_open_of_no_store_is_not_found() {
     for path in [dir.path().join("no-such-store"), dir.path().to_owned()] {
         match Store::open_read_only(&path, StoreOptions::default()) {
             Err(Error::Io { source, .. }) => {
-                assert_eq!(source.kind(), std::io::ErrorKind::NotFound, "{}", path.display());
+                assert_eq!(
+                    source.kind(),
+                    std::io::ErrorKind::NotFound,
+                    "{}",
+                    path.display()
+                );
             }
             other => panic!("{}: {other:?}", path.display()),
         }

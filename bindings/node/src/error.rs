@@ -23,9 +23,7 @@ fn code(e: &sessdb::Error) -> String {
         E::UnsupportedStore { .. } => "UNSUPPORTED_STORE".into(),
         E::SessionExists { .. } => "EXISTS".into(),
         E::SessionNotFound { .. } => "NOT_FOUND".into(),
-        E::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
-            "NOT_FOUND".into()
-        }
+        E::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => "NOT_FOUND".into(),
         E::Io { .. } => "IO".into(),
         E::Corruption { .. } => "CORRUPTION".into(),
         E::Locked { .. } => "LOCKED".into(),

@@ -105,8 +105,12 @@ pub struct VerifyReport {
     pub sessions: usize,
     /// Events over all sessions.
     pub events: u64,
-    /// The checkpoint generation compared with the full replay.
+    /// The checkpoint generation compared with the full replay — or, on a damaged log, the
+    /// newest one there, not compared ([`VerifyReport::compared`] says which).
     pub checkpoint: Option<u64>,
+    /// Whether `checkpoint` was compared with a full replay (not when the log is damaged:
+    /// the full replay stops at the damage).
+    pub compared: bool,
     /// Bytes after the last complete record (a torn tail, or a writer's append under way).
     pub incomplete_tail_bytes: u64,
     /// What is wrong; empty when everything checks out.

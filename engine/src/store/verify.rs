@@ -66,6 +66,7 @@ pub fn verify_with_progress(
         }
     };
     report.checkpoint = checked.open_report().checkpoint;
+    report.compared = report.checkpoint.is_some();
     for why in &checked.open_report().checkpoints_discarded {
         report.problems.push(format!("unusable checkpoint: {why}"));
     }
@@ -123,13 +124,21 @@ pub fn verify_with_progress(
 }
 
 /// The full replay stopped at `first`: every damaged place of the log, as salvage's plan
-/// (which reads on past damage, and writes nothing) finds them, after the first one.
+/// (which reads on past damage, and writes nothing) finds them, after the first one, and what
+/// it read intact (records, bytes, sessions, events; the newest checkpoint, not compared).
 fn every_damage(storage: &dyn Storage, first: &Error, report: &mut VerifyReport) {
     report.problems.push(first.to_string());
+    report.checkpoint = super::chain::CheckpointHeaders::load(storage)
+        .ok()
+        .and_then(|h| h.newest());
     let Ok(plan) = super::salvage::plan(storage, &StoreOptions::default()) else {
         return;
     };
     report.segments = super::log::discover::segment_lsns(storage).map_or(0, |l| l.len());
+    report.records = plan.read.records;
+    report.log_bytes = plan.read.log_bytes;
+    report.sessions = plan.read.sessions;
+    report.events = plan.read.events;
     for d in plan.report.damage {
         let same = matches!(first, Error::Corruption { segment, offset, .. }
             if *segment == d.segment && *offset == d.offset);

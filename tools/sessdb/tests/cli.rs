@@ -1131,8 +1131,56 @@ fn regression_import_sqlite_of_a_directory_says_what_it_is() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("d")).unwrap();
     let err = fails(&["import", "st", "--sqlite", "d"], dir.path(), 4);
-    assert!(err.contains("is a directory, not a SQLite database file"), "{err}");
+    assert!(
+        err.contains("is a directory, not a SQLite database file"),
+        "{err}"
+    );
     let err = fails(&["import", "st", "--jsonl", "d"], dir.path(), 4);
     assert!(err.contains("no session.jsonl"), "{err}");
-    assert!(!dir.path().join("st").exists(), "a refused import makes no store");
+    assert!(
+        !dir.path().join("st").exists(),
+        "a refused import makes no store"
+    );
+}
+
+/// Before: `verify` on a store with one damaged record said `0 record(s), 0 log byte(s): 0
+/// session(s)` and "no checkpoint to compare" although the log was intact around the damage
+/// and a checkpoint existed. Now it counts what it read and names the checkpoint it could
+/// not compare.
+#[test]
+fn regression_verify_on_a_damaged_store_counts_what_it_read() {
+    let dir = tempfile::tempdir().unwrap();
+    demo(dir.path());
+    let sound = json(&ok(&["verify", "store", "--json"], dir.path()))
+        .get("records")
+        .unwrap()
+        .as_f64()
+        .unwrap();
+    let sound_bytes = json(&ok(&["verify", "store", "--json"], dir.path()))
+        .get("logBytes")
+        .unwrap()
+        .as_f64()
+        .unwrap() as u64;
+    let seg = std::fs::read_dir(dir.path().join("store/segments"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .next()
+        .unwrap();
+    let mut bytes = std::fs::read(&seg).unwrap();
+    // A third of the way into the records (past the 40-byte segment header).
+    let at = 40 + usize::try_from(sound_bytes).unwrap() / 3;
+    bytes[at] ^= 0x5a;
+    std::fs::write(&seg, &bytes).unwrap();
+    let out = sessdb(&["verify", "store", "--json"], dir.path());
+    assert_eq!(out.status.code(), Some(3));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let r = json(&text);
+    let records = r.get("records").unwrap().as_f64().unwrap();
+    assert!(records > 0.0 && records < sound, "{text}");
+    assert!(r.get("logBytes").unwrap().as_f64().unwrap() > 0.0, "{text}");
+    assert!(r.get("sessions").unwrap().as_f64().unwrap() > 0.0, "{text}");
+    assert!(r.get("checkpoint").unwrap().as_f64().is_some(), "{text}");
+    assert_eq!(r.get("compared").unwrap().bytes(), b"false", "{text}");
+    let human = String::from_utf8(sessdb(&["verify", "store"], dir.path()).stdout).unwrap();
+    assert!(human.contains("not compared"), "{human}");
 }

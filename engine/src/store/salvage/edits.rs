@@ -23,6 +23,18 @@ pub(super) enum Edit {
 pub(crate) struct Plan {
     pub(crate) report: SalvageReport,
     pub(super) edits: Vec<(u64, Edit)>,
+    /// What the plan read of the log, undamaged.
+    pub(crate) read: Read,
+}
+
+/// What a plan read of the log: the intact records and their bytes, the sessions and events
+/// they hold.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Read {
+    pub(crate) records: u64,
+    pub(crate) log_bytes: u64,
+    pub(crate) sessions: usize,
+    pub(crate) events: u64,
 }
 
 /// A file opened for reading and all of its bytes.

@@ -150,6 +150,8 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
         deleted,
         ..
     } = state;
+    out.read.sessions = catalog.sessions.len();
+    out.read.events = catalog.sessions.values().map(|e| e.state.next_seq()).sum();
     if !out.report.is_empty() {
         remembered_losses(&headers, &catalog, &deleted, &mut losses);
     }

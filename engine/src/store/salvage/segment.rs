@@ -97,6 +97,8 @@ impl State {
         voids: &mut Vec<(usize, usize)>,
     ) {
         let (pos, frame_len) = (frame.offset, frame.bytes.len());
+        self.out.read.records += 1;
+        self.out.read.log_bytes += frame_len as u64;
         let body = match decode(frame.kind, frame.payload()) {
             Ok(body) => body,
             Err(what) => {

@@ -29,6 +29,7 @@ struct Verified<'a> {
     sessions: usize,
     events: u64,
     checkpoint: Option<u64>,
+    compared: bool,
     incomplete_tail_bytes: u64,
     problems: &'a [String],
 }
@@ -52,6 +53,7 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
             sessions: r.sessions,
             events: r.events,
             checkpoint: r.checkpoint,
+            compared: r.compared,
             incomplete_tail_bytes: r.incomplete_tail_bytes,
             problems: &r.problems,
         });
@@ -60,9 +62,12 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
             "checked {} segment(s), {} record(s), {} log byte(s): {} session(s), {} event(s)",
             r.segments, r.records, r.log_bytes, r.sessions, r.events
         ));
-        match r.checkpoint {
-            Some(g) => println(&format!("checkpoint {g} compared with a full replay")),
-            None => println("no checkpoint to compare"),
+        match (r.checkpoint, r.compared) {
+            (Some(g), true) => println(&format!("checkpoint {g} compared with a full replay")),
+            (Some(g), false) => println(&format!(
+                "checkpoint {g} not compared: the full replay stops at the damage (the counts above are of the intact records, read on past it)"
+            )),
+            (None, _) => println("no checkpoint to compare"),
         }
         if r.incomplete_tail_bytes > 0 {
             println(&format!(
