@@ -36,6 +36,10 @@ pub struct SalvageReport {
     pub records_dropped: u64,
     /// Checkpoint files removed (they may cover dropped records).
     pub checkpoints_removed: u64,
+    /// Sessions whose last turn is open in the salvaged log (a cut one, or one a crash left
+    /// open), by id: `sessdb repair --salvage` then closes each (repair closers, then an
+    /// end-seed marker), writes a dry run shows too.
+    pub open_turns: Vec<String>,
 }
 
 impl SalvageReport {

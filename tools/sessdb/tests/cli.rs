@@ -1184,3 +1184,35 @@ fn regression_verify_on_a_damaged_store_counts_what_it_read() {
     let human = String::from_utf8(sessdb(&["verify", "store"], dir.path()).stdout).unwrap();
     assert!(human.contains("not compared"), "{human}");
 }
+
+/// Before: `repair --salvage --dry-run` showed the sessions salvage cuts but not the writes
+/// the real run makes after it: the closers of every open turn it leaves. Now the dry run
+/// names every session the real run then closes, and no other.
+#[test]
+fn regression_the_salvage_dry_run_shows_the_turns_the_real_run_closes() {
+    let dir = tempfile::tempdir().unwrap();
+    demo(dir.path());
+    let seg = std::fs::read_dir(dir.path().join("store/segments"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .next()
+        .unwrap();
+    let mut bytes = std::fs::read(&seg).unwrap();
+    bytes[40 + 55_000] ^= 0x5a;
+    std::fs::write(&seg, &bytes).unwrap();
+    let ids = |text: &str, prefix: &str| -> Vec<String> {
+        let mut v: Vec<String> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix(prefix))
+            .map(|l| l.split([' ', ':']).next().unwrap().to_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    let plan = ok(&["repair", "store", "--salvage", "--dry-run"], dir.path());
+    let would = ids(&plan, "would close the open turn of ");
+    let done = ok(&["repair", "store", "--salvage"], dir.path());
+    let closed = ids(&done, "closed the open turn of ");
+    assert!(!closed.is_empty(), "the cut leaves a turn open: {done}");
+    assert_eq!(would, closed, "dry run:\n{plan}\nreal run:\n{done}");
+}

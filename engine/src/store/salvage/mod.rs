@@ -151,6 +151,13 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
         ..
     } = state;
     out.read.sessions = catalog.sessions.len();
+    out.report.open_turns = catalog
+        .sessions
+        .iter()
+        .filter(|(_, e)| e.state.repair().turn_is_open())
+        .map(|(id, _)| id.clone())
+        .collect();
+    out.report.open_turns.sort();
     out.read.events = catalog.sessions.values().map(|e| e.state.next_seq()).sum();
     if !out.report.is_empty() {
         remembered_losses(&headers, &catalog, &deleted, &mut losses);

@@ -36,6 +36,13 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
         } else {
             print_salvage(&report, true);
         }
+        // What the real run then writes, too: a dry run hides none of its writes.
+        for id in &report.open_turns {
+            println(&format!(
+                "would close the open turn of {} (repair closers, then an end-seed marker)",
+                shown(id)
+            ));
+        }
         return Ok(code::OK);
     }
     // Repair reads the whole log, not only what follows the checkpoint: damage anywhere is
