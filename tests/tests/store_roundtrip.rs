@@ -101,7 +101,28 @@ fn the_resident_index_costs_16_bytes_per_event_after_open(storage: &Backend) {
     let m = store.memory_usage();
     assert!(m.indexed_events > 1000, "{m:?}");
     assert_eq!(m.index_bytes as u64, 16 * m.indexed_events, "{m:?}");
+    assert_eq!(m.mapped_index_bytes, 0, "{m:?}");
     assert_eq!(m.surface_bytes, 8 * m.surface_entries, "{m:?}");
+    // Opened from its checkpoint, the index stays in the file's map until a session is read
+    // (said apart by `stats`), and reading every session brings it onto the heap.
+    let store = Store::open_with(storage.storage(), opts()).unwrap();
+    let m = store.memory_usage();
+    assert!(store.open_report().checkpoint.is_some());
+    assert!(m.mapped_index_bytes > 0, "{m:?}");
+    assert_eq!(
+        (m.index_bytes + m.mapped_index_bytes) as u64,
+        16 * m.indexed_events,
+        "{m:?}"
+    );
+    for s in store.list() {
+        store.events(&s.header.id, 0, u64::MAX).unwrap();
+    }
+    let read = store.memory_usage();
+    assert_eq!(read.mapped_index_bytes, 0, "{read:?}");
+    assert!(
+        read.index_bytes as u64 >= 16 * read.indexed_events,
+        "{read:?}"
+    );
 }
 
 /// Open's log scan tells `StoreOptions::progress` how far it has come: growing counts, never

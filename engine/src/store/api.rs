@@ -400,10 +400,16 @@ impl Store {
         let mut index_bytes = 0;
         let mut indexed_events = 0;
         let (mut surface_entries, mut surface_bytes) = (0, 0);
+        let mut mapped_index_bytes = 0;
         for e in cat.sessions.values() {
             index_bytes += e.locs.heap_bytes(|addr, bytes| {
                 if seen.insert(addr) {
                     index_bytes += bytes;
+                }
+            });
+            e.locs.mapped_bytes(|addr, bytes| {
+                if seen.insert(addr) {
+                    mapped_index_bytes += bytes;
                 }
             });
             indexed_events += e.state.next_seq() - e.parent.as_ref().map_or(0, |(_, n)| *n);
@@ -413,6 +419,7 @@ impl Store {
         MemoryUsage {
             indexed_events,
             index_bytes,
+            mapped_index_bytes,
             surface_entries,
             surface_bytes,
         }

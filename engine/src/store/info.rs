@@ -76,6 +76,9 @@ pub struct MemoryUsage {
     pub indexed_events: u64,
     /// Heap bytes of the per-event locations (shared chunks counted once).
     pub index_bytes: usize,
+    /// Bytes of per-event locations still only in the checkpoint file the open loaded them
+    /// from (mapped, not on the heap; each session's decoded the first time it is read).
+    pub mapped_index_bytes: usize,
     /// Surface entries over all sessions.
     pub surface_entries: usize,
     /// Heap bytes of the surfaces.

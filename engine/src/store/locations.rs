@@ -290,6 +290,20 @@ impl Locations {
         self.mem.heap_bytes(chunk) + self.tail.capacity() * std::mem::size_of::<EventLoc>()
     }
 
+    /// Bytes of locations still only in the checkpoint file (mapped, not decoded): the lazy
+    /// part's runs, `(address, bytes)` to `chunk` so a part forks share counts once.
+    pub(crate) fn mapped_bytes(&self, mut chunk: impl FnMut(usize, usize)) {
+        if let Some(part) = &self.lazy
+            && part.shared.decoded.get().is_none()
+        {
+            let count = usize::try_from(part.shared.count).unwrap_or(usize::MAX);
+            chunk(
+                Arc::as_ptr(&part.shared) as usize,
+                count.saturating_mul(EventLoc::ENCODED_LEN),
+            );
+        }
+    }
+
     /// Writes the session into a checkpoint body with its locations `from..`: the lazy part
     /// copied as the raw bytes of its runs (each checked first), never decoded.
     ///
