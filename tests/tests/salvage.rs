@@ -113,16 +113,7 @@ proptest! {
 fn a_reader_beside_a_salvage_keeps_reading_the_bytes_it_mapped() {
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(dir.path(), opts()).unwrap();
-    generate(
-        &WorkloadSpec {
-            sessions: 3,
-            max_turns: 3,
-            max_chunks: 6,
-            ..WorkloadSpec::default()
-        },
-        &mut store,
-    )
-    .unwrap();
+    support::workload(&mut store);
     store.close().unwrap();
     drop(store);
     // A reader maps every sealed segment by reading every event.
