@@ -185,3 +185,34 @@ on_both_storages!(
     regression_a_subscription_alone_does_not_keep_the_writer_lock,
     a_refused_event_writes_nothing,
 );
+
+/// Before: after `close()` appends said `Closed` but reads went on (`len`, `events`). One
+/// rule now: every call that returns a `Result` is `Closed`, on every clone.
+#[test]
+fn regression_after_close_every_call_is_closed() {
+    let store = open(&Backend::mem());
+    let s = store
+        .create_session(SessionHeader::new("s", 0), Vec::new())
+        .unwrap();
+    assert_eq!(s.len().unwrap(), 1);
+    let clone = store.clone();
+    store.close().unwrap();
+    assert!(clone.is_closed());
+    let closed = |r: sessdb::Result<()>| assert!(matches!(r, Err(Error::Closed)), "{r:?}");
+    closed(clone.session_len("s").map(drop));
+    closed(clone.events("s", 0, u64::MAX).map(drop));
+    closed(clone.header("s").map(drop));
+    closed(clone.surface("s").map(drop));
+    closed(clone.messages("s").map(drop));
+    closed(clone.last_events("s", 1).map(drop));
+    closed(clone.visit_events("s", 0, 1, |_| Ok(())));
+    closed(clone.refresh().map(drop));
+    closed(clone.subscribe("s", 0).map(drop));
+    closed(
+        clone
+            .append("s", Draft::log(&LogType::TURN_START, br#"{"turn":1}"#))
+            .map(drop),
+    );
+    // Closing again is no error.
+    clone.close().unwrap();
+}

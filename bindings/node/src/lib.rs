@@ -389,6 +389,9 @@ impl NativeStore {
     #[napi]
     pub fn stats(&self) -> AsyncTask<Job<Stats>> {
         self.job(|s| {
+            if s.is_closed() {
+                return Err(sessdb::Error::Closed);
+            }
             let st = s.stats();
             Ok(Stats {
                 sessions: n(st.sessions as u64),

@@ -305,3 +305,15 @@ test('results have the shapes index.d.ts declares', async () => {
   await store.close()
   await assert.rejects(Store.open(42), { code: 'INVALID_ARGUMENT' })
 })
+
+// Before: after `close()` appends said CLOSED while `read` and `list` went on. One rule now.
+test('after close every call is CLOSED', async () => {
+  const dir = tempDir()
+  const store = await Store.open(dir)
+  await store.createSession(header('c'), [turnStart(0, 1)], { exact: true })
+  await store.close()
+  for (const call of [() => store.read('c'), () => store.list(), () => store.stats(), () => store.revision('c'), () => store.appendBatch('c', [turnEnd(1, 1)])]) {
+    await assert.rejects(call(), { code: 'CLOSED' }, String(call))
+  }
+  await store.close()
+})

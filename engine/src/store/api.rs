@@ -238,6 +238,7 @@ impl Store {
 
     /// The locations of `from..to`, copied under the catalog's read lock.
     fn locs(&self, session: &str, from: u64, to: u64) -> Result<Vec<(u64, EventLoc)>> {
+        self.check_open()?;
         let cat = self.inner.catalog.read();
         let e = cat.get(session)?;
         let to = to.min(e.state.next_seq());
@@ -434,6 +435,7 @@ impl Store {
     /// `Corruption` and I/O errors, as on open. A writable store has nothing to catch up
     /// with and returns 0.
     pub fn refresh(&self) -> Result<u64> {
+        self.check_open()?;
         if !self.inner.read_only {
             return Ok(0);
         }
@@ -481,8 +483,15 @@ impl Store {
         }))
     }
 
-    /// Checkpoints, syncs, releases the writer lock. Later calls on any clone fail with
-    /// `Closed`; subscribers are woken.
+    /// Whether [`Store::close`] was called (on this store or a clone). After it every call
+    /// that returns a `Result` is `Closed`; `list`, `info`, `stats` and `memory_usage`
+    /// describe the store as it was when closed.
+    pub fn is_closed(&self) -> bool {
+        self.inner.is_closed()
+    }
+
+    /// Checkpoints, syncs, releases the writer lock. Later calls on any clone that return a
+    /// `Result` fail with `Closed`, reads as writes; subscribers are woken.
     ///
     /// # Errors
     /// Checkpoint or sync errors; `Poisoned` when a write or sync had failed (the lock is
@@ -505,7 +514,17 @@ impl Store {
         result
     }
 
+    /// One rule after [`Store::close`]: every call that can fail is `Closed` (reads as
+    /// writes); before, reads went on while appends said `Closed`.
+    fn check_open(&self) -> Result<()> {
+        if self.inner.is_closed() {
+            return Err(Error::Closed);
+        }
+        Ok(())
+    }
+
     fn with_entry<T>(&self, session: &str, f: impl FnOnce(&SessionEntry) -> T) -> Result<T> {
+        self.check_open()?;
         let cat = self.inner.catalog.read();
         cat.get(session).map(f)
     }
