@@ -460,3 +460,50 @@ fn regression_a_refused_pull_writes_nothing() {
         std::fs::read_to_string(a.join("ship-id")).unwrap().trim()
     );
 }
+
+/// Before: only `--postgres URL` (a password on the command line). Now `$DATABASE_URL`, or
+/// libpq's `PG*` variables, when it is not given; neither is a usage error naming them.
+#[test]
+fn regression_ship_and_pull_take_the_connection_from_the_environment() {
+    let Some(pg) = Cluster::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let a = demo_store(dir.path(), "2");
+    let bare = |c: &mut Command| {
+        for v in [
+            "DATABASE_URL",
+            "PGHOST",
+            "PGPORT",
+            "PGUSER",
+            "PGPASSWORD",
+            "PGDATABASE",
+        ] {
+            c.env_remove(v);
+        }
+    };
+    let mut c = sessdb();
+    bare(&mut c);
+    let out = c.arg("ship").arg(&a).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("DATABASE_URL"));
+    let mut c = sessdb();
+    bare(&mut c);
+    run_ok(c.arg("ship").arg(&a).env("DATABASE_URL", pg.url()));
+    let mut c = sessdb();
+    bare(&mut c);
+    let id = Store::open_read_only(&a, StoreOptions::default())
+        .unwrap()
+        .list()[0]
+        .header
+        .id
+        .clone();
+    run_ok(
+        c.arg("pull")
+            .arg(dir.path().join("b"))
+            .args(["--session", &id])
+            .env("PGHOST", pg.socket_dir())
+            .env("PGPORT", "5432")
+            .env("PGUSER", "postgres")
+            .env("PGDATABASE", "postgres"),
+    );
+    assert_postgres_holds(&pg.url(), &a);
+}

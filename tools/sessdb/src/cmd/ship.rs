@@ -14,9 +14,11 @@ pub struct ShipArgs {
     /// The store directory (read-only: works beside its writer).
     store: PathArg,
     /// The PostgreSQL connection string: `host=/run/postgresql dbname=sessions` or a
-    /// `postgresql://` URL (a Unix socket directory as host).
-    #[arg(long, value_name = "URL")]
-    postgres: String,
+    /// `postgresql://` URL (a Unix socket directory as host). Without it: `$DATABASE_URL`,
+    /// else libpq's `PGHOST`, `PGPORT`, `PGUSER`, `PGPASSWORD`, `PGDATABASE` (no password on
+    /// the command line).
+    #[arg(long, value_name = "URL", env = "DATABASE_URL", hide_env_values = true)]
+    postgres: Option<String>,
     /// Keep following the store: ship each new record within a second, until killed; waits
     /// for a server that is not up yet, and reconnects after a lost connection, in every
     /// phase (the first catch-up too). A refused session is warned about, not fatal.
@@ -36,9 +38,10 @@ pub struct ShipArgs {
 pub struct PullArgs {
     /// The store directory (created if missing or empty).
     store: PathArg,
-    /// The PostgreSQL connection string (as for `ship`).
-    #[arg(long, value_name = "URL")]
-    postgres: String,
+    /// The PostgreSQL connection string (as for `ship`: `$DATABASE_URL` or the `PG*`
+    /// variables without it).
+    #[arg(long, value_name = "URL", env = "DATABASE_URL", hide_env_values = true)]
+    postgres: Option<String>,
     /// The sessions to bring (the parents of forks come with them).
     #[arg(long = "session", value_name = "ID", required = true)]
     sessions: Vec<String>,
@@ -109,12 +112,13 @@ pub fn ship(a: &ShipArgs, quiet: bool) -> CliResult {
     if !is_store(&a.store) {
         return Err(no_store(&a.store));
     }
+    let url = connection(a.postgres.as_deref())?;
     let id = ship_id(&a.store)?;
     let store = open_existing(&a.store)?;
     let mut shipper = if a.follow {
-        reconnect(&a.postgres, &id, quiet, Phase::Start)?
+        reconnect(&url, &id, quiet, Phase::Start)?
     } else {
-        first_shipper(&a.postgres, &id)?
+        first_shipper(&url, &id)?
     };
     if !a.reset.is_empty() {
         let reset = shipper.reset(&a.reset)?;
@@ -154,7 +158,7 @@ pub fn ship(a: &ShipArgs, quiet: bool) -> CliResult {
             Err(sessdb_postgres::Error::Postgres { .. } | sessdb_postgres::Error::Io { .. })
                 if a.follow =>
             {
-                shipper = reconnect(&a.postgres, &id, quiet, Phase::Lost)?;
+                shipper = reconnect(&url, &id, quiet, Phase::Lost)?;
                 continue;
             }
             Err(e) => return Err(e.into()),
@@ -259,9 +263,10 @@ fn reconnect(url: &str, id: &str, quiet: bool, phase: Phase) -> CliResult<Shippe
 }
 
 pub fn pull(a: &PullArgs, quiet: bool) -> CliResult {
+    let url = connection(a.postgres.as_deref())?;
     // Read and checked before anything is written here: a refused pull leaves no store, no
     // ship id.
-    let mut client = sessdb_postgres::connect(&a.postgres)?;
+    let mut client = sessdb_postgres::connect(&url)?;
     let read = sessdb_postgres::Pull::read(&mut client, &a.sessions)?;
     let existed = a.store.exists();
     let was_store = is_store(&a.store);
@@ -320,4 +325,36 @@ fn undo_pull(dir: &std::path::Path, existed: bool, was_store: bool, had_id: bool
     } else if !had_id {
         let _ = std::fs::remove_file(dir.join(sessdb_postgres::SHIP_ID_FILE));
     }
+}
+
+/// The connection string: `--postgres` (or `$DATABASE_URL`, which clap reads into it), else
+/// one made of libpq's `PG*` variables, as `psql` reads them.
+fn connection(given: Option<&str>) -> CliResult<String> {
+    if let Some(url) = given {
+        return Ok(url.to_owned());
+    }
+    let parts: Vec<String> = [
+        ("PGHOST", "host"),
+        ("PGPORT", "port"),
+        ("PGUSER", "user"),
+        ("PGPASSWORD", "password"),
+        ("PGDATABASE", "dbname"),
+    ]
+    .iter()
+    .filter_map(|(var, key)| {
+        let v = std::env::var(var).ok().filter(|v| !v.is_empty())?;
+        // libpq's quoting: single quotes, backslash-escaped.
+        Some(format!(
+            "{key}='{}'",
+            v.replace('\\', "\\\\").replace('\'', "\\'")
+        ))
+    })
+    .collect();
+    if parts.is_empty() {
+        return Err(CliError::new(
+            code::USAGE,
+            "no PostgreSQL connection: pass --postgres URL, or set DATABASE_URL (or libpq's PGHOST, PGUSER, PGDATABASE …)",
+        ));
+    }
+    Ok(parts.join(" "))
 }
