@@ -75,3 +75,35 @@ on_both_storages!(
     subscribers_see_new_events,
     a_reader_catches_up_with_a_live_writer,
 );
+
+/// A subscription is an iterator: it blocks for each appended event and ends when the store
+/// closes, after the events already there.
+#[test]
+fn a_subscription_iterates_until_the_store_closes() {
+    let store = open(&Backend::mem());
+    store
+        .create_session(SessionHeader::new("it", 0), Vec::new())
+        .unwrap();
+    let sub = store.subscribe("it", 0).unwrap();
+    let writer = store.clone();
+    let t = std::thread::spawn(move || {
+        for turn in 1..=3 {
+            writer
+                .append(
+                    "it",
+                    Draft::log(&LogType::TURN_START, p::turn_start(turn).into_bytes()),
+                )
+                .unwrap();
+            writer
+                .append(
+                    "it",
+                    Draft::log(&LogType::TURN_END, p::turn_end(turn).into_bytes()),
+                )
+                .unwrap();
+        }
+        writer.close().unwrap();
+    });
+    let seqs: Vec<u64> = sub.map(|e| e.unwrap().seq()).collect();
+    t.join().unwrap();
+    assert_eq!(seqs, (0..7).collect::<Vec<_>>());
+}

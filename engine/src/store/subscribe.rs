@@ -57,3 +57,22 @@ impl Subscription {
         }
     }
 }
+
+/// Blocking iteration: each event as it is appended; the iteration ends when the store is
+/// closed (after every event already there). An append in this process wakes it at once; a
+/// read-only store sees another process's appends only when something calls
+/// [`Store::refresh`](super::Store::refresh) on it (a follower thread, say).
+impl Iterator for Subscription {
+    type Item = Result<Event>;
+
+    fn next(&mut self) -> Option<Result<Event>> {
+        loop {
+            match self.next_timeout(Duration::from_secs(3600)) {
+                Ok(Some(e)) => return Some(Ok(e)),
+                Ok(None) => {}
+                Err(Error::Closed) => return None,
+                Err(e) => return Some(Err(e)),
+            }
+        }
+    }
+}
