@@ -693,22 +693,35 @@ fn delete_removes_a_session_and_show_to_bounds_the_range() {
         .collect();
     let (parent, child) = (&ids[2], &ids[3]);
     assert!(child.starts_with(parent.as_str()), "{ids:?}");
-    // show --from/--to: exactly the seqs asked for.
-    let lines = ok(
-        &["show", "store", parent, "--from", "2", "--to", "4"],
-        dir.path(),
+    // show --from/--to (exclusive, as the library's and Node's ranges) and --through
+    // (inclusive): exactly the seqs asked for. Before, `--to` was inclusive.
+    let seqs_of = |args: &[&str]| -> Vec<i64> {
+        ok(args, dir.path())
+            .lines()
+            .map(|l| {
+                JsonRef::new(l.as_bytes())
+                    .get("seq")
+                    .unwrap()
+                    .as_i64()
+                    .unwrap()
+            })
+            .collect()
+    };
+    assert_eq!(
+        seqs_of(&["show", "store", parent, "--from", "2", "--to", "4"]),
+        vec![2, 3]
     );
-    let seqs: Vec<i64> = lines
-        .lines()
-        .map(|l| {
-            JsonRef::new(l.as_bytes())
-                .get("seq")
-                .unwrap()
-                .as_i64()
-                .unwrap()
-        })
-        .collect();
-    assert_eq!(seqs, vec![2, 3, 4]);
+    assert_eq!(
+        seqs_of(&["show", "store", parent, "--from", "2", "--through", "4"]),
+        vec![2, 3, 4]
+    );
+    // A range that ends before it starts is a usage error, not an empty answer.
+    let err = fails(
+        &["show", "store", parent, "--from", "7", "--to", "5"],
+        dir.path(),
+        2,
+    );
+    assert!(err.contains("--from 7"), "{err}");
     // Deleting the parent keeps the fork whole; a missing session is an error naming it.
     let child_before = ok(&["show", "store", child], dir.path());
     ok(&["delete", "store", parent, "--quiet"], dir.path());

@@ -1,4 +1,4 @@
-//! `sessdb show STORE SESSION [--events | --surface | --messages] [--from SEQ] [--to SEQ] [--json]`
+//! `sessdb show STORE SESSION [--events | --surface | --messages] [--from SEQ] [--to SEQ | --through SEQ] [--json]`
 
 use crate::cmd::{PathArg, open_existing};
 use crate::error::{CliError, CliResult, code};
@@ -22,14 +22,17 @@ pub struct Args {
     messages: bool,
     /// The whole session file: the header line, then the events (chunk runs packed as DSH
     /// packs them), as `export --jsonl` writes it; `import --jsonl -` reads it back.
-    #[arg(long, conflicts_with_all = ["from", "to", "json"])]
+    #[arg(long, conflicts_with_all = ["from", "to", "through", "json"])]
     jsonl: bool,
     /// Start at this seq.
     #[arg(long, value_name = "SEQ", default_value_t = 0)]
     from: u64,
+    /// Stop before this seq (exclusive, as the library's and Node's ranges are).
+    #[arg(long, value_name = "SEQ", conflicts_with = "through")]
+    to: Option<u64>,
     /// Stop after this seq (inclusive).
     #[arg(long, value_name = "SEQ")]
-    to: Option<u64>,
+    through: Option<u64>,
     /// JSON output: for --surface an array of seqs, for --messages an array of
     /// `{"seq": N, "message": {...}}` (events are JSONL anyway).
     #[arg(long)]
@@ -37,9 +40,16 @@ pub struct Args {
 }
 
 impl Args {
-    /// Whether a seq is within `--from` and `--to`.
+    /// The seq the range ends before.
+    fn end(&self) -> u64 {
+        self.to
+            .or(self.through.map(|t| t.saturating_add(1)))
+            .unwrap_or(u64::MAX)
+    }
+
+    /// Whether a seq is within `--from` and `--to` / `--through`.
     fn wanted(&self, seq: u64) -> bool {
-        seq >= self.from && self.to.is_none_or(|t| seq <= t)
+        seq >= self.from && seq < self.end()
     }
 }
 
@@ -51,6 +61,19 @@ struct Message {
 }
 
 pub fn run(a: &Args) -> CliResult {
+    if a.end() < a.from {
+        return Err(CliError::new(
+            code::USAGE,
+            format!(
+                "--from {} is past the range's end ({}): nothing could be shown",
+                a.from,
+                a.to.map_or_else(
+                    || format!("--through {}", a.end() - 1),
+                    |t| format!("--to {t}")
+                )
+            ),
+        ));
+    }
     let store = open_existing(&a.store)?;
     if a.jsonl {
         let mut out = std::io::BufWriter::new(std::io::stdout().lock());
@@ -109,9 +132,8 @@ pub fn run(a: &Args) -> CliResult {
         }
         return Ok(code::OK);
     }
-    let to = a.to.map_or(u64::MAX, |t| t.saturating_add(1));
     let mut out = Vec::new();
-    for e in store.iter_events(&a.session, a.from, to)? {
+    for e in store.iter_events(&a.session, a.from, a.end())? {
         e?.write_jsonl(&mut out);
         out.push(b'\n');
         if out.len() >= 1 << 16 {
