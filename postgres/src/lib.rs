@@ -42,4 +42,4 @@ pub use error::{Error, Result};
 pub use identity::{SHIP_ID_FILE, ship_id};
 pub use pull::{Pull, pull};
 pub use schema::{DDL, LAYOUT_VERSION};
-pub use ship::{EVENTS_PER_TRANSACTION, RECHECK_EVERY, ShipReport, Shipper, connect};
+pub use ship::{Connection, EVENTS_PER_TRANSACTION, RECHECK_EVERY, ShipReport, Shipper, connect};

@@ -8,6 +8,8 @@
 use std::path::Path;
 
 use postgres::Client;
+
+use crate::ship::Connection;
 use sessdb::event::envelope;
 use sessdb::{Event, SessionHeader, Store, SurfaceOp};
 use sessdb_formats::{ImportReport, SourceSession, import_sessions};
@@ -26,12 +28,12 @@ const MOVE_ATTEMPTS: usize = 5;
 /// # Errors
 /// As [`Pull::read`] and [`Pull::into_store`].
 pub fn pull(
-    client: &mut Client,
+    conn: &mut Connection,
     store: &Store,
     store_id: &str,
     ids: &[String],
 ) -> Result<ImportReport> {
-    Pull::read(client, ids)?.into_store(client, store, store_id)
+    Pull::read(conn, ids)?.into_store(conn, store, store_id)
 }
 
 /// Sessions read from PostgreSQL and checked, not yet stored anywhere: a caller that makes
@@ -57,7 +59,8 @@ impl Pull {
     /// `NotFound` for an id PostgreSQL does not hold; `BadRow` for rows that are not what the
     /// shipper wrote (edited, reordered, added or removed since: the digests, the count, the
     /// two forms of `data` or the header columns disagree); `Layout`, PostgreSQL errors.
-    pub fn read(client: &mut Client, ids: &[String]) -> Result<Pull> {
+    pub fn read(conn: &mut Connection, ids: &[String]) -> Result<Pull> {
+        let client = &mut conn.client;
         schema::ensure(client)?;
         // Parents before their forks, each once.
         let mut order: Vec<String> = Vec::new();
@@ -105,10 +108,11 @@ impl Pull {
     /// PostgreSQL and store errors.
     pub fn into_store(
         mut self,
-        client: &mut Client,
+        conn: &mut Connection,
         store: &Store,
         store_id: &str,
     ) -> Result<ImportReport> {
+        let client = &mut conn.client;
         let source = Path::new("postgres");
         let mut report = import_sessions(
             store,

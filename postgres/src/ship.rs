@@ -80,11 +80,29 @@ impl std::fmt::Debug for Shipper {
     }
 }
 
+/// A connection to PostgreSQL for [`pull`](crate::pull): this crate's own type, so the
+/// `postgres` crate's version never becomes the embedder's.
+pub struct Connection {
+    pub(crate) client: Client,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection").finish_non_exhaustive()
+    }
+}
+
 /// Connects to `url` (a libpq connection string or URL; a Unix socket directory as `host`).
 ///
 /// # Errors
 /// PostgreSQL errors.
-pub fn connect(url: &str) -> Result<Client> {
+pub fn connect(url: &str) -> Result<Connection> {
+    Ok(Connection {
+        client: client(url)?,
+    })
+}
+
+pub(crate) fn client(url: &str) -> Result<Client> {
     Client::connect(url, NoTls).map_err(Error::pg("connect"))
 }
 
@@ -95,7 +113,7 @@ impl Shipper {
     /// # Errors
     /// `Locked` when another shipper ships the store, `Layout`, PostgreSQL errors.
     pub fn new(url: &str, store_id: &str) -> Result<Shipper> {
-        let mut client = connect(url)?;
+        let mut client = client(url)?;
         schema::ensure(&mut client)?;
         let locked: bool = client
             .query_one(

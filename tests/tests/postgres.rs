@@ -16,6 +16,11 @@ use sessdb_tests::pg::Cluster;
 use sessdb_tests::{dump_store, mem_store};
 use sessdb_workload::{WorkloadSpec, generate};
 
+/// A plain client for the test's own SQL (the crate's `Connection` is for `pull`).
+fn sql(url: &str) -> postgres::Client {
+    postgres::Client::connect(url, postgres::NoTls).unwrap()
+}
+
 fn workload_store(seed: u64, sessions: usize) -> Store {
     let mut store = mem_store();
     generate(
@@ -129,7 +134,7 @@ fn a_store_ships_row_for_row_then_only_what_is_new() {
     let mut shipper = Shipper::new(&pg.url(), "store-a").unwrap();
     let first = shipper.ship(&store).unwrap();
     assert_eq!(first.events, store.stats().events);
-    let mut client = connect(&pg.url()).unwrap();
+    let mut client = sql(&pg.url());
     assert_rows_match(&mut client, &store);
     // FORMATS.md §4.1's example queries answer on it.
     let doc = include_str!("../../docs/FORMATS.md");
@@ -192,15 +197,16 @@ fn a_pulled_session_continues_on_another_store_and_the_first_never_overwrites_it
     let id = a.list()[0].header.id.clone();
 
     let b = mem_store();
-    let mut client = connect(&pg.url()).unwrap();
-    let report = pull(&mut client, &b, "host-b", std::slice::from_ref(&id)).unwrap();
+    let mut client = sql(&pg.url());
+    let mut conn = connect(&pg.url()).unwrap();
+    let report = pull(&mut conn, &b, "host-b", std::slice::from_ref(&id)).unwrap();
     assert!(report.sessions.iter().any(|s| s.id == id));
     assert_eq!(
         b.events(&id, 0, u64::MAX).unwrap(),
         a.events(&id, 0, u64::MAX).unwrap()
     );
     // Pulled again: nothing new, skipped (import is idempotent).
-    let again = pull(&mut client, &b, "host-b", std::slice::from_ref(&id)).unwrap();
+    let again = pull(&mut conn, &b, "host-b", std::slice::from_ref(&id)).unwrap();
     assert!(
         again
             .sessions
@@ -264,7 +270,7 @@ fn a_server_restart_mid_stream_loses_and_doubles_nothing() {
     drop(shipper);
     let mut shipper = Shipper::new(&pg.url(), "store-a").unwrap();
     assert_eq!(shipper.ship(&store).unwrap().events, 5);
-    let mut client = connect(&pg.url()).unwrap();
+    let mut client = sql(&pg.url());
     assert_rows_match(&mut client, &store);
 }
 
@@ -292,7 +298,8 @@ fn data_jsonb_cannot_hold_is_kept_exact_in_text_and_null_in_jsonb() {
         .unwrap()
         .ship(&store)
         .unwrap();
-    let mut client = connect(&pg.url()).unwrap();
+    let mut client = sql(&pg.url());
+    let mut conn = connect(&pg.url()).unwrap();
     let row = client
         .query_one(
             "SELECT data IS NULL, data_text FROM sessdb_events WHERE session_id = 'nul' AND seq = $1",
@@ -306,7 +313,7 @@ fn data_jsonb_cannot_hold_is_kept_exact_in_text_and_null_in_jsonb() {
     assert_eq!(row.get::<_, String>(1).as_bytes(), &odd[..]);
     // Pulled back, the event is the same bytes.
     let back = mem_store();
-    pull(&mut client, &back, "store-b", &["nul".to_owned()]).unwrap();
+    pull(&mut conn, &back, "store-b", &["nul".to_owned()]).unwrap();
     assert_eq!(
         back.events("nul", 0, u64::MAX).unwrap(),
         store.events("nul", 0, u64::MAX).unwrap()
@@ -317,7 +324,7 @@ fn data_jsonb_cannot_hold_is_kept_exact_in_text_and_null_in_jsonb() {
 fn tables_of_another_layout_version_are_refused() {
     let Some(pg) = Cluster::start() else { return };
     drop(Shipper::new(&pg.url(), "store-a").unwrap());
-    let mut client = connect(&pg.url()).unwrap();
+    let mut client = sql(&pg.url());
     client
         .execute("UPDATE sessdb_layout SET version = 1", &[])
         .unwrap();

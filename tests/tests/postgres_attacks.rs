@@ -18,6 +18,11 @@ use sessdb_tests::pg::Cluster;
 use sessdb_tests::{Backend, dump_store, mem_store};
 use sessdb_workload::{WorkloadSpec, generate};
 
+/// A plain client for the test's own SQL (the crate's `Connection` is for `pull`).
+fn sql(url: &str) -> postgres::Client {
+    postgres::Client::connect(url, postgres::NoTls).unwrap()
+}
+
 fn open(b: &Backend) -> Store {
     Store::open_with(b.storage(), StoreOptions::default()).unwrap()
 }
@@ -113,7 +118,7 @@ fn regression_a_store_restored_from_a_backup_never_ships_onto_the_lost_history()
     turns(&store, "t-after-backup", 0, 3);
     let t_len = store.session_len("t-after-backup").unwrap();
     shipper.ship(&store).unwrap();
-    let mut client = connect(&pg.url()).unwrap();
+    let mut client = sql(&pg.url());
     let lost = rows(&mut client, &s);
     assert_eq!(lost, store_rows(&store, &s));
     store.close().unwrap();
@@ -155,7 +160,7 @@ fn regression_a_store_restored_from_a_backup_never_ships_onto_the_lost_history()
     // T can be taken back by a pull.
     let back = mem_store();
     pull(
-        &mut client,
+        &mut connect(&pg.url()).unwrap(),
         &back,
         "store-c",
         &["t-after-backup".to_owned()],
@@ -191,7 +196,7 @@ fn a_deletion_in_a_store_whose_log_continues_is_shipped() {
     let report = shipper.ship(&store).unwrap();
     assert_eq!(report.removed, vec![id.clone()]);
     assert!(report.kept.is_empty());
-    let mut client = connect(&pg.url()).unwrap();
+    let mut client = sql(&pg.url());
     assert!(rows(&mut client, &id).is_empty());
 }
 
@@ -208,8 +213,9 @@ fn regression_a_pulled_session_created_again_is_shipped_anew() {
         .ship(&a)
         .unwrap();
     let b = mem_store();
-    let mut client = connect(&pg.url()).unwrap();
-    pull(&mut client, &b, "store-b", std::slice::from_ref(&id)).unwrap();
+    let mut client = sql(&pg.url());
+    let mut conn = connect(&pg.url()).unwrap();
+    pull(&mut conn, &b, "store-b", std::slice::from_ref(&id)).unwrap();
     let created: Option<i64> = client
         .query_one(
             "SELECT store_created_lsn FROM sessdb_sessions WHERE id = $1",
@@ -244,7 +250,8 @@ fn regression_pull_refuses_rows_that_are_not_the_ones_shipped() {
         .unwrap()
         .ship(&a)
         .unwrap();
-    let mut client = connect(&pg.url()).unwrap();
+    let mut client = sql(&pg.url());
+    let mut conn = connect(&pg.url()).unwrap();
     let chunk_seqs: Vec<i64> = client
         .query(
             "SELECT seq FROM sessdb_events WHERE session_id = $1 AND type = 'assistant/chunk' AND data_text LIKE '%text%' ORDER BY seq LIMIT 2",
@@ -333,7 +340,7 @@ fn regression_pull_refuses_rows_that_are_not_the_ones_shipped() {
     ];
     for (what, tamper, undo) in &edits {
         client.batch_execute(tamper).unwrap();
-        let read = Pull::read(&mut client, std::slice::from_ref(&id));
+        let read = Pull::read(&mut conn, std::slice::from_ref(&id));
         assert!(
             matches!(read, Err(Error::Tampered { .. } | Error::BadRow { .. })),
             "{what}: {read:?}"
@@ -342,10 +349,10 @@ fn regression_pull_refuses_rows_that_are_not_the_ones_shipped() {
     }
     // Undone, it pulls, and the pulled session is A's.
     let b = mem_store();
-    pull(&mut client, &b, "store-b", std::slice::from_ref(&id)).unwrap();
+    pull(&mut conn, &b, "store-b", std::slice::from_ref(&id)).unwrap();
     assert_eq!(dump_store(&b), {
         let only = mem_store();
-        pull(&mut client, &only, "store-c", std::slice::from_ref(&id)).unwrap();
+        pull(&mut conn, &only, "store-c", std::slice::from_ref(&id)).unwrap();
         dump_store(&only)
     });
     assert_eq!(store_rows(&b, &id), store_rows(&a, &id));
@@ -363,13 +370,14 @@ fn regression_a_pull_racing_the_old_owner_takes_every_event_it_shipped() {
     let id = a.list()[0].header.id.clone();
     let mut ship_a = Shipper::new(&pg.url(), "store-a").unwrap();
     ship_a.ship(&a).unwrap();
-    let mut client = connect(&pg.url()).unwrap();
-    let read = Pull::read(&mut client, std::slice::from_ref(&id)).unwrap();
+    let mut client = sql(&pg.url());
+    let mut conn = connect(&pg.url()).unwrap();
+    let read = Pull::read(&mut conn, std::slice::from_ref(&id)).unwrap();
     // The owner ships more between the read and the move.
     turns(&a, &id, 0, 7);
     assert_eq!(ship_a.ship(&a).unwrap().events, 7);
     let b = mem_store();
-    read.into_store(&mut client, &b, "store-b").unwrap();
+    read.into_store(&mut conn, &b, "store-b").unwrap();
     assert_eq!(store_rows(&b, &id), store_rows(&a, &id));
     assert_eq!(owner(&mut client, &id), "store-b");
     // The old owner's later events are named owned elsewhere, never shipped.
@@ -402,7 +410,7 @@ fn regression_a_fork_whose_parent_is_gone_is_pulled() {
         .unwrap()
         .ship(&a)
         .unwrap();
-    let mut client = connect(&pg.url()).unwrap();
+    let mut conn = connect(&pg.url()).unwrap();
     let b = mem_store();
     let other = a
         .list()
@@ -411,7 +419,7 @@ fn regression_a_fork_whose_parent_is_gone_is_pulled() {
         .unwrap()
         .header
         .id;
-    pull(&mut client, &b, "store-b", &[fork.clone(), other.clone()]).unwrap();
+    pull(&mut conn, &b, "store-b", &[fork.clone(), other.clone()]).unwrap();
     assert_eq!(store_rows(&b, &fork), store_rows(&a, &fork));
     assert_eq!(store_rows(&b, &other), store_rows(&a, &other));
 }
@@ -427,7 +435,7 @@ fn regression_a_running_shipper_notices_rows_removed_behind_its_back() {
     let mut shipper = Shipper::new(&pg.url(), "store-a").unwrap();
     shipper.set_recheck_every(Duration::ZERO);
     shipper.ship(&a).unwrap();
-    let mut client = connect(&pg.url()).unwrap();
+    let mut client = sql(&pg.url());
     client
         .execute("DELETE FROM sessdb_sessions WHERE id = $1", &[&id])
         .unwrap();

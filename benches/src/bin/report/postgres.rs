@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use sessdb::{Draft, LogType, SessionHeader, Store, StoreOptions};
-use sessdb_postgres::{Shipper, connect};
+use sessdb_postgres::Shipper;
 use sessdb_workload::WorkloadSpec;
 
 use crate::measure::{Row, pair, stat};
@@ -15,7 +15,7 @@ use crate::open;
 
 /// Drops the tables (a fresh database for each repetition), then creates them empty.
 fn reset(url: &str) {
-    let mut c = connect(url).expect("connect");
+    let mut c = postgres::Client::connect(url, postgres::NoTls).expect("connect");
     c.batch_execute(
         "DROP VIEW IF EXISTS sessdb_messages; DROP TABLE IF EXISTS sessdb_surface, sessdb_events, sessdb_sessions, sessdb_stores, sessdb_layout CASCADE;",
     )
@@ -62,7 +62,7 @@ pub fn rows(quick: bool, reps: usize, rows: &mut Vec<Row>) {
         .expect("shipper")
         .ship(&store)
         .expect("ship");
-    let mut c = connect(&url).expect("connect");
+    let mut c = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
     let captured: Vec<(&str, Vec<u8>)> = [
         "sessdb_stores",
         "sessdb_sessions",
@@ -87,7 +87,7 @@ pub fn rows(quick: bool, reps: usize, rows: &mut Vec<Row>) {
         },
         || {
             reset(&url);
-            let mut c = connect(&url).expect("connect");
+            let mut c = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
             let t = Instant::now();
             let mut tx = c.transaction().expect("begin");
             for (table, bytes) in &captured {
