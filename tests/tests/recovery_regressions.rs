@@ -512,20 +512,31 @@ fn regression_a_follower_across_a_salvage_goes_on() {
             )
             .unwrap();
         store.close().unwrap();
-        reader
-            .refresh()
-            .unwrap_or_else(|e| panic!("{name}: the follower across the salvage: {e}"));
-        let mut got = Vec::new();
-        while let Some(e) = sub.try_next().unwrap() {
-            got.push(e.event_type().to_owned());
-        }
-        assert_eq!(
-            got.last().map(String::as_str),
-            Some("turn/start"),
-            "{got:?}"
-        );
+        let got = drained_after_refresh(&reader, &mut sub, name);
         assert_eq!(reader.session_len(follow).unwrap(), len + got.len() as u64);
     }
+}
+
+/// After a salvage and one more `turn/start` by the writer: the follower's refresh succeeds
+/// and its subscription yields the events since, ending with that `turn/start`; their types.
+fn drained_after_refresh(
+    reader: &Store,
+    sub: &mut sessdb::store::Subscription,
+    name: &str,
+) -> Vec<String> {
+    reader
+        .refresh()
+        .unwrap_or_else(|e| panic!("{name}: the follower across the salvage: {e}"));
+    let mut got = Vec::new();
+    while let Some(e) = sub.try_next().unwrap() {
+        got.push(e.event_type().to_owned());
+    }
+    assert_eq!(
+        got.last().map(String::as_str),
+        Some("turn/start"),
+        "{name}: {got:?}"
+    );
+    got
 }
 
 /// Whether the frame at the start of `frame` is a record of session `id` (every record kind
@@ -920,18 +931,7 @@ fn regression_a_follower_across_a_salvage_of_many_segments_goes_on() {
             .unwrap();
         store.close().unwrap();
         drop(store);
-        reader
-            .refresh()
-            .unwrap_or_else(|e| panic!("{name}: after the salvage: {e}"));
-        let mut got = Vec::new();
-        while let Some(e) = sub.try_next().unwrap() {
-            got.push(e.event_type().to_owned());
-        }
-        assert_eq!(
-            got.last().map(String::as_str),
-            Some("turn/start"),
-            "{name}: {got:?}"
-        );
+        drained_after_refresh(&reader, &mut sub, name);
         // The view is the salvaged log, as a fresh read-only open reads it.
         let fresh = Store::open_read_only_with(storage.storage(), options()).unwrap();
         assert_eq!(contents(&reader), contents(&fresh), "{name}");

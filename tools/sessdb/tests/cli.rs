@@ -1156,6 +1156,19 @@ fn regression_import_sqlite_of_a_directory_says_what_it_is() {
     );
 }
 
+/// Flips one byte of the demo store's (one) segment, `at` bytes into its records (past the
+/// 40-byte segment header).
+fn flip_record_byte(dir: &Path, at: usize) {
+    let seg = std::fs::read_dir(dir.join("store/segments"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .next()
+        .unwrap();
+    let mut bytes = std::fs::read(&seg).unwrap();
+    bytes[40 + at] ^= 0x5a;
+    std::fs::write(&seg, &bytes).unwrap();
+}
+
 /// Before: `verify` on a store with one damaged record said `0 record(s), 0 log byte(s): 0
 /// session(s)` and "no checkpoint to compare" although the log was intact around the damage
 /// and a checkpoint existed. Now it counts what it read and names the checkpoint it could
@@ -1174,16 +1187,8 @@ fn regression_verify_on_a_damaged_store_counts_what_it_read() {
         .unwrap()
         .as_f64()
         .unwrap() as u64;
-    let seg = std::fs::read_dir(dir.path().join("store/segments"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .next()
-        .unwrap();
-    let mut bytes = std::fs::read(&seg).unwrap();
-    // A third of the way into the records (past the 40-byte segment header).
-    let at = 40 + usize::try_from(sound_bytes).unwrap() / 3;
-    bytes[at] ^= 0x5a;
-    std::fs::write(&seg, &bytes).unwrap();
+    // A third of the way into the records.
+    flip_record_byte(dir.path(), usize::try_from(sound_bytes).unwrap() / 3);
     let out = sessdb(&["verify", "store", "--json"], dir.path());
     assert_eq!(out.status.code(), Some(3));
     let text = String::from_utf8(out.stdout).unwrap();
@@ -1205,14 +1210,7 @@ fn regression_verify_on_a_damaged_store_counts_what_it_read() {
 fn regression_the_salvage_dry_run_shows_the_turns_the_real_run_closes() {
     let dir = tempfile::tempdir().unwrap();
     demo(dir.path());
-    let seg = std::fs::read_dir(dir.path().join("store/segments"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .next()
-        .unwrap();
-    let mut bytes = std::fs::read(&seg).unwrap();
-    bytes[40 + 55_000] ^= 0x5a;
-    std::fs::write(&seg, &bytes).unwrap();
+    flip_record_byte(dir.path(), 55_000);
     let ids = |text: &str, prefix: &str| -> Vec<String> {
         let mut v: Vec<String> = text
             .lines()
