@@ -226,3 +226,34 @@ on_both_storages!(
     replay_without_any_checkpoint_gives_the_same_state,
     the_resident_index_costs_16_bytes_per_event_after_open,
 );
+
+/// `last_record` names the newest record, `holds_record` finds it there — and not with
+/// another checksum, past the log's end, or in a store that never wrote it (an older copy).
+#[test]
+fn the_log_holds_the_record_it_last_wrote_and_an_older_copy_does_not() {
+    let storage = Backend::mem();
+    let mut store = open(&storage);
+    workload(&mut store);
+    let mark = store.last_record().unwrap();
+    assert!(store.holds_record(mark));
+    assert!(!store.holds_record(sessdb::store::LogMark {
+        crc: mark.crc ^ 1,
+        ..mark
+    }));
+    assert!(!store.holds_record(sessdb::store::LogMark {
+        lsn: store.stats().log_bytes + 1_000,
+        ..mark
+    }));
+    store.close().unwrap();
+    let older = storage.image(storage.files());
+    let store = open(&storage);
+    store
+        .create_session(SessionHeader::new("later", 0), Vec::new())
+        .unwrap();
+    let later = store.last_record().unwrap();
+    assert!(store.holds_record(mark) && store.holds_record(later));
+    drop(store);
+    let copy = open(&older);
+    assert!(copy.holds_record(mark));
+    assert!(!copy.holds_record(later), "the older copy never wrote it");
+}

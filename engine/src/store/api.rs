@@ -387,11 +387,13 @@ impl Store {
         })
     }
 
-    /// Whether the log holds `mark`'s record: an intact frame at its position with its
-    /// checksum. `false` for a store restored from a backup older than the record, or one
-    /// whose log was rewritten there (salvage voids damaged and dropped records).
+    /// Whether the log holds `mark`'s record: a frame at its position whose header names its
+    /// checksum (16 bytes read: cheap enough to ask every round; the record's bytes are checked
+    /// by every read, `verify` and salvage). `false` for a store restored from a backup older
+    /// than the record, or one whose log was rewritten there (salvage voids damaged and
+    /// dropped records).
     pub fn holds_record(&self, mark: LogMark) -> bool {
-        super::marks::frame_at(&self.inner.segments, mark.lsn).is_ok_and(|(crc, _)| crc == mark.crc)
+        super::marks::crc_field_at(&self.inner.segments, mark.lsn) == Some(mark.crc)
     }
 
     /// What the resident index and the surfaces cost in memory.

@@ -5,7 +5,7 @@
 
 use super::log::cursor::zeros;
 use super::segments::SegmentList;
-use crate::codec::frame::{FRAME_HEADER_LEN, FrameCheck, check_frame, frame_len_of};
+use crate::codec::frame::{FRAME_HEADER_LEN, FrameCheck, OFF_CRC, check_frame, frame_len_of};
 
 /// One record of the log: where it starts, and its frame checksum.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -40,4 +40,16 @@ pub(super) fn frame_at(segments: &SegmentList, lsn: u64) -> Result<(u32, usize),
         FrameCheck::Valid { crc, frame_len, .. } => Ok((crc, frame_len)),
         _ => Err("the record it names is damaged"),
     }
+}
+
+/// The checksum field of the frame header at `lsn`, when a header whose length field checks
+/// starts there: 16 bytes read, the payload not (reads, `verify` and salvage check those).
+/// What a consumer asking "is this still that record?" every round needs, cheaply.
+pub(super) fn crc_field_at(segments: &SegmentList, lsn: u64) -> Option<u32> {
+    let seg = segments.find(lsn)?;
+    let mut head = [0u8; FRAME_HEADER_LEN];
+    seg.file.read_at(&mut head, seg.offset_of(lsn)).ok()?;
+    frame_len_of(&head)?;
+    let crc = head.get(OFF_CRC..OFF_CRC + 4)?;
+    Some(u32::from_le_bytes([crc[0], crc[1], crc[2], crc[3]]))
 }
