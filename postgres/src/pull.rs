@@ -51,6 +51,17 @@ struct Read {
     history: digest::Hash,
 }
 
+impl Read {
+    /// The session for the import, its events moved out (not copied: a pull may be a long
+    /// session); the header and the position stay for the ownership move.
+    fn take(&mut self) -> SourceSession {
+        SourceSession {
+            header: self.session.header.clone(),
+            events: std::mem::take(&mut self.session.events),
+        }
+    }
+}
+
 impl Pull {
     /// Reads and checks `ids` and the parents their forks name (a parent PostgreSQL no
     /// longer holds is left out: the fork holds its inherited events itself).
@@ -117,7 +128,7 @@ impl Pull {
         let mut report = import_sessions(
             store,
             source,
-            self.sessions.iter().map(|r| r.session.clone()).collect(),
+            self.sessions.iter_mut().map(Read::take).collect(),
         )?;
         for attempt in 1..=MOVE_ATTEMPTS {
             let mut tx = client
@@ -173,7 +184,7 @@ impl Pull {
             for &i in &moved_on {
                 let id = self.sessions[i].session.header.id.clone();
                 self.sessions[i] = read_session(client, &id)?;
-                again.push(self.sessions[i].session.clone());
+                again.push(self.sessions[i].take());
             }
             for s in import_sessions(store, source, again)?.sessions {
                 if let Some(old) = report.sessions.iter_mut().find(|o| o.id == s.id) {
