@@ -75,14 +75,20 @@ fn rebuild(inner: &Inner) -> Result<u64> {
     if marker::is_set(storage) {
         return Ok(0);
     }
-    let before = discover(storage, true)?.segments;
+    // A listing can fail too while a salvage removes segments under it: decided as the
+    // open's failure is, once the marker is looked at again.
+    let listed = |storage| discover(storage, true).map(|d| d.segments);
+    let before = listed(storage);
     let fresh = open::open(
         Arc::clone(&inner.storage),
         inner.options.clone(),
         true,
         u64::MAX,
     );
-    if marker::is_set(storage) || rewritten(&before, &discover(storage, true)?.segments) {
+    if marker::is_set(storage) {
+        return Ok(0);
+    }
+    if rewritten(&before?, &listed(storage)?) {
         return Ok(0);
     }
     let fresh = fresh?;
