@@ -46,6 +46,9 @@ pub enum CorruptionKind {
     /// locations are first used; `verify` checks every run).
     #[error("a checkpoint's location run fails its checksum")]
     CheckpointLocations,
+    /// A compacted segment's footer or run table (what maps its LSNs) is damaged.
+    #[error("a compacted segment's run table is damaged: {0}")]
+    RunTable(&'static str),
     /// The log ends, or holds only zeros, before a position a checkpoint vouches for: records
     /// that were durable are missing from here on.
     #[error("the log ends here, but a checkpoint vouches for records up to LSN {vouched_to}")]

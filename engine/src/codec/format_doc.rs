@@ -58,6 +58,7 @@ fn segment_header() -> Vec<u8> {
     SegmentHeader {
         first_lsn: 0,
         created_ms: 1_767_225_600_000,
+        compacted: false,
     }
     .encode()
     .to_vec()

@@ -6,6 +6,7 @@
 #![cfg_attr(not(test), deny(clippy::indexing_slicing))]
 
 pub mod checkpoint;
+pub mod compacted;
 pub(crate) mod crc;
 mod file_names;
 pub(crate) mod reader;

@@ -334,6 +334,81 @@ pub fn leading_session_id(payload: &[u8]) -> Option<String> {
     ByteReader::new(payload).str16("session id").ok()
 }
 
+/// What a record says about whose it is, read without decoding its events: what
+/// compaction needs to know which records a session's history is made of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecordSummary {
+    /// A session's first record (Create), or a fork's (Fork: its parent and inherited count).
+    Start {
+        /// The session id.
+        session: String,
+        /// A fork's parent and the number of its events the fork inherits.
+        parent: Option<(String, u64)>,
+        /// The seqs its events section holds.
+        seqs: std::ops::Range<u64>,
+    },
+    /// Events appended to a session.
+    Append {
+        /// The session id.
+        session: String,
+        /// The seqs its events section holds.
+        seqs: std::ops::Range<u64>,
+    },
+    /// A deletion.
+    Delete {
+        /// The session id.
+        session: String,
+    },
+    /// Void space.
+    Void,
+}
+
+/// Reads a payload's [`RecordSummary`] (the frame's checksum was checked by the caller).
+///
+/// # Errors
+/// A short description of the first inconsistency.
+pub fn summarize(kind: RecordKind, payload: &[u8]) -> Decoded<RecordSummary> {
+    let mut c = ByteReader::new(payload);
+    let seqs = |c: &mut ByteReader<'_>| -> Decoded<std::ops::Range<u64>> {
+        let first = c.u64("first seq")?;
+        let count = c.u32("event count")?;
+        Ok(first..first.checked_add(u64::from(count)).ok_or("seq overflow")?)
+    };
+    Ok(match kind {
+        RecordKind::Create => {
+            let session = c.str16("session id")?;
+            c.bytes32("header")?;
+            RecordSummary::Start {
+                session,
+                parent: None,
+                seqs: seqs(&mut c)?,
+            }
+        }
+        RecordKind::Fork => {
+            let session = c.str16("child id")?;
+            c.bytes32("header")?;
+            let parent = c.str16("parent id")?;
+            let inherited = c.u64("inherited count")?;
+            RecordSummary::Start {
+                session,
+                parent: Some((parent, inherited)),
+                seqs: seqs(&mut c)?,
+            }
+        }
+        RecordKind::Append => {
+            let session = c.str16("session id")?;
+            RecordSummary::Append {
+                session,
+                seqs: seqs(&mut c)?,
+            }
+        }
+        RecordKind::Delete => RecordSummary::Delete {
+            session: c.str16("session id")?,
+        },
+        RecordKind::Void => RecordSummary::Void,
+    })
+}
+
 /// Decodes a payload of `kind`.
 ///
 /// # Errors

@@ -7,6 +7,9 @@ use super::reader::ByteReader;
 pub const SEGMENT_MAGIC: [u8; 8] = *b"SESSDBLG";
 /// The segment format version this code writes and reads.
 pub const SEGMENT_FORMAT_VERSION: u16 = 3;
+/// The version of a segment compaction wrote: the records it kept, then a run table and a
+/// footer (`docs/FORMAT.md` §2.1). A reader of version 3 alone refuses it.
+pub const SEGMENT_COMPACTED_VERSION: u16 = 4;
 /// Bytes in a segment header.
 pub const SEGMENT_HEADER_LEN: usize = 40;
 /// Offset of the format version (u16).
@@ -35,6 +38,8 @@ pub struct SegmentHeader {
     pub first_lsn: u64,
     /// Creation time, Unix epoch milliseconds.
     pub created_ms: i64,
+    /// Written by compaction: a run table maps its LSNs (version 4).
+    pub compacted: bool,
 }
 
 pub use crate::corruption::SegmentHeaderError;
@@ -44,7 +49,12 @@ impl SegmentHeader {
     pub fn encode(&self) -> [u8; SEGMENT_HEADER_LEN] {
         let mut v = Vec::with_capacity(SEGMENT_HEADER_LEN);
         v.extend_from_slice(&SEGMENT_MAGIC);
-        v.extend_from_slice(&SEGMENT_FORMAT_VERSION.to_le_bytes());
+        let version = if self.compacted {
+            SEGMENT_COMPACTED_VERSION
+        } else {
+            SEGMENT_FORMAT_VERSION
+        };
+        v.extend_from_slice(&version.to_le_bytes());
         v.extend_from_slice(&HEADER_LEN_FIELD.to_le_bytes());
         v.extend_from_slice(&0u32.to_le_bytes());
         v.extend_from_slice(&self.first_lsn.to_le_bytes());
@@ -75,7 +85,7 @@ impl SegmentHeader {
             return Err(SegmentHeaderError::BadChecksum);
         }
         let version = c.u16("version").map_err(short)?;
-        if version != SEGMENT_FORMAT_VERSION {
+        if version != SEGMENT_FORMAT_VERSION && version != SEGMENT_COMPACTED_VERSION {
             return Err(SegmentHeaderError::UnsupportedVersion(version));
         }
         c.u16("header length").map_err(short)?;
@@ -83,6 +93,7 @@ impl SegmentHeader {
         Ok(Self {
             first_lsn: c.u64("first LSN").map_err(short)?,
             created_ms: c.i64("created").map_err(short)?,
+            compacted: version == SEGMENT_COMPACTED_VERSION,
         })
     }
 }
@@ -109,6 +120,7 @@ mod tests {
         let h = SegmentHeader {
             first_lsn: 4096,
             created_ms: 1_767_225_600_000,
+            compacted: false,
         };
         let b = h.encode();
         assert_eq!(SegmentHeader::decode(&b), Ok(h));
@@ -128,6 +140,11 @@ mod tests {
             SegmentHeader::decode(&bad),
             Err(SegmentHeaderError::BadChecksum)
         );
+        let c = SegmentHeader {
+            compacted: true,
+            ..h
+        };
+        assert_eq!(SegmentHeader::decode(&c.encode()), Ok(c));
     }
 
     #[test]

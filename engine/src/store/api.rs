@@ -9,7 +9,7 @@ use super::info::{CheckpointInfo, MemoryUsage, SessionInfo, StoreStats};
 use super::inner::Inner;
 use super::marks::LogMark;
 use super::options::StoreOptions;
-use super::report::OpenReport;
+use super::report::{CompactReport, OpenReport};
 use super::subscribe::Subscription;
 use super::{open, refresh};
 use crate::codec::EventLoc;
@@ -202,8 +202,28 @@ impl Store {
         self.inner.fork(source, spec)
     }
 
-    /// Deletes a session. Its records stay in the log (segments are immutable); forks of it
-    /// keep their inherited events.
+    /// Compacts the log: every record no session reads any more (of deleted sessions, void
+    /// space) is left out of the segments, which are written again; a full checkpoint
+    /// follows and the older checkpoints go. Afterwards no file of the store holds a byte of
+    /// a deleted session's events (`docs/RELIABILITY.md` says what that does and does not
+    /// promise). Runs beside appends and reads; one compaction at a time.
+    ///
+    /// # Errors
+    /// `ReadOnly`, `Corruption` when the log is damaged (repair first), write errors.
+    pub fn compact(&self) -> Result<CompactReport> {
+        self.inner.compact(false)
+    }
+
+    /// What [`Store::compact`] would leave out, per segment; changes nothing.
+    ///
+    /// # Errors
+    /// `ReadOnly`, `Corruption`, I/O errors.
+    pub fn compact_plan(&self) -> Result<CompactReport> {
+        self.inner.compact(true)
+    }
+
+    /// Deletes a session. Its records stay in the log until a compaction
+    /// ([`Store::compact`]) leaves them out; forks of it keep their inherited events.
     ///
     /// # Errors
     /// `SessionNotFound`, write errors.

@@ -38,5 +38,7 @@ pub(crate) struct Inner {
     pub(crate) chain_state: Mutex<super::checkpoint_state::CheckpointState>,
     pub(crate) changes: super::changes::Changes,
     pub(crate) closed: AtomicBool,
+    /// One compaction at a time.
+    pub(crate) compacting: Mutex<()>,
     pub(crate) report: OpenReport,
 }

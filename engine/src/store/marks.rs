@@ -21,7 +21,9 @@ pub(super) fn frame_at(segments: &SegmentList, lsn: u64) -> Result<(u32, usize),
     let Some(seg) = segments.find(lsn) else {
         return Err("the record it names is not in the log");
     };
-    let at = seg.offset_of(lsn);
+    let Some(at) = seg.map().ok().and_then(|m| m.offset_of(lsn)) else {
+        return Err("the record it names is not in the log (compaction may have left it out)");
+    };
     let mut head = [0u8; FRAME_HEADER_LEN];
     if seg.file.read_at(&mut head, at).is_err() {
         return Err("the record it names is not in the log");
@@ -47,8 +49,9 @@ pub(super) fn frame_at(segments: &SegmentList, lsn: u64) -> Result<(u32, usize),
 /// What a consumer asking "is this still that record?" every round needs, cheaply.
 pub(super) fn crc_field_at(segments: &SegmentList, lsn: u64) -> Option<u32> {
     let seg = segments.find(lsn)?;
+    let at = seg.map().ok()?.offset_of(lsn)?;
     let mut head = [0u8; FRAME_HEADER_LEN];
-    seg.file.read_at(&mut head, seg.offset_of(lsn)).ok()?;
+    seg.file.read_at(&mut head, at).ok()?;
     frame_len_of(&head)?;
     let crc = head.get(OFF_CRC..OFF_CRC + 4)?;
     Some(u32::from_le_bytes([crc[0], crc[1], crc[2], crc[3]]))

@@ -13,6 +13,7 @@ mod checkpoint;
 mod checkpoint_state;
 mod checkpointing;
 mod commit;
+mod compact;
 mod info;
 mod inner;
 mod locations;
@@ -41,7 +42,10 @@ pub use api::{EventIter, Store};
 pub use info::{CheckpointInfo, Incarnation, MemoryUsage, SessionInfo, StoreStats};
 pub use marks::LogMark;
 pub use options::{Durability, OpenProgress, StoreOptions};
-pub use report::{Damage, DamageRepair, OpenReport, SalvageReport, SessionLoss, VerifyReport};
+pub use report::{
+    CompactReport, Damage, DamageRepair, OpenReport, SalvageReport, SegmentCompaction, SessionLoss,
+    VerifyReport,
+};
 pub use salvage::salvage_plan;
 pub use session::SessionHandle;
 pub use subscribe::Subscription;

@@ -142,6 +142,7 @@ pub(super) fn open(
         chain_state: Mutex::new(chain_state),
         changes: super::changes::Changes::default(),
         closed: AtomicBool::new(false),
+        compacting: parking_lot::Mutex::new(()),
         report,
     })
 }
@@ -188,6 +189,13 @@ fn finish_writable(
         report.bytes_truncated = cut.bytes;
     }
     let active = match list.all().pop() {
+        // Compaction writes only sealed segments; a newest one that compaction wrote (its
+        // successor's creation never finished) is followed by a new segment, as a roll does.
+        Some(last) if last.is_compacted() => {
+            let next = create_segment(storage, last.end_lsn()?, options.clock.now_ms())?;
+            list.push(Arc::clone(&next));
+            next
+        }
         Some(active) => active,
         None => {
             let first = create_segment(storage, 0, options.clock.now_ms())?;

@@ -127,3 +127,43 @@ impl VerifyReport {
         self.problems.is_empty()
     }
 }
+
+/// What a compaction did ([`Store::compact`](super::Store::compact)), or in a dry run would do.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CompactReport {
+    /// Only planned: no file changed.
+    pub dry_run: bool,
+    /// The segments written again (or that would be), oldest first.
+    pub segments: Vec<SegmentCompaction>,
+    /// Deleted sessions of which no record is left.
+    pub sessions_erased: usize,
+    /// Deletion records left out (their sessions were erased by an earlier pass).
+    pub deletions_dropped: usize,
+    /// Whether the active segment was sealed first, so that what it held could go too.
+    pub rolled: bool,
+}
+
+impl CompactReport {
+    /// Bytes given back: record bytes before, less the file bytes after (run tables
+    /// included); in a dry run, the record bytes that would go.
+    pub fn reclaimed_bytes(&self) -> u64 {
+        self.segments
+            .iter()
+            .map(|s| s.bytes_before.saturating_sub(s.bytes_after))
+            .sum()
+    }
+}
+
+/// One segment of a [`CompactReport`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SegmentCompaction {
+    /// The segment file, relative to the store.
+    pub segment: String,
+    /// Its record bytes before.
+    pub bytes_before: u64,
+    /// Its bytes after the header once written again: the records kept, the run table and
+    /// the footer (in a dry run, the record bytes kept).
+    pub bytes_after: u64,
+    /// Records left out.
+    pub records_dropped: u64,
+}

@@ -73,8 +73,8 @@ pub(super) fn scan(
         end_lsn: span.start_lsn,
         ..Scanned::default()
     };
-    let facts_of = |seg: &Segment, sealed| SegmentFacts {
-        first_lsn: seg.first_lsn,
+    let facts_of = |map, sealed| SegmentFacts {
+        map,
         sealed,
         durable_lsn: span.durable_lsn,
         locked: span.locked,
@@ -101,9 +101,10 @@ pub(super) fn scan(
             && seg.first_lsn <= span.stop_lsn
             && segs.get(i + 1).is_none_or(|n| n.first_lsn > span.stop_lsn);
         let newest = i + 1 == segs.len() || stops_here;
-        let facts = facts_of(seg, !newest);
-        let limit = stops_here.then(|| seg.offset_of(span.stop_lsn));
-        let mut offset = to_usize(seg, seg.offset_of(out.end_lsn.max(seg.first_lsn)))?;
+        let map = seg.map()?;
+        let facts = facts_of(map, !newest);
+        let limit = stops_here.then(|| map.offset_at_or_after(span.stop_lsn));
+        let mut offset = to_usize(seg, map.offset_at_or_after(out.end_lsn.max(seg.first_lsn)))?;
         let mut reread = false;
         loop {
             // Only the bytes from where the scan is: what a checkpoint covers is not re-read.
@@ -187,10 +188,7 @@ fn read_from(seg: &Segment, at: usize, limit: Option<u64>) -> Result<Vec<u8>> {
     // the read: read again at the new length (a sealed segment no longer changes).
     let mut attempts = 0;
     loop {
-        let mut len = seg
-            .file
-            .len()
-            .map_err(|e| Error::io("stat", &seg.path, e))?;
+        let mut len = seg.records_end()?;
         if let Some(limit) = limit {
             len = len.min(limit);
         }

@@ -12,8 +12,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::RwLock;
 
+use super::log::map::LsnMap;
 use crate::codec::CorruptionKind;
 pub use crate::codec::EventLoc;
+use crate::codec::compacted::{FOOTER_LEN, Footer, Runs};
+use crate::codec::frame::FRAME_HEADER_LEN;
 use crate::codec::record::{check_event, decode_event_ref};
 use crate::codec::segment::{SEGMENT_HEADER_LEN, SEGMENTS_DIR, SegmentHeader, segment_path};
 use crate::event::Event;
@@ -29,6 +32,17 @@ pub(crate) struct Segment {
     pub(crate) file: Arc<dyn StorageFile>,
     sealed: AtomicBool,
     view: OnceLock<FileView>,
+    /// Written by compaction: its footer, and its run table once read.
+    compacted: Option<Compacted>,
+}
+
+/// What a compacted segment's footer says, and its run table, read and checked the first time
+/// the segment's LSNs are mapped (an open from a checkpoint need not read every table).
+#[derive(Debug)]
+struct Compacted {
+    footer: Footer,
+    file_len: u64,
+    runs: OnceLock<std::result::Result<Runs, &'static str>>,
 }
 
 impl Segment {
@@ -39,6 +53,25 @@ impl Segment {
             file,
             sealed: AtomicBool::new(sealed),
             view: OnceLock::new(),
+            compacted: None,
+        }
+    }
+
+    /// A segment compaction wrote (sealed: it never changes), of `file_len` bytes, whose
+    /// footer is `footer`.
+    pub(crate) fn compacted(
+        first_lsn: u64,
+        file: Arc<dyn StorageFile>,
+        footer: Footer,
+        file_len: u64,
+    ) -> Self {
+        Self {
+            compacted: Some(Compacted {
+                footer,
+                file_len,
+                runs: OnceLock::new(),
+            }),
+            ..Self::new(first_lsn, file, true)
         }
     }
 
@@ -46,18 +79,89 @@ impl Segment {
         self.sealed.store(true, Ordering::Release);
     }
 
-    /// The file offset of an LSN in this segment.
+    /// Whether compaction wrote this segment.
+    pub(crate) fn is_compacted(&self) -> bool {
+        self.compacted.is_some()
+    }
+
+    /// The file offset of an LSN in a segment appends write (the active one: never a
+    /// compacted one, whose offsets [`Segment::map`] gives).
     pub(crate) fn offset_of(&self, lsn: u64) -> u64 {
+        debug_assert!(
+            self.compacted.is_none(),
+            "an append offset in a compacted segment"
+        );
         SEGMENT_HEADER_LEN as u64 + (lsn - self.first_lsn)
     }
 
-    /// The LSN just past the file's last byte (allocated space included).
+    /// How this segment's file offsets are LSNs.
+    ///
+    /// # Errors
+    /// `Corruption` (`RunTable`) when a compacted segment's run table is damaged; I/O errors.
+    pub(crate) fn map(&self) -> Result<LsnMap<'_>> {
+        let Some(c) = &self.compacted else {
+            return Ok(LsnMap::Plain {
+                first_lsn: self.first_lsn,
+            });
+        };
+        let records_end = c.footer.records_end(c.file_len);
+        let runs = match c.runs.get() {
+            Some(r) => r,
+            None => {
+                let table_len = c.file_len - FOOTER_LEN as u64 - records_end;
+                let mut table = vec![0u8; usize::try_from(table_len).unwrap_or(0)];
+                self.file
+                    .read_at(&mut table, records_end)
+                    .map_err(|e| Error::io("read", &self.path, e))?;
+                let runs = Runs::decode(&table, &c.footer, self.first_lsn, records_end);
+                c.runs.get_or_init(|| runs)
+            }
+        };
+        runs.as_ref().map(LsnMap::Runs).map_err(|&why| {
+            Error::corruption(&self.path, records_end, CorruptionKind::RunTable(why))
+        })
+    }
+
+    /// The file offset just past the segment's records (its length, allocated space
+    /// included, for one appends write).
+    pub(crate) fn records_end(&self) -> Result<u64> {
+        match &self.compacted {
+            Some(c) => Ok(c.footer.records_end(c.file_len)),
+            None => self
+                .file
+                .len()
+                .map_err(|e| Error::io("stat", &self.path, e)),
+        }
+    }
+
+    /// The LSN just past the segment: for one appends write, past the file's last byte
+    /// (allocated space included).
     pub(crate) fn end_lsn(&self) -> Result<u64> {
+        if let Some(c) = &self.compacted {
+            return Ok(c.footer.end_lsn);
+        }
         let len = self
             .file
             .len()
             .map_err(|e| Error::io("stat", &self.path, e))?;
         Ok(self.first_lsn + len.saturating_sub(SEGMENT_HEADER_LEN as u64))
+    }
+
+    /// The file offset of the event at `loc`.
+    ///
+    /// # Errors
+    /// `Corruption` when no record of the segment starts there (compaction left it out: an
+    /// index that still points there is wrong), or the run table is damaged.
+    pub(crate) fn event_offset(&self, map: &LsnMap<'_>, loc: &EventLoc) -> Result<u64> {
+        map.offset_of(loc.lsn)
+            .map(|at| at + FRAME_HEADER_LEN as u64 + u64::from(loc.offset))
+            .ok_or_else(|| {
+                Error::corruption(
+                    &self.path,
+                    loc.lsn,
+                    CorruptionKind::Inconsistent("an indexed record was compacted away"),
+                )
+            })
     }
 
     /// Hands `len` bytes at file offset `at` to `use_bytes`: borrowed from the mapped view
@@ -122,6 +226,16 @@ impl SegmentList {
         self.list.read().clone()
     }
 
+    /// Whether a compacted segment starts before `lsn`: then a deletion may name a session
+    /// whose records compaction left out.
+    pub(crate) fn compacted_before(&self, lsn: u64) -> bool {
+        self.list
+            .read()
+            .iter()
+            .take_while(|s| s.first_lsn < lsn)
+            .any(|s| s.is_compacted())
+    }
+
     /// The segment holding `lsn`.
     pub(crate) fn find(&self, lsn: u64) -> Option<Arc<Segment>> {
         let list = self.list.read();
@@ -154,7 +268,8 @@ impl SegmentList {
             let (seg, next_first) = self
                 .find_with_next(first.lsn)
                 .ok_or_else(|| no_segment(first.lsn))?;
-            let start = first.file_offset(seg.first_lsn);
+            let map = seg.map()?;
+            let start = seg.event_offset(&map, &first)?;
             // The run: following locations in the same segment, within the window (a run of
             // one is one event's bytes).
             let mut end = start + u64::from(first.len);
@@ -163,7 +278,12 @@ impl SegmentList {
                 if l.lsn < seg.first_lsn || next_first.is_some_and(|f| l.lsn >= f) {
                     break;
                 }
-                let at = l.file_offset(seg.first_lsn);
+                let Some(at) = map
+                    .offset_of(l.lsn)
+                    .map(|a| a + FRAME_HEADER_LEN as u64 + u64::from(l.offset))
+                else {
+                    break;
+                };
                 let e = at + u64::from(l.len);
                 if at < start || e.max(end) - start > READ_WINDOW_MAX {
                     break;
@@ -180,7 +300,7 @@ impl SegmentList {
             };
             seg.with_bytes(start, len, |window| {
                 for &(seq, l) in run {
-                    let at = l.file_offset(seg.first_lsn);
+                    let at = seg.event_offset(&map, &l)?;
                     let from = usize::try_from(at - start).unwrap_or(usize::MAX);
                     let bytes = window
                         .get(from..from.saturating_add(l.len as usize))
@@ -211,7 +331,7 @@ impl SegmentList {
             offset: loc.lsn,
             kind: CorruptionKind::Inconsistent("an indexed record lies in no segment"),
         })?;
-        let at = loc.file_offset(seg.first_lsn);
+        let at = seg.event_offset(&seg.map()?, &loc)?;
         let decoded = seg.with_bytes(at, loc.len as usize, |bytes| check_decode(bytes, seq))?;
         decoded.map_err(|kind| Error::Corruption {
             segment: seg.path.clone(),
@@ -258,6 +378,7 @@ pub(crate) fn create_segment(
     let header = SegmentHeader {
         first_lsn,
         created_ms: now_ms,
+        compacted: false,
     }
     .encode();
     file.write_at(&header, 0)

@@ -347,6 +347,20 @@ impl Tail {
         self.windows.prefault = false;
     }
 
+    /// Seals the active segment and starts the next one, when it holds records (compaction
+    /// writes only sealed segments).
+    pub(crate) fn roll_now(
+        &mut self,
+        storage: &dyn Storage,
+        segments: &SegmentList,
+        now_ms: i64,
+    ) -> Result<()> {
+        if self.active_bytes() == 0 {
+            return Ok(());
+        }
+        self.roll(storage, segments, now_ms)
+    }
+
     /// Seals the active segment and starts the next one.
     fn roll(&mut self, storage: &dyn Storage, segments: &SegmentList, now_ms: i64) -> Result<()> {
         // A sealed segment is exactly its records (the next one's LSN continues from its

@@ -4,16 +4,16 @@
 //! that may be in flight, or corruption of a named kind. Open, `refresh`, salvage and (through
 //! open) `verify` read the log only through it.
 
+use super::map::LsnMap;
 use crate::codec::CorruptionKind;
 use crate::codec::frame::{FRAME_HEADER_LEN, FrameCheck, RecordKind, check_frame};
-use crate::codec::segment::SEGMENT_HEADER_LEN;
 use crate::store::recovery::{Corrupt, TailAction, TailFacts, decide_row};
 
 /// What is known of a segment as a whole when its bytes are read.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct SegmentFacts {
-    /// The LSN of the segment's first record byte.
-    pub(crate) first_lsn: u64,
+pub(crate) struct SegmentFacts<'m> {
+    /// How the segment's file offsets are LSNs.
+    pub(crate) map: LsnMap<'m>,
     /// Not the newest segment: synced whole before its successor was created.
     pub(crate) sealed: bool,
     /// The furthest log position a checkpoint header vouches for.
@@ -24,10 +24,13 @@ pub(crate) struct SegmentFacts {
     pub(crate) record_bytes_max: u32,
 }
 
-impl SegmentFacts {
-    /// The LSN of a file offset of this segment.
+impl SegmentFacts<'_> {
+    /// The LSN of a file offset of this segment (one the cursor reads: a record's start, or
+    /// where the records end).
     pub(crate) fn lsn_of(&self, offset: usize) -> u64 {
-        self.first_lsn + offset.saturating_sub(SEGMENT_HEADER_LEN) as u64
+        let lsn = self.map.lsn_of(offset as u64);
+        debug_assert!(lsn.is_some(), "an offset outside the segment's records");
+        lsn.unwrap_or(u64::MAX)
     }
 }
 
@@ -91,7 +94,7 @@ pub(crate) enum Step<'a> {
 /// the reader's view of the file goes).
 #[derive(Debug)]
 pub(crate) struct LogCursor<'a> {
-    facts: SegmentFacts,
+    facts: SegmentFacts<'a>,
     /// File offset of `bytes[0]`.
     base: usize,
     bytes: &'a [u8],
@@ -112,7 +115,7 @@ pub(crate) fn zeros(b: &[u8]) -> bool {
 impl<'a> LogCursor<'a> {
     /// A cursor at file offset `base`, which `bytes[0]` is; `reread` when these bytes were
     /// read again at `base` after a [`StopAction::Reread`].
-    pub(crate) fn new(facts: SegmentFacts, base: usize, bytes: &'a [u8], reread: bool) -> Self {
+    pub(crate) fn new(facts: SegmentFacts<'a>, base: usize, bytes: &'a [u8], reread: bool) -> Self {
         Self {
             facts,
             base,
@@ -258,9 +261,9 @@ mod tests {
     }
     use crate::codec::frame::encode_frame;
 
-    fn facts(sealed: bool, durable_lsn: u64, locked: bool) -> SegmentFacts {
+    fn facts(sealed: bool, durable_lsn: u64, locked: bool) -> SegmentFacts<'static> {
         SegmentFacts {
-            first_lsn: 0,
+            map: LsnMap::Plain { first_lsn: 0 },
             sealed,
             durable_lsn,
             locked,
@@ -288,7 +291,7 @@ mod tests {
         }
     }
 
-    const H: usize = SEGMENT_HEADER_LEN;
+    const H: usize = crate::codec::segment::SEGMENT_HEADER_LEN;
 
     #[test]
     fn records_then_the_clean_end_or_zeros() {

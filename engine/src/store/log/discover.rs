@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 use crate::codec::CorruptionKind;
+use crate::codec::compacted::{FOOTER_LEN, Footer};
 use crate::codec::segment::{
     SEGMENT_FORMAT_VERSION, SEGMENT_HEADER_LEN, SEGMENTS_DIR, SegmentHeader, SegmentHeaderError,
     parse_segment_name, segment_path,
@@ -80,6 +81,9 @@ pub(crate) fn rest_is_zero(file: &dyn StorageFile, path: &str) -> Result<bool> {
     Ok(super::cursor::zeros(&rest))
 }
 
+/// A segment found: its first LSN, its file, the file's length, a compacted one's footer.
+type Found = (u64, Box<dyn StorageFile>, u64, Option<Footer>);
+
 /// The segments found.
 #[derive(Debug, Default)]
 pub(crate) struct Discovered {
@@ -102,7 +106,7 @@ pub(crate) fn discover(storage: &dyn Storage, read_only: bool) -> Result<Discove
         OpenMode::ReadWrite
     };
     let mut out = Discovered::default();
-    let mut kept: Vec<(u64, Box<dyn StorageFile>, u64)> = Vec::new();
+    let mut kept: Vec<Found> = Vec::new();
     let count = lsns.len();
     for (i, lsn) in lsns.into_iter().enumerate() {
         let newest = i + 1 == count;
@@ -140,8 +144,12 @@ pub(crate) fn discover(storage: &dyn Storage, read_only: bool) -> Result<Discove
             }
         }
         let len = file.len().map_err(|e| Error::io("stat", &path, e))?;
-        if let Some(&(prev, _, prev_len)) = kept.last() {
-            let expected = prev + prev_len.saturating_sub(SEGMENT_HEADER_LEN as u64);
+        let footer = compacted_footer(&*file, &path, &head, len)?;
+        if let Some((prev, _, prev_len, prev_footer)) = kept.last() {
+            let expected = match prev_footer {
+                Some(f) => f.end_lsn,
+                None => prev + prev_len.saturating_sub(SEGMENT_HEADER_LEN as u64),
+            };
             if lsn != expected {
                 return Err(Error::corruption(
                     &path,
@@ -150,14 +158,47 @@ pub(crate) fn discover(storage: &dyn Storage, read_only: bool) -> Result<Discove
                 ));
             }
         }
-        kept.push((lsn, file, len));
+        kept.push((lsn, file, len, footer));
     }
     // Sealed: every segment but the last one kept (an interrupted newest one is not kept).
     let n = kept.len();
     out.segments = kept
         .into_iter()
         .enumerate()
-        .map(|(i, (lsn, file, _))| Arc::new(Segment::new(lsn, Arc::from(file), i + 1 < n)))
+        .map(|(i, (lsn, file, len, footer))| {
+            Arc::new(match footer {
+                Some(f) => Segment::compacted(lsn, Arc::from(file), f, len),
+                None => Segment::new(lsn, Arc::from(file), i + 1 < n),
+            })
+        })
         .collect();
     Ok(out)
+}
+
+/// A compacted segment's footer, checked (`None` for a segment appends wrote); its run table
+/// is read the first time the segment's LSNs are mapped.
+///
+/// # Errors
+/// `Corruption` (`RunTable`) for a damaged footer, I/O errors.
+fn compacted_footer(
+    file: &dyn StorageFile,
+    path: &str,
+    head: &[u8],
+    len: u64,
+) -> Result<Option<Footer>> {
+    if !SegmentHeader::decode(head).is_ok_and(|h| h.compacted) {
+        return Ok(None);
+    }
+    let mut bytes = [0u8; FOOTER_LEN];
+    let at = len.checked_sub(FOOTER_LEN as u64);
+    if let Some(at) = at {
+        file.read_at(&mut bytes, at)
+            .map_err(|e| Error::io("read", path, e))?;
+    }
+    let footer = at
+        .ok_or("the footer is cut short")
+        .and_then(|_| Footer::decode(&bytes, len));
+    footer
+        .map(Some)
+        .map_err(|why| Error::corruption(path, len, CorruptionKind::RunTable(why)))
 }

@@ -62,7 +62,7 @@ pub(crate) fn empty_log(
     record_bytes_max: u32,
 ) -> Option<CorruptionKind> {
     let facts = SegmentFacts {
-        first_lsn: 0,
+        map: super::map::LsnMap::Plain { first_lsn: 0 },
         sealed: false,
         durable_lsn,
         locked,
@@ -83,9 +83,9 @@ mod tests {
     use crate::codec::frame::{RecordKind, encode_frame};
     use crate::codec::segment::SEGMENT_HEADER_LEN;
 
-    fn facts() -> SegmentFacts {
+    fn facts() -> SegmentFacts<'static> {
         SegmentFacts {
-            first_lsn: 0,
+            map: crate::store::log::map::LsnMap::Plain { first_lsn: 0 },
             sealed: true,
             durable_lsn: 0,
             locked: true,

@@ -52,6 +52,7 @@ fn apply_edits(storage: &dyn Storage, options: &StoreOptions, plan: &mut Plan) -
     for (lsn, edit) in &plan.edits {
         let Edit::Rewrite {
             header,
+            compacted,
             voids,
             cut_at,
         } = edit
@@ -64,6 +65,7 @@ fn apply_edits(storage: &dyn Storage, options: &StoreOptions, plan: &mut Plan) -
             let fresh = SegmentHeader {
                 first_lsn: *lsn,
                 created_ms: options.clock.now_ms(),
+                compacted: *compacted,
             }
             .encode();
             if let Some(h) = bytes.get_mut(..SEGMENT_HEADER_LEN) {

@@ -11,6 +11,8 @@ pub(super) enum Edit {
     Remove,
     Rewrite {
         header: bool,
+        /// Compaction wrote the segment: a header written anew says so (version 4).
+        compacted: bool,
         /// `(offset, len)` ranges that become void records.
         voids: Vec<(usize, usize)>,
         /// Keep only the bytes before this offset.

@@ -102,7 +102,8 @@ pub(super) fn removed_records(
     losses: &mut Losses,
 ) {
     let facts = SegmentFacts {
-        first_lsn: lsn,
+        // The LSNs of a removed segment's records matter nowhere (what they lose does).
+        map: crate::store::log::map::LsnMap::Plain { first_lsn: lsn },
         sealed: true,
         durable_lsn: 0,
         locked: true,

@@ -29,10 +29,13 @@ use segment::{State, damage};
 use super::chain::CheckpointHeaders;
 use super::log::cursor::{SegmentFacts, zeros};
 use super::log::discover::{HeaderVerdict, judge_header, read_head, rest_is_zero, segment_lsns};
+use super::log::map::LsnMap;
 use super::log::walk::empty_log;
 use super::options::StoreOptions;
 use super::report::{Damage, DamageRepair, SalvageReport};
 use super::segments::{Segment, SegmentList};
+use crate::codec::compacted::{FOOTER_LEN, Footer, Runs};
+use crate::codec::segment::SegmentHeader;
 use crate::codec::segment::{
     SEGMENT_FORMAT_VERSION, SEGMENT_HEADER_LEN, SEGMENTS_DIR, SegmentHeaderError, segment_path,
 };
@@ -107,28 +110,65 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
                 DamageRepair::HeaderRewritten,
             ));
         }
-        state
-            .list
-            .push(Arc::new(Segment::new(lsn, Arc::clone(&file), false)));
+        // A segment compaction wrote: its records end where its run table starts, and that
+        // table maps its LSNs. A damaged table leaves its LSNs unknown: the segment goes, and
+        // the later ones, which no longer continue the log.
+        let runs = match compacted_runs(lsn, &bytes) {
+            Some(Err(why)) => {
+                state.out.report.damage.push(damage(
+                    &path,
+                    0,
+                    bytes.len(),
+                    CorruptionKind::RunTable(why),
+                    DamageRepair::SegmentRemoved,
+                ));
+                removing = true;
+                removed_records(&bytes, lsn, options, &state.catalog, &mut state.losses);
+                state.out.edits.push((lsn, Edit::Remove));
+                continue;
+            }
+            Some(Ok((runs, footer))) => Some((runs, footer)),
+            None => None,
+        };
+        state.list.push(Arc::new(match &runs {
+            Some((_, footer)) => {
+                Segment::compacted(lsn, Arc::clone(&file), *footer, bytes.len() as u64)
+            }
+            None => Segment::new(lsn, Arc::clone(&file), false),
+        }));
         scanned_any = true;
-
+        let compacted = runs.is_some();
+        let records = match &runs {
+            Some((r, _)) => bytes
+                .get(..usize::try_from(r.records_end()).unwrap_or(0))
+                .unwrap_or_default(),
+            None => &bytes[..],
+        };
         let facts = SegmentFacts {
-            first_lsn: lsn,
-            sealed: !last,
+            map: match &runs {
+                Some((r, _)) => LsnMap::Runs(r),
+                None => LsnMap::Plain { first_lsn: lsn },
+            },
+            // A compacted segment is never cut: it was written whole, and synced.
+            sealed: !last || compacted,
             durable_lsn: durable,
             // Salvage holds the writer lock: no write is in flight.
             locked: true,
             record_bytes_max: options.record_bytes_max,
         };
-        let (voids, cut_at) = state.walk_segment(options, facts, &path, &bytes, last)?;
+        let (voids, cut_at) = state.walk_segment(options, facts, &path, records, last)?;
         state.touched.clear();
         let end = cut_at.unwrap_or(bytes.len());
-        expected = Some(lsn + (end - SEGMENT_HEADER_LEN) as u64);
+        expected = Some(match &runs {
+            Some((r, _)) => r.end_lsn(),
+            None => lsn + (end - SEGMENT_HEADER_LEN) as u64,
+        });
         if header || !voids.is_empty() || cut_at.is_some() {
             state.out.edits.push((
                 lsn,
                 Edit::Rewrite {
                     header,
+                    compacted,
                     voids,
                     cut_at,
                 },
@@ -218,6 +258,35 @@ fn header_damage(verdict: HeaderVerdict) -> Option<CorruptionKind> {
             Some(CorruptionKind::SegmentHeader(SegmentHeaderError::Short))
         }
     }
+}
+
+/// A compacted segment's run table and footer, checked — `None` for a segment appends wrote.
+/// A segment whose header is damaged is taken for a compacted one when its last bytes are a
+/// valid footer.
+fn compacted_runs(
+    lsn: u64,
+    bytes: &[u8],
+) -> Option<std::result::Result<(Runs, Footer), &'static str>> {
+    let footer_at = bytes.len().checked_sub(FOOTER_LEN);
+    let footer = footer_at
+        .and_then(|at| bytes.get(at..))
+        .map(|f| Footer::decode(f, bytes.len() as u64));
+    match SegmentHeader::decode(bytes) {
+        Ok(h) if !h.compacted => return None,
+        Ok(_) => {}
+        Err(_) if footer.as_ref().is_some_and(|f| f.is_ok()) => {}
+        Err(_) => return None,
+    }
+    let footer = match footer {
+        Some(Ok(f)) => f,
+        Some(Err(why)) => return Some(Err(why)),
+        None => return Some(Err("the footer is cut short")),
+    };
+    let records_end = footer.records_end(bytes.len() as u64);
+    let table = bytes
+        .get(usize::try_from(records_end).unwrap_or(usize::MAX)..bytes.len() - FOOTER_LEN)
+        .unwrap_or_default();
+    Some(Runs::decode(table, &footer, lsn, records_end).map(|r| (r, footer)))
 }
 
 /// Why the segment at `lsn` does not continue the log that `expected` ends at.

@@ -60,7 +60,7 @@ impl State {
     pub(super) fn walk_segment(
         &mut self,
         options: &StoreOptions,
-        facts: SegmentFacts,
+        facts: SegmentFacts<'_>,
         path: &str,
         bytes: &[u8],
         newest: bool,

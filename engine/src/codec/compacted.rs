@@ -1,0 +1,312 @@
+//! A compacted segment's run table and footer (`docs/FORMAT.md` §2.1): what maps its LSNs to
+//! file offsets once compaction has left out the records that were dead. The records kept
+//! keep their LSNs, so the log's positions become sparse: a *run* is a stretch of records
+//! that were contiguous in the log, stored at `offset`, its first byte at LSN `lsn`.
+
+use super::reader::ByteReader;
+use super::segment::SEGMENT_HEADER_LEN;
+
+/// The footer magic.
+pub const FOOTER_MAGIC: [u8; 8] = *b"SESSDBRT";
+/// Bytes in the footer.
+pub const FOOTER_LEN: usize = 32;
+/// Bytes in one run entry.
+pub const RUN_LEN: usize = 16;
+
+/// One run: the LSN of its first byte and the file offset it is stored at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Run {
+    /// The LSN of the run's first byte.
+    pub lsn: u64,
+    /// Its file offset.
+    pub offset: u64,
+}
+
+/// The footer: the segment's end in the log and its run table's size and checksum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Footer {
+    /// The LSN just past the segment: where the next segment starts.
+    pub end_lsn: u64,
+    /// Entries in the run table.
+    pub runs: u64,
+    /// CRC-32 of the run table.
+    pub runs_crc: u32,
+}
+
+/// What is wrong with a compacted segment's footer or run table.
+pub type MapError = &'static str;
+
+impl Footer {
+    /// The 32 footer bytes.
+    pub fn encode(&self) -> [u8; FOOTER_LEN] {
+        let mut v = Vec::with_capacity(FOOTER_LEN);
+        v.extend_from_slice(&FOOTER_MAGIC);
+        v.extend_from_slice(&self.end_lsn.to_le_bytes());
+        v.extend_from_slice(&self.runs.to_le_bytes());
+        v.extend_from_slice(&self.runs_crc.to_le_bytes());
+        let crc = crc32fast::hash(&v);
+        v.extend_from_slice(&crc.to_le_bytes());
+        let mut b = [0u8; FOOTER_LEN];
+        b.copy_from_slice(&v);
+        b
+    }
+
+    /// Decodes the last [`FOOTER_LEN`] bytes of a file of `file_len` bytes.
+    ///
+    /// # Errors
+    /// What is wrong with it.
+    pub fn decode(bytes: &[u8], file_len: u64) -> Result<Self, MapError> {
+        let b = bytes.get(..FOOTER_LEN).ok_or("the footer is cut short")?;
+        let (covered, crc) = b.split_at(FOOTER_LEN - 4);
+        let mut c = ByteReader::new(covered);
+        if c.take(FOOTER_MAGIC.len(), "magic")? != FOOTER_MAGIC {
+            return Err("the footer's magic is wrong");
+        }
+        if ByteReader::new(crc).u32("crc")? != crc32fast::hash(covered) {
+            return Err("the footer's checksum does not match");
+        }
+        let f = Self {
+            end_lsn: c.u64("end LSN")?,
+            runs: c.u64("run count")?,
+            runs_crc: c.u32("run table CRC")?,
+        };
+        let trailer = f
+            .runs
+            .checked_mul(RUN_LEN as u64)
+            .and_then(|t| t.checked_add((SEGMENT_HEADER_LEN + FOOTER_LEN) as u64));
+        if trailer.is_none_or(|t| t > file_len) {
+            return Err("the run table is longer than the file");
+        }
+        Ok(f)
+    }
+
+    /// The file offset where the records end and the run table starts, in a file of
+    /// `file_len` bytes (checked by [`Footer::decode`]).
+    pub fn records_end(&self, file_len: u64) -> u64 {
+        file_len.saturating_sub(FOOTER_LEN as u64 + self.runs.saturating_mul(RUN_LEN as u64))
+    }
+}
+
+/// A segment's run table, checked: offsets from the first record on, each run after the
+/// previous one in the file and in the log, none past the segment's end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Runs {
+    runs: Vec<Run>,
+    records_end: u64,
+    end_lsn: u64,
+}
+
+impl Runs {
+    /// Checks a run table.
+    ///
+    /// # Errors
+    /// What is wrong with it.
+    pub fn new(
+        runs: Vec<Run>,
+        first_lsn: u64,
+        records_end: u64,
+        end_lsn: u64,
+    ) -> Result<Self, MapError> {
+        let header = SEGMENT_HEADER_LEN as u64;
+        match runs.first() {
+            None if records_end != header => return Err("records but no run"),
+            Some(r) if r.offset != header => return Err("the first run is not the first record"),
+            Some(r) if r.lsn < first_lsn => return Err("a run before the segment's first LSN"),
+            _ => {}
+        }
+        for (i, r) in runs.iter().enumerate() {
+            let next_offset = runs.get(i + 1).map_or(records_end, |n| n.offset);
+            let len = next_offset
+                .checked_sub(r.offset)
+                .filter(|&l| l > 0)
+                .ok_or("runs out of order")?;
+            let end = r.lsn.checked_add(len).ok_or("a run past the last LSN")?;
+            if runs.get(i + 1).is_some_and(|n| n.lsn < end) || end > end_lsn {
+                return Err("runs overlap in the log");
+            }
+        }
+        if end_lsn < first_lsn {
+            return Err("the segment ends before it starts");
+        }
+        Ok(Self {
+            runs,
+            records_end,
+            end_lsn,
+        })
+    }
+
+    /// Decodes and checks the run table `bytes` that `footer` describes.
+    ///
+    /// # Errors
+    /// What is wrong with it.
+    pub fn decode(
+        bytes: &[u8],
+        footer: &Footer,
+        first_lsn: u64,
+        records_end: u64,
+    ) -> Result<Self, MapError> {
+        if crc32fast::hash(bytes) != footer.runs_crc {
+            return Err("the run table's checksum does not match");
+        }
+        let mut c = ByteReader::new(bytes);
+        let n = usize::try_from(footer.runs).map_err(|_| "too many runs")?;
+        if c.remaining() != n.saturating_mul(RUN_LEN) {
+            return Err("the run table's length is wrong");
+        }
+        let mut runs = Vec::with_capacity(n);
+        for _ in 0..n {
+            runs.push(Run {
+                lsn: c.u64("run LSN")?,
+                offset: c.u64("run offset")?,
+            });
+        }
+        Self::new(runs, first_lsn, records_end, footer.end_lsn)
+    }
+
+    /// The run table's bytes and the footer that follows them.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.runs.len() * RUN_LEN + FOOTER_LEN);
+        for r in &self.runs {
+            out.extend_from_slice(&r.lsn.to_le_bytes());
+            out.extend_from_slice(&r.offset.to_le_bytes());
+        }
+        let footer = Footer {
+            end_lsn: self.end_lsn,
+            runs: self.runs.len() as u64,
+            runs_crc: crc32fast::hash(&out),
+        };
+        out.extend_from_slice(&footer.encode());
+        out
+    }
+
+    /// The runs.
+    pub fn runs(&self) -> &[Run] {
+        &self.runs
+    }
+
+    /// The file offset where the records end.
+    pub fn records_end(&self) -> u64 {
+        self.records_end
+    }
+
+    /// The LSN just past the segment.
+    pub fn end_lsn(&self) -> u64 {
+        self.end_lsn
+    }
+
+    /// The run holding file offset `at` and the offset where it ends.
+    fn run_at(&self, at: u64) -> Option<(Run, u64)> {
+        let i = self
+            .runs
+            .partition_point(|r| r.offset <= at)
+            .checked_sub(1)?;
+        let run = *self.runs.get(i)?;
+        let end = self.runs.get(i + 1).map_or(self.records_end, |n| n.offset);
+        (at < end).then_some((run, end))
+    }
+
+    /// The LSN of file offset `at`: inside a run, or the segment's end at the records' end.
+    pub fn lsn_of(&self, at: u64) -> Option<u64> {
+        if at >= self.records_end {
+            return (at == self.records_end).then_some(self.end_lsn);
+        }
+        let (run, _) = self.run_at(at)?;
+        Some(run.lsn + (at - run.offset))
+    }
+
+    /// The file offset of the byte at `lsn`, when a run holds it (`None` in a hole).
+    pub fn offset_of(&self, lsn: u64) -> Option<u64> {
+        let i = self.runs.partition_point(|r| r.lsn <= lsn).checked_sub(1)?;
+        let run = *self.runs.get(i)?;
+        let end = self.runs.get(i + 1).map_or(self.records_end, |n| n.offset);
+        let at = run.offset.checked_add(lsn - run.lsn)?;
+        (at < end).then_some(at)
+    }
+
+    /// The file offset of the first byte kept at or after log position `lsn` (the records'
+    /// end when nothing is): where a reader starting at that position begins.
+    pub fn offset_at_or_after(&self, lsn: u64) -> u64 {
+        if let Some(at) = self.offset_of(lsn) {
+            return at;
+        }
+        self.runs
+            .iter()
+            .find(|r| r.lsn >= lsn)
+            .map_or(self.records_end, |r| r.offset)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runs() -> Runs {
+        // Records at LSNs 100..160 (file 40..100) and 300..340 (file 100..140); the segment
+        // spans 100..340.
+        Runs::new(
+            vec![
+                Run {
+                    lsn: 100,
+                    offset: 40,
+                },
+                Run {
+                    lsn: 300,
+                    offset: 100,
+                },
+            ],
+            100,
+            140,
+            340,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn maps_both_ways_and_holes_have_no_offset() {
+        let r = runs();
+        assert_eq!(r.offset_of(100), Some(40));
+        assert_eq!(r.offset_of(159), Some(99));
+        assert_eq!(r.offset_of(160), None);
+        assert_eq!(r.offset_of(299), None);
+        assert_eq!(r.offset_of(300), Some(100));
+        assert_eq!(r.offset_of(340), None);
+        assert_eq!(r.lsn_of(40), Some(100));
+        assert_eq!(r.lsn_of(100), Some(300));
+        assert_eq!(r.lsn_of(140), Some(340));
+        assert_eq!(r.lsn_of(141), None);
+        assert_eq!(r.offset_at_or_after(160), 100);
+        assert_eq!(r.offset_at_or_after(340), 140);
+    }
+
+    #[test]
+    fn round_trips_and_damage_is_refused() {
+        let r = runs();
+        let bytes = r.encode();
+        let file_len = 140 + bytes.len() as u64;
+        let (table, footer) = bytes.split_at(bytes.len() - FOOTER_LEN);
+        let f = Footer::decode(footer, file_len).unwrap();
+        assert_eq!(f.records_end(file_len), 140);
+        assert_eq!(Runs::decode(table, &f, 100, 140).unwrap(), r);
+        let mut bad = table.to_vec();
+        bad[3] ^= 1;
+        assert!(Runs::decode(&bad, &f, 100, 140).is_err());
+        let mut bad = footer.to_vec();
+        bad[9] ^= 1;
+        assert!(Footer::decode(&bad, file_len).is_err());
+        assert!(
+            Footer::decode(footer, 80).is_err(),
+            "a table longer than the file"
+        );
+    }
+
+    #[test]
+    fn inconsistent_tables_are_refused() {
+        let run = |lsn, offset| Run { lsn, offset };
+        assert!(Runs::new(vec![run(100, 41)], 100, 60, 200).is_err());
+        assert!(Runs::new(vec![run(100, 40), run(110, 60)], 100, 80, 200).is_err());
+        assert!(Runs::new(vec![run(100, 40)], 100, 200, 150).is_err());
+        assert!(Runs::new(vec![run(90, 40)], 100, 60, 200).is_err());
+        assert!(Runs::new(vec![], 100, 40, 100).is_ok());
+        assert!(Runs::new(vec![], 100, 41, 100).is_err());
+    }
+}

@@ -1,0 +1,240 @@
+//! What compaction keeps: the log read once through the walk, each session's records as one
+//! history per creation (an *incarnation*), and from them the records a compaction may leave
+//! out.
+//!
+//! The rules (`docs/DESIGN.md` §3.9): a live session keeps every record. A deleted one keeps
+//! what a live fork still reads through it — its first record and the records of the events
+//! the fork inherits — and, because a fork's record is replayed against its parent, so does
+//! every ancestor of a record kept. What goes is always a *suffix* of an incarnation's
+//! records: every state between two renames of a compaction, and after a crash at any point,
+//! replays (a session's later records gone, its earlier ones there). A deletion stays as long
+//! as any record of its session might: it goes in a later pass, once the log holds nothing of
+//! that incarnation.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::codec::CorruptionKind;
+use crate::codec::record::{RecordSummary, summarize};
+use crate::store::log::cursor::{LogCursor, SegmentFacts};
+use crate::store::log::walk::{Go, Met, walk};
+use crate::store::segments::Segment;
+use crate::{Error, Result};
+
+/// One record: where it is and how long its frame is.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Rec {
+    pub(super) lsn: u64,
+    pub(super) len: u64,
+    /// Index of its segment in the snapshot.
+    pub(super) seg: usize,
+    /// The first seq its events section holds.
+    first_seq: u64,
+}
+
+/// One creation of a session id and its records, in log order.
+#[derive(Debug)]
+struct Incarnation {
+    records: Vec<Rec>,
+    /// A fork's parent (an earlier incarnation) and how many events it inherits.
+    parent: Option<(usize, u64)>,
+    deleted: bool,
+}
+
+/// The log as compaction reads it.
+#[derive(Debug)]
+pub(super) struct History {
+    incarnations: Vec<Incarnation>,
+    /// Deletions, each with the incarnation it ended (`None`: the log held none of it).
+    deletions: Vec<(Rec, Option<usize>)>,
+    /// Void records (space a salvage took over) — but not one that ends its segment: a
+    /// compaction writes that one (a checkpoint may name it), and would only write it again.
+    voids: Vec<Rec>,
+    /// Records compaction cannot attribute (kept whatever happens).
+    pinned: usize,
+}
+
+/// What a plan leaves out.
+#[derive(Debug, Default)]
+pub(super) struct Drops {
+    /// The records left out, sorted by LSN.
+    pub(super) records: Vec<Rec>,
+    /// Deleted sessions of which nothing is left after it.
+    pub(super) sessions_erased: usize,
+    /// Deletions that a later pass can leave out (their sessions erased by this one).
+    pub(super) deletions_then_free: usize,
+}
+
+impl Drops {
+    /// Whether the record at `lsn` is left out.
+    pub(super) fn has(&self, lsn: u64) -> bool {
+        self.records.binary_search_by_key(&lsn, |r| r.lsn).is_ok()
+    }
+}
+
+impl History {
+    /// Reads the records of `segments` that lie before `end_lsn` (a record at or past it was
+    /// not read, and is kept).
+    ///
+    /// # Errors
+    /// `Corruption` where the walk meets anything but valid records (compaction copies only
+    /// what it has checked: repair first), I/O errors.
+    pub(super) fn read(
+        segments: &[Arc<Segment>],
+        end_lsn: u64,
+        record_bytes_max: u32,
+    ) -> Result<Self> {
+        let mut h = Self {
+            incarnations: Vec::new(),
+            deletions: Vec::new(),
+            voids: Vec::new(),
+            pinned: 0,
+        };
+        let mut current: HashMap<String, usize> = HashMap::new();
+        for (si, seg) in segments.iter().enumerate() {
+            let map = seg.map()?;
+            let bytes = records_before(seg, &map, end_lsn)?;
+            let facts = SegmentFacts {
+                map,
+                sealed: true,
+                durable_lsn: 0,
+                locked: true,
+                record_bytes_max,
+            };
+            let base = crate::codec::segment::SEGMENT_HEADER_LEN;
+            let seg_end = seg.end_lsn()?;
+            let mut cursor = LogCursor::new(facts, base, &bytes, false);
+            let stop = walk(&mut cursor, |met| {
+                let Met::Record(frame) = met else {
+                    return Ok(Go::Finish);
+                };
+                let summary = summarize(frame.kind, frame.payload()).map_err(|why| {
+                    Error::corruption(
+                        &seg.path,
+                        frame.offset as u64,
+                        CorruptionKind::BadPayload(why),
+                    )
+                })?;
+                let rec = |first_seq| Rec {
+                    lsn: frame.lsn,
+                    len: frame.bytes.len() as u64,
+                    seg: si,
+                    first_seq,
+                };
+                let ends_segment = frame.lsn + frame.bytes.len() as u64 == seg_end;
+                let end_void =
+                    ends_segment && frame.bytes.len() == crate::codec::frame::FRAME_HEADER_LEN;
+                if !(end_void && summary == RecordSummary::Void) {
+                    h.add(&mut current, summary, rec);
+                }
+                Ok(Go::On)
+            })?;
+            if let Some(stop) = stop {
+                let kind = match stop.action {
+                    crate::store::log::cursor::StopAction::Corrupt(k) => k,
+                    _ => CorruptionKind::Incomplete,
+                };
+                return Err(Error::corruption(&seg.path, stop.offset as u64, kind));
+            }
+        }
+        Ok(h)
+    }
+
+    fn add(
+        &mut self,
+        current: &mut HashMap<String, usize>,
+        summary: RecordSummary,
+        rec: impl Fn(u64) -> Rec,
+    ) {
+        match summary {
+            RecordSummary::Start {
+                session,
+                parent,
+                seqs,
+            } => {
+                let parent = parent.and_then(|(p, n)| current.get(&p).map(|&i| (i, n)));
+                current.insert(session, self.incarnations.len());
+                self.incarnations.push(Incarnation {
+                    records: vec![rec(seqs.start)],
+                    parent,
+                    deleted: false,
+                });
+            }
+            RecordSummary::Append { session, seqs } => match current.get(&session) {
+                Some(&i) => self.incarnations[i].records.push(rec(seqs.start)),
+                None => self.pinned += 1,
+            },
+            RecordSummary::Delete { session } => {
+                let ended = current.remove(&session);
+                if let Some(i) = ended {
+                    self.incarnations[i].deleted = true;
+                }
+                self.deletions.push((rec(0), ended));
+            }
+            RecordSummary::Void => self.voids.push(rec(0)),
+        }
+    }
+
+    /// The records a compaction of the segments `rewritable` says yes to may leave out.
+    pub(super) fn plan(&self, rewritable: impl Fn(usize) -> bool) -> Drops {
+        // How far each incarnation is needed: `None` not at all, `Some(n)` its first record
+        // and its events before seq `n`, `u64::MAX` all of it. Children come after their
+        // parents, so one pass from the newest passes every need up.
+        let mut need: Vec<Option<u64>> = self
+            .incarnations
+            .iter()
+            .map(|i| (!i.deleted).then_some(u64::MAX))
+            .collect();
+        for i in (0..self.incarnations.len()).rev() {
+            if need[i].is_some()
+                && let Some((p, n)) = self.incarnations[i].parent
+            {
+                need[p] = need[p].max(Some(n));
+            }
+        }
+        let mut out = Drops::default();
+        for (inc, need) in self.incarnations.iter().zip(&need) {
+            let kept = |(k, r): (usize, &Rec)| {
+                !rewritable(r.seg) || need.is_some_and(|n| k == 0 || r.first_seq < n)
+            };
+            let keep = inc
+                .records
+                .iter()
+                .enumerate()
+                .rposition(kept)
+                .map_or(0, |k| k + 1);
+            out.records.extend(inc.records.iter().skip(keep));
+            if keep == 0 {
+                out.sessions_erased += 1;
+                out.deletions_then_free += 1;
+            }
+        }
+        out.records.extend(
+            self.deletions
+                .iter()
+                .filter(|(r, ended)| ended.is_none() && rewritable(r.seg))
+                .map(|(r, _)| *r),
+        );
+        out.records
+            .extend(self.voids.iter().filter(|r| rewritable(r.seg)).copied());
+        out.records.sort_unstable_by_key(|r| r.lsn);
+        out
+    }
+}
+
+/// The bytes of a segment's records before `end_lsn`.
+fn records_before(
+    seg: &Segment,
+    map: &crate::store::log::map::LsnMap<'_>,
+    end_lsn: u64,
+) -> Result<Vec<u8>> {
+    let header = crate::codec::segment::SEGMENT_HEADER_LEN as u64;
+    let end = seg
+        .records_end()?
+        .min(map.offset_at_or_after(end_lsn).max(header));
+    let mut bytes = vec![0u8; usize::try_from(end - header).unwrap_or(0)];
+    seg.file
+        .read_at(&mut bytes, header)
+        .map_err(|e| Error::io("read", &seg.path, e))?;
+    Ok(bytes)
+}

@@ -1,0 +1,205 @@
+//! Compaction (`docs/DESIGN.md` §3.9): the segments holding records no session reads any
+//! more — of deleted sessions, and void space — written again with only the records kept, at
+//! their LSNs (positions become sparse, as in Kafka's cleaner), then a full checkpoint that
+//! names only live sessions, and the older checkpoints removed. What a session's history is
+//! made of, and so what may go, is `history.rs`; writing one segment again is `rewrite.rs`.
+//!
+//! Beside live writers and readers: the log is read up to a position taken under the writer
+//! lock (a record written later is kept), the active segment is sealed first when it holds
+//! something that goes, and the segments are replaced newest first, each one by a rename, so
+//! every state between two of them is a log that replays (`history.rs` says why).
+
+mod history;
+mod rewrite;
+
+use std::sync::Arc;
+
+use history::History;
+
+use super::inner::Inner;
+use super::report::{CompactReport, SegmentCompaction};
+use crate::Result;
+use crate::codec::checkpoint::checkpoint_path;
+use crate::codec::frame::RecordLink;
+
+impl Inner {
+    /// Compacts the log; in a dry run, only reads it and reports what would go.
+    pub(super) fn compact(&self, dry_run: bool) -> Result<CompactReport> {
+        self.check_writable()?;
+        let _one = self.compacting.lock();
+        let mut report = CompactReport {
+            dry_run,
+            ..CompactReport::default()
+        };
+        // Two passes at most: the second leaves out the deletions of the sessions the first
+        // erased (a deletion goes only once nothing of its session is left, `history.rs`).
+        for pass in 0..2 {
+            let (segments, end_lsn) = self.snapshot()?;
+            let history = History::read(&segments, end_lsn, self.options.record_bytes_max)?;
+            let every = history.plan(|_| true);
+            if every.records.is_empty() {
+                break;
+            }
+            let active = segments.len() - 1;
+            if dry_run {
+                report.sessions_erased = every.sessions_erased;
+                report.segments = planned(&segments, end_lsn, &every);
+                report.rolled = every.records.iter().any(|r| r.seg == active);
+                break;
+            }
+            if every.records.iter().any(|r| r.seg == active) {
+                self.roll()?;
+                report.rolled = true;
+            }
+            let drops = every;
+            if pass == 0 {
+                report.sessions_erased = drops.sessions_erased;
+            } else {
+                report.deletions_dropped = drops.records.len();
+            }
+            self.rewrite_all(&segments, &drops, &mut report)?;
+            if drops.deletions_then_free == 0 {
+                break;
+            }
+        }
+        if !dry_run && !report.segments.is_empty() {
+            self.checkpoint_alone()?;
+        }
+        report.segments.sort_by(|a, b| a.segment.cmp(&b.segment));
+        Ok(report)
+    }
+
+    /// The segments and the log end, under the writer lock.
+    fn snapshot(&self) -> Result<(Vec<Arc<super::segments::Segment>>, u64)> {
+        let tail = self.tail.lock();
+        self.poison.check()?;
+        let end = tail.as_ref().map_or(0, |t| t.next_lsn);
+        Ok((self.segments.all(), end))
+    }
+
+    /// Seals the active segment (when it holds records) so that compaction may write it.
+    fn roll(&self) -> Result<()> {
+        let mut guard = self.tail.lock();
+        self.poison.check()?;
+        let Some(tail) = guard.as_mut() else {
+            return Ok(());
+        };
+        if let Err(e) = tail.roll_now(&*self.storage, &self.segments, self.options.clock.now_ms()) {
+            return self.poison(e);
+        }
+        self.commit.written(tail);
+        Ok(())
+    }
+
+    /// Writes again every segment that holds a record `drops` leaves out, newest first.
+    fn rewrite_all(
+        &self,
+        segments: &[Arc<super::segments::Segment>],
+        drops: &history::Drops,
+        report: &mut CompactReport,
+    ) -> Result<()> {
+        let mut touched: Vec<usize> = drops.records.iter().map(|r| r.seg).collect();
+        touched.dedup();
+        for &si in touched.iter().rev() {
+            let Some(seg) = segments.get(si) else {
+                continue;
+            };
+            let done = rewrite::rewrite(
+                &*self.storage,
+                seg,
+                drops,
+                self.options.record_bytes_max,
+                self.options.clock.now_ms(),
+            )?;
+            // The new file in the list; a reader holding the old one reads it to the end.
+            {
+                let mut list = self.segments.write();
+                if let Some(slot) = list.iter_mut().find(|s| s.first_lsn == seg.first_lsn) {
+                    *slot = Arc::clone(&done.segment);
+                }
+            }
+            // The writer's last record left out: the next checkpoint names the void that
+            // ends the segment instead.
+            if let Some(void) = done.end_void {
+                let mut tail = self.tail.lock();
+                let in_segment = |l: RecordLink| {
+                    l.lsn >= seg.first_lsn && done.segment.end_lsn().is_ok_and(|e| l.lsn < e)
+                };
+                if let Some(t) = tail.as_mut()
+                    && t.last_record
+                        .is_some_and(|l| in_segment(l) && drops.has(l.lsn))
+                {
+                    t.last_record = Some(void);
+                }
+            }
+            report.segments.push(SegmentCompaction {
+                segment: seg.path.clone(),
+                bytes_before: done.bytes_before,
+                bytes_after: done.bytes_after,
+                records_dropped: done.records_dropped,
+            });
+        }
+        Ok(())
+    }
+
+    /// A full checkpoint, then every older checkpoint file removed: they may hold what was
+    /// left out (a deleted session's header and state, before its deletion).
+    fn checkpoint_alone(&self) -> Result<()> {
+        let Some(meta) = self.checkpoint_unchecked(true)? else {
+            return Ok(());
+        };
+        for generation in super::checkpoint::list(&*self.storage)?
+            .into_iter()
+            .filter(|&g| g < meta.generation)
+        {
+            let path = checkpoint_path(generation);
+            self.storage
+                .remove(&path)
+                .map_err(|e| crate::Error::io("remove", &path, e))?;
+        }
+        self.storage
+            .sync_dir(crate::codec::checkpoint::CHECKPOINTS_DIR)
+            .map_err(|e| {
+                crate::Error::io(
+                    "sync directory",
+                    crate::codec::checkpoint::CHECKPOINTS_DIR,
+                    e,
+                )
+            })
+    }
+}
+
+/// What a dry run reports per segment.
+fn planned(
+    segments: &[Arc<super::segments::Segment>],
+    end_lsn: u64,
+    drops: &history::Drops,
+) -> Vec<SegmentCompaction> {
+    let mut out: Vec<SegmentCompaction> = Vec::new();
+    for r in &drops.records {
+        let Some(seg) = segments.get(r.seg) else {
+            continue;
+        };
+        if out.last().is_none_or(|s| s.segment != seg.path) {
+            // The active segment's file runs on past its records (space allocated ahead).
+            let before = if r.seg + 1 == segments.len() {
+                end_lsn.saturating_sub(seg.first_lsn)
+            } else {
+                seg.records_end().map_or(0, |e| {
+                    e.saturating_sub(crate::codec::segment::SEGMENT_HEADER_LEN as u64)
+                })
+            };
+            out.push(SegmentCompaction {
+                segment: seg.path.clone(),
+                bytes_before: before,
+                bytes_after: before,
+                records_dropped: 0,
+            });
+        }
+        if let Some(s) = out.last_mut() {
+            s.records_dropped += 1;
+            s.bytes_after = s.bytes_after.saturating_sub(r.len);
+        }
+    }
+    out
+}

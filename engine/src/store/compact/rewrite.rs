@@ -1,0 +1,149 @@
+//! One segment compacted: its records walked once more, the ones kept copied as they are (a
+//! frame's bytes and checksum unchanged) with their LSNs in a run table, then the new file
+//! written beside the old one and renamed over it (`storage/replace.rs`): a reader that has
+//! the old file open or mapped goes on reading it, one that opens the name after reads the
+//! new one, and a crash leaves one or the other.
+
+use std::sync::Arc;
+
+use super::history::Drops;
+use crate::codec::CorruptionKind;
+use crate::codec::compacted::{FOOTER_LEN, Footer, Run, Runs};
+use crate::codec::frame::{
+    FRAME_HEADER_LEN, FrameCheck, RecordKind, RecordLink, check_frame, encode_frame,
+};
+use crate::codec::segment::{SEGMENT_HEADER_LEN, SegmentHeader};
+use crate::storage::Replacement;
+use crate::storage::{OpenMode, Storage};
+use crate::store::log::cursor::{LogCursor, SegmentFacts, StopAction};
+use crate::store::log::walk::{Go, Met, walk};
+use crate::store::segments::Segment;
+use crate::{Error, Result};
+
+/// A segment compacted.
+#[derive(Debug)]
+pub(super) struct Rewritten {
+    /// The new segment, open for reading.
+    pub(super) segment: Arc<Segment>,
+    /// Record bytes before.
+    pub(super) bytes_before: u64,
+    /// The file's bytes after its header: records, run table, footer.
+    pub(super) bytes_after: u64,
+    pub(super) records_dropped: u64,
+    /// The void record written where the segment's last record was left out (a checkpoint
+    /// taken at the segment's end names it).
+    pub(super) end_void: Option<RecordLink>,
+}
+
+/// Writes `seg` again without the records `drops` leaves out.
+///
+/// # Errors
+/// `Corruption` where the walk meets anything but valid records, I/O errors (the old file
+/// then stays as it was).
+pub(super) fn rewrite(
+    storage: &dyn Storage,
+    seg: &Segment,
+    drops: &Drops,
+    record_bytes_max: u32,
+    now_ms: i64,
+) -> Result<Rewritten> {
+    let map = seg.map()?;
+    let records_end = seg.records_end()?;
+    let end_lsn = seg.end_lsn()?;
+    let mut bytes = vec![
+        0u8;
+        usize::try_from(records_end)
+            .unwrap_or(0)
+            .saturating_sub(SEGMENT_HEADER_LEN)
+    ];
+    seg.file
+        .read_at(&mut bytes, SEGMENT_HEADER_LEN as u64)
+        .map_err(|e| Error::io("read", &seg.path, e))?;
+    let facts = SegmentFacts {
+        map,
+        sealed: true,
+        durable_lsn: 0,
+        locked: true,
+        record_bytes_max,
+    };
+    let header = SegmentHeader {
+        first_lsn: seg.first_lsn,
+        created_ms: now_ms,
+        compacted: true,
+    };
+    let mut out = header.encode().to_vec();
+    let mut runs: Vec<Run> = Vec::new();
+    let mut kept_end: Option<u64> = None;
+    let mut dropped = 0u64;
+    let mut cursor = LogCursor::new(facts, SEGMENT_HEADER_LEN, &bytes, false);
+    let stop = walk(&mut cursor, |met| {
+        let Met::Record(frame) = met else {
+            return Ok(Go::Finish);
+        };
+        if drops.has(frame.lsn) {
+            dropped += 1;
+            return Ok(Go::On);
+        }
+        if kept_end != Some(frame.lsn) {
+            runs.push(Run {
+                lsn: frame.lsn,
+                offset: out.len() as u64,
+            });
+        }
+        out.extend_from_slice(frame.bytes);
+        kept_end = Some(frame.lsn + frame.bytes.len() as u64);
+        Ok(Go::On)
+    })?;
+    if let Some(stop) = stop {
+        let kind = match stop.action {
+            StopAction::Corrupt(k) => k,
+            _ => CorruptionKind::Incomplete,
+        };
+        return Err(Error::corruption(&seg.path, stop.offset as u64, kind));
+    }
+    // The segment's last record left out: a void frame takes the last 16 of its bytes, so
+    // the segment still ends with a record that ends where it does.
+    let mut end_void = None;
+    if kept_end != Some(end_lsn) && end_lsn >= seg.first_lsn + FRAME_HEADER_LEN as u64 {
+        let lsn = end_lsn - FRAME_HEADER_LEN as u64;
+        if kept_end != Some(lsn) {
+            runs.push(Run {
+                lsn,
+                offset: out.len() as u64,
+            });
+        }
+        let at = out.len();
+        encode_frame(RecordKind::Void, &[], &mut out);
+        if let FrameCheck::Valid { crc, .. } = check_frame(&out[at..], 0) {
+            end_void = Some(RecordLink { lsn, crc });
+        }
+    }
+    let new_records_end = out.len() as u64;
+    let runs = Runs::new(runs, seg.first_lsn, new_records_end, end_lsn)
+        .map_err(|why| Error::corruption(&seg.path, 0, CorruptionKind::RunTable(why)))?;
+    out.extend_from_slice(&runs.encode());
+    let file_len = out.len() as u64;
+    let footer = out
+        .get(out.len() - FOOTER_LEN..)
+        .and_then(|f| Footer::decode(f, file_len).ok())
+        .ok_or_else(|| Error::corruption(&seg.path, 0, CorruptionKind::RunTable("footer")))?;
+    let io = |op: &'static str| move |e| Error::io(op, &seg.path, e);
+    let replacement = Replacement::create(storage, &seg.path).map_err(io("create"))?;
+    replacement.file().write_at(&out, 0).map_err(io("write"))?;
+    replacement.commit().map_err(io("replace"))?;
+    let file = storage
+        .open(&seg.path, OpenMode::Read)
+        .map_err(io("open"))?;
+    Ok(Rewritten {
+        segment: Arc::new(Segment::compacted(
+            seg.first_lsn,
+            Arc::from(file),
+            footer,
+            file_len,
+        )),
+        bytes_before: records_end - SEGMENT_HEADER_LEN as u64,
+        bytes_after: file_len - SEGMENT_HEADER_LEN as u64,
+        records_dropped: dropped,
+        end_void,
+    })
+}

@@ -1,0 +1,166 @@
+//! Compaction: a deleted session's records leave the segments (no byte of its events in any
+//! file), every live session stays byte for byte — also a fork that inherits from a deleted
+//! parent — across reopen, checkpoints, and a second compaction.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers fail loudly"
+)]
+
+use sessdb::{Draft, ForkSpec, LogType, SessionHeader, Store};
+use sessdb_tests::{Backend, on_both_storages};
+
+#[path = "support/store.rs"]
+mod support;
+use support::*;
+
+/// A session `id` whose events each carry `marker` in their data, `n` of them.
+fn session_with(store: &Store, id: &str, marker: &str, n: usize) {
+    store
+        .create_session(SessionHeader::new(id, 0), Vec::new())
+        .unwrap();
+    let data = format!("{{\"note\":\"{marker}\"}}");
+    for _ in 0..n {
+        store
+            .append(
+                id,
+                Draft::log(LogType::new("plugin/note").unwrap(), data.as_bytes()).ignorable(),
+            )
+            .unwrap();
+    }
+}
+
+/// How many times `needle` occurs in the store's files.
+fn occurrences(storage: &Backend, needle: &str) -> usize {
+    storage
+        .files()
+        .iter()
+        .map(|(_, bytes)| {
+            bytes
+                .windows(needle.len())
+                .filter(|w| *w == needle.as_bytes())
+                .count()
+        })
+        .sum()
+}
+
+fn a_deleted_session_leaves_no_byte_and_the_rest_is_kept(storage: &Backend) {
+    let store = open(storage);
+    // Interleaved, across several segments of the tiny options.
+    for round in 0..30 {
+        for id in ["keep-a", "gone", "keep-b"] {
+            if round == 0 {
+                session_with(&store, id, &format!("secret-of-{id}"), 0);
+            }
+            let data = format!("{{\"note\":\"secret-of-{id} {round}\"}}");
+            store
+                .append(
+                    id,
+                    Draft::log(LogType::new("plugin/note").unwrap(), data.as_bytes()).ignorable(),
+                )
+                .unwrap();
+        }
+    }
+    assert!(occurrences(storage, "secret-of-gone") >= 30);
+    store.delete_session("gone").unwrap();
+    let before = dump(&store);
+    let log_before: usize = storage
+        .files()
+        .iter()
+        .filter(|(p, _)| p.starts_with("segments/"))
+        .map(|(_, b)| b.len())
+        .sum();
+    let report = store.compact().unwrap();
+    assert_eq!(report.sessions_erased, 1, "{report:?}");
+    assert!(!report.segments.is_empty());
+    assert_eq!(occurrences(storage, "secret-of-gone"), 0, "{report:?}");
+    assert!(occurrences(storage, "secret-of-keep-a") >= 30);
+    assert_eq!(dump(&store), before);
+    // Appends go on after it; a reopen (from the new checkpoint, and by full replay) agrees.
+    store
+        .append(
+            "keep-a",
+            Draft::log(LogType::new("plugin/note").unwrap(), b"{\"after\":1}").ignorable(),
+        )
+        .unwrap();
+    let after = dump(&store);
+    store.close().unwrap();
+    let reopened = open(storage);
+    assert_eq!(dump(&reopened), after);
+    drop(reopened);
+    let replayed =
+        Store::open_with(storage.storage(), opts().with_ignore_checkpoints(true)).unwrap();
+    assert_eq!(dump(&replayed), after);
+    drop(replayed);
+    let log_after: usize = storage
+        .files()
+        .iter()
+        .filter(|(p, _)| p.starts_with("segments/"))
+        .map(|(_, b)| b.len())
+        .sum();
+    assert!(log_after < log_before, "{log_after} < {log_before}");
+    // The deletion itself goes in the second pass: the id is gone from every file too.
+    assert_eq!(occurrences(storage, "\"gone\""), 0);
+    let verified = sessdb::store::verify(storage.storage()).unwrap();
+    assert!(
+        verified.problems.is_empty() && verified.compared,
+        "{verified:?}"
+    );
+}
+
+fn a_fork_of_a_deleted_parent_keeps_what_it_inherits(storage: &Backend) {
+    let store = open(storage);
+    session_with(&store, "parent", "inherited-part", 20);
+    let child = store
+        .fork(
+            "parent",
+            ForkSpec {
+                child_id: Some("child".into()),
+                ..ForkSpec::default()
+            },
+        )
+        .unwrap();
+    let data = "{\"note\":\"parent-after-fork\"}";
+    for _ in 0..20 {
+        store
+            .append(
+                "parent",
+                Draft::log(LogType::new("plugin/note").unwrap(), data.as_bytes()).ignorable(),
+            )
+            .unwrap();
+    }
+    store.delete_session("parent").unwrap();
+    let before = dump(&store);
+    store.compact().unwrap();
+    assert_eq!(dump(&store), before);
+    assert_eq!(occurrences(storage, "parent-after-fork"), 0);
+    assert!(occurrences(storage, "inherited-part") >= 20);
+    store.close().unwrap();
+    let replayed =
+        Store::open_with(storage.storage(), opts().with_ignore_checkpoints(true)).unwrap();
+    assert_eq!(dump(&replayed), before);
+    assert_eq!(replayed.session_len(&child).unwrap(), 22);
+}
+
+fn a_dry_run_changes_nothing(storage: &Backend) {
+    let store = open(storage);
+    session_with(&store, "a", "x", 50);
+    session_with(&store, "b", "y", 50);
+    store.delete_session("a").unwrap();
+    let files = storage.fingerprint();
+    let plan = store.compact_plan().unwrap();
+    assert!(plan.dry_run && plan.reclaimed_bytes() > 0, "{plan:?}");
+    assert_eq!(storage.fingerprint(), files);
+    let done = store.compact().unwrap();
+    assert_eq!(done.sessions_erased, plan.sessions_erased);
+    // Nothing left to do.
+    let again = store.compact().unwrap();
+    assert!(again.segments.is_empty(), "{again:?}");
+}
+
+on_both_storages!(
+    a_deleted_session_leaves_no_byte_and_the_rest_is_kept,
+    a_fork_of_a_deleted_parent_keeps_what_it_inherits,
+    a_dry_run_changes_nothing,
+);
