@@ -64,6 +64,23 @@ fn segment_header() -> Vec<u8> {
     .to_vec()
 }
 
+/// The run table and footer of a compacted segment (first LSN 100) that kept the records at
+/// LSNs 100..160 and 300..340, stored at file offsets 40..100 and 100..140.
+fn compacted_trailer() -> Vec<u8> {
+    use super::compacted::{Run, Runs};
+    let runs = vec![
+        Run {
+            lsn: 100,
+            offset: 40,
+        },
+        Run {
+            lsn: 300,
+            offset: 100,
+        },
+    ];
+    Runs::new(runs, 100, 140, 340).unwrap().encode()
+}
+
 fn append_frame() -> Vec<u8> {
     let events = [
         Event::new("turn/start", 1, 1_767_225_600_000, &br#"{"turn":1}"#[..]),
@@ -152,6 +169,7 @@ fn checkpoint_body() -> Vec<u8> {
 fn the_document_shows_exactly_the_bytes_the_code_writes() {
     for (name, bytes) in [
         ("segment-header", segment_header()),
+        ("compacted-trailer", compacted_trailer()),
         ("append-frame", append_frame()),
         ("checkpoint-header", checkpoint_header()),
         ("checkpoint-body", checkpoint_body()),

@@ -2,7 +2,7 @@
 //! history per creation (an *incarnation*), and from them the records a compaction may leave
 //! out.
 //!
-//! The rules (`docs/DESIGN.md` §3.9): a live session keeps every record. A deleted one keeps
+//! The rules (`docs/DESIGN.md` §3.7): a live session keeps every record. A deleted one keeps
 //! what a live fork still reads through it — its first record and the records of the events
 //! the fork inherits — and, because a fork's record is replayed against its parent, so does
 //! every ancestor of a record kept. What goes is always a *suffix* of an incarnation's

@@ -1,4 +1,4 @@
-//! Compaction (`docs/DESIGN.md` §3.9): the segments holding records no session reads any
+//! Compaction (`docs/DESIGN.md` §3.7): the segments holding records no session reads any
 //! more — of deleted sessions, and void space — written again with only the records kept, at
 //! their LSNs (positions become sparse, as in Kafka's cleaner), then a full checkpoint that
 //! names only live sessions, and the older checkpoints removed. What a session's history is
@@ -58,14 +58,14 @@ impl Inner {
                 report.deletions_dropped = drops.records.len();
             }
             self.rewrite_all(&segments, &drops, &mut report)?;
+            // Before a deletion may go, no checkpoint may still hold its session: an older
+            // chain would bring it back when the open falls back to it.
+            self.checkpoint_alone()?;
             if drops.deletions_then_free == 0 {
                 break;
             }
         }
-        if !dry_run && !report.segments.is_empty() {
-            self.checkpoint_alone()?;
-        }
-        report.segments.sort_by(|a, b| a.segment.cmp(&b.segment));
+        report.segments = merged(std::mem::take(&mut report.segments));
         Ok(report)
     }
 
@@ -167,6 +167,24 @@ impl Inner {
                 )
             })
     }
+}
+
+/// One entry per segment, oldest first: a segment both passes wrote is reported once (its
+/// bytes before the first, after the second).
+fn merged(parts: Vec<SegmentCompaction>) -> Vec<SegmentCompaction> {
+    // In the order the passes wrote them: a later entry of a segment is its second pass.
+    let mut out: Vec<SegmentCompaction> = Vec::new();
+    for p in parts {
+        match out.iter_mut().find(|s| s.segment == p.segment) {
+            Some(s) => {
+                s.bytes_after = p.bytes_after;
+                s.records_dropped += p.records_dropped;
+            }
+            None => out.push(p),
+        }
+    }
+    out.sort_by(|a, b| a.segment.cmp(&b.segment));
+    out
 }
 
 /// What a dry run reports per segment.

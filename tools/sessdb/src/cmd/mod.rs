@@ -1,5 +1,6 @@
 //! The commands.
 
+mod compact;
 pub mod completions;
 mod delete;
 mod demo;
@@ -38,8 +39,12 @@ pub enum Command {
     Import(import::Args),
     /// Export sessions to the DSH JSONL layout or to a SQLite database.
     Export(export::Args),
-    /// Delete a session (a Delete record; forks of it keep what they inherited).
+    /// Delete a session (a Delete record; forks of it keep what they inherited; `compact`
+    /// then removes its records from the files).
     Delete(delete::Args),
+    /// Write the log again without the records of deleted sessions: afterwards no file of the
+    /// store holds their events (--dry-run prints what would be reclaimed per segment).
+    Compact(compact::Args),
     /// Fork a session at a seq (DSH v0 rules); prints the child's id.
     Fork(fork::Args),
     /// Read every record, check every checksum, compare the checkpoint with a full replay.
@@ -94,6 +99,7 @@ pub fn run(command: Command, quiet: bool, cli: clap::Command) -> CliResult {
         Command::Export(a) => export::run(&a, quiet),
         Command::Fork(a) => fork::run(&a),
         Command::Delete(a) => delete::run(&a, quiet),
+        Command::Compact(a) => compact::run(&a, quiet),
         Command::Verify(a) => verify::run(&a, quiet),
         Command::Repair(a) => repair::run(&a, quiet),
         Command::Stats(a) => stats::run(&a),
