@@ -1227,3 +1227,59 @@ fn regression_the_salvage_dry_run_shows_the_turns_the_real_run_closes() {
     assert!(!closed.is_empty(), "the cut leaves a turn open: {done}");
     assert_eq!(would, closed, "dry run:\n{plan}\nreal run:\n{done}");
 }
+
+#[test]
+fn compact_erases_a_deleted_session_and_a_dry_run_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("store"), StoreOptions::default()).unwrap();
+    for id in ["keep", "gone"] {
+        store
+            .create_session(sessdb::SessionHeader::new(id, 0), Vec::new())
+            .unwrap();
+        let data = format!("{{\"note\":\"text-of-{id}\"}}");
+        for _ in 0..20 {
+            store
+                .append(
+                    id,
+                    Draft::log(LogType::new("plugin/note").unwrap(), data.as_bytes()).ignorable(),
+                )
+                .unwrap();
+        }
+    }
+    // A writer holds the store: refused, exit 5.
+    fails(&["compact", "store"], dir.path(), 5);
+    store.close().unwrap();
+    drop(store);
+    ok(&["delete", "store", "gone"], dir.path());
+    let in_files = |needle: &str| -> usize {
+        ["segments", "checkpoints"]
+            .iter()
+            .flat_map(|d| std::fs::read_dir(dir.path().join("store").join(d)).unwrap())
+            .map(|e| std::fs::read(e.unwrap().path()).unwrap())
+            .map(|b| {
+                b.windows(needle.len())
+                    .filter(|w| *w == needle.as_bytes())
+                    .count()
+            })
+            .sum()
+    };
+    assert!(in_files("text-of-gone") >= 20);
+    let plan = ok(&["compact", "store", "--dry-run"], dir.path());
+    assert!(
+        plan.contains("segments/") && plan.contains("record(s) left out"),
+        "{plan}"
+    );
+    assert!(
+        in_files("text-of-gone") >= 20,
+        "a dry run changed the files"
+    );
+    ok(&["compact", "store"], dir.path());
+    assert_eq!(in_files("text-of-gone"), 0);
+    assert!(in_files("text-of-keep") >= 20);
+    assert!(ok(&["verify", "store"], dir.path()).contains("ok"));
+    let listed = ok(&["ls", "store"], dir.path());
+    assert!(
+        listed.contains("keep") && !listed.contains("gone"),
+        "{listed}"
+    );
+}
