@@ -89,4 +89,6 @@ pub use model::{
     Draft, EventData, ForkSpec, HeaderColumns, Message, Origin, ResumeReport, Session,
     SessionHeader, SessionSet, SessionState, SurfaceIntent, random_uuid,
 };
-pub use store::{Durability, OpenReport, SessionHandle, Store, StoreOptions};
+pub use store::{
+    CompactionPolicy, Durability, OpenReport, RetentionPolicy, SessionHandle, Store, StoreOptions,
+};

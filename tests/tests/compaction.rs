@@ -8,42 +8,12 @@
     reason = "test helpers fail loudly"
 )]
 
-use sessdb::{Draft, ForkSpec, LogType, SessionHeader, Store};
+use sessdb::{Draft, ForkSpec, LogType, Store};
 use sessdb_tests::{Backend, on_both_storages};
 
 #[path = "support/store.rs"]
 mod support;
 use support::*;
-
-/// A session `id` whose events each carry `marker` in their data, `n` of them.
-fn session_with(store: &Store, id: &str, marker: &str, n: usize) {
-    store
-        .create_session(SessionHeader::new(id, 0), Vec::new())
-        .unwrap();
-    let data = format!("{{\"note\":\"{marker}\"}}");
-    for _ in 0..n {
-        store
-            .append(
-                id,
-                Draft::log(LogType::new("plugin/note").unwrap(), data.as_bytes()).ignorable(),
-            )
-            .unwrap();
-    }
-}
-
-/// How many times `needle` occurs in the store's files.
-fn occurrences(storage: &Backend, needle: &str) -> usize {
-    storage
-        .files()
-        .iter()
-        .map(|(_, bytes)| {
-            bytes
-                .windows(needle.len())
-                .filter(|w| *w == needle.as_bytes())
-                .count()
-        })
-        .sum()
-}
 
 fn a_deleted_session_leaves_no_byte_and_the_rest_is_kept(storage: &Backend) {
     let store = open(storage);

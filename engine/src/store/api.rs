@@ -5,11 +5,15 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use super::catalog::{Batch, SessionEntry};
+use super::compact::{Scope, Space};
 use super::info::{CheckpointInfo, MemoryUsage, SessionInfo, StoreStats};
 use super::inner::Inner;
+use super::maintenance::MaintenanceStatus;
 use super::marks::LogMark;
+use super::options::RetentionPolicy;
 use super::options::StoreOptions;
 use super::report::{CompactReport, OpenReport};
+use super::retention::RetentionReport;
 use super::subscribe::Subscription;
 use super::{open, refresh};
 use crate::codec::EventLoc;
@@ -37,9 +41,10 @@ struct Handle(Arc<Inner>);
 
 impl Drop for Handle {
     fn drop(&mut self) {
-        // Nothing more can be written: subscribers see the store closed, the helper stops,
-        // the lock goes.
+        // Nothing more can be written: subscribers see the store closed, the background
+        // work and the helper stop, the lock goes.
         self.0.closed.store(true, Ordering::Release);
+        self.0.maintenance.stop();
         self.0.quiesce();
         self.0.lock.lock().take();
         self.0.notify();
@@ -50,6 +55,7 @@ impl Store {
     /// A store over an open `Inner`.
     pub(super) fn from_inner(inner: Inner) -> Store {
         let inner = Arc::new(inner);
+        super::background::start(&inner);
         Store {
             _handle: Arc::new(Handle(Arc::clone(&inner))),
             inner,
@@ -211,7 +217,7 @@ impl Store {
     /// # Errors
     /// `ReadOnly`, `Corruption` when the log is damaged (repair first), write errors.
     pub fn compact(&self) -> Result<CompactReport> {
-        self.inner.compact(false)
+        self.inner.compact(false, Scope::All).map(|o| o.report)
     }
 
     /// What [`Store::compact`] would leave out, per segment; changes nothing.
@@ -219,7 +225,17 @@ impl Store {
     /// # Errors
     /// `ReadOnly`, `Corruption`, I/O errors.
     pub fn compact_plan(&self) -> Result<CompactReport> {
-        self.inner.compact(true)
+        self.inner.compact(true, Scope::All).map(|o| o.report)
+    }
+
+    /// The log's live and dead record bytes, per segment: one read of the whole log (works
+    /// read-only, beside a writer). Dead bytes are what [`Store::compact`] gives back.
+    ///
+    /// # Errors
+    /// `Closed`, `Corruption` when the log is damaged, I/O errors.
+    pub fn space(&self) -> Result<Space> {
+        self.check_open()?;
+        self.inner.space()
     }
 
     /// Deletes a session. Its records stay in the log until a compaction
@@ -229,6 +245,53 @@ impl Store {
     /// `SessionNotFound`, write errors.
     pub fn delete_session(&self, session: &str) -> Result<()> {
         self.inner.delete(session)
+    }
+
+    /// Deletes every session in `ids`, each as [`Store::delete_session`] does. All are
+    /// looked up first: an unknown id deletes nothing.
+    ///
+    /// # Errors
+    /// `SessionNotFound` naming the first unknown id, write errors.
+    pub fn delete_sessions(&self, ids: &[&str]) -> Result<()> {
+        self.inner.delete_all(ids)
+    }
+
+    /// Deletes every session whose last event (its creation, when it has none) is older than
+    /// `age` by the store's clock; with `dry_run`, only says which.
+    ///
+    /// # Errors
+    /// `ReadOnly`, `Closed`, write errors.
+    pub fn delete_older_than(
+        &self,
+        age: std::time::Duration,
+        dry_run: bool,
+    ) -> Result<RetentionReport> {
+        self.inner.delete_older_than(age, dry_run)
+    }
+
+    /// Applies a retention policy once (the writer applies [`StoreOptions::retention`] by
+    /// itself; this is for a policy of the caller's, or to apply it now). With
+    /// `max_live_bytes`, the first call reads the whole log to learn the dead bytes.
+    ///
+    /// # Errors
+    /// `ReadOnly`, `Closed`, `Corruption` (reading the log), write errors.
+    pub fn apply_retention(
+        &self,
+        policy: &RetentionPolicy,
+        dry_run: bool,
+    ) -> Result<RetentionReport> {
+        self.inner.apply_retention(policy, dry_run)
+    }
+
+    /// What the writer's background work (retention, compaction by policy) has done.
+    pub fn maintenance(&self) -> MaintenanceStatus {
+        self.inner.maintenance.status()
+    }
+
+    /// Waits until the background work has nothing running and nothing due (a timer not yet
+    /// run out is not due), or `timeout` passes: `false` then.
+    pub fn wait_maintenance(&self, timeout: std::time::Duration) -> bool {
+        self.inner.maintenance.wait_idle(timeout)
     }
 
     /// Events `from..to` (clamped to the session's length).
@@ -522,6 +585,8 @@ impl Store {
         if self.inner.closed.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
+        // The background work stops between two steps before the last checkpoint.
+        self.inner.maintenance.stop();
         let result = if self.inner.read_only {
             Ok(())
         } else {

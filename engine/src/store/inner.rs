@@ -40,5 +40,7 @@ pub(crate) struct Inner {
     pub(crate) closed: AtomicBool,
     /// One compaction at a time.
     pub(crate) compacting: Mutex<()>,
+    /// The writer's background work (retention, compaction by policy).
+    pub(crate) maintenance: super::maintenance::Maintenance,
     pub(crate) report: OpenReport,
 }

@@ -44,6 +44,16 @@ pub(super) fn frame_at(segments: &SegmentList, lsn: u64) -> Result<(u32, usize),
     }
 }
 
+/// The length of the frame at `lsn` (header included), when a header whose length field
+/// checks starts there: 16 bytes read.
+pub(super) fn frame_len_at(segments: &SegmentList, lsn: u64) -> Option<u64> {
+    let seg = segments.find(lsn)?;
+    let at = seg.map().ok()?.offset_of(lsn)?;
+    let mut head = [0u8; FRAME_HEADER_LEN];
+    seg.file.read_at(&mut head, at).ok()?;
+    frame_len_of(&head).map(|n| n as u64)
+}
+
 /// The checksum field of the frame header at `lsn`, when a header whose length field checks
 /// starts there: 16 bytes read, the payload not (reads, `verify` and salvage check those).
 /// What a consumer asking "is this still that record?" every round needs, cheaply.

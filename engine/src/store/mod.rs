@@ -6,6 +6,7 @@
 //! by `tests/tests/layout.rs`).
 
 mod api;
+mod background;
 mod catalog;
 mod chain;
 mod changes;
@@ -18,6 +19,7 @@ mod info;
 mod inner;
 mod locations;
 mod log;
+mod maintenance;
 mod marker;
 mod marks;
 mod open;
@@ -29,6 +31,7 @@ mod recovery;
 mod refresh;
 mod replay;
 mod report;
+mod retention;
 mod salvage;
 mod scan;
 mod segments;
@@ -39,13 +42,16 @@ mod verify;
 mod write;
 
 pub use api::{EventIter, Store};
+pub use compact::{SegmentSpace, Space};
 pub use info::{CheckpointInfo, Incarnation, MemoryUsage, SessionInfo, StoreStats};
+pub use maintenance::MaintenanceStatus;
 pub use marks::LogMark;
-pub use options::{Durability, OpenProgress, StoreOptions};
+pub use options::{CompactionPolicy, Durability, OpenProgress, RetentionPolicy, StoreOptions};
 pub use report::{
     CompactReport, Damage, DamageRepair, OpenReport, SalvageReport, SegmentCompaction, SessionLoss,
     VerifyReport,
 };
+pub use retention::RetentionReport;
 pub use salvage::salvage_plan;
 pub use session::SessionHandle;
 pub use subscribe::Subscription;

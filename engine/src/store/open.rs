@@ -142,6 +142,7 @@ pub(super) fn open(
         chain_state: Mutex::new(chain_state),
         changes: super::changes::Changes::default(),
         closed: AtomicBool::new(false),
+        maintenance: super::maintenance::Maintenance::default(),
         compacting: parking_lot::Mutex::new(()),
         report,
     })

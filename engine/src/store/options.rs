@@ -76,6 +76,123 @@ pub struct StoreOptions {
     pub clock: Clock,
     /// Told how far open's log scan has come.
     pub progress: OpenProgress,
+    /// When the writer compacts in the background (`None`: only [`Store::compact`](super::Store::compact)).
+    /// Default: a segment is written again once half of its bytes are dead.
+    pub compaction: Option<CompactionPolicy>,
+    /// Which sessions the writer deletes by itself (`None`, the default: none).
+    pub retention: Option<RetentionPolicy>,
+}
+
+/// When a writer compacts by itself, on a thread of its own beside its appends and readers
+/// (`docs/DESIGN.md` §3.7).
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub struct CompactionPolicy {
+    /// A sealed segment is written again once this fraction of its record bytes is dead
+    /// (records of deleted sessions no live fork reads, void space). In `(0, 1]`.
+    pub dead_fraction: f64,
+    /// ... and once its dead bytes are at least this many (a small segment is not written
+    /// again for a few bytes).
+    pub min_dead_bytes: u64,
+    /// How long after the open the writer reads the whole log once to learn what earlier
+    /// processes left dead (deletions it did not compact). After that it knows from its own
+    /// deletions. A process that closes sooner never reads it. Default 10 s.
+    pub first_check_after: std::time::Duration,
+}
+
+impl Default for CompactionPolicy {
+    fn default() -> Self {
+        Self {
+            dead_fraction: 0.5,
+            min_dead_bytes: 64 << 10,
+            first_check_after: std::time::Duration::from_secs(10),
+        }
+    }
+}
+
+impl CompactionPolicy {
+    /// A policy that writes a segment again once `fraction` of it is dead.
+    pub fn dead_fraction(fraction: f64) -> Self {
+        Self {
+            dead_fraction: fraction,
+            ..Self::default()
+        }
+    }
+
+    /// Sets [`CompactionPolicy::min_dead_bytes`].
+    #[must_use]
+    pub fn with_min_dead_bytes(mut self, bytes: u64) -> Self {
+        self.min_dead_bytes = bytes;
+        self
+    }
+
+    /// Sets [`CompactionPolicy::first_check_after`].
+    #[must_use]
+    pub fn with_first_check_after(mut self, after: std::time::Duration) -> Self {
+        self.first_check_after = after;
+        self
+    }
+
+    /// Whether a segment of `size` record bytes, `dead` of them dead, is written again.
+    pub(crate) fn wants(&self, dead: u64, size: u64) -> bool {
+        dead > 0 && dead >= self.min_dead_bytes && dead as f64 >= self.dead_fraction * size as f64
+    }
+}
+
+/// Which sessions a writer deletes by itself ([`Store::apply_retention`](super::Store::apply_retention)),
+/// at open and then every [`RetentionPolicy::check_every`]. A deleted session's bytes go at
+/// the next compaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RetentionPolicy {
+    /// A session whose last event (its creation, when it has none) is older than this goes.
+    pub max_age: Option<std::time::Duration>,
+    /// While the live sessions' bytes are more than this, the session with the oldest last
+    /// event goes.
+    pub max_live_bytes: Option<u64>,
+    /// How often the writer applies the policy. Default one minute.
+    pub check_every: std::time::Duration,
+}
+
+impl Default for RetentionPolicy {
+    fn default() -> Self {
+        Self {
+            max_age: None,
+            max_live_bytes: None,
+            check_every: std::time::Duration::from_secs(60),
+        }
+    }
+}
+
+impl RetentionPolicy {
+    /// Sessions whose last event is older than `age` go.
+    pub fn max_age(age: std::time::Duration) -> Self {
+        Self {
+            max_age: Some(age),
+            ..Self::default()
+        }
+    }
+
+    /// Sets [`RetentionPolicy::max_age`].
+    #[must_use]
+    pub fn with_max_age(mut self, age: std::time::Duration) -> Self {
+        self.max_age = Some(age);
+        self
+    }
+
+    /// Sets [`RetentionPolicy::max_live_bytes`].
+    #[must_use]
+    pub fn with_max_live_bytes(mut self, bytes: u64) -> Self {
+        self.max_live_bytes = Some(bytes);
+        self
+    }
+
+    /// Sets [`RetentionPolicy::check_every`].
+    #[must_use]
+    pub fn with_check_every(mut self, every: std::time::Duration) -> Self {
+        self.check_every = every;
+        self
+    }
 }
 
 impl Default for StoreOptions {
@@ -92,6 +209,8 @@ impl Default for StoreOptions {
             limits: Limits::default(),
             clock: Clock::default(),
             progress: OpenProgress::default(),
+            compaction: Some(CompactionPolicy::default()),
+            retention: None,
         }
     }
 }
@@ -184,6 +303,20 @@ impl StoreOptions {
         self.progress = progress;
         self
     }
+
+    /// Sets [`StoreOptions::compaction`].
+    #[must_use]
+    pub fn with_compaction(mut self, policy: Option<CompactionPolicy>) -> Self {
+        self.compaction = policy;
+        self
+    }
+
+    /// Sets [`StoreOptions::retention`].
+    #[must_use]
+    pub fn with_retention(mut self, policy: Option<RetentionPolicy>) -> Self {
+        self.retention = policy;
+        self
+    }
 }
 
 impl StoreOptions {
@@ -196,6 +329,9 @@ impl StoreOptions {
             checkpoint_merge_every: 3,
             // Tests reason about file lengths; preallocation has its own tests.
             preallocate_bytes: 0,
+            // ... and about which records the segments hold: background compaction is
+            // tested where it is asked for.
+            compaction: None,
             ..Self::default()
         }
     }

@@ -336,15 +336,23 @@ impl Inner {
     }
 
     pub(super) fn delete(&self, session: &str) -> Result<()> {
-        self.write_with(|tail, now| {
+        let gone = self.write_with(|tail, now| {
             if !self.catalog.read().sessions.contains_key(session) {
                 return Err(Error::SessionNotFound {
                     id: session.to_owned(),
                 });
             }
             let (_, end) = self.write_record(tail, &BodyRef::Delete { session }, now)?;
-            self.catalog.write().delete(session);
-            Ok(((), Some(end)))
-        })
+            let gone = self.catalog.write().delete(session);
+            Ok((gone, Some(end)))
+        })?;
+        // What the deletion left dead, for the background compaction (outside the locks).
+        if self.options.compaction.is_some()
+            && let Some(entry) = gone
+        {
+            let dead = super::retention::own_bytes_of(self, &entry);
+            super::background::left_dead(self, &dead);
+        }
+        Ok(())
     }
 }

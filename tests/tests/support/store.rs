@@ -1,5 +1,6 @@
 //! What the store test files share: the options, opening (and salvaging), a whole-store dump,
-//! a small workload, the last segment's bytes.
+//! a small workload, the last segment's bytes, plain notes and how often a text occurs in
+//! the store's files.
 
 #![allow(dead_code, reason = "each test file uses the helpers it needs")]
 #![allow(
@@ -8,7 +9,7 @@
     reason = "test helpers fail loudly"
 )]
 
-use sessdb::{Clock, Store, StoreOptions};
+use sessdb::{Clock, Draft, LogType, SessionHeader, Store, StoreOptions};
 use sessdb_tests::Backend;
 use sessdb_workload::{WorkloadSpec, generate};
 
@@ -50,4 +51,38 @@ pub fn last_segment(storage: &Backend) -> (String, Vec<u8>) {
         .into_iter()
         .rfind(|(p, _)| p.starts_with("segments/"))
         .unwrap()
+}
+
+/// Appends one ignorable `plugin/note` event whose data carries `text`.
+pub fn note(store: &Store, id: &str, text: &str) {
+    let data = format!("{{\"note\":\"{text}\"}}");
+    store
+        .append(
+            id,
+            Draft::log(LogType::new("plugin/note").unwrap(), data.as_bytes()).ignorable(),
+        )
+        .unwrap();
+}
+
+/// Creates session `id` with `n` notes, each carrying `marker`.
+pub fn session_with(store: &Store, id: &str, marker: &str, n: usize) {
+    store
+        .create_session(SessionHeader::new(id, 0), Vec::new())
+        .unwrap();
+    for i in 0..n {
+        note(store, id, &format!("{marker} {i}"));
+    }
+}
+
+/// How many times `needle` occurs in the store's files.
+pub fn occurrences(storage: &Backend, needle: &str) -> usize {
+    storage
+        .files()
+        .iter()
+        .map(|(_, b)| {
+            b.windows(needle.len())
+                .filter(|w| *w == needle.as_bytes())
+                .count()
+        })
+        .sum()
 }

@@ -63,6 +63,8 @@ pub(super) struct Drops {
     pub(super) sessions_erased: usize,
     /// Deletions that a later pass can leave out (their sessions erased by this one).
     pub(super) deletions_then_free: usize,
+    /// Those deletions' records.
+    pub(super) deletions_after: Vec<Rec>,
 }
 
 impl Drops {
@@ -175,11 +177,10 @@ impl History {
         }
     }
 
-    /// The records a compaction of the segments `rewritable` says yes to may leave out.
-    pub(super) fn plan(&self, rewritable: impl Fn(usize) -> bool) -> Drops {
-        // How far each incarnation is needed: `None` not at all, `Some(n)` its first record
-        // and its events before seq `n`, `u64::MAX` all of it. Children come after their
-        // parents, so one pass from the newest passes every need up.
+    /// How far each incarnation is needed: `None` not at all, `Some(n)` its first record
+    /// and its events before seq `n`, `u64::MAX` all of it. Children come after their
+    /// parents, so one pass from the newest passes every need up.
+    fn needs(&self) -> Vec<Option<u64>> {
         let mut need: Vec<Option<u64>> = self
             .incarnations
             .iter()
@@ -192,23 +193,87 @@ impl History {
                 need[p] = need[p].max(Some(n));
             }
         }
+        need
+    }
+
+    /// How many of `inc`'s records stay: all up to the last one needed or not rewritable.
+    fn kept_len(
+        inc: &Incarnation,
+        need: Option<u64>,
+        rewritable: &impl Fn(usize) -> bool,
+    ) -> usize {
+        let kept = |(k, r): (usize, &Rec)| {
+            !rewritable(r.seg) || need.is_some_and(|n| k == 0 || r.first_seq < n)
+        };
+        inc.records
+            .iter()
+            .enumerate()
+            .rposition(kept)
+            .map_or(0, |k| k + 1)
+    }
+
+    /// The segments to write again so that every segment `wanted` says yes to gives back
+    /// what it can: what goes of an incarnation is a suffix, so a segment holding part of a
+    /// suffix that could go brings in every other segment holding part of it (else the part
+    /// in a segment left as it is would keep the whole suffix).
+    pub(super) fn closure(
+        &self,
+        segment_count: usize,
+        wanted: impl Fn(usize) -> bool,
+    ) -> Vec<bool> {
+        let mut set: Vec<bool> = (0..segment_count).map(wanted).collect();
+        let needs = self.needs();
+        let suffixes: Vec<Vec<usize>> = self
+            .incarnations
+            .iter()
+            .zip(&needs)
+            .map(|(inc, &need)| {
+                let keep = Self::kept_len(inc, need, &|_| true);
+                let mut segs: Vec<usize> = inc.records.iter().skip(keep).map(|r| r.seg).collect();
+                segs.dedup();
+                segs
+            })
+            .filter(|s| s.len() > 1)
+            .collect();
+        loop {
+            let mut changed = false;
+            for segs in &suffixes {
+                let hit = |x: &usize| set.get(*x).copied().unwrap_or(false);
+                if segs.iter().any(hit) && !segs.iter().all(hit) {
+                    for &x in segs {
+                        if let Some(v) = set.get_mut(x) {
+                            *v = true;
+                        }
+                    }
+                    changed = true;
+                }
+            }
+            if !changed {
+                return set;
+            }
+        }
+    }
+
+    /// The records a compaction of the segments `rewritable` says yes to may leave out.
+    pub(super) fn plan(&self, rewritable: impl Fn(usize) -> bool) -> Drops {
+        let need = self.needs();
         let mut out = Drops::default();
-        for (inc, need) in self.incarnations.iter().zip(&need) {
-            let kept = |(k, r): (usize, &Rec)| {
-                !rewritable(r.seg) || need.is_some_and(|n| k == 0 || r.first_seq < n)
-            };
-            let keep = inc
-                .records
-                .iter()
-                .enumerate()
-                .rposition(kept)
-                .map_or(0, |k| k + 1);
+        let mut erased = vec![false; self.incarnations.len()];
+        for (i, (inc, &need)) in self.incarnations.iter().zip(&need).enumerate() {
+            let keep = Self::kept_len(inc, need, &rewritable);
             out.records.extend(inc.records.iter().skip(keep));
             if keep == 0 {
                 out.sessions_erased += 1;
                 out.deletions_then_free += 1;
+                erased[i] = true;
             }
         }
+        out.deletions_after.extend(
+            self.deletions
+                .iter()
+                .filter(|(r, ended)| ended.is_some_and(|i| erased[i]) && rewritable(r.seg))
+                .map(|(r, _)| *r),
+        );
         out.records.extend(
             self.deletions
                 .iter()

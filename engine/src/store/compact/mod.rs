@@ -12,52 +12,97 @@
 mod history;
 mod rewrite;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use history::History;
 
 use super::inner::Inner;
+use super::options::CompactionPolicy;
 use super::report::{CompactReport, SegmentCompaction};
 use crate::Result;
 use crate::codec::checkpoint::checkpoint_path;
 use crate::codec::frame::RecordLink;
 
+/// Which segments a compaction writes again.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Scope {
+    /// Every segment holding a record no session reads ([`Store::compact`](super::Store::compact)).
+    All,
+    /// Only the segments the policy wants (the writer's background compaction).
+    Policy(CompactionPolicy),
+}
+
+/// What a compaction did, and the dead bytes it left, by segment (first LSN): the ones its
+/// scope passed over.
+#[derive(Debug, Default)]
+pub(super) struct Outcome {
+    pub(super) report: CompactReport,
+    pub(super) dead_left: BTreeMap<u64, u64>,
+}
+
 impl Inner {
     /// Compacts the log; in a dry run, only reads it and reports what would go.
-    pub(super) fn compact(&self, dry_run: bool) -> Result<CompactReport> {
+    pub(super) fn compact(&self, dry_run: bool, scope: Scope) -> Result<Outcome> {
         self.check_writable()?;
         let _one = self.compacting.lock();
-        let mut report = CompactReport {
-            dry_run,
-            ..CompactReport::default()
+        let mut out = Outcome {
+            report: CompactReport {
+                dry_run,
+                ..CompactReport::default()
+            },
+            dead_left: BTreeMap::new(),
         };
+        let report = &mut out.report;
         // Two passes at most: the second leaves out the deletions of the sessions the first
         // erased (a deletion goes only once nothing of its session is left, `history.rs`).
+        let mut written: Vec<u64> = Vec::new();
         for pass in 0..2 {
             let (segments, end_lsn) = self.snapshot()?;
             let history = History::read(&segments, end_lsn, self.options.record_bytes_max)?;
             let every = history.plan(|_| true);
-            if every.records.is_empty() {
+            let dead = dead_by_segment(&segments, &every);
+            let chosen = match scope {
+                Scope::All => vec![true; segments.len()],
+                Scope::Policy(p) => history.closure(segments.len(), |si| {
+                    segments
+                        .get(si)
+                        .is_some_and(|s| written.contains(&s.first_lsn))
+                        || p.wants(dead[si], record_bytes(&segments, si, end_lsn))
+                }),
+            };
+            let wanted = |si: usize| chosen.get(si).copied().unwrap_or(false);
+            let drops = match scope {
+                Scope::All => every,
+                Scope::Policy(_) => history.plan(wanted),
+            };
+            if pass == 0 {
+                for (si, seg) in segments.iter().enumerate() {
+                    if dead[si] > 0 && !wanted(si) {
+                        out.dead_left.insert(seg.first_lsn, dead[si]);
+                    }
+                }
+            }
+            if drops.records.is_empty() {
                 break;
             }
             let active = segments.len() - 1;
             if dry_run {
-                report.sessions_erased = every.sessions_erased;
-                report.segments = planned(&segments, end_lsn, &every);
-                report.rolled = every.records.iter().any(|r| r.seg == active);
+                report.sessions_erased = drops.sessions_erased;
+                report.segments = planned(&segments, end_lsn, &drops);
+                report.rolled = drops.records.iter().any(|r| r.seg == active);
                 break;
             }
-            if every.records.iter().any(|r| r.seg == active) {
+            if drops.records.iter().any(|r| r.seg == active) {
                 self.roll()?;
                 report.rolled = true;
             }
-            let drops = every;
             if pass == 0 {
                 report.sessions_erased = drops.sessions_erased;
             } else {
                 report.deletions_dropped = drops.records.len();
             }
-            self.rewrite_all(&segments, &drops, &mut report)?;
+            written.extend(self.rewrite_all(&segments, &drops, report)?);
             // Before a deletion may go, no checkpoint may still hold its session: an older
             // chain would bring it back when the open falls back to it.
             self.checkpoint_alone()?;
@@ -66,7 +111,30 @@ impl Inner {
             }
         }
         report.segments = merged(std::mem::take(&mut report.segments));
-        Ok(report)
+        Ok(out)
+    }
+
+    /// Live and dead record bytes, per segment: one read of the log, nothing written (a
+    /// read-only store too).
+    pub(super) fn space(&self) -> Result<Space> {
+        let (segments, end_lsn) = if self.read_only {
+            (self.segments.all(), self.read_end.lock().0)
+        } else {
+            self.snapshot()?
+        };
+        let history = History::read(&segments, end_lsn, self.options.record_bytes_max)?;
+        let every = history.plan(|_| true);
+        let dead = dead_by_segment(&segments, &every);
+        let segments = segments
+            .iter()
+            .enumerate()
+            .map(|(si, seg)| SegmentSpace {
+                segment: seg.path.clone(),
+                record_bytes: record_bytes(&segments, si, end_lsn),
+                dead_bytes: dead[si],
+            })
+            .collect();
+        Ok(Space { segments })
     }
 
     /// The segments and the log end, under the writer lock.
@@ -97,13 +165,19 @@ impl Inner {
         segments: &[Arc<super::segments::Segment>],
         drops: &history::Drops,
         report: &mut CompactReport,
-    ) -> Result<()> {
+    ) -> Result<Vec<u64>> {
         let mut touched: Vec<usize> = drops.records.iter().map(|r| r.seg).collect();
         touched.dedup();
+        let mut written = Vec::new();
         for &si in touched.iter().rev() {
             let Some(seg) = segments.get(si) else {
                 continue;
             };
+            // A store closing stops its compaction between two segments: every state
+            // between two renames replays.
+            if self.is_closed() {
+                return Err(crate::Error::Closed);
+            }
             let done = rewrite::rewrite(
                 &*self.storage,
                 seg,
@@ -138,8 +212,9 @@ impl Inner {
                 bytes_after: done.bytes_after,
                 records_dropped: done.records_dropped,
             });
+            written.push(seg.first_lsn);
         }
-        Ok(())
+        Ok(written)
     }
 
     /// A full checkpoint, then every older checkpoint file removed: they may hold what was
@@ -185,6 +260,68 @@ fn merged(parts: Vec<SegmentCompaction>) -> Vec<SegmentCompaction> {
     }
     out.sort_by(|a, b| a.segment.cmp(&b.segment));
     out
+}
+
+/// The live and dead record bytes of a log ([`Store::space`](super::Store::space)).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Space {
+    /// Every segment, oldest first.
+    pub segments: Vec<SegmentSpace>,
+}
+
+impl Space {
+    /// Record bytes over all segments.
+    pub fn record_bytes(&self) -> u64 {
+        self.segments.iter().map(|s| s.record_bytes).sum()
+    }
+
+    /// Dead record bytes over all segments: what a compaction would give back.
+    pub fn dead_bytes(&self) -> u64 {
+        self.segments.iter().map(|s| s.dead_bytes).sum()
+    }
+
+    /// Live record bytes: the records some session reads.
+    pub fn live_bytes(&self) -> u64 {
+        self.record_bytes() - self.dead_bytes()
+    }
+}
+
+/// One segment of a [`Space`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SegmentSpace {
+    /// The segment file, relative to the store.
+    pub segment: String,
+    /// Its record bytes (of a compacted segment: the records it kept).
+    pub record_bytes: u64,
+    /// Of those, the bytes no session reads: records of deleted sessions no live fork reads,
+    /// void space, and the deletions of sessions of which nothing else would be left.
+    pub dead_bytes: u64,
+}
+
+/// The dead bytes of each segment of a snapshot: what a plan leaves out, and the deletions
+/// its second pass would.
+fn dead_by_segment(segments: &[Arc<super::segments::Segment>], drops: &history::Drops) -> Vec<u64> {
+    let mut dead = vec![0u64; segments.len()];
+    for r in drops.records.iter().chain(&drops.deletions_after) {
+        if let Some(d) = dead.get_mut(r.seg) {
+            *d += r.len;
+        }
+    }
+    dead
+}
+
+/// The record bytes of segment `si` of a snapshot that ends at `end_lsn`.
+fn record_bytes(segments: &[Arc<super::segments::Segment>], si: usize, end_lsn: u64) -> u64 {
+    let Some(seg) = segments.get(si) else {
+        return 0;
+    };
+    if si + 1 == segments.len() && !seg.is_compacted() {
+        return end_lsn.saturating_sub(seg.first_lsn);
+    }
+    seg.records_end().map_or(0, |e| {
+        e.saturating_sub(crate::codec::segment::SEGMENT_HEADER_LEN as u64)
+    })
 }
 
 /// What a dry run reports per segment.

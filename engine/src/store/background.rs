@@ -1,0 +1,72 @@
+//! The writer's background thread (`docs/DESIGN.md` §3.7): retention on its timer,
+//! compaction when the policy wants a segment; its state and timers are `maintenance.rs`'s.
+
+use std::sync::Arc;
+
+use super::compact::Scope;
+use super::inner::Inner;
+
+/// Starts the thread of a writable store that has a policy.
+pub(crate) fn start(inner: &Arc<Inner>) {
+    let o = &inner.options;
+    if inner.read_only || (o.compaction.is_none() && o.retention.is_none()) {
+        return;
+    }
+    inner
+        .maintenance
+        .arm(o.retention.as_ref(), o.compaction.as_ref());
+    let worker = Arc::clone(inner);
+    let spawned = std::thread::Builder::new()
+        .name("sessdb-maintenance".into())
+        .spawn(move || run(&worker));
+    inner.maintenance.started(spawned);
+}
+
+/// Tells the background work what a deletion left dead.
+pub(crate) fn left_dead(inner: &Inner, bytes: &std::collections::BTreeMap<u64, u64>) {
+    inner
+        .maintenance
+        .left_dead(inner.options.compaction, bytes, |seg| {
+            segment_record_bytes(inner, seg)
+        });
+}
+
+fn run(inner: &Arc<Inner>) {
+    let m = &inner.maintenance;
+    while let Some((retain, compact)) = m.next_step() {
+        if retain && let Some(policy) = inner.options.retention {
+            let done = match inner.apply_retention(&policy, false) {
+                Ok(r) => Ok(r.deleted.len() as u64),
+                Err(e) => Err(e.to_string()),
+            };
+            m.retention_done(done, policy.check_every);
+        }
+        if compact && let Some(policy) = inner.options.compaction {
+            match inner.compact(false, Scope::Policy(policy)) {
+                Ok(out) => m.compaction_done(Ok((
+                    out.report.segments.len() as u64,
+                    out.report.reclaimed_bytes(),
+                    out.dead_left,
+                ))),
+                Err(crate::Error::Closed) => {}
+                Err(e) => m.compaction_done(Err(e.to_string())),
+            }
+        }
+        m.idle();
+    }
+}
+
+/// The record bytes of the segment whose first LSN is `first` (0 when it is gone).
+fn segment_record_bytes(inner: &Inner, first: u64) -> u64 {
+    let segments = inner.segments.all();
+    let Some(si) = segments.iter().position(|s| s.first_lsn == first) else {
+        return 0;
+    };
+    if si + 1 == segments.len() {
+        let end = inner.tail.lock().as_ref().map_or(first, |t| t.next_lsn);
+        return end.saturating_sub(first);
+    }
+    segments[si].records_end().map_or(0, |e| {
+        e.saturating_sub(crate::codec::segment::SEGMENT_HEADER_LEN as u64)
+    })
+}
