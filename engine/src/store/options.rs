@@ -142,6 +142,30 @@ impl CompactionPolicy {
 /// Which sessions a writer deletes by itself ([`Store::apply_retention`](super::Store::apply_retention)),
 /// at open and then every [`RetentionPolicy::check_every`]. A deleted session's bytes go at
 /// the next compaction.
+///
+/// ```
+/// use std::time::Duration;
+/// use sessdb::{Clock, CompactionPolicy, RetentionPolicy, SessionHeader, Store, StoreOptions};
+///
+/// let dir = std::env::temp_dir().join(format!("sessdb-doc-retention-{}", std::process::id()));
+/// // A session written in 1970, by a clock that says so.
+/// let store = Store::open(&dir, StoreOptions::default().with_clock(Clock::fixed(0)))?;
+/// store.create_session(SessionHeader::new("old", 0), Vec::new())?;
+/// store.close()?;
+/// drop(store);
+///
+/// let options = StoreOptions::default()
+///     .with_retention(Some(RetentionPolicy::max_age(Duration::from_secs(30 * 86_400))))
+///     .with_compaction(Some(CompactionPolicy::dead_fraction(0.25)));
+/// let store = Store::open(&dir, options)?;
+/// // The writer applies the policy at open, on a thread of its own.
+/// assert!(store.wait_maintenance(Duration::from_secs(60)));
+/// assert_eq!(store.maintenance().sessions_expired, 1);
+/// assert!(store.list().is_empty());
+/// store.close()?;
+/// # std::fs::remove_dir_all(&dir).ok();
+/// # Ok::<(), sessdb::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RetentionPolicy {

@@ -1283,3 +1283,59 @@ fn compact_erases_a_deleted_session_and_a_dry_run_changes_nothing() {
         "{listed}"
     );
 }
+
+#[test]
+fn delete_takes_several_ids_or_an_age_and_stats_says_what_is_dead() {
+    let dir = tempfile::tempdir().unwrap();
+    let ids = demo(dir.path());
+    let stats = |dir: &Path| {
+        let text = ok(&["stats", "store", "--json"], dir);
+        json(&text);
+        text
+    };
+    let before = stats(dir.path());
+    assert!(before.contains("\"deadBytes\":0"), "{before}");
+    // One unknown id deletes nothing (exit 6, naming it).
+    let err = fails(&["delete", "store", &ids[0], "nope"], dir.path(), 6);
+    assert!(err.contains("nope"), "{err}");
+    assert_eq!(
+        json(&ok(&["ls", "store", "--json"], dir.path()))
+            .elements()
+            .count(),
+        ids.len()
+    );
+    // Several at once, each printed.
+    let out = ok(
+        &["delete", "store", &ids[0], &ids[1], "--quiet"],
+        dir.path(),
+    );
+    assert_eq!(out.lines().collect::<Vec<_>>(), [&ids[0][..], &ids[1][..]]);
+    let after = stats(dir.path());
+    assert!(!after.contains("\"deadBytes\":0"), "{after}");
+    // By age: the demo's sessions were written in 2026-01; a dry run lists, changes nothing.
+    let plan = ok(
+        &["delete", "store", "--older-than", "1h", "--dry-run"],
+        dir.path(),
+    );
+    assert_eq!(plan.lines().count(), ids.len() - 2, "{plan}");
+    assert!(plan.contains("\t2026-01-01T"), "{plan}");
+    assert_eq!(
+        json(&ok(&["ls", "store", "--json"], dir.path()))
+            .elements()
+            .count(),
+        ids.len() - 2
+    );
+    assert!(ok(&["delete", "store", "--older-than", "36500d"], dir.path()).is_empty());
+    let done = ok(&["delete", "store", "--older-than", "0s"], dir.path());
+    assert_eq!(done, plan);
+    assert!(ok(&["ls", "store"], dir.path()).lines().count() <= 1);
+    // A duration in another unit is a usage error; ids and an age together too.
+    fails(&["delete", "store", "--older-than", "3w"], dir.path(), 2);
+    fails(
+        &["delete", "store", "x", "--older-than", "3d"],
+        dir.path(),
+        2,
+    );
+    ok(&["compact", "store", "--quiet"], dir.path());
+    assert!(stats(dir.path()).contains("\"deadBytes\":0"));
+}

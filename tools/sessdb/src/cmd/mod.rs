@@ -39,8 +39,9 @@ pub enum Command {
     Import(import::Args),
     /// Export sessions to the DSH JSONL layout or to a SQLite database.
     Export(export::Args),
-    /// Delete a session (a Delete record; forks of it keep what they inherited; `compact`
-    /// then removes its records from the files).
+    /// Delete sessions by id, or every session last written longer ago than --older-than
+    /// (a Delete record each; forks keep what they inherited; `compact` then removes their
+    /// records from the files); prints each one (--dry-run: each it would delete).
     Delete(delete::Args),
     /// Write the log again without the records of deleted sessions: afterwards no file of the
     /// store holds their events (--dry-run prints what would be reclaimed per segment).

@@ -27,6 +27,10 @@ struct Stats {
     index_bytes: usize,
     mapped_index_bytes: usize,
     surface_bytes: usize,
+    /// Record bytes some session reads (`null` when the log could not be read through).
+    live_bytes: Option<u64>,
+    /// Record bytes a compaction would give back.
+    dead_bytes: Option<u64>,
 }
 
 /// What opening the store did.
@@ -44,6 +48,8 @@ pub fn run(a: &Args) -> CliResult {
     let s = store.stats();
     let r = store.open_report();
     let m = store.memory_usage();
+    // One read of the log: what is live and what a compaction would give back.
+    let space = store.space();
     if a.json {
         print_json(&Stats {
             sessions: s.sessions,
@@ -61,6 +67,8 @@ pub fn run(a: &Args) -> CliResult {
             index_bytes: m.index_bytes,
             mapped_index_bytes: m.mapped_index_bytes,
             surface_bytes: m.surface_bytes,
+            live_bytes: space.as_ref().ok().map(sessdb::store::Space::live_bytes),
+            dead_bytes: space.as_ref().ok().map(sessdb::store::Space::dead_bytes),
         });
         return Ok(code::OK);
     }
@@ -68,6 +76,14 @@ pub fn run(a: &Args) -> CliResult {
     println(&format!("events             {}", s.events));
     println(&format!("segments           {}", s.segments));
     println(&format!("log bytes          {}", s.log_bytes));
+    match &space {
+        Ok(sp) => println(&format!(
+            "live / dead        {} / {} record byte(s) (dead: what `sessdb compact` gives back)",
+            sp.live_bytes(),
+            sp.dead_bytes()
+        )),
+        Err(e) => println(&format!("live / dead        unknown: {e}")),
+    }
     println(&format!(
         "checkpoint         generation {} covering {} byte(s)",
         s.checkpoint_generation, s.checkpoint_lsn
