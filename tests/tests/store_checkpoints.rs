@@ -266,3 +266,40 @@ fn a_checkpoint_of_the_earlier_body_layout_is_passed_over_and_the_log_replayed()
     assert!(again.open_report().checkpoint.is_some());
     assert_eq!(dump(&again), reference);
 }
+
+/// Found by the compaction property (`compaction_props.rs`): a session deleted, its id
+/// created again in a later process, then extended in a third — the open of the fourth
+/// failed ("a delta extends a session the chain does not hold"): the chain's deletions were
+/// left in the catalog's list of deletions since the last checkpoint, so the next delta
+/// deleted the new session again before extending it.
+#[test]
+fn regression_a_deleted_id_created_again_extends_after_reopen() {
+    let storage = MemStorage::new();
+    let note = |store: &Store, text: &str| {
+        let data = format!("{{\"note\":\"{text}\"}}");
+        let t = sessdb::LogType::new("plugin/note").unwrap();
+        store
+            .append("s0", sessdb::Draft::log(t, data.as_bytes()).ignorable())
+            .unwrap();
+    };
+    let reopen = |store: Store| {
+        store.close().unwrap();
+        drop(store);
+        Store::open_with(Arc::new(storage.clone()), options()).unwrap()
+    };
+    let store = Store::open_with(Arc::new(storage.clone()), options()).unwrap();
+    let header = || sessdb::SessionHeader::new("s0", 0);
+    store.create_session(header(), Vec::new()).unwrap();
+    note(&store, "first");
+    let store = reopen(store);
+    store.delete_session("s0").unwrap();
+    let store = reopen(store);
+    store.create_session(header(), Vec::new()).unwrap();
+    note(&store, "again");
+    let store = reopen(store);
+    note(&store, "more");
+    let expected = dump(&store);
+    let store = reopen(store);
+    assert_eq!(dump(&store), expected);
+    assert_eq!(store.session_len("s0").unwrap(), 3);
+}

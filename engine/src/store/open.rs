@@ -276,6 +276,11 @@ fn load(from: &Sources<'_>, full_replay: bool, report: &mut OpenReport) -> Resul
             checkpoint::apply(body, &mut catalog)
                 .map_err(|e| Error::corruption(&checkpoint_path(meta.generation), 0, e.kind()))?;
         }
+        // `deleted` is what the next delta must say was deleted since the chain: nothing yet.
+        // Left as the chain's deltas filled it, the next delta named again an id the chain
+        // deleted and a later delta created anew — and an open then deleted the new session
+        // before extending it (`regression_a_deleted_id_created_again_extends_after_reopen`).
+        catalog.deleted.clear();
         report.checkpoint = Some(meta.generation);
         start_lsn = meta.covered_lsn;
         last_record = meta.last_record;

@@ -177,23 +177,29 @@ impl History {
         }
     }
 
-    /// How far each incarnation is needed: `None` not at all, `Some(n)` its first record
-    /// and its events before seq `n`, `u64::MAX` all of it. Children come after their
-    /// parents, so one pass from the newest passes every need up.
-    fn needs(&self) -> Vec<Option<u64>> {
+    /// How many records of each incarnation stay when the segments `rewritable` says yes
+    /// to are written again. An incarnation is needed — `None` not at all, `Some(n)` its
+    /// first record and its events before seq `n`, `u64::MAX` all of it — when it lives, or
+    /// when a fork of it keeps its first record (live, or deleted but in a segment left as
+    /// it is: its record still replays against the parent). Children come after their
+    /// parents, so one pass from the newest settles each child before its parent.
+    fn kept(&self, rewritable: &impl Fn(usize) -> bool) -> Vec<usize> {
         let mut need: Vec<Option<u64>> = self
             .incarnations
             .iter()
             .map(|i| (!i.deleted).then_some(u64::MAX))
             .collect();
+        let mut keep = vec![0; self.incarnations.len()];
         for i in (0..self.incarnations.len()).rev() {
-            if need[i].is_some()
-                && let Some((p, n)) = self.incarnations[i].parent
+            let inc = &self.incarnations[i];
+            keep[i] = Self::kept_len(inc, need[i], rewritable);
+            if keep[i] > 0
+                && let Some((p, n)) = inc.parent
             {
                 need[p] = need[p].max(Some(n));
             }
         }
-        need
+        keep
     }
 
     /// How many of `inc`'s records stay: all up to the last one needed or not rewritable.
@@ -222,13 +228,12 @@ impl History {
         wanted: impl Fn(usize) -> bool,
     ) -> Vec<bool> {
         let mut set: Vec<bool> = (0..segment_count).map(wanted).collect();
-        let needs = self.needs();
+        let kept = self.kept(&|_| true);
         let suffixes: Vec<Vec<usize>> = self
             .incarnations
             .iter()
-            .zip(&needs)
-            .map(|(inc, &need)| {
-                let keep = Self::kept_len(inc, need, &|_| true);
+            .zip(kept)
+            .map(|(inc, keep)| {
                 let mut segs: Vec<usize> = inc.records.iter().skip(keep).map(|r| r.seg).collect();
                 segs.dedup();
                 segs
@@ -256,11 +261,10 @@ impl History {
 
     /// The records a compaction of the segments `rewritable` says yes to may leave out.
     pub(super) fn plan(&self, rewritable: impl Fn(usize) -> bool) -> Drops {
-        let need = self.needs();
+        let kept = self.kept(&rewritable);
         let mut out = Drops::default();
         let mut erased = vec![false; self.incarnations.len()];
-        for (i, (inc, &need)) in self.incarnations.iter().zip(&need).enumerate() {
-            let keep = Self::kept_len(inc, need, &rewritable);
+        for (i, (inc, keep)) in self.incarnations.iter().zip(kept).enumerate() {
             out.records.extend(inc.records.iter().skip(keep));
             if keep == 0 {
                 out.sessions_erased += 1;
