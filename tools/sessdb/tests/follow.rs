@@ -1,8 +1,9 @@
 //! `sessdb tail -f` beside other processes: a buffered `sessdb stress` writer crossing many
-//! write windows and rolls, and a `sessdb repair --salvage` rewriting the log under it. A
+//! write windows and rolls, a `sessdb repair --salvage` rewriting the log under it, and a
+//! writer deleting sessions while its background compaction writes segments again. A
 //! follower never reports damage that is not there (regressions of two failures found under
 //! load: "damaged record followed by data" beside a healthy writer, "a stored event is
-//! refused" across a salvage).
+//! refused" across a salvage) and misses no event.
 
 #![allow(
     clippy::unwrap_used,
@@ -140,4 +141,125 @@ fn regression_tail_follow_across_a_salvage_goes_on() {
     assert_eq!(e.seq(), seq);
     let err = stop(follower);
     assert!(err.is_empty(), "the follower reported: {err}");
+}
+
+/// The `seq` of a printed event line.
+fn seq_of(line: &str) -> u64 {
+    Event::from_jsonl(line.as_bytes(), &Limits::default())
+        .unwrap_or_else(|e| panic!("{e}: {line}"))
+        .seq()
+}
+
+#[test]
+fn followers_and_readers_beside_background_compaction_see_no_damage_and_miss_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = sessdb(
+        &[
+            "stress",
+            "store",
+            "--seconds",
+            "4",
+            "--threads",
+            "2",
+            "--churn",
+            "--segment-bytes",
+            "65536",
+        ],
+        dir.path(),
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let mut acks = BufReader::new(writer.stdout.take().unwrap()).lines();
+    // The first round's sessions stay: follow the first one from its start.
+    let first = acks.next().unwrap().unwrap();
+    let session = first.split(' ').nth(1).unwrap().to_owned();
+    let mut followers: Vec<_> = (0..3)
+        .map(|_| {
+            sessdb(
+                &["tail", "store", &session, "-n", "100000", "-f"],
+                dir.path(),
+            )
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+        })
+        .collect();
+    let printed: Vec<_> = followers
+        .iter_mut()
+        .map(|f| {
+            let out = f.stdout.take().unwrap();
+            std::thread::spawn(move || {
+                BufReader::new(out)
+                    .lines()
+                    .map(|l| seq_of(&l.unwrap()))
+                    .collect::<Vec<u64>>()
+            })
+        })
+        .collect();
+    let acks = std::thread::spawn(move || {
+        let (mut acked, mut deleted) = (0u64, 0u64);
+        for line in acks {
+            let line = line.unwrap();
+            if line.starts_with("deleted ") {
+                deleted += 1;
+            } else {
+                acked += 1;
+            }
+        }
+        (acked, deleted)
+    });
+    // Read-only openers beside it the whole time: each opens the store, lists it and reads
+    // the whole log (stats' live and dead bytes); none may see damage.
+    let mut opens = 0;
+    while writer.try_wait().unwrap().is_none() {
+        for args in [
+            &["ls", "store", "--json"][..],
+            &["stats", "store", "--json"],
+        ] {
+            let out = sessdb(args, dir.path()).output().unwrap();
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{args:?} beside the compaction: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            opens += 1;
+        }
+    }
+    let mut err = String::new();
+    writer
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(writer.wait().unwrap().success(), "{err}");
+    let (acked, deleted) = acks.join().unwrap();
+    assert!(
+        acked > 1000 && deleted > 10,
+        "{acked} acks, {deleted} deletions"
+    );
+    // The background compaction did run beside them.
+    assert!(
+        err.contains("background compaction(s)") && !err.contains(" 0 background"),
+        "{err}"
+    );
+    assert!(opens >= 2, "{opens}");
+    let store = Store::open_read_only(dir.path().join("store"), StoreOptions::default()).unwrap();
+    let last = store.session_len(&session).unwrap() - 1;
+    drop(store);
+    for (f, p) in followers.into_iter().zip(printed) {
+        let err = stop(f);
+        assert!(err.is_empty(), "a follower reported: {err}");
+        let seqs = p.join().unwrap();
+        // Every event once, in order, to the session's last.
+        assert_eq!(
+            seqs,
+            (0..=last).collect::<Vec<_>>(),
+            "a follower missed or repeated"
+        );
+    }
 }

@@ -3,7 +3,9 @@
 //! parent kills it with SIGKILL after a varying number of acks — sometimes before the first,
 //! while the store is still opening — reopens the store and checks that every acknowledged
 //! write is there and that a full verify finds nothing. Rounds alternate `--sync` and
-//! buffered, one and two threads. `SESSDB_KILL_ROUNDS` sets the number of rounds (the
+//! buffered, one and two threads; every third round runs `--churn` on 64 KiB segments (each
+//! round's sessions deleted when it ends, the background compaction writing segments again
+//! beside the appends): a session whose deletion was acknowledged must stay deleted. `SESSDB_KILL_ROUNDS` sets the number of rounds (the
 //! recorded run in docs/RELIABILITY.md used 500).
 
 #![allow(
@@ -30,11 +32,18 @@ fn stress_killed_by_sigkill_loses_no_acknowledged_write() {
     let store_dir = dir.path().join("store");
     // The highest acknowledged seq of every session, over all rounds.
     let mut acked: BTreeMap<String, u64> = BTreeMap::new();
+    // Sessions whose deletion was acknowledged.
+    let mut gone: Vec<String> = Vec::new();
     let mut total = 0u64;
     for round in 0..rounds {
         let sync = round % 2 == 0;
         let threads = if round % 4 < 2 { "1" } else { "2" };
-        let kill_after = [0u64, 1, 7, 40, 150, 3, 90, 400][(round % 8) as usize];
+        let kill_after = if round % 3 == 2 {
+            // Past a few rounds' deletions, so kills land in background compactions.
+            [1_500u64, 4_000, 8_000][(round / 3 % 3) as usize]
+        } else {
+            [0u64, 1, 7, 40, 150, 3, 90, 400][(round % 8) as usize]
+        };
         let mut args = vec![
             "stress".to_owned(),
             store_dir.display().to_string(),
@@ -47,6 +56,9 @@ fn stress_killed_by_sigkill_loses_no_acknowledged_write() {
         ];
         if sync {
             args.push("--sync".into());
+        }
+        if round % 3 == 2 {
+            args.extend(["--churn".into(), "--segment-bytes".into(), "65536".into()]);
         }
         let mut child = Command::new(env!("CARGO_BIN_EXE_sessdb"))
             .args(&args)
@@ -62,7 +74,15 @@ fn stress_killed_by_sigkill_loses_no_acknowledged_write() {
                 .unwrap_or_else(|| panic!("round {round}: the child ended on its own"))
                 .unwrap();
             let mut parts = line.split(' ');
-            assert_eq!(parts.next(), Some("ack"), "{line}");
+            let what = parts.next();
+            if what == Some("deleted") {
+                let session = parts.next().unwrap().to_owned();
+                acked.remove(&session);
+                gone.push(session);
+                seen += 1;
+                continue;
+            }
+            assert_eq!(what, Some("ack"), "{line}");
             let session = parts.next().unwrap().to_owned();
             let seq: u64 = parts.next().unwrap().parse().unwrap();
             let e = acked.entry(session).or_insert(0);
@@ -92,6 +112,12 @@ fn stress_killed_by_sigkill_loses_no_acknowledged_write() {
                 "round {round}: {session} acknowledged seq {seq} but holds {len} events"
             );
         }
+        for session in &gone {
+            assert!(
+                store.info(session).is_none(),
+                "round {round}: {session}'s deletion was acknowledged, yet it is back"
+            );
+        }
         store.close().unwrap();
         drop(store);
         let storage = std::sync::Arc::new(sessdb::storage::FsStorage::new(&store_dir));
@@ -100,7 +126,9 @@ fn stress_killed_by_sigkill_loses_no_acknowledged_write() {
     }
     assert!(total > 0, "the children acknowledged writes");
     eprintln!(
-        "{rounds} SIGKILLs: {total} acknowledged writes over {} sessions, 0 lost",
-        acked.len()
+        "{rounds} SIGKILLs: {total} acknowledged writes over {} sessions, 0 lost; {} acknowledged deletions, none back",
+        acked.len(),
+        gone.len()
     );
+    assert!(!gone.is_empty(), "the churn rounds deleted sessions");
 }

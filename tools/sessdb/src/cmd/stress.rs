@@ -1,15 +1,19 @@
-//! `sessdb stress STORE --seconds N [--sessions K] [--threads T] [--sync] [--seed S]`
+//! `sessdb stress STORE --seconds N [--sessions K] [--threads T] [--sync] [--seed S] [--churn]
+//! [--segment-bytes B]`
 //!
 //! Appends a realistic generated workload (turns, text chunks, tool calls, compaction
 //! replaces, prunes, forks) for N seconds and prints `ack <session> <seq>` on stdout, flushed,
 //! after every acknowledged append: the tool for kill loops (kill it at any moment, reopen,
-//! and every printed event must be there), and for users testing their disks.
+//! and every printed event must be there), and for users testing their disks. With
+//! `--churn` each round's sessions are deleted when it ends (`deleted <session>` after each
+//! acknowledged deletion; the first round's stay, to be followed), so the writer's background
+//! compaction runs beside the appends.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use sessdb::{Draft, Durability, ForkSpec, SessionHeader, Store, StoreOptions};
+use sessdb::{CompactionPolicy, Draft, Durability, ForkSpec, SessionHeader, Store, StoreOptions};
 use sessdb_workload::{Sink, WorkloadSpec, generate};
 
 use crate::cmd::{PathArg, open_or_create_writer};
@@ -35,6 +39,14 @@ pub struct Args {
     /// Random seed of the workload (runs with the same seed on a fresh store are identical).
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Delete each round's sessions when it ends (but the first round's), printing
+    /// `deleted <session>`: the background compaction then runs beside the appends.
+    #[arg(long)]
+    churn: bool,
+    /// Segments roll over at this size (default 64 MiB; small ones give the background
+    /// compaction many segments to choose from).
+    #[arg(long, value_name = "BYTES")]
+    segment_bytes: Option<u64>,
 }
 
 /// A sink that prints an `ack` line after each acknowledged write and stops at the deadline.
@@ -42,6 +54,8 @@ struct AckSink {
     store: Store,
     deadline: Instant,
     acked: Arc<AtomicU64>,
+    /// The sessions this round created (with `--churn`).
+    created: Vec<String>,
 }
 
 impl AckSink {
@@ -59,12 +73,25 @@ impl AckSink {
     }
 }
 
+impl AckSink {
+    /// Deletes what the round created, each acknowledged by a `deleted` line.
+    fn churn(&mut self) -> sessdb::Result<()> {
+        for id in std::mem::take(&mut self.created) {
+            self.check_time()?;
+            self.store.delete_session(&id)?;
+            crate::out::println(&format!("deleted {}", id.escape_debug()));
+        }
+        Ok(())
+    }
+}
+
 impl Sink for AckSink {
     fn create(&mut self, header: SessionHeader) -> sessdb::Result<()> {
         self.check_time()?;
         let id = header.id.clone();
         let len = self.store.create_session(header, Vec::new())?.len()?;
         self.ack(&id, len.saturating_sub(1));
+        self.created.push(id);
         Ok(())
     }
 
@@ -80,6 +107,7 @@ impl Sink for AckSink {
         let child = self.store.fork(source, spec)?;
         let len = self.store.session_len(&child)?;
         self.ack(&child, len.saturating_sub(1));
+        self.created.push(child.clone());
         Ok(child)
     }
 }
@@ -102,11 +130,23 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
             "--threads and --sessions must be at least 1",
         ));
     }
-    let options = StoreOptions::default().with_durability(if a.sync {
+    let mut options = StoreOptions::default().with_durability(if a.sync {
         Durability::Sync
     } else {
         Durability::Buffered
     });
+    if let Some(bytes) = a.segment_bytes {
+        options = options.with_segment_bytes_max(bytes.max(4096));
+    }
+    if a.churn {
+        // What an earlier run left dead is read at once, not after 10 s; small segments
+        // are written again too.
+        options = options.with_compaction(Some(
+            CompactionPolicy::default()
+                .with_first_check_after(Duration::ZERO)
+                .with_min_dead_bytes(4096),
+        ));
+    }
     let store = open_or_create_writer(&a.store, options)?;
     let started = Instant::now();
     let deadline = started + Duration::from_secs_f64(a.seconds);
@@ -117,8 +157,9 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
                 store: store.clone(),
                 deadline,
                 acked: Arc::clone(&acked),
+                created: Vec::new(),
             };
-            let (seed, sessions) = (a.seed, a.sessions);
+            let (seed, sessions, churn) = (a.seed, a.sessions, a.churn);
             std::thread::spawn(move || -> sessdb::Result<()> {
                 for round in 0.. {
                     let spec = WorkloadSpec {
@@ -126,11 +167,21 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
                         sessions,
                         ..WorkloadSpec::default()
                     };
-                    match generate(&spec, &mut sink) {
-                        Ok(_) => {}
+                    let done = generate(&spec, &mut sink).map(|_| ()).and_then(|()| {
+                        if !churn {
+                            return Ok(());
+                        }
+                        if round == 0 {
+                            sink.created.clear();
+                            return Ok(());
+                        }
+                        sink.churn()
+                    });
+                    match done {
+                        Ok(()) => {}
                         Err(sessdb::Error::Closed) => return Ok(()),
                         // A rerun on the same store meets ids an earlier run made: next round.
-                        Err(sessdb::Error::SessionExists { .. }) => {}
+                        Err(sessdb::Error::SessionExists { .. }) => sink.created.clear(),
                         Err(e) => return Err(e),
                     }
                 }
@@ -162,6 +213,7 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
     if let Some(e) = first_error {
         return Err(e.into());
     }
+    let background = store.maintenance();
     store.close()?;
     let n = acked.load(Ordering::Relaxed);
     let secs = started.elapsed().as_secs_f64();
@@ -174,5 +226,19 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
             if a.sync { "Sync" } else { "Buffered" }
         ),
     );
+    if a.churn {
+        crate::out::note(
+            quiet,
+            &format!(
+                "stress: {} background compaction(s) wrote {} segment(s) again, {} byte(s) given back{}",
+                background.compactions,
+                background.segments_compacted,
+                background.bytes_reclaimed,
+                background
+                    .last_error
+                    .map_or_else(String::new, |e| format!("; last error: {e}"))
+            ),
+        );
+    }
     Ok(code::OK)
 }
