@@ -31,6 +31,36 @@ export interface OpenOptions {
   durability?: 'buffered' | 'sync'
   /** Open read-only, beside a live writer. */
   readOnly?: boolean
+  /**
+   * The writer's background compaction: on by default (a segment written again once half of
+   * it is dead, at least 64 KiB); `{ background: false }` turns it off (`compact()` still works).
+   */
+  compaction?: { background?: boolean; deadFraction?: number; minDeadBytes?: number }
+  /**
+   * Which sessions the writer deletes by itself, at open and every `checkEveryMs` (default
+   * 60000): those last written more than `maxAgeMs` ago, then the oldest while the live bytes
+   * are more than `maxLiveBytes`. Default: none.
+   */
+  retention?: { maxAgeMs?: number; maxLiveBytes?: number; checkEveryMs?: number }
+}
+
+export interface CompactResult {
+  dryRun: boolean
+  reclaimedBytes: number
+  segments: number
+  sessionsErased: number
+}
+
+export interface Maintenance {
+  compactions: number
+  bytesReclaimed: number
+  sessionsExpired: number
+  lastError: string | null
+}
+
+export interface Space {
+  liveBytes: number
+  deadBytes: number
 }
 
 export interface SessionRow {
@@ -139,6 +169,19 @@ export declare class Store {
   repair(id: string): Promise<RepairResult>
   fork(id: string, options?: { at?: number; childId?: string }): Promise<string>
   deleteSession(id: string): Promise<void>
+  /** Deletes every session last written more than `ageMs` ago; resolves to their ids, oldest first. */
+  deleteOlderThan(ageMs: number, options?: { dryRun?: boolean }): Promise<string[]>
+  /**
+   * Writes the log again without the records no session reads (deleted sessions): afterwards
+   * no file of the store holds their events. `dryRun`: only says what would go.
+   */
+  compact(options?: { dryRun?: boolean }): Promise<CompactResult>
+  /** The log's live and dead record bytes (one read of the whole log). */
+  space(): Promise<Space>
+  /** What the writer's background work (retention, compaction) has done since the open. */
+  maintenance(): Maintenance
+  /** Resolves to `true` once the background work is idle, `false` after `timeoutMs` (default 60000). */
+  waitMaintenance(timeoutMs?: number): Promise<boolean>
   /**
    * Yields the session's events from `from` on as they are appended, until `signal` aborts or
    * the loop is left. Holds no libuv pool thread; a writer in another process is seen every

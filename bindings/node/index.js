@@ -113,7 +113,7 @@ class Store {
   /**
    * Opens (creating if needed) the store in directory `dir`.
    * @param {string} dir
-   * @param {{durability?: 'buffered' | 'sync', readOnly?: boolean}} [options]
+   * @param {import('./index').OpenOptions} [options]
    */
   static async open(dir, options = {}) {
     if (typeof dir !== 'string') throw coded('INVALID_ARGUMENT', `dir must be a string, not ${typeof dir}`)
@@ -174,6 +174,32 @@ class Store {
 
   deleteSession(id) {
     return call(() => this.inner.deleteSession(id))
+  }
+
+  /** Deletes every session last written more than `ageMs` ago; resolves to their ids. */
+  deleteOlderThan(ageMs, { dryRun = false } = {}) {
+    return call(() => syncCall(() => this.inner.deleteOlderThan(ageMs, dryRun)))
+  }
+
+  /** Writes the log again without the deleted sessions' records (`dryRun`: only says what). */
+  compact({ dryRun = false } = {}) {
+    return call(() => this.inner.compact(dryRun))
+  }
+
+  /** Live and dead record bytes of the log (one read of it). */
+  space() {
+    return call(() => this.inner.space())
+  }
+
+  /** What the writer's background work (retention, compaction) has done. */
+  maintenance() {
+    const m = syncCall(() => this.inner.maintenance())
+    return { ...m, lastError: m.lastError ?? null }
+  }
+
+  /** Resolves to `true` once the background work is idle, `false` after `timeoutMs`. */
+  waitMaintenance(timeoutMs = 60000) {
+    return call(() => syncCall(() => this.inner.waitMaintenance(timeoutMs)))
   }
 
   /**

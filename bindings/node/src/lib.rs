@@ -30,6 +30,68 @@ pub struct OpenOptions {
     pub durability: Option<String>,
     /// Open read-only, beside a live writer.
     pub read_only: Option<bool>,
+    /// The writer's background compaction (default: on, a segment written again once half
+    /// of it is dead).
+    pub compaction: Option<CompactionOptions>,
+    /// Which sessions the writer deletes by itself (default: none).
+    pub retention: Option<RetentionOptions>,
+}
+
+/// [`OpenOptions::compaction`].
+#[napi(object)]
+pub struct CompactionOptions {
+    /// `false`: no background compaction (`compact()` still works).
+    pub background: Option<bool>,
+    /// A segment is written again once this fraction of it is dead, in (0, 1]. Default 0.5.
+    pub dead_fraction: Option<f64>,
+    /// ... and once at least this many of its bytes are. Default 65536.
+    pub min_dead_bytes: Option<i64>,
+}
+
+/// [`OpenOptions::retention`].
+#[napi(object)]
+pub struct RetentionOptions {
+    /// Sessions last written longer ago than this many milliseconds are deleted.
+    pub max_age_ms: Option<i64>,
+    /// While the live sessions' bytes are more than this, the oldest is deleted.
+    pub max_live_bytes: Option<i64>,
+    /// How often the policy is applied (milliseconds; default 60000).
+    pub check_every_ms: Option<i64>,
+}
+
+/// What [`NativeStore::compact`] did (or in a dry run would do).
+#[napi(object)]
+pub struct CompactResult {
+    /// Only planned: nothing changed.
+    pub dry_run: bool,
+    /// Bytes given back.
+    pub reclaimed_bytes: i64,
+    /// Segments written again.
+    pub segments: i64,
+    /// Deleted sessions of which nothing is left.
+    pub sessions_erased: i64,
+}
+
+/// What the writer's background work has done ([`NativeStore::maintenance`]).
+#[napi(object)]
+pub struct Maintenance {
+    /// Background compactions that wrote at least one segment.
+    pub compactions: i64,
+    /// Bytes they gave back.
+    pub bytes_reclaimed: i64,
+    /// Sessions the retention policy deleted.
+    pub sessions_expired: i64,
+    /// The last error of a background step, if any.
+    pub last_error: Option<String>,
+}
+
+/// The log's live and dead record bytes ([`NativeStore::space`]).
+#[napi(object)]
+pub struct Space {
+    /// Record bytes some session reads.
+    pub live_bytes: i64,
+    /// Record bytes a compaction gives back.
+    pub dead_bytes: i64,
 }
 
 /// One session of [`NativeStore::list`].
@@ -139,11 +201,14 @@ pub fn open(
     path: String,
     options: Option<OpenOptions>,
 ) -> napi::Result<AsyncTask<Job<NativeStore>>> {
-    let (durability, read_only) = match options {
-        Some(o) => (o.durability, o.read_only.unwrap_or(false)),
-        None => (None, false),
-    };
-    let durability = match durability.as_deref() {
+    let options = options.unwrap_or(OpenOptions {
+        durability: None,
+        read_only: None,
+        compaction: None,
+        retention: None,
+    });
+    let read_only = options.read_only.unwrap_or(false);
+    let durability = match options.durability.as_deref() {
         None | Some("buffered") => Durability::Buffered,
         Some("sync") => Durability::Sync,
         Some(other) => {
@@ -152,16 +217,69 @@ pub fn open(
             )));
         }
     };
+    let compaction = compaction_of(options.compaction)?;
+    let retention = retention_of(options.retention)?;
     Ok(AsyncTask::new(Job::new(move || {
         let store = if read_only {
             Store::open_read_only(&path, sessdb::StoreOptions::default())
         } else {
-            Store::open(&path, StoreOptions::default().with_durability(durability))
+            let o = StoreOptions::default()
+                .with_durability(durability)
+                .with_compaction(compaction)
+                .with_retention(retention);
+            Store::open(&path, o)
         }
         .map_err(|e| to_js(&e))?;
         let root = std::fs::canonicalize(&path).map_or(path, |p| p.display().to_string());
         Ok(NativeStore { store, root })
     })))
+}
+
+fn non_negative(v: Option<i64>, what: &str) -> napi::Result<Option<u64>> {
+    v.map(|v| u64::try_from(v).map_err(|_| invalid(format!("{what} must be a non-negative integer"))))
+        .transpose()
+}
+
+fn compaction_of(
+    o: Option<CompactionOptions>,
+) -> napi::Result<Option<sessdb::CompactionPolicy>> {
+    let mut policy = sessdb::CompactionPolicy::default();
+    let Some(o) = o else {
+        return Ok(Some(policy));
+    };
+    if o.background == Some(false) {
+        return Ok(None);
+    }
+    if let Some(f) = o.dead_fraction {
+        if !(f > 0.0 && f <= 1.0) {
+            return Err(invalid("compaction.deadFraction must be in (0, 1]"));
+        }
+        policy = sessdb::CompactionPolicy::dead_fraction(f);
+    }
+    if let Some(b) = non_negative(o.min_dead_bytes, "compaction.minDeadBytes")? {
+        policy = policy.with_min_dead_bytes(b);
+    }
+    Ok(Some(policy))
+}
+
+fn retention_of(o: Option<RetentionOptions>) -> napi::Result<Option<sessdb::RetentionPolicy>> {
+    let Some(o) = o else {
+        return Ok(None);
+    };
+    let mut policy = sessdb::RetentionPolicy::default();
+    if let Some(ms) = non_negative(o.max_age_ms, "retention.maxAgeMs")? {
+        policy = policy.with_max_age(Duration::from_millis(ms));
+    }
+    if let Some(b) = non_negative(o.max_live_bytes, "retention.maxLiveBytes")? {
+        policy = policy.with_max_live_bytes(b);
+    }
+    if let Some(ms) = non_negative(o.check_every_ms, "retention.checkEveryMs")? {
+        if ms == 0 {
+            return Err(invalid("retention.checkEveryMs must be at least 1"));
+        }
+        policy = policy.with_check_every(Duration::from_millis(ms));
+    }
+    Ok(Some(policy))
 }
 
 impl NativeStore {
@@ -357,6 +475,68 @@ impl NativeStore {
     #[napi]
     pub fn delete_session(&self, session: String) -> AsyncTask<Job<()>> {
         self.job(move |s| s.delete_session(&session))
+    }
+
+    /// Deletes every session last written more than `age_ms` ago (`dry_run`: only lists
+    /// them); resolves to their ids, oldest first.
+    #[napi]
+    pub fn delete_older_than(
+        &self,
+        age_ms: i64,
+        dry_run: bool,
+    ) -> napi::Result<AsyncTask<Job<Vec<String>>>> {
+        let age = seq_arg(age_ms, "ageMs")?;
+        Ok(self.job(move |s| {
+            s.delete_older_than(Duration::from_millis(age), dry_run)
+                .map(|r| r.deleted.into_iter().map(|(id, _)| id).collect())
+        }))
+    }
+
+    /// Writes the log again without what no session reads (deleted sessions): afterwards no
+    /// file of the store holds their events. `dry_run`: only says what would go.
+    #[napi]
+    pub fn compact(&self, dry_run: bool) -> AsyncTask<Job<CompactResult>> {
+        self.job(move |s| {
+            let r = if dry_run { s.compact_plan() } else { s.compact() }?;
+            Ok(CompactResult {
+                dry_run: r.dry_run,
+                reclaimed_bytes: n(r.reclaimed_bytes()),
+                segments: n(r.segments.len() as u64),
+                sessions_erased: n(r.sessions_erased as u64),
+            })
+        })
+    }
+
+    /// What the writer's background work (retention, compaction) has done (no I/O).
+    #[napi]
+    pub fn maintenance(&self) -> Maintenance {
+        let m = self.store.maintenance();
+        Maintenance {
+            compactions: n(m.compactions),
+            bytes_reclaimed: n(m.bytes_reclaimed),
+            sessions_expired: n(m.sessions_expired),
+            last_error: m.last_error,
+        }
+    }
+
+    /// Resolves once the background work has nothing running and nothing due (`true`), or
+    /// after `timeout_ms` (`false`).
+    #[napi]
+    pub fn wait_maintenance(&self, timeout_ms: i64) -> napi::Result<AsyncTask<Job<bool>>> {
+        let ms = seq_arg(timeout_ms, "timeoutMs")?;
+        Ok(self.job(move |s| Ok(s.wait_maintenance(Duration::from_millis(ms)))))
+    }
+
+    /// The log's live and dead record bytes (one read of the whole log).
+    #[napi]
+    pub fn space(&self) -> AsyncTask<Job<Space>> {
+        self.job(|s| {
+            let sp = s.space()?;
+            Ok(Space {
+                live_bytes: n(sp.live_bytes()),
+                dead_bytes: n(sp.dead_bytes()),
+            })
+        })
     }
 
     /// Follows `session` from seq `from`: `callback(err, lines)` gets each batch of event

@@ -317,3 +317,50 @@ test('after close every call is CLOSED', async () => {
   }
   await store.close()
 })
+
+test('compaction, retention and space: a deleted session leaves no byte, old sessions go', async () => {
+  const dts = fs.readFileSync(path.join(__dirname, '..', 'index.d.ts'), 'utf8')
+  const keys = (name) => {
+    const body = dts.split(`export interface ${name} {`)[1].split('\n}')[0]
+    return [...body.matchAll(/^\s+(\w+)\??:/gm)].map((m) => m[1]).sort()
+  }
+  const dir = tempDir()
+  let store = await Store.open(dir, { compaction: { background: false } })
+  const secret = 'secret-of-gone-' + 'x'.repeat(64)
+  await store.createSession(header('gone'), [turnStart(0, 1), user(1, 'u1', secret)], { exact: true })
+  await store.createSession(header('keep'), [turnStart(0, 1), user(1, 'u1', 'kept')], { exact: true })
+  await store.deleteSession('gone')
+  const before = await store.space()
+  assert.deepEqual(Object.keys(before).sort(), keys('Space'))
+  assert.ok(before.deadBytes > 0 && before.liveBytes > 0, JSON.stringify(before))
+  const plan = await store.compact({ dryRun: true })
+  assert.deepEqual(Object.keys(plan).sort(), keys('CompactResult'))
+  assert.equal(plan.dryRun, true)
+  assert.equal(plan.sessionsErased, 1)
+  const done = await store.compact()
+  assert.equal(done.sessionsErased, 1)
+  assert.ok(done.reclaimedBytes > 0)
+  assert.equal((await store.space()).deadBytes, 0)
+  const inFiles = (text) =>
+    ['segments', 'checkpoints'].some((d) =>
+      fs.readdirSync(path.join(dir, d)).some((f) => fs.readFileSync(path.join(dir, d, f)).includes(text)),
+    )
+  assert.ok(!inFiles(secret), 'the deleted session is still in the files')
+  assert.ok(inFiles('kept'))
+  // The events were written in 1970: an hour is old enough.
+  assert.deepEqual(await store.deleteOlderThan(3600000, { dryRun: true }), ['keep'])
+  assert.equal((await store.list()).length, 1)
+  await store.close()
+  await store.close()
+  await assert.rejects(Store.open(dir, { compaction: { deadFraction: 2 } }), { code: 'INVALID_ARGUMENT' })
+  await assert.rejects(Store.open(dir, { retention: { maxAgeMs: -1 } }), { code: 'INVALID_ARGUMENT' })
+  // A retention policy is applied by the writer at open, on its own thread.
+  store = await Store.open(dir, { retention: { maxAgeMs: 3600000 } })
+  assert.equal(await store.waitMaintenance(60000), true)
+  const m = store.maintenance()
+  assert.deepEqual(Object.keys(m).sort(), keys('Maintenance'))
+  assert.equal(m.sessionsExpired, 1, JSON.stringify(m))
+  assert.equal(m.lastError, null)
+  assert.deepEqual(await store.list(), [])
+  await store.close()
+})
