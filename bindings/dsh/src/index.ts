@@ -42,10 +42,31 @@ interface SessdbStore {
   rawJsonl(id: string): Promise<string | null>
   list(): Promise<{ id: string, header: Record<string, unknown>, revision: string, events: number }[]>
   revision(id: string): Promise<string | null>
+  waitMaintenance(timeoutMs?: number): Promise<boolean>
   close(): Promise<void>
 }
 interface SessdbStoreClass {
-  open(dir: string, options: { durability?: string }): Promise<SessdbStore>
+  open(dir: string, options: { durability?: string, retention?: Retention, compaction?: Compaction }): Promise<SessdbStore>
+}
+
+/** Which sessions the store deletes by itself (the binding's `retention` option). */
+export interface Retention {
+  /** Sessions last written longer ago than this many milliseconds go. */
+  maxAgeMs?: number
+  /** While the live sessions' bytes are more than this, the oldest goes. */
+  maxLiveBytes?: number
+  /** How often the policy is applied (default 60000 ms); it is also applied at open. */
+  checkEveryMs?: number
+}
+
+/** The store's background compaction (the binding's `compaction` option). */
+export interface Compaction {
+  /** `false`: none (on by default: a segment written again once half of it is dead). */
+  background?: boolean
+  /** The dead fraction of a segment that has it written again, in (0, 1]. */
+  deadFraction?: number
+  /** ... and the dead bytes it must hold at least. */
+  minDeadBytes?: number
 }
 
 /** Plugin configuration. */
@@ -58,6 +79,13 @@ export interface Config {
   preparedSessionCacheSize?: number
   /** Fixed live-event coalescing window. */
   writeBatchMaxDelayMs?: number
+  /**
+   * Sessions the store deletes by itself — what DSH leaves to out-of-band maintenance —
+   * applied at open and every `checkEveryMs`; their bytes go at the background compaction.
+   */
+  retention?: Retention
+  /** The store's background compaction (on by default). */
+  compaction?: Compaction
 }
 
 /** sessdb stores the header line; DSH's metadata is that line without its `type`. */
@@ -85,7 +113,11 @@ class SessdbBackend implements PersistenceBackend<never> {
   }
 
   store(): Promise<SessdbStore> {
-    this.opened ??= Store.open(this.config.path, { durability: this.config.durability ?? 'sync' })
+    this.opened ??= Store.open(this.config.path, {
+      durability: this.config.durability ?? 'sync',
+      retention: this.config.retention,
+      compaction: this.config.compaction,
+    })
     return this.opened
   }
 
@@ -213,6 +245,15 @@ export class SessdbSessionPersistence extends SessionPersistence {
       preparedSessionCacheSize: config.preparedSessionCacheSize ?? DEFAULT_PREPARED_SESSION_CACHE_SIZE,
       writeBatchMaxDelayMs: config.writeBatchMaxDelayMs ?? DEFAULT_WRITE_BATCH_MAX_DELAY_MS,
     })
+  }
+
+  /**
+   * Resolves to `true` once the store's background work (retention, compaction) is idle, or
+   * `false` after `timeoutMs`: before a shutdown that should not cut a compaction short, or
+   * to see what the retention policy deleted at open.
+   */
+  async waitMaintenance(timeoutMs = 60000): Promise<boolean> {
+    return (await this.backend.store()).waitMaintenance(timeoutMs)
   }
 
   /** Opens the store when the plugin starts (a locked or damaged store fails here). */

@@ -20,10 +20,10 @@ import { tearLog } from './tear.ts'
 const repo = join(process.env.SESSDB_PACKAGE_DIR ?? join(import.meta.dirname, '..'), '..', '..')
 const binding = join(repo, 'bindings', 'node', 'index.js')
 
-async function mount(path: string): Promise<{ ctx: Context, fiber: Fiber }> {
+async function mount(path: string, config: object = {}): Promise<{ ctx: Context, fiber: Fiber }> {
   const ctx = new Context()
   await ctx.plugin(SessionStore)
-  const fiber = await ctx.plugin(SessdbSessionPersistence, { path })
+  const fiber = await ctx.plugin(SessdbSessionPersistence, { path, ...config })
   return { ctx, fiber }
 }
 
@@ -219,6 +219,38 @@ describe('sessdb backend', () => {
       }
     } finally {
       await rm(dir, { recursive: true, force: true })
+    }
+  })
+
+  it('a retention policy in the config deletes old sessions by itself', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'dsh-sessdb-retention-'))
+    const path = join(dir, 'store')
+    const first = await mount(path)
+    try {
+      // oneTurnLog's events carry times of 1970; the fresh session's are now.
+      await first.ctx.sessionPersistence.create(meta(SessionId('old'), '/w'))
+      await first.ctx.sessionPersistence.append(SessionId('old'), oneTurnLog())
+      await first.ctx.sessionPersistence.create(meta(SessionId('fresh'), '/w'))
+      await first.ctx.sessionPersistence.append(SessionId('fresh'), oneTurnLog().map(e => ({ ...e, time: Date.now() })))
+    } finally {
+      await first.fiber.dispose()
+    }
+    const config = { retention: { maxAgeMs: 24 * 3600_000 }, compaction: { minDeadBytes: 1 } }
+    const { ctx, fiber } = await mount(path, config)
+    try {
+      const persistence = ctx.sessionPersistence as unknown as SessdbSessionPersistence
+      expect(await persistence.waitMaintenance(60_000)).toBe(true)
+      expect((await ctx.sessionPersistence.list()).map(m => m.id)).toEqual(['fresh'])
+    } finally {
+      await fiber.dispose()
+      await rm(dir, { recursive: true, force: true })
+    }
+    // A bad policy reaches the binding and is refused there.
+    const bad = await mkdtemp(join(tmpdir(), 'dsh-sessdb-retention-bad-'))
+    try {
+      await expect(mount(join(bad, 'store'), { retention: { maxAgeMs: -1 } })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
+    } finally {
+      await rm(bad, { recursive: true, force: true })
     }
   })
 
