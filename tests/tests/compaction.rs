@@ -129,8 +129,95 @@ fn a_dry_run_changes_nothing(storage: &Backend) {
     assert!(again.segments.is_empty(), "{again:?}");
 }
 
+/// A consumer remembering a record by position and checksum (the shipper) still finds it after
+/// a compaction left it out — its tombstone names it — and tells another log apart.
+fn a_remembered_record_compaction_left_out_is_still_told_from_another_log(storage: &Backend) {
+    let store = open(storage);
+    session_with(&store, "keep", "kept", 30);
+    session_with(&store, "gone", "secret-of-gone", 30);
+    let mark = store.last_record().unwrap();
+    assert!(store.holds_record(mark));
+    store.delete_session("gone").unwrap();
+    store.compact().unwrap();
+    assert_eq!(occurrences(storage, "secret-of-gone"), 0);
+    assert!(
+        store.holds_record(mark),
+        "the tombstone names the record left out"
+    );
+    let forged = sessdb::store::LogMark {
+        lsn: mark.lsn,
+        crc: mark.crc ^ 1,
+    };
+    assert!(!store.holds_record(forged));
+    store.close().unwrap();
+    assert!(open(storage).holds_record(mark), "after a reopen too");
+    // Another log with a record at the same position is not this one.
+    let other = Backend::mem();
+    let o = open(&other);
+    session_with(&o, "keep", "kept", 30);
+    session_with(&o, "gone", "other-text-of-go", 30);
+    o.delete_session("gone").unwrap();
+    o.compact().unwrap();
+    assert!(!o.holds_record(mark));
+}
+
 on_both_storages!(
+    a_remembered_record_compaction_left_out_is_still_told_from_another_log,
     a_deleted_session_leaves_no_byte_and_the_rest_is_kept,
     a_fork_of_a_deleted_parent_keeps_what_it_inherits,
     a_dry_run_changes_nothing,
 );
+
+/// A store compacted by the first compacted layout (format version 4: no tombstone table, a
+/// `u64` run count) opens and reads the same; this code reads it as version 5 with none.
+#[test]
+fn a_version_4_compacted_segment_still_opens() {
+    use sessdb::codec::compacted::{FOOTER_LEN, Footer, Runs};
+    use sessdb::codec::segment::{SEGMENT_HEADER_LEN, SegmentHeader};
+    let storage = Backend::mem();
+    let store = open(&storage);
+    session_with(&store, "keep", "kept", 40);
+    session_with(&store, "gone", "secret-of-gone", 40);
+    store.delete_session("gone").unwrap();
+    store.compact().unwrap();
+    let live = dump(&store);
+    store.close().unwrap();
+    drop(store);
+    let mut rewritten = 0;
+    let files: Vec<(String, Vec<u8>)> = storage
+        .files()
+        .into_iter()
+        .map(|(path, bytes)| {
+            let Ok(h) = SegmentHeader::decode(&bytes) else {
+                return (path, bytes);
+            };
+            if !h.compacted || !path.starts_with("segments/") {
+                return (path, bytes);
+            }
+            let len = bytes.len() as u64;
+            let footer = Footer::decode(&bytes[bytes.len() - FOOTER_LEN..], len).unwrap();
+            let end = footer.records_end(len);
+            let table = &bytes[usize::try_from(end).unwrap()..bytes.len() - FOOTER_LEN];
+            let runs = Runs::decode(table, &footer, h.first_lsn, end).unwrap();
+            let v4 = Runs::new(runs.runs().to_vec(), h.first_lsn, end, footer.end_lsn).unwrap();
+            let mut out = h.encode().to_vec();
+            // The version field, and the header CRC over bytes 0..36 again.
+            out[8..10].copy_from_slice(&4u16.to_le_bytes());
+            let crc = crc32fast::hash(&out[..36]);
+            out[36..40].copy_from_slice(&crc.to_le_bytes());
+            out.extend_from_slice(&bytes[SEGMENT_HEADER_LEN..usize::try_from(end).unwrap()]);
+            out.extend_from_slice(&v4.encode());
+            rewritten += 1;
+            (path, out)
+        })
+        .collect();
+    assert!(rewritten > 0);
+    let old = storage.image(files);
+    let reopened = open(&old);
+    assert_eq!(dump(&reopened), live);
+    drop(reopened);
+    let replayed = Store::open_with(old.storage(), opts().with_ignore_checkpoints(true)).unwrap();
+    assert_eq!(dump(&replayed), live);
+    let v = sessdb::store::verify(old.storage()).unwrap();
+    assert!(v.problems.is_empty(), "{v:?}");
+}

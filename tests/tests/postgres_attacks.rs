@@ -473,3 +473,109 @@ fn regression_postgres_errors_carry_the_servers_message() {
     let e = Shipper::new(&gone, "store-a").unwrap_err().to_string();
     assert!(e.contains("No such file or directory"), "{e}");
 }
+
+/// Retention deletes a session whose record is the one the shipper remembers, and a
+/// compaction leaves that record out: the shipper still knows the log for the one it shipped
+/// from (the record's tombstone) and ships the deletion. Before tombstones it took the log
+/// for another and kept the session under `lost/`.
+#[test]
+fn a_retention_deletion_compacted_away_is_shipped() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicI64, Ordering};
+    let Some(pg) = Cluster::start() else { return };
+    let now = Arc::new(AtomicI64::new(1_000_000_000));
+    let clock = {
+        let now = Arc::clone(&now);
+        sessdb::Clock::from_fn(move || now.load(Ordering::SeqCst))
+    };
+    let b = Backend::fs();
+    let options = StoreOptions::default()
+        .with_compaction(None)
+        .with_clock(clock);
+    let mut store = open_as(&b, options.clone());
+    workload(&mut store, 13, 2);
+    // Written last (its record is the newest), by a clock that says long ago.
+    now.store(1_000, Ordering::SeqCst);
+    store
+        .create_session(sessdb::SessionHeader::new("old", 0), Vec::new())
+        .unwrap();
+    turns(&store, "old", 0, 5);
+    now.store(1_000_000_000, Ordering::SeqCst);
+    let mark = store.last_record().unwrap();
+    let mut shipper = Shipper::new(&pg.url(), "store-a").unwrap();
+    shipper.ship(&store).unwrap();
+    let mut client = sql(&pg.url());
+    assert_eq!(rows(&mut client, "old").len(), 6);
+    // Retention: everything last written over a day ago.
+    let policy = sessdb::RetentionPolicy::max_age(Duration::from_secs(86_400));
+    let expired = store.apply_retention(&policy, false).unwrap();
+    assert_eq!(expired.deleted.len(), 1, "{expired:?}");
+    let compacted = store.compact().unwrap();
+    assert_eq!(compacted.sessions_erased, 1);
+    assert!(store.holds_record(mark), "its tombstone names it");
+    let report = shipper.ship(&store).unwrap();
+    assert_eq!(report.removed, vec!["old".to_owned()], "{report:?}");
+    assert!(
+        report.kept.is_empty() && report.refused.is_empty(),
+        "{report:?}"
+    );
+    assert!(rows(&mut client, "old").is_empty());
+    // The others are untouched, and the next round has nothing to do.
+    for info in store.list() {
+        assert_eq!(
+            rows(&mut client, &info.header.id),
+            store_rows(&store, &info.header.id)
+        );
+    }
+    let again = shipper.ship(&store).unwrap();
+    assert!(
+        again.removed.is_empty() && again.kept.is_empty() && again.events == 0,
+        "{again:?}"
+    );
+}
+
+/// A store restored from a backup that then compacts its own records where the lost store's
+/// remembered record lay is still told apart: its tombstones name its own records, not that
+/// one, so the session created after the backup is kept under `lost/`, not deleted.
+#[test]
+fn a_restored_store_that_compacted_is_still_not_the_one_shipped_from() {
+    let Some(pg) = Cluster::start() else { return };
+    let options = StoreOptions::default().with_compaction(None);
+    let a = Backend::fs();
+    let mut store = open_as(&a, options.clone());
+    workload(&mut store, 14, 2);
+    let mut shipper = Shipper::new(&pg.url(), "store-a").unwrap();
+    shipper.ship(&store).unwrap();
+    store.close().unwrap();
+    drop(store);
+    let backup = a.image(a.files());
+    let store = open_as(&a, options.clone());
+    store
+        .create_session(sessdb::SessionHeader::new("z", 0), Vec::new())
+        .unwrap();
+    turns(&store, "z", 0, 5);
+    let mark = store.last_record().unwrap();
+    shipper.ship(&store).unwrap();
+    store.close().unwrap();
+    drop(store);
+    drop(shipper);
+
+    let restored = backup.image(backup.files());
+    let store = open_as(&restored, options);
+    // Its own session over the same positions, deleted and compacted away.
+    store
+        .create_session(sessdb::SessionHeader::new("y", 0), Vec::new())
+        .unwrap();
+    turns(&store, "y", 0, 40);
+    assert!(store.stats().log_bytes > mark.lsn);
+    store.delete_session("y").unwrap();
+    store.compact().unwrap();
+    assert!(!store.holds_record(mark));
+    let mut shipper = Shipper::new(&pg.url(), "store-a").unwrap();
+    let report = shipper.ship(&store).unwrap();
+    assert_eq!(report.kept, vec!["z".to_owned()], "{report:?}");
+    assert!(report.removed.is_empty(), "{report:?}");
+    let mut client = sql(&pg.url());
+    assert_eq!(owner(&mut client, "z"), "lost/store-a");
+    assert_eq!(rows(&mut client, "z").len(), 6);
+}

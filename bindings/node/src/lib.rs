@@ -236,13 +236,13 @@ pub fn open(
 }
 
 fn non_negative(v: Option<i64>, what: &str) -> napi::Result<Option<u64>> {
-    v.map(|v| u64::try_from(v).map_err(|_| invalid(format!("{what} must be a non-negative integer"))))
-        .transpose()
+    v.map(|v| {
+        u64::try_from(v).map_err(|_| invalid(format!("{what} must be a non-negative integer")))
+    })
+    .transpose()
 }
 
-fn compaction_of(
-    o: Option<CompactionOptions>,
-) -> napi::Result<Option<sessdb::CompactionPolicy>> {
+fn compaction_of(o: Option<CompactionOptions>) -> napi::Result<Option<sessdb::CompactionPolicy>> {
     let mut policy = sessdb::CompactionPolicy::default();
     let Some(o) = o else {
         return Ok(Some(policy));
@@ -497,7 +497,11 @@ impl NativeStore {
     #[napi]
     pub fn compact(&self, dry_run: bool) -> AsyncTask<Job<CompactResult>> {
         self.job(move |s| {
-            let r = if dry_run { s.compact_plan() } else { s.compact() }?;
+            let r = if dry_run {
+                s.compact_plan()
+            } else {
+                s.compact()
+            }?;
             Ok(CompactResult {
                 dry_run: r.dry_run,
                 reclaimed_bytes: n(r.reclaimed_bytes()),

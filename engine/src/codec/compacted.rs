@@ -1,7 +1,10 @@
 //! A compacted segment's run table and footer (`docs/FORMAT.md` §2.1): what maps its LSNs to
 //! file offsets once compaction has left out the records that were dead. The records kept
 //! keep their LSNs, so the log's positions become sparse: a *run* is a stretch of records
-//! that were contiguous in the log, stored at `offset`, its first byte at LSN `lsn`.
+//! that were contiguous in the log, stored at `offset`, its first byte at LSN `lsn`. Each
+//! record left out leaves a *tombstone*: its LSN and frame checksum, no byte of its payload —
+//! so that a consumer remembering a record (`Store::holds_record`) tells a log compaction
+//! changed from another log.
 
 use super::reader::ByteReader;
 use super::segment::SEGMENT_HEADER_LEN;
@@ -12,6 +15,17 @@ pub const FOOTER_MAGIC: [u8; 8] = *b"SESSDBRT";
 pub const FOOTER_LEN: usize = 32;
 /// Bytes in one run entry.
 pub const RUN_LEN: usize = 16;
+/// Bytes in one tombstone entry.
+pub const TOMBSTONE_LEN: usize = 12;
+
+/// A record compaction left out: its LSN and its frame's checksum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tombstone {
+    /// The record's LSN.
+    pub lsn: u64,
+    /// Its frame CRC (`docs/FORMAT.md` §3).
+    pub crc: u32,
+}
 
 /// One run: the LSN of its first byte and the file offset it is stored at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,14 +36,16 @@ pub struct Run {
     pub offset: u64,
 }
 
-/// The footer: the segment's end in the log and its run table's size and checksum.
+/// The footer: the segment's end in the log and its tables' sizes and checksum.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Footer {
     /// The LSN just past the segment: where the next segment starts.
     pub end_lsn: u64,
     /// Entries in the run table.
     pub runs: u64,
-    /// CRC-32 of the run table.
+    /// Entries in the tombstone table (0 in a version 4 segment).
+    pub tombstones: u64,
+    /// CRC-32 of the run table and the tombstone table.
     pub runs_crc: u32,
 }
 
@@ -42,7 +58,14 @@ impl Footer {
         let mut v = Vec::with_capacity(FOOTER_LEN);
         v.extend_from_slice(&FOOTER_MAGIC);
         v.extend_from_slice(&self.end_lsn.to_le_bytes());
-        v.extend_from_slice(&self.runs.to_le_bytes());
+        // Two u32 counts where version 4 had one u64: a version 4 footer (no tombstones)
+        // reads the same.
+        v.extend_from_slice(&u32::try_from(self.runs).unwrap_or(u32::MAX).to_le_bytes());
+        v.extend_from_slice(
+            &u32::try_from(self.tombstones)
+                .unwrap_or(u32::MAX)
+                .to_le_bytes(),
+        );
         v.extend_from_slice(&self.runs_crc.to_le_bytes());
         let crc = crc32fast::hash(&v);
         v.extend_from_slice(&crc.to_le_bytes());
@@ -67,13 +90,13 @@ impl Footer {
         }
         let f = Self {
             end_lsn: c.u64("end LSN")?,
-            runs: c.u64("run count")?,
+            runs: u64::from(c.u32("run count")?),
+            tombstones: u64::from(c.u32("tombstone count")?),
             runs_crc: c.u32("run table CRC")?,
         };
         let trailer = f
-            .runs
-            .checked_mul(RUN_LEN as u64)
-            .and_then(|t| t.checked_add((SEGMENT_HEADER_LEN + FOOTER_LEN) as u64));
+            .table_len()
+            .checked_add((SEGMENT_HEADER_LEN + FOOTER_LEN) as u64);
         if trailer.is_none_or(|t| t > file_len) {
             return Err("the run table is longer than the file");
         }
@@ -83,7 +106,12 @@ impl Footer {
     /// The file offset where the records end and the run table starts, in a file of
     /// `file_len` bytes (checked by [`Footer::decode`]).
     pub fn records_end(&self, file_len: u64) -> u64 {
-        file_len.saturating_sub(FOOTER_LEN as u64 + self.runs.saturating_mul(RUN_LEN as u64))
+        file_len.saturating_sub(FOOTER_LEN as u64 + self.table_len())
+    }
+
+    /// Bytes of the run and tombstone tables (counts are u32: no overflow).
+    pub fn table_len(&self) -> u64 {
+        self.runs * RUN_LEN as u64 + self.tombstones * TOMBSTONE_LEN as u64
     }
 }
 
@@ -92,6 +120,8 @@ impl Footer {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Runs {
     runs: Vec<Run>,
+    tombstones: Vec<Tombstone>,
+    first_lsn: u64,
     records_end: u64,
     end_lsn: u64,
 }
@@ -130,9 +160,31 @@ impl Runs {
         }
         Ok(Self {
             runs,
+            tombstones: Vec::new(),
+            first_lsn,
             records_end,
             end_lsn,
         })
+    }
+
+    /// The same runs with the tombstones of the records left out.
+    ///
+    /// # Errors
+    /// A tombstone out of order, outside the segment, or where a run holds the bytes.
+    pub fn with_tombstones(mut self, tombstones: Vec<Tombstone>) -> Result<Self, MapError> {
+        for (i, t) in tombstones.iter().enumerate() {
+            if tombstones.get(i + 1).is_some_and(|n| n.lsn <= t.lsn) {
+                return Err("tombstones out of order");
+            }
+            if t.lsn < self.first_lsn || t.lsn >= self.end_lsn {
+                return Err("a tombstone outside the segment");
+            }
+            if self.offset_of(t.lsn).is_some() {
+                return Err("a tombstone where a record is kept");
+            }
+        }
+        self.tombstones = tombstones;
+        Ok(self)
     }
 
     /// Decodes and checks the run table `bytes` that `footer` describes.
@@ -150,7 +202,8 @@ impl Runs {
         }
         let mut c = ByteReader::new(bytes);
         let n = usize::try_from(footer.runs).map_err(|_| "too many runs")?;
-        if c.remaining() != n.saturating_mul(RUN_LEN) {
+        let t = usize::try_from(footer.tombstones).map_err(|_| "too many tombstones")?;
+        if u64::try_from(c.remaining()) != Ok(footer.table_len()) {
             return Err("the run table's length is wrong");
         }
         let mut runs = Vec::with_capacity(n);
@@ -160,19 +213,33 @@ impl Runs {
                 offset: c.u64("run offset")?,
             });
         }
-        Self::new(runs, first_lsn, records_end, footer.end_lsn)
+        let mut tombstones = Vec::with_capacity(t);
+        for _ in 0..t {
+            tombstones.push(Tombstone {
+                lsn: c.u64("tombstone LSN")?,
+                crc: c.u32("tombstone CRC")?,
+            });
+        }
+        Self::new(runs, first_lsn, records_end, footer.end_lsn)?.with_tombstones(tombstones)
     }
 
     /// The run table's bytes and the footer that follows them.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.runs.len() * RUN_LEN + FOOTER_LEN);
+        let mut out = Vec::with_capacity(
+            self.runs.len() * RUN_LEN + self.tombstones.len() * TOMBSTONE_LEN + FOOTER_LEN,
+        );
         for r in &self.runs {
             out.extend_from_slice(&r.lsn.to_le_bytes());
             out.extend_from_slice(&r.offset.to_le_bytes());
         }
+        for t in &self.tombstones {
+            out.extend_from_slice(&t.lsn.to_le_bytes());
+            out.extend_from_slice(&t.crc.to_le_bytes());
+        }
         let footer = Footer {
             end_lsn: self.end_lsn,
             runs: self.runs.len() as u64,
+            tombstones: self.tombstones.len() as u64,
             runs_crc: crc32fast::hash(&out),
         };
         out.extend_from_slice(&footer.encode());
@@ -182,6 +249,18 @@ impl Runs {
     /// The runs.
     pub fn runs(&self) -> &[Run] {
         &self.runs
+    }
+
+    /// The tombstones of the records left out.
+    pub fn tombstones(&self) -> &[Tombstone] {
+        &self.tombstones
+    }
+
+    /// Whether compaction left out a record at `lsn` whose frame CRC was `crc`.
+    pub fn left_out(&self, lsn: u64, crc: u32) -> bool {
+        self.tombstones
+            .binary_search_by_key(&lsn, |t| t.lsn)
+            .is_ok_and(|i| self.tombstones[i].crc == crc)
     }
 
     /// The file offset where the records end.
@@ -297,6 +376,36 @@ mod tests {
             Footer::decode(footer, 80).is_err(),
             "a table longer than the file"
         );
+    }
+
+    #[test]
+    fn tombstones_round_trip_and_name_only_holes() {
+        let t = |lsn, crc| Tombstone { lsn, crc };
+        let r = runs().with_tombstones(vec![t(160, 7), t(200, 9)]).unwrap();
+        let bytes = r.encode();
+        let file_len = 140 + bytes.len() as u64;
+        let (table, footer) = bytes.split_at(bytes.len() - FOOTER_LEN);
+        let f = Footer::decode(footer, file_len).unwrap();
+        assert_eq!((f.runs, f.tombstones), (2, 2));
+        assert_eq!(f.records_end(file_len), 140);
+        let back = Runs::decode(table, &f, 100, 140).unwrap();
+        assert_eq!(back, r);
+        assert!(back.left_out(160, 7) && back.left_out(200, 9));
+        assert!(!back.left_out(160, 8) && !back.left_out(170, 7));
+        // Where a run keeps the bytes, out of order, or outside the segment: refused.
+        assert!(runs().with_tombstones(vec![t(120, 1)]).is_err());
+        assert!(runs().with_tombstones(vec![t(200, 1), t(160, 1)]).is_err());
+        assert!(runs().with_tombstones(vec![t(340, 1)]).is_err());
+        assert!(runs().with_tombstones(vec![t(90, 1)]).is_err());
+    }
+
+    #[test]
+    fn a_version_4_footer_reads_as_one_without_tombstones() {
+        // Version 4 wrote the run count as a u64: its high half is the tombstone count now.
+        let r = runs();
+        let bytes = r.encode();
+        let footer = &bytes[bytes.len() - FOOTER_LEN..];
+        assert_eq!(&footer[16..24], &2u64.to_le_bytes());
     }
 
     #[test]

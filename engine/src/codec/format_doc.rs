@@ -64,10 +64,11 @@ fn segment_header() -> Vec<u8> {
     .to_vec()
 }
 
-/// The run table and footer of a compacted segment (first LSN 100) that kept the records at
-/// LSNs 100..160 and 300..340, stored at file offsets 40..100 and 100..140.
+/// The run and tombstone tables and the footer of a compacted segment (first LSN 100) that
+/// kept the records at LSNs 100..160 and 300..340, stored at file offsets 40..100 and
+/// 100..140, and left out records at LSNs 160 (frame CRC 0x11223344) and 230 (0xAABBCCDD).
 fn compacted_trailer() -> Vec<u8> {
-    use super::compacted::{Run, Runs};
+    use super::compacted::{Run, Runs, Tombstone};
     let runs = vec![
         Run {
             lsn: 100,
@@ -78,7 +79,20 @@ fn compacted_trailer() -> Vec<u8> {
             offset: 100,
         },
     ];
-    Runs::new(runs, 100, 140, 340).unwrap().encode()
+    let tombstones = vec![
+        Tombstone {
+            lsn: 160,
+            crc: 0x1122_3344,
+        },
+        Tombstone {
+            lsn: 230,
+            crc: 0xAABB_CCDD,
+        },
+    ];
+    Runs::new(runs, 100, 140, 340)
+        .and_then(|r| r.with_tombstones(tombstones))
+        .unwrap()
+        .encode()
 }
 
 fn append_frame() -> Vec<u8> {

@@ -7,9 +7,11 @@ use super::reader::ByteReader;
 pub const SEGMENT_MAGIC: [u8; 8] = *b"SESSDBLG";
 /// The segment format version this code writes and reads.
 pub const SEGMENT_FORMAT_VERSION: u16 = 3;
-/// The version of a segment compaction wrote: the records it kept, then a run table and a
-/// footer (`docs/FORMAT.md` §2.1). A reader of version 3 alone refuses it.
-pub const SEGMENT_COMPACTED_VERSION: u16 = 4;
+/// The version of a segment compaction writes: the records it kept, then a run table, a
+/// tombstone table and a footer (`docs/FORMAT.md` §2.1). A reader of version 3 alone refuses it.
+pub const SEGMENT_COMPACTED_VERSION: u16 = 5;
+/// The first compacted layout: no tombstones (its footer reads as version 5's with none).
+pub const SEGMENT_COMPACTED_V4: u16 = 4;
 /// Bytes in a segment header.
 pub const SEGMENT_HEADER_LEN: usize = 40;
 /// Offset of the format version (u16).
@@ -85,7 +87,8 @@ impl SegmentHeader {
             return Err(SegmentHeaderError::BadChecksum);
         }
         let version = c.u16("version").map_err(short)?;
-        if version != SEGMENT_FORMAT_VERSION && version != SEGMENT_COMPACTED_VERSION {
+        let compacted = version == SEGMENT_COMPACTED_VERSION || version == SEGMENT_COMPACTED_V4;
+        if version != SEGMENT_FORMAT_VERSION && !compacted {
             return Err(SegmentHeaderError::UnsupportedVersion(version));
         }
         c.u16("header length").map_err(short)?;
@@ -93,7 +96,7 @@ impl SegmentHeader {
         Ok(Self {
             first_lsn: c.u64("first LSN").map_err(short)?,
             created_ms: c.i64("created").map_err(short)?,
-            compacted: version == SEGMENT_COMPACTED_VERSION,
+            compacted,
         })
     }
 }

@@ -470,13 +470,15 @@ impl Store {
         })
     }
 
-    /// Whether the log holds `mark`'s record: a frame at its position whose header names its
+    /// Whether the log holds `mark`'s record — a frame at its position whose header names its
     /// checksum (16 bytes read: cheap enough to ask every round; the record's bytes are checked
-    /// by every read, `verify` and salvage). `false` for a store restored from a backup older
-    /// than the record, or one whose log was rewritten there (salvage voids damaged and
-    /// dropped records).
+    /// by every read, `verify` and salvage) — or held it until a compaction left it out (its
+    /// segment's tombstone names the position and checksum: `docs/FORMAT.md` §2.1). `false`
+    /// for a store restored from a backup older than the record, or one whose log was
+    /// rewritten there (salvage voids damaged and dropped records).
     pub fn holds_record(&self, mark: LogMark) -> bool {
         super::marks::crc_field_at(&self.inner.segments, mark.lsn) == Some(mark.crc)
+            || super::marks::left_out(&self.inner.segments, mark.lsn, mark.crc)
     }
 
     /// What the resident index and the surfaces cost in memory.

@@ -60,6 +60,18 @@ pub(super) fn frame_len_at(segments: &SegmentList, lsn: u64) -> Option<u64> {
 pub(super) fn crc_field_at(segments: &SegmentList, lsn: u64) -> Option<u32> {
     let seg = segments.find(lsn)?;
     let at = seg.map().ok()?.offset_of(lsn)?;
+    crc_in_header(&seg, at)
+}
+
+/// Whether a compaction of this log left out the record at `lsn` whose frame CRC was `crc`
+/// (its segment's tombstones name it).
+pub(super) fn left_out(segments: &SegmentList, lsn: u64, crc: u32) -> bool {
+    segments.find(lsn).is_some_and(
+        |seg| matches!(seg.map(), Ok(super::log::map::LsnMap::Runs(r)) if r.left_out(lsn, crc)),
+    )
+}
+
+fn crc_in_header(seg: &super::segments::Segment, at: u64) -> Option<u32> {
     let mut head = [0u8; FRAME_HEADER_LEN];
     seg.file.read_at(&mut head, at).ok()?;
     frame_len_of(&head)?;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::history::Drops;
 use crate::codec::CorruptionKind;
-use crate::codec::compacted::{FOOTER_LEN, Footer, Run, Runs};
+use crate::codec::compacted::{FOOTER_LEN, Footer, Run, Runs, Tombstone};
 use crate::codec::frame::{
     FRAME_HEADER_LEN, FrameCheck, RecordKind, RecordLink, check_frame, encode_frame,
 };
@@ -48,6 +48,11 @@ pub(super) fn rewrite(
     now_ms: i64,
 ) -> Result<Rewritten> {
     let map = seg.map()?;
+    // What an earlier compaction of this segment left out stays named.
+    let mut tombstones: Vec<Tombstone> = match &map {
+        crate::store::log::map::LsnMap::Runs(r) => r.tombstones().to_vec(),
+        crate::store::log::map::LsnMap::Plain { .. } => Vec::new(),
+    };
     let records_end = seg.records_end()?;
     let end_lsn = seg.end_lsn()?;
     let mut bytes = vec![
@@ -82,6 +87,10 @@ pub(super) fn rewrite(
         };
         if drops.has(frame.lsn) {
             dropped += 1;
+            tombstones.push(Tombstone {
+                lsn: frame.lsn,
+                crc: frame.crc,
+            });
             return Ok(Go::On);
         }
         if kept_end != Some(frame.lsn) {
@@ -119,7 +128,13 @@ pub(super) fn rewrite(
         }
     }
     let new_records_end = out.len() as u64;
+    tombstones.sort_unstable_by_key(|t| t.lsn);
+    // The void that ends the segment is a record kept where one may have been left out.
+    if let Some(v) = end_void {
+        tombstones.retain(|t| t.lsn != v.lsn);
+    }
     let runs = Runs::new(runs, seg.first_lsn, new_records_end, end_lsn)
+        .and_then(|r| r.with_tombstones(tombstones))
         .map_err(|why| Error::corruption(&seg.path, 0, CorruptionKind::RunTable(why)))?;
     out.extend_from_slice(&runs.encode());
     let file_len = out.len() as u64;
