@@ -260,7 +260,7 @@ impl Runs {
     pub fn left_out(&self, lsn: u64, crc: u32) -> bool {
         self.tombstones
             .binary_search_by_key(&lsn, |t| t.lsn)
-            .is_ok_and(|i| self.tombstones[i].crc == crc)
+            .is_ok_and(|i| self.tombstones.get(i).is_some_and(|t| t.crc == crc))
     }
 
     /// The file offset where the records end.
