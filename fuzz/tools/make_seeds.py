@@ -109,6 +109,23 @@ with tempfile.TemporaryDirectory() as tmp:
             put("store_open", bytes([at]) + seg + b"\0" * pad + ckpt, "dsh-sessions-with-checkpoint")
             break
     put("store_open", bytes([255]) + seg, "dsh-sessions-segment-only")
+    # The same store with one session deleted and compacted: segment 0 in the compacted
+    # layout (kept frames, run and tombstone tables, footer) and the full checkpoint after.
+    first = subprocess.run([sessdb, "ls", store, "--json"], check=True, capture_output=True).stdout
+    subprocess.run([sessdb, "-q", "delete", store, json.loads(first)[0]["id"]], check=True)
+    subprocess.run([sessdb, "-q", "compact", store], check=True)
+    compacted = open(sorted(glob.glob(f"{store}/segments/*.seg"))[0], "rb").read()
+    cck = open(sorted(glob.glob(f"{store}/checkpoints/*.ckpt"))[-1], "rb").read()
+    # The footer must end the segment: the zeros that make the split fall right go after
+    # the checkpoint instead (an open that refuses them replays the log: a seed all the same).
+    for pad in range(0, 4096):
+        total = len(compacted) + len(cck) + pad
+        at = next((a for a in range(1, 256) if a * total // 256 == len(compacted)), None)
+        if at is not None:
+            put("store_open", bytes([at]) + compacted + cck + b"\0" * pad,
+                "dsh-sessions-compacted-with-checkpoint")
+            break
+    put("store_open", bytes([255]) + compacted, "dsh-sessions-compacted-segment-only")
     put("log_decoders", seg[:4096], "segment-head")
     pos = 40
     while pos + 16 <= len(seg):
