@@ -86,9 +86,14 @@ impl<'a> ByteReader<'a> {
 
     /// A string with a `u16` length.
     pub(crate) fn str16(&mut self, what: &'static str) -> Decoded<String> {
+        self.str16_ref(what).map(str::to_owned)
+    }
+
+    /// A UTF-8 string with a `u16` length, borrowed from the bytes.
+    pub(crate) fn str16_ref(&mut self, what: &'static str) -> Decoded<&'a str> {
         let n = self.u16(what)?;
         let s = self.take(usize::from(n), what)?;
-        String::from_utf8(s.to_vec()).map_err(|_| what)
+        std::str::from_utf8(s).map_err(|_| what)
     }
 
     /// Bytes with a `u32` length.

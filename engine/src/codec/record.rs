@@ -337,27 +337,27 @@ pub fn leading_session_id(payload: &[u8]) -> Option<String> {
 /// What a record says about whose it is, read without decoding its events: what
 /// compaction needs to know which records a session's history is made of.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RecordSummary {
+pub enum RecordSummary<'a> {
     /// A session's first record (Create), or a fork's (Fork: its parent and inherited count).
     Start {
         /// The session id.
-        session: String,
+        session: &'a str,
         /// A fork's parent and the number of its events the fork inherits.
-        parent: Option<(String, u64)>,
+        parent: Option<(&'a str, u64)>,
         /// The seqs its events section holds.
         seqs: std::ops::Range<u64>,
     },
     /// Events appended to a session.
     Append {
         /// The session id.
-        session: String,
+        session: &'a str,
         /// The seqs its events section holds.
         seqs: std::ops::Range<u64>,
     },
     /// A deletion.
     Delete {
         /// The session id.
-        session: String,
+        session: &'a str,
     },
     /// Void space.
     Void,
@@ -367,7 +367,7 @@ pub enum RecordSummary {
 ///
 /// # Errors
 /// A short description of the first inconsistency.
-pub fn summarize(kind: RecordKind, payload: &[u8]) -> Decoded<RecordSummary> {
+pub fn summarize(kind: RecordKind, payload: &[u8]) -> Decoded<RecordSummary<'_>> {
     let mut c = ByteReader::new(payload);
     let seqs = |c: &mut ByteReader<'_>| -> Decoded<std::ops::Range<u64>> {
         let first = c.u64("first seq")?;
@@ -376,7 +376,7 @@ pub fn summarize(kind: RecordKind, payload: &[u8]) -> Decoded<RecordSummary> {
     };
     Ok(match kind {
         RecordKind::Create => {
-            let session = c.str16("session id")?;
+            let session = c.str16_ref("session id")?;
             c.bytes32("header")?;
             RecordSummary::Start {
                 session,
@@ -385,9 +385,9 @@ pub fn summarize(kind: RecordKind, payload: &[u8]) -> Decoded<RecordSummary> {
             }
         }
         RecordKind::Fork => {
-            let session = c.str16("child id")?;
+            let session = c.str16_ref("child id")?;
             c.bytes32("header")?;
-            let parent = c.str16("parent id")?;
+            let parent = c.str16_ref("parent id")?;
             let inherited = c.u64("inherited count")?;
             RecordSummary::Start {
                 session,
@@ -396,14 +396,14 @@ pub fn summarize(kind: RecordKind, payload: &[u8]) -> Decoded<RecordSummary> {
             }
         }
         RecordKind::Append => {
-            let session = c.str16("session id")?;
+            let session = c.str16_ref("session id")?;
             RecordSummary::Append {
                 session,
                 seqs: seqs(&mut c)?,
             }
         }
         RecordKind::Delete => RecordSummary::Delete {
-            session: c.str16("session id")?,
+            session: c.str16_ref("session id")?,
         },
         RecordKind::Void => RecordSummary::Void,
     })

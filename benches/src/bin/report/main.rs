@@ -12,6 +12,7 @@
 )]
 
 mod append;
+mod compact;
 mod export;
 mod extra;
 mod measure;
@@ -43,7 +44,7 @@ fn main() {
     let json = args.iter().any(|a| a == "--json");
     let big = args.iter().any(|a| a == "--big");
     let reps = if quick { 3 } else { 5 };
-    // `--only ROW` (append, batch, durable, threads, open, tail, export, sqlite, surface, postgres): one
+    // `--only ROW` (append, batch, durable, threads, open, tail, export, sqlite, surface, compact, postgres): one
     // group of rows (`export` runs both exports).
     let only = args
         .iter()
@@ -54,9 +55,10 @@ fn main() {
 
     let needs_mix = run("append")
         || run("batch")
+        || run("compact")
         || args
             .iter()
-            .any(|a| a == "--profile-append" || a == "--profile-batch");
+            .any(|a| a == "--profile-append" || a == "--profile-batch" || a == "--profile-compact");
     let mix = needs_mix.then(|| mix::record(&mix::append_spec(quick)));
     // `--profile-append N`: the first row's subject alone, N times (for `perf record`).
     if let (Some(i), Some(mix)) = (args.iter().position(|a| a == "--profile-append"), &mix) {
@@ -65,6 +67,15 @@ fn main() {
         for _ in 0..n {
             let ops = mix.ops.clone();
             println!("{:.0} events/s", append::sessdb_append(ops, mix.events));
+        }
+        return;
+    }
+    // `--profile-compact N`: the compaction row's subject alone, N times (for `perf`).
+    if let (Some(i), Some(mix)) = (args.iter().position(|a| a == "--profile-compact"), &mix) {
+        let n: usize = args.get(i + 1).and_then(|n| n.parse().ok()).unwrap_or(3);
+        println!("{}", mix.name());
+        for _ in 0..n {
+            println!("{:.1} ms", compact::compact_once(mix) * 1e3);
         }
         return;
     }
@@ -100,6 +111,9 @@ fn main() {
     }
     if let Some(mix) = &mix {
         append::rows(mix, reps, &run, &mut rows);
+        if run("compact") {
+            compact::rows(mix, reps, &mut rows);
+        }
     }
     extra::rows(quick, reps, &run, &mut rows);
     if run("open") || run("export") || run("sqlite") {

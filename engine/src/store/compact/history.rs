@@ -95,57 +95,78 @@ impl History {
         let mut current: HashMap<String, usize> = HashMap::new();
         for (si, seg) in segments.iter().enumerate() {
             let map = seg.map()?;
-            let bytes = records_before(seg, &map, end_lsn)?;
-            let facts = SegmentFacts {
-                map,
-                sealed: true,
-                durable_lsn: 0,
-                locked: true,
-                record_bytes_max,
-            };
-            let base = crate::codec::segment::SEGMENT_HEADER_LEN;
-            let seg_end = seg.end_lsn()?;
-            let mut cursor = LogCursor::new(facts, base, &bytes, false);
-            let stop = walk(&mut cursor, |met| {
-                let Met::Record(frame) = met else {
-                    return Ok(Go::Finish);
-                };
-                let summary = summarize(frame.kind, frame.payload()).map_err(|why| {
-                    Error::corruption(
-                        &seg.path,
-                        frame.offset as u64,
-                        CorruptionKind::BadPayload(why),
-                    )
-                })?;
-                let rec = |first_seq| Rec {
-                    lsn: frame.lsn,
-                    len: frame.bytes.len() as u64,
-                    seg: si,
-                    first_seq,
-                };
-                let ends_segment = frame.lsn + frame.bytes.len() as u64 == seg_end;
-                let end_void =
-                    ends_segment && frame.bytes.len() == crate::codec::frame::FRAME_HEADER_LEN;
-                if !(end_void && summary == RecordSummary::Void) {
-                    h.add(&mut current, summary, rec);
-                }
-                Ok(Go::On)
-            })?;
-            if let Some(stop) = stop {
-                let kind = match stop.action {
-                    crate::store::log::cursor::StopAction::Corrupt(k) => k,
-                    _ => CorruptionKind::Incomplete,
-                };
-                return Err(Error::corruption(&seg.path, stop.offset as u64, kind));
-            }
+            let header = crate::codec::segment::SEGMENT_HEADER_LEN as u64;
+            let end = seg
+                .records_end()?
+                .min(map.offset_at_or_after(end_lsn).max(header));
+            let len = usize::try_from(end - header).unwrap_or(0);
+            // A sealed segment's bytes are borrowed from its map, not copied.
+            seg.with_bytes(header, len, |bytes| {
+                h.read_segment(&mut current, si, seg, map, bytes, record_bytes_max)
+            })??;
         }
         Ok(h)
+    }
+
+    /// One segment's records before the snapshot's end.
+    fn read_segment(
+        &mut self,
+        current: &mut HashMap<String, usize>,
+        si: usize,
+        seg: &Segment,
+        map: crate::store::log::map::LsnMap<'_>,
+        bytes: &[u8],
+        record_bytes_max: u32,
+    ) -> Result<()> {
+        let facts = SegmentFacts {
+            map,
+            sealed: true,
+            durable_lsn: 0,
+            locked: true,
+            record_bytes_max,
+        };
+        let base = crate::codec::segment::SEGMENT_HEADER_LEN;
+        let seg_end = seg.end_lsn()?;
+        let mut cursor = LogCursor::new(facts, base, bytes, false);
+        let stop = walk(&mut cursor, |met| {
+            let Met::Record(frame) = met else {
+                return Ok(Go::Finish);
+            };
+            let summary = summarize(frame.kind, frame.payload()).map_err(|why| {
+                Error::corruption(
+                    &seg.path,
+                    frame.offset as u64,
+                    CorruptionKind::BadPayload(why),
+                )
+            })?;
+            let rec = |first_seq| Rec {
+                lsn: frame.lsn,
+                len: frame.bytes.len() as u64,
+                seg: si,
+                first_seq,
+            };
+            let ends_segment = frame.lsn + frame.bytes.len() as u64 == seg_end;
+            let end_void =
+                ends_segment && frame.bytes.len() == crate::codec::frame::FRAME_HEADER_LEN;
+            if !(end_void && summary == RecordSummary::Void) {
+                self.add(current, summary, rec);
+            }
+            Ok(Go::On)
+        })?;
+        if let Some(stop) = stop {
+            let kind = match stop.action {
+                crate::store::log::cursor::StopAction::Corrupt(k) => k,
+                _ => CorruptionKind::Incomplete,
+            };
+            return Err(Error::corruption(&seg.path, stop.offset as u64, kind));
+        }
+        Ok(())
     }
 
     fn add(
         &mut self,
         current: &mut HashMap<String, usize>,
-        summary: RecordSummary,
+        summary: RecordSummary<'_>,
         rec: impl Fn(u64) -> Rec,
     ) {
         match summary {
@@ -154,20 +175,20 @@ impl History {
                 parent,
                 seqs,
             } => {
-                let parent = parent.and_then(|(p, n)| current.get(&p).map(|&i| (i, n)));
-                current.insert(session, self.incarnations.len());
+                let parent = parent.and_then(|(p, n)| current.get(p).map(|&i| (i, n)));
+                current.insert(session.to_owned(), self.incarnations.len());
                 self.incarnations.push(Incarnation {
                     records: vec![rec(seqs.start)],
                     parent,
                     deleted: false,
                 });
             }
-            RecordSummary::Append { session, seqs } => match current.get(&session) {
+            RecordSummary::Append { session, seqs } => match current.get(session) {
                 Some(&i) => self.incarnations[i].records.push(rec(seqs.start)),
                 None => self.pinned += 1,
             },
             RecordSummary::Delete { session } => {
-                let ended = current.remove(&session);
+                let ended = current.remove(session);
                 if let Some(i) = ended {
                     self.incarnations[i].deleted = true;
                 }
@@ -289,21 +310,4 @@ impl History {
         out.records.sort_unstable_by_key(|r| r.lsn);
         out
     }
-}
-
-/// The bytes of a segment's records before `end_lsn`.
-fn records_before(
-    seg: &Segment,
-    map: &crate::store::log::map::LsnMap<'_>,
-    end_lsn: u64,
-) -> Result<Vec<u8>> {
-    let header = crate::codec::segment::SEGMENT_HEADER_LEN as u64;
-    let end = seg
-        .records_end()?
-        .min(map.offset_at_or_after(end_lsn).max(header));
-    let mut bytes = vec![0u8; usize::try_from(end - header).unwrap_or(0)];
-    seg.file
-        .read_at(&mut bytes, header)
-        .map_err(|e| Error::io("read", &seg.path, e))?;
-    Ok(bytes)
 }

@@ -54,61 +54,57 @@ impl Inner {
             dead_left: BTreeMap::new(),
         };
         let report = &mut out.report;
-        // Two passes at most: the second leaves out the deletions of the sessions the first
-        // erased (a deletion goes only once nothing of its session is left, `history.rs`).
-        let mut written: Vec<u64> = Vec::new();
-        for pass in 0..2 {
-            let (segments, end_lsn) = self.snapshot()?;
-            let history = History::read(&segments, end_lsn, self.options.record_bytes_max)?;
-            let every = history.plan(|_| true);
-            let dead = dead_by_segment(&segments, &every);
-            let chosen = match scope {
-                Scope::All => vec![true; segments.len()],
-                Scope::Policy(p) => history.closure(segments.len(), |si| {
-                    segments
-                        .get(si)
-                        .is_some_and(|s| written.contains(&s.first_lsn))
-                        || p.wants(dead[si], record_bytes(&segments, si, end_lsn))
-                }),
-            };
-            let wanted = |si: usize| chosen.get(si).copied().unwrap_or(false);
-            let drops = match scope {
-                Scope::All => every,
-                Scope::Policy(_) => history.plan(wanted),
-            };
-            if pass == 0 {
-                for (si, seg) in segments.iter().enumerate() {
-                    if dead[si] > 0 && !wanted(si) {
-                        out.dead_left.insert(seg.first_lsn, dead[si]);
-                    }
-                }
+        let (segments, end_lsn) = self.snapshot()?;
+        let history = History::read(&segments, end_lsn, self.options.record_bytes_max)?;
+        let every = history.plan(|_| true);
+        let dead = dead_by_segment(&segments, &every);
+        let chosen = match scope {
+            Scope::All => vec![true; segments.len()],
+            Scope::Policy(p) => history.closure(segments.len(), |si| {
+                p.wants(dead[si], record_bytes(&segments, si, end_lsn))
+            }),
+        };
+        let wanted = |si: usize| chosen.get(si).copied().unwrap_or(false);
+        let drops = match scope {
+            Scope::All => every,
+            Scope::Policy(_) => history.plan(wanted),
+        };
+        for (si, seg) in segments.iter().enumerate() {
+            if dead[si] > 0 && !wanted(si) {
+                out.dead_left.insert(seg.first_lsn, dead[si]);
             }
-            if drops.records.is_empty() {
-                break;
-            }
-            let active = segments.len() - 1;
-            if dry_run {
-                report.sessions_erased = drops.sessions_erased;
-                report.segments = planned(&segments, end_lsn, &drops);
-                report.rolled = drops.records.iter().any(|r| r.seg == active);
-                break;
-            }
-            if drops.records.iter().any(|r| r.seg == active) {
-                self.roll()?;
-                report.rolled = true;
-            }
-            if pass == 0 {
-                report.sessions_erased = drops.sessions_erased;
-            } else {
-                report.deletions_dropped = drops.records.len();
-            }
-            written.extend(self.rewrite_all(&segments, &drops, report)?);
-            // Before a deletion may go, no checkpoint may still hold its session: an older
-            // chain would bring it back when the open falls back to it.
-            self.checkpoint_alone()?;
-            if drops.deletions_then_free == 0 {
-                break;
-            }
+        }
+        if drops.records.is_empty() {
+            return Ok(out);
+        }
+        if dry_run {
+            report.sessions_erased = drops.sessions_erased;
+            report.segments = planned(&segments, end_lsn, &drops);
+            report.rolled = drops.records.iter().any(|r| r.seg + 1 == segments.len());
+            return Ok(out);
+        }
+        report.sessions_erased = drops.sessions_erased;
+        self.apply(&segments, drops.records, report)?;
+        // The second step leaves out the deletions of the sessions the first erased (a
+        // deletion goes only once nothing of its session is left, and no checkpoint holds
+        // it: `history.rs`). They are known from the one read of the log: by segment first
+        // LSN, since the segments the first step wrote are new files.
+        let later: Vec<(u64, history::Rec)> = drops
+            .deletions_after
+            .iter()
+            .filter_map(|r| segments.get(r.seg).map(|s| (s.first_lsn, *r)))
+            .collect();
+        if !later.is_empty() {
+            let now = self.segments.all();
+            let records: Vec<history::Rec> = later
+                .into_iter()
+                .filter_map(|(first, mut r)| {
+                    r.seg = now.iter().position(|s| s.first_lsn == first)?;
+                    Some(r)
+                })
+                .collect();
+            report.deletions_dropped = records.len();
+            self.apply(&now, records, report)?;
         }
         report.segments = merged(std::mem::take(&mut report.segments));
         Ok(out)
@@ -135,6 +131,29 @@ impl Inner {
             })
             .collect();
         Ok(Space { segments })
+    }
+
+    /// Leaves `records` (sorted by LSN) out of `segments`: the active one sealed first when
+    /// it holds one, the segments written again newest first, then a full checkpoint that
+    /// replaces every older one.
+    fn apply(
+        &self,
+        segments: &[Arc<super::segments::Segment>],
+        records: Vec<history::Rec>,
+        report: &mut CompactReport,
+    ) -> Result<()> {
+        if records.iter().any(|r| r.seg + 1 == segments.len()) {
+            self.roll()?;
+            report.rolled = true;
+        }
+        let drops = history::Drops {
+            records,
+            ..history::Drops::default()
+        };
+        self.rewrite_all(segments, &drops, report)?;
+        // Before a deletion may go, no checkpoint may still hold its session: an older chain
+        // would bring it back when the open falls back to it.
+        self.checkpoint_alone()
     }
 
     /// The segments and the log end, under the writer lock.
@@ -165,10 +184,10 @@ impl Inner {
         segments: &[Arc<super::segments::Segment>],
         drops: &history::Drops,
         report: &mut CompactReport,
-    ) -> Result<Vec<u64>> {
+    ) -> Result<()> {
         let mut touched: Vec<usize> = drops.records.iter().map(|r| r.seg).collect();
+        touched.sort_unstable();
         touched.dedup();
-        let mut written = Vec::new();
         for &si in touched.iter().rev() {
             let Some(seg) = segments.get(si) else {
                 continue;
@@ -212,9 +231,8 @@ impl Inner {
                 bytes_after: done.bytes_after,
                 records_dropped: done.records_dropped,
             });
-            written.push(seg.first_lsn);
         }
-        Ok(written)
+        Ok(())
     }
 
     /// A full checkpoint, then every older checkpoint file removed: they may hold what was

@@ -55,15 +55,6 @@ pub(super) fn rewrite(
     };
     let records_end = seg.records_end()?;
     let end_lsn = seg.end_lsn()?;
-    let mut bytes = vec![
-        0u8;
-        usize::try_from(records_end)
-            .unwrap_or(0)
-            .saturating_sub(SEGMENT_HEADER_LEN)
-    ];
-    seg.file
-        .read_at(&mut bytes, SEGMENT_HEADER_LEN as u64)
-        .map_err(|e| Error::io("read", &seg.path, e))?;
     let facts = SegmentFacts {
         map,
         sealed: true,
@@ -80,29 +71,35 @@ pub(super) fn rewrite(
     let mut runs: Vec<Run> = Vec::new();
     let mut kept_end: Option<u64> = None;
     let mut dropped = 0u64;
-    let mut cursor = LogCursor::new(facts, SEGMENT_HEADER_LEN, &bytes, false);
-    let stop = walk(&mut cursor, |met| {
-        let Met::Record(frame) = met else {
-            return Ok(Go::Finish);
-        };
-        if drops.has(frame.lsn) {
-            dropped += 1;
-            tombstones.push(Tombstone {
-                lsn: frame.lsn,
-                crc: frame.crc,
-            });
-            return Ok(Go::On);
-        }
-        if kept_end != Some(frame.lsn) {
-            runs.push(Run {
-                lsn: frame.lsn,
-                offset: out.len() as u64,
-            });
-        }
-        out.extend_from_slice(frame.bytes);
-        kept_end = Some(frame.lsn + frame.bytes.len() as u64);
-        Ok(Go::On)
-    })?;
+    let len = usize::try_from(records_end)
+        .unwrap_or(0)
+        .saturating_sub(SEGMENT_HEADER_LEN);
+    // A sealed segment's bytes are borrowed from its map, not copied.
+    let stop = seg.with_bytes(SEGMENT_HEADER_LEN as u64, len, |bytes| {
+        let mut cursor = LogCursor::new(facts, SEGMENT_HEADER_LEN, bytes, false);
+        walk(&mut cursor, |met| {
+            let Met::Record(frame) = met else {
+                return Ok(Go::Finish);
+            };
+            if drops.has(frame.lsn) {
+                dropped += 1;
+                tombstones.push(Tombstone {
+                    lsn: frame.lsn,
+                    crc: frame.crc,
+                });
+                return Ok(Go::On);
+            }
+            if kept_end != Some(frame.lsn) {
+                runs.push(Run {
+                    lsn: frame.lsn,
+                    offset: out.len() as u64,
+                });
+            }
+            out.extend_from_slice(frame.bytes);
+            kept_end = Some(frame.lsn + frame.bytes.len() as u64);
+            Ok(Go::On)
+        })
+    })??;
     if let Some(stop) = stop {
         let kind = match stop.action {
             StopAction::Corrupt(k) => k,
