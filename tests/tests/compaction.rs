@@ -221,3 +221,49 @@ fn a_version_4_compacted_segment_still_opens() {
     let v = sessdb::store::verify(old.storage()).unwrap();
     assert!(v.problems.is_empty(), "{v:?}");
 }
+
+/// Tombstones outlive `CompactionPolicy::tombstone_ttl` as dead bytes: the next compaction
+/// writes their segment again without them (and the record they named is no longer held).
+#[test]
+fn expired_tombstones_go_at_the_next_compaction() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicI64, Ordering};
+    let now = Arc::new(AtomicI64::new(1_000));
+    let clock = {
+        let now = Arc::clone(&now);
+        sessdb::Clock::from_fn(move || now.load(Ordering::SeqCst))
+    };
+    let storage = Backend::mem();
+    let ttl = std::time::Duration::from_secs(3600);
+    let options = opts().with_clock(clock).with_compaction(Some(
+        sessdb::CompactionPolicy::default()
+            .with_tombstone_ttl(ttl)
+            .with_first_check_after(std::time::Duration::from_secs(86_400)),
+    ));
+    let store = Store::open_with(storage.storage(), options).unwrap();
+    session_with(&store, "keep", "kept", 30);
+    session_with(&store, "gone", "secret-of-gone", 30);
+    let mark = store.last_record().unwrap();
+    store.delete_session("gone").unwrap();
+    store.compact().unwrap();
+    assert!(store.holds_record(mark));
+    assert_eq!(
+        store.space().unwrap().dead_bytes(),
+        0,
+        "fresh tombstones are not dead"
+    );
+    let live = dump(&store);
+    // Two hours later: the tombstones are dead bytes, and the next compaction drops them.
+    now.store(1_000 + 2 * 3_600_000, Ordering::SeqCst);
+    let dead = store.space().unwrap().dead_bytes();
+    assert!(dead >= 30 * 12, "{dead}");
+    let plan = store.compact_plan().unwrap();
+    assert!(plan.reclaimed_bytes() >= 30 * 12, "{plan:?}");
+    let done = store.compact().unwrap();
+    assert!(done.reclaimed_bytes() >= 30 * 12, "{done:?}");
+    assert_eq!(store.space().unwrap().dead_bytes(), 0);
+    assert!(!store.holds_record(mark), "its tombstone is gone");
+    assert_eq!(dump(&store), live);
+    store.close().unwrap();
+    assert_eq!(dump(&open(&storage)), live);
+}

@@ -98,6 +98,12 @@ pub struct CompactionPolicy {
     /// processes left dead (deletions it did not compact). After that it knows from its own
     /// deletions. A process that closes sooner never reads it. Default 10 s.
     pub first_check_after: std::time::Duration,
+    /// How long the tombstones a compaction leaves (a record's position and checksum, 12
+    /// bytes, so that a consumer remembering it tells a compacted log from another:
+    /// `docs/FORMAT.md` §2.1) are kept. After it, they count as dead bytes and go at the
+    /// segment's next compaction; a consumer whose remembered record went then takes its
+    /// cautious path (the PostgreSQL shipper deletes nothing). Default 7 days.
+    pub tombstone_ttl: std::time::Duration,
 }
 
 impl Default for CompactionPolicy {
@@ -106,6 +112,7 @@ impl Default for CompactionPolicy {
             dead_fraction: 0.5,
             min_dead_bytes: 64 << 10,
             first_check_after: std::time::Duration::from_secs(10),
+            tombstone_ttl: std::time::Duration::from_secs(7 * 86_400),
         }
     }
 }
@@ -123,6 +130,13 @@ impl CompactionPolicy {
     #[must_use]
     pub fn with_min_dead_bytes(mut self, bytes: u64) -> Self {
         self.min_dead_bytes = bytes;
+        self
+    }
+
+    /// Sets [`CompactionPolicy::tombstone_ttl`].
+    #[must_use]
+    pub fn with_tombstone_ttl(mut self, ttl: std::time::Duration) -> Self {
+        self.tombstone_ttl = ttl;
         self
     }
 

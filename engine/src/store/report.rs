@@ -159,10 +159,10 @@ impl CompactReport {
 pub struct SegmentCompaction {
     /// The segment file, relative to the store.
     pub segment: String,
-    /// Its record bytes before.
+    /// Its bytes after the header before: the records (and an earlier compaction's tables).
     pub bytes_before: u64,
-    /// Its bytes after the header once written again: the records kept, the run table and
-    /// the footer (in a dry run, the record bytes kept).
+    /// Its bytes after the header once written again: the records kept, the run and
+    /// tombstone tables and the footer (in a dry run, the record bytes kept).
     pub bytes_after: u64,
     /// Records left out.
     pub records_dropped: u64,

@@ -42,6 +42,8 @@ pub(crate) struct Segment {
 struct Compacted {
     footer: Footer,
     file_len: u64,
+    /// When the compaction wrote it (its header's creation time; 0 when unknown).
+    created_ms: i64,
     runs: OnceLock<std::result::Result<Runs, &'static str>>,
 }
 
@@ -57,21 +59,45 @@ impl Segment {
         }
     }
 
-    /// A segment compaction wrote (sealed: it never changes), of `file_len` bytes, whose
-    /// footer is `footer`.
+    /// A segment compaction wrote (sealed: it never changes) at `created_ms`, of `file_len`
+    /// bytes, whose footer is `footer`.
     pub(crate) fn compacted(
         first_lsn: u64,
         file: Arc<dyn StorageFile>,
         footer: Footer,
         file_len: u64,
+        created_ms: i64,
     ) -> Self {
         Self {
             compacted: Some(Compacted {
                 footer,
                 file_len,
+                created_ms,
                 runs: OnceLock::new(),
             }),
             ..Self::new(first_lsn, file, true)
+        }
+    }
+
+    /// The bytes of its tombstone table, when compaction wrote it before `cutoff_ms` (its
+    /// tombstones have outlived their time, `CompactionPolicy::tombstone_ttl`); else 0.
+    pub(crate) fn expired_tombstone_bytes(&self, cutoff_ms: i64) -> u64 {
+        self.compacted.as_ref().map_or(0, |c| {
+            if c.created_ms < cutoff_ms {
+                c.footer.tombstones * crate::codec::compacted::TOMBSTONE_LEN as u64
+            } else {
+                0
+            }
+        })
+    }
+
+    /// The file's bytes after its header: the records, and a compacted segment's tables and
+    /// footer.
+    pub(crate) fn stored_bytes(&self) -> Result<u64> {
+        let header = crate::codec::segment::SEGMENT_HEADER_LEN as u64;
+        match &self.compacted {
+            Some(c) => Ok(c.file_len.saturating_sub(header)),
+            None => Ok(self.records_end()?.saturating_sub(header)),
         }
     }
 

@@ -236,7 +236,11 @@ pub fn rows(mix: &Mix, reps: usize, rows: &mut Vec<Row>) {
                 .map(|i| (i.header.id, i.events))
                 .collect::<Vec<_>>()
         };
-        assert_eq!(rows(&f), rows(&store), "the fresh store holds the live sessions");
+        assert_eq!(
+            rows(&f),
+            rows(&store),
+            "the fresh store holds the live sessions"
+        );
         store.close().expect("close");
         f.close().expect("close");
         (

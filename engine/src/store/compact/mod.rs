@@ -54,10 +54,11 @@ impl Inner {
             dead_left: BTreeMap::new(),
         };
         let report = &mut out.report;
+        let cutoff = self.tombstone_cutoff(scope);
         let (segments, end_lsn) = self.snapshot()?;
         let history = History::read(&segments, end_lsn, self.options.record_bytes_max)?;
         let every = history.plan(|_| true);
-        let dead = dead_by_segment(&segments, &every);
+        let dead = dead_by_segment(&segments, &every, cutoff);
         let chosen = match scope {
             Scope::All => vec![true; segments.len()],
             Scope::Policy(p) => history.closure(segments.len(), |si| {
@@ -74,17 +75,25 @@ impl Inner {
                 out.dead_left.insert(seg.first_lsn, dead[si]);
             }
         }
-        if drops.records.is_empty() {
+        // Segments written again only for their expired tombstones.
+        let refresh: Vec<usize> = (0..segments.len())
+            .filter(|&si| {
+                wanted(si)
+                    && segments[si].expired_tombstone_bytes(cutoff) > 0
+                    && !drops.records.iter().any(|r| r.seg == si)
+            })
+            .collect();
+        if drops.records.is_empty() && refresh.is_empty() {
             return Ok(out);
         }
         if dry_run {
             report.sessions_erased = drops.sessions_erased;
-            report.segments = planned(&segments, end_lsn, &drops);
+            report.segments = planned(&segments, end_lsn, &drops, &refresh, cutoff);
             report.rolled = drops.records.iter().any(|r| r.seg + 1 == segments.len());
             return Ok(out);
         }
         report.sessions_erased = drops.sessions_erased;
-        self.apply(&segments, drops.records, report)?;
+        self.apply(&segments, drops.records, &refresh, cutoff, report)?;
         // The second step leaves out the deletions of the sessions the first erased (a
         // deletion goes only once nothing of its session is left, and no checkpoint holds
         // it: `history.rs`). They are known from the one read of the log: by segment first
@@ -104,7 +113,7 @@ impl Inner {
                 })
                 .collect();
             report.deletions_dropped = records.len();
-            self.apply(&now, records, report)?;
+            self.apply(&now, records, &[], cutoff, report)?;
         }
         report.segments = merged(std::mem::take(&mut report.segments));
         Ok(out)
@@ -120,7 +129,7 @@ impl Inner {
         };
         let history = History::read(&segments, end_lsn, self.options.record_bytes_max)?;
         let every = history.plan(|_| true);
-        let dead = dead_by_segment(&segments, &every);
+        let dead = dead_by_segment(&segments, &every, self.tombstone_cutoff(Scope::All));
         let segments = segments
             .iter()
             .enumerate()
@@ -140,6 +149,8 @@ impl Inner {
         &self,
         segments: &[Arc<super::segments::Segment>],
         records: Vec<history::Rec>,
+        refresh: &[usize],
+        cutoff: i64,
         report: &mut CompactReport,
     ) -> Result<()> {
         if records.iter().any(|r| r.seg + 1 == segments.len()) {
@@ -150,10 +161,23 @@ impl Inner {
             records,
             ..history::Drops::default()
         };
-        self.rewrite_all(segments, &drops, report)?;
+        self.rewrite_all(segments, &drops, refresh, cutoff, report)?;
         // Before a deletion may go, no checkpoint may still hold its session: an older chain
         // would bring it back when the open falls back to it.
         self.checkpoint_alone()
+    }
+
+    /// Tombstones a compaction wrote before this time have outlived
+    /// `CompactionPolicy::tombstone_ttl` (the policy's, else the default's).
+    fn tombstone_cutoff(&self, scope: Scope) -> i64 {
+        let ttl = match scope {
+            Scope::Policy(p) => p.tombstone_ttl,
+            Scope::All => self.options.compaction.unwrap_or_default().tombstone_ttl,
+        };
+        self.options
+            .clock
+            .now_ms()
+            .saturating_sub(i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX))
     }
 
     /// The segments and the log end, under the writer lock.
@@ -183,9 +207,12 @@ impl Inner {
         &self,
         segments: &[Arc<super::segments::Segment>],
         drops: &history::Drops,
+        refresh: &[usize],
+        cutoff: i64,
         report: &mut CompactReport,
     ) -> Result<()> {
         let mut touched: Vec<usize> = drops.records.iter().map(|r| r.seg).collect();
+        touched.extend_from_slice(refresh);
         touched.sort_unstable();
         touched.dedup();
         for &si in touched.iter().rev() {
@@ -203,6 +230,7 @@ impl Inner {
                 drops,
                 self.options.record_bytes_max,
                 self.options.clock.now_ms(),
+                cutoff,
             )?;
             // The new file in the list; a reader holding the old one reads it to the end.
             {
@@ -317,10 +345,17 @@ pub struct SegmentSpace {
     pub dead_bytes: u64,
 }
 
-/// The dead bytes of each segment of a snapshot: what a plan leaves out, and the deletions
-/// its second pass would.
-fn dead_by_segment(segments: &[Arc<super::segments::Segment>], drops: &history::Drops) -> Vec<u64> {
-    let mut dead = vec![0u64; segments.len()];
+/// The dead bytes of each segment of a snapshot: what a plan leaves out, the deletions its
+/// second step would, and tombstone tables written before `cutoff`.
+fn dead_by_segment(
+    segments: &[Arc<super::segments::Segment>],
+    drops: &history::Drops,
+    cutoff: i64,
+) -> Vec<u64> {
+    let mut dead: Vec<u64> = segments
+        .iter()
+        .map(|s| s.expired_tombstone_bytes(cutoff))
+        .collect();
     for r in drops.records.iter().chain(&drops.deletions_after) {
         if let Some(d) = dead.get_mut(r.seg) {
             *d += r.len;
@@ -347,8 +382,24 @@ fn planned(
     segments: &[Arc<super::segments::Segment>],
     end_lsn: u64,
     drops: &history::Drops,
+    refresh: &[usize],
+    cutoff: i64,
 ) -> Vec<SegmentCompaction> {
-    let mut out: Vec<SegmentCompaction> = Vec::new();
+    let mut out: Vec<SegmentCompaction> = refresh
+        .iter()
+        .filter_map(|&si| segments.get(si))
+        .map(|seg| {
+            let before = seg.records_end().map_or(0, |e| {
+                e.saturating_sub(crate::codec::segment::SEGMENT_HEADER_LEN as u64)
+            });
+            SegmentCompaction {
+                segment: seg.path.clone(),
+                bytes_before: before + seg.expired_tombstone_bytes(cutoff),
+                bytes_after: before,
+                records_dropped: 0,
+            }
+        })
+        .collect();
     for r in &drops.records {
         let Some(seg) = segments.get(r.seg) else {
             continue;
@@ -374,5 +425,6 @@ fn planned(
             s.bytes_after = s.bytes_after.saturating_sub(r.len);
         }
     }
+    out.sort_by(|a, b| a.segment.cmp(&b.segment));
     out
 }

@@ -25,7 +25,7 @@ use crate::{Error, Result};
 pub(super) struct Rewritten {
     /// The new segment, open for reading.
     pub(super) segment: Arc<Segment>,
-    /// Record bytes before.
+    /// The file's bytes after its header before.
     pub(super) bytes_before: u64,
     /// The file's bytes after its header: records, run table, footer.
     pub(super) bytes_after: u64,
@@ -46,12 +46,18 @@ pub(super) fn rewrite(
     drops: &Drops,
     record_bytes_max: u32,
     now_ms: i64,
+    tombstone_cutoff_ms: i64,
 ) -> Result<Rewritten> {
     let map = seg.map()?;
-    // What an earlier compaction of this segment left out stays named.
+    // What an earlier compaction of this segment left out stays named — until its time is
+    // out (`CompactionPolicy::tombstone_ttl`).
     let mut tombstones: Vec<Tombstone> = match &map {
-        crate::store::log::map::LsnMap::Runs(r) => r.tombstones().to_vec(),
-        crate::store::log::map::LsnMap::Plain { .. } => Vec::new(),
+        crate::store::log::map::LsnMap::Runs(r)
+            if seg.expired_tombstone_bytes(tombstone_cutoff_ms) == 0 =>
+        {
+            r.tombstones().to_vec()
+        }
+        _ => Vec::new(),
     };
     let records_end = seg.records_end()?;
     let end_lsn = seg.end_lsn()?;
@@ -152,8 +158,9 @@ pub(super) fn rewrite(
             Arc::from(file),
             footer,
             file_len,
+            now_ms,
         )),
-        bytes_before: records_end - SEGMENT_HEADER_LEN as u64,
+        bytes_before: seg.stored_bytes()?,
         bytes_after: file_len - SEGMENT_HEADER_LEN as u64,
         records_dropped: dropped,
         end_void,

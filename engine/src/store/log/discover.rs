@@ -82,7 +82,7 @@ pub(crate) fn rest_is_zero(file: &dyn StorageFile, path: &str) -> Result<bool> {
 }
 
 /// A segment found: its first LSN, its file, the file's length, a compacted one's footer.
-type Found = (u64, Box<dyn StorageFile>, u64, Option<Footer>);
+type Found = (u64, Box<dyn StorageFile>, u64, Option<(Footer, i64)>);
 
 /// The segments found.
 #[derive(Debug, Default)]
@@ -147,7 +147,7 @@ pub(crate) fn discover(storage: &dyn Storage, read_only: bool) -> Result<Discove
         let footer = compacted_footer(&*file, &path, &head, len)?;
         if let Some((prev, _, prev_len, prev_footer)) = kept.last() {
             let expected = match prev_footer {
-                Some(f) => f.end_lsn,
+                Some((f, _)) => f.end_lsn,
                 None => prev + prev_len.saturating_sub(SEGMENT_HEADER_LEN as u64),
             };
             if lsn != expected {
@@ -167,7 +167,7 @@ pub(crate) fn discover(storage: &dyn Storage, read_only: bool) -> Result<Discove
         .enumerate()
         .map(|(i, (lsn, file, len, footer))| {
             Arc::new(match footer {
-                Some(f) => Segment::compacted(lsn, Arc::from(file), f, len),
+                Some((f, at)) => Segment::compacted(lsn, Arc::from(file), f, len, at),
                 None => Segment::new(lsn, Arc::from(file), i + 1 < n),
             })
         })
@@ -185,10 +185,11 @@ fn compacted_footer(
     path: &str,
     head: &[u8],
     len: u64,
-) -> Result<Option<Footer>> {
-    if !SegmentHeader::decode(head).is_ok_and(|h| h.compacted) {
-        return Ok(None);
-    }
+) -> Result<Option<(Footer, i64)>> {
+    let created_ms = match SegmentHeader::decode(head) {
+        Ok(h) if h.compacted => h.created_ms,
+        _ => return Ok(None),
+    };
     let mut bytes = [0u8; FOOTER_LEN];
     let at = len.checked_sub(FOOTER_LEN as u64);
     if let Some(at) = at {
@@ -199,6 +200,6 @@ fn compacted_footer(
         .ok_or("the footer is cut short")
         .and_then(|_| Footer::decode(&bytes, len));
     footer
-        .map(Some)
+        .map(|f| Some((f, created_ms)))
         .map_err(|why| Error::corruption(path, len, CorruptionKind::RunTable(why)))
 }

@@ -132,7 +132,9 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
         };
         state.list.push(Arc::new(match &runs {
             Some((_, footer)) => {
-                Segment::compacted(lsn, Arc::clone(&file), *footer, bytes.len() as u64)
+                // A damaged header's time is unknown: its tombstones count as expired.
+                let at = SegmentHeader::decode(&bytes).map_or(0, |h| h.created_ms);
+                Segment::compacted(lsn, Arc::clone(&file), *footer, bytes.len() as u64, at)
             }
             None => Segment::new(lsn, Arc::clone(&file), false),
         }));
