@@ -30,7 +30,8 @@ fn dump(store: &Store) -> BTreeMap<String, Vec<Vec<u8>>> {
         .collect()
 }
 
-/// Three sessions interleaved over several segments, the middle one deleted.
+/// Three sessions interleaved over several segments, two deleted (what is left of the
+/// segments then fits in fewer: the compaction merges them).
 fn script(store: &Store) {
     for id in ["a", "b", "c"] {
         store
@@ -49,6 +50,7 @@ fn script(store: &Store) {
         }
     }
     store.delete_session("b").unwrap();
+    store.delete_session("c").unwrap();
 }
 
 fn check(fault: Fault) {
@@ -58,8 +60,11 @@ fn check(fault: Fault) {
         script(&store);
         let start = full.ops();
         let expected = dump(&store);
-        store.compact().unwrap();
+        let report = store.compact().unwrap();
         assert_eq!(dump(&store), expected);
+        // The operations include a merge of the small segments it leaves (a crash between
+        // its rename and its removals leaves files the open must tell from damage).
+        assert!(report.segments_merged > 0, "{report:?}");
         (start, expected)
     };
     let end = full.ops();
@@ -111,4 +116,70 @@ fn a_full_disk_at_every_compaction_operation_loses_nothing() {
 #[test]
 fn a_short_write_at_every_compaction_operation_loses_nothing() {
     check(Fault::ShortWrite);
+}
+
+/// A merge cut after its rename and before its removals leaves segment files wholly inside
+/// the merged one: a read-only open and a salvage's plan tell them from damage (nothing lost,
+/// no later segment removed) and a writable open removes them.
+#[test]
+fn a_merge_cut_before_its_removals_is_no_damage() {
+    let full = CrashStorage::new();
+    let (start, end, expected) = {
+        let store = Store::open_with(Arc::new(full.clone()), options()).unwrap();
+        script(&store);
+        let start = full.ops();
+        let expected = dump(&store);
+        store.compact().unwrap();
+        (start, full.ops(), expected)
+    };
+    let segment_files = |files: &[(String, Vec<u8>)]| {
+        files
+            .iter()
+            .filter(|(p, _)| p.starts_with("segments/") && p.ends_with(".seg"))
+            .count()
+    };
+    let mut found = 0;
+    for n in start + 1..=end {
+        let storage = CrashStorage::new();
+        let store = Store::open_with(Arc::new(storage.clone()), options()).unwrap();
+        script(&store);
+        storage.fail_at_with(n, Fault::Eio);
+        let report = store.compact();
+        drop(store);
+        let image = storage.live_image();
+        // Only the images a merge left half done: the removal of a merged file failed.
+        let Err(sessdb::Error::Io {
+            op: "remove", path, ..
+        }) = report
+        else {
+            continue;
+        };
+        if !path.starts_with("segments/") {
+            continue;
+        }
+        found += 1;
+        let before = segment_files(&image.files());
+        let storage: Arc<dyn Storage> = Arc::new(image.clone());
+        let reader = Store::open_read_only_with(Arc::clone(&storage), options()).unwrap();
+        assert_eq!(dump(&reader), expected, "op {n}: read-only");
+        drop(reader);
+        let plan = sessdb::store::salvage_plan(&*storage, &options()).unwrap();
+        assert!(
+            plan.damage.is_empty() && plan.sessions.is_empty(),
+            "op {n}: {plan:?}"
+        );
+        let writer = Store::open_with(Arc::clone(&storage), options()).unwrap();
+        assert_eq!(dump(&writer), expected, "op {n}: writable");
+        drop(writer);
+        assert!(
+            segment_files(&image.files()) < before,
+            "op {n}: the writable open removed the merge's leftovers"
+        );
+        let v = sessdb::store::verify(storage).unwrap();
+        assert!(v.problems.is_empty(), "op {n}: {v:?}");
+    }
+    assert!(
+        found > 0,
+        "no fault point fell between a merge's rename and its removals"
+    );
 }

@@ -6,7 +6,7 @@
 //! segments and check their headers (`log/discover.rs`); (4) pick the newest checkpoint chain
 //! the log confirms (`chain.rs`); (5) scan the log from its position with the log cursor,
 //! replaying each record (`scan.rs`), the decision table deciding wherever the cursor stops;
-//! (6) only then, for a writable open: remove leftover temp files and an interrupted segment
+//! (6) only then, for a writable open: remove leftover temp files, a merge's leftover segments and an interrupted segment
 //! creation, and cut the torn tail.
 
 use crate::codec::frame::RecordLink;
@@ -107,7 +107,7 @@ pub(super) fn open(
             &*storage,
             &options,
             &list,
-            discovered.interrupted,
+            discovered.strays,
             &scanned,
             last_record,
             &mut report,
@@ -156,7 +156,7 @@ fn finish_writable(
     storage: &dyn Storage,
     options: &StoreOptions,
     list: &SegmentList,
-    interrupted: Option<String>,
+    strays: super::log::discover::Strays,
     scanned: &Scanned,
     last_record: Option<RecordLink>,
     report: &mut OpenReport,
@@ -169,6 +169,21 @@ fn finish_writable(
                 .remove(&path)
                 .map_err(|e| Error::io("remove", &path, e))?;
         }
+    }
+    let super::log::discover::Strays {
+        interrupted,
+        leftovers,
+    } = strays;
+    // A merge's leftovers hold nothing the merged segment does not (`compact/merge.rs`).
+    for path in &leftovers {
+        storage
+            .remove(path)
+            .map_err(|e| Error::io("remove", path, e))?;
+    }
+    if !leftovers.is_empty() && interrupted.is_none() {
+        storage
+            .sync_dir(SEGMENTS_DIR)
+            .map_err(|e| Error::io("sync directory", SEGMENTS_DIR, e))?;
     }
     if let Some(path) = interrupted {
         storage

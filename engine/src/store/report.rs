@@ -141,6 +141,9 @@ pub struct CompactReport {
     pub deletions_dropped: usize,
     /// Whether the active segment was sealed first, so that what it held could go too.
     pub rolled: bool,
+    /// Segment files removed because their records were written into a neighbour's (small
+    /// compacted segments merged).
+    pub segments_merged: usize,
 }
 
 impl CompactReport {

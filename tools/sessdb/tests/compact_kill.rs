@@ -1,5 +1,6 @@
 //! `sessdb compact` under SIGKILL: a store of many 16 KiB segments, two thirds of its sessions
-//! deleted (one of them the parent of a live fork), is compacted by the real binary, killed
+//! deleted (one of them the parent of a live fork), is compacted by the real binary (which
+//! then merges what is left into fewer files), killed
 //! at moments spread over a whole compaction's length (the delay only picks the moment; no
 //! result depends on it), then reopened: every live session is what it was, no deleted one
 //! is back, `verify` is clean, and a compaction after it erases what is left. Each round
@@ -93,14 +94,15 @@ fn occurrences(dir: &Path, needle: &str) -> usize {
         .sum()
 }
 
-/// The segment files whose bytes differ from the pristine store's.
+/// The pristine store's segment files that are gone or changed in `dir` (written again, or
+/// merged into a neighbour and removed).
 fn changed_segments(pristine: &Path, dir: &Path) -> usize {
-    std::fs::read_dir(dir.join("segments"))
+    std::fs::read_dir(pristine.join("segments"))
         .unwrap()
         .map(|e| e.unwrap())
         .filter(|e| {
-            std::fs::read(e.path()).ok()
-                != std::fs::read(pristine.join("segments").join(e.file_name())).ok()
+            std::fs::read(dir.join("segments").join(e.file_name())).ok()
+                != std::fs::read(e.path()).ok()
         })
         .count()
 }

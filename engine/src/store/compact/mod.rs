@@ -10,6 +10,7 @@
 //! every state between two of them is a log that replays (`history.rs` says why).
 
 mod history;
+mod merge;
 mod rewrite;
 
 use std::collections::BTreeMap;
@@ -115,6 +116,7 @@ impl Inner {
             report.deletions_dropped = records.len();
             self.apply(&now, records, &[], cutoff, report)?;
         }
+        self.merge_small(cutoff, report)?;
         report.segments = merged(std::mem::take(&mut report.segments));
         Ok(out)
     }
@@ -165,6 +167,38 @@ impl Inner {
         // Before a deletion may go, no checkpoint may still hold its session: an older chain
         // would bring it back when the open falls back to it.
         self.checkpoint_alone()
+    }
+
+    /// Writes each group of neighbouring small compacted segments as one file (`merge.rs`),
+    /// so the file count falls with the bytes. The list takes the merged file before the
+    /// others' files go.
+    fn merge_small(&self, cutoff: i64, report: &mut CompactReport) -> Result<()> {
+        let segments = self.segments.all();
+        for group in merge::groups(&segments, self.options.segment_bytes_max) {
+            if self.is_closed() {
+                return Err(crate::Error::Closed);
+            }
+            let members: Vec<Arc<super::segments::Segment>> = group
+                .iter()
+                .filter_map(|&i| segments.get(i).cloned())
+                .collect();
+            let merged = merge::merge(
+                &*self.storage,
+                &members,
+                self.options.clock.now_ms(),
+                cutoff,
+            )?;
+            {
+                let mut list = self.segments.write();
+                list.retain(|s| !members.iter().skip(1).any(|m| m.first_lsn == s.first_lsn));
+                if let Some(slot) = list.iter_mut().find(|s| s.first_lsn == merged.first_lsn) {
+                    *slot = merged;
+                }
+            }
+            merge::remove_merged(&*self.storage, &members)?;
+            report.segments_merged += members.len() - 1;
+        }
+        Ok(())
     }
 
     /// Tombstones a compaction wrote before this time have outlived

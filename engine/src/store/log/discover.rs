@@ -89,8 +89,17 @@ type Found = (u64, Box<dyn StorageFile>, u64, Option<(Footer, i64)>);
 pub(crate) struct Discovered {
     /// Every segment that holds records, oldest first.
     pub(crate) segments: Vec<Arc<Segment>>,
-    /// The newest segment's file when its creation was interrupted (not in `segments`).
+    /// Segment files that are no segment of the log (a writable open removes them).
+    pub(crate) strays: Strays,
+}
+
+/// Segment files that are no segment of the log.
+#[derive(Debug, Default)]
+pub(crate) struct Strays {
+    /// The newest segment's file when its creation was interrupted.
     pub(crate) interrupted: Option<String>,
+    /// Files a merge of compacted segments took in and had not removed yet.
+    pub(crate) leftovers: Vec<String>,
 }
 
 /// Opens every segment, checks its header and that it continues the previous one.
@@ -99,6 +108,24 @@ pub(crate) struct Discovered {
 /// `Corruption` for a damaged header or a segment that does not continue the log,
 /// `UnsupportedStore` for another format version, I/O errors.
 pub(crate) fn discover(storage: &dyn Storage, read_only: bool) -> Result<Discovered> {
+    // A reader lists the files beside a writer whose compaction may merge segments: a file
+    // listed and gone before it is opened was merged into its predecessor, which the reader
+    // may have opened before the merge. The listing is taken again (a few times: each merge
+    // is one rename and a few removals).
+    let mut tries = 0;
+    loop {
+        match discover_once(storage, read_only) {
+            Err(Error::Io { source, .. })
+                if read_only && source.kind() == std::io::ErrorKind::NotFound && tries < 8 =>
+            {
+                tries += 1;
+            }
+            other => return other,
+        }
+    }
+}
+
+fn discover_once(storage: &dyn Storage, read_only: bool) -> Result<Discovered> {
     let lsns = segment_lsns(storage)?;
     let mode = if read_only {
         OpenMode::Read
@@ -118,7 +145,7 @@ pub(crate) fn discover(storage: &dyn Storage, read_only: bool) -> Result<Discove
         match judge_header(lsn, &head, || rest_is_zero(&*file, &path), newest)? {
             HeaderVerdict::Valid => {}
             HeaderVerdict::Interrupted => {
-                out.interrupted = Some(path);
+                out.strays.interrupted = Some(path);
                 continue;
             }
             HeaderVerdict::NameMismatch => {
@@ -151,6 +178,10 @@ pub(crate) fn discover(storage: &dyn Storage, read_only: bool) -> Result<Discove
                 None => prev + prev_len.saturating_sub(SEGMENT_HEADER_LEN as u64),
             };
             if lsn != expected {
+                if merge_leftover(*prev, prev_footer.as_ref(), lsn, footer.as_ref()) {
+                    out.strays.leftovers.push(path);
+                    continue;
+                }
                 return Err(Error::corruption(
                     &path,
                     0,
@@ -173,6 +204,21 @@ pub(crate) fn discover(storage: &dyn Storage, read_only: bool) -> Result<Discove
         })
         .collect();
     Ok(out)
+}
+
+/// Whether the compacted segment at `lsn` ending at its footer's end LSN lies wholly inside
+/// the previous one, compacted too: a merge wrote its records into that one and was cut
+/// before it removed this file (`store/compact/merge.rs`).
+pub(crate) fn merge_leftover(
+    prev_lsn: u64,
+    prev: Option<&(Footer, i64)>,
+    lsn: u64,
+    this: Option<&(Footer, i64)>,
+) -> bool {
+    match (prev, this) {
+        (Some((p, _)), Some((t, _))) => prev_lsn < lsn && lsn < p.end_lsn && t.end_lsn <= p.end_lsn,
+        _ => false,
+    }
 }
 
 /// A compacted segment's footer, checked (`None` for a segment appends wrote); its run table

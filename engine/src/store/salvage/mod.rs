@@ -56,6 +56,8 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
     ));
     let mut state = State::default();
     let mut expected: Option<u64> = None;
+    // The previous segment's first LSN, when compaction wrote it.
+    let mut prev_compacted: Option<u64> = None;
     let mut removing = false;
     // A newest segment whose creation was interrupted is no segment of the log (open removes
     // it).
@@ -82,6 +84,28 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
                 found,
                 expected: SEGMENT_FORMAT_VERSION,
             });
+        }
+        // A merge's leftover: wholly inside the compacted segment before it, which holds its
+        // records (`compact/merge.rs`). It goes, and nothing is lost.
+        if !removing
+            && let (Some(prev), Some(end)) = (prev_compacted, expected)
+            && lsn < end
+            && let Some(Ok((_, footer))) = compacted_runs(lsn, &bytes)
+            && crate::store::log::discover::merge_leftover(
+                prev,
+                Some(&(
+                    Footer {
+                        end_lsn: end,
+                        ..footer
+                    },
+                    0,
+                )),
+                lsn,
+                Some(&(footer, 0)),
+            )
+        {
+            state.out.edits.push((lsn, Edit::Remove));
+            continue;
         }
         if removing || expected.is_some_and(|e| e != lsn) || bytes.len() < SEGMENT_HEADER_LEN {
             // The first segment that does not continue the log goes, and every later one.
@@ -165,6 +189,7 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
             Some((r, _)) => r.end_lsn(),
             None => lsn + (end - SEGMENT_HEADER_LEN) as u64,
         });
+        prev_compacted = compacted.then_some(lsn);
         if header || !voids.is_empty() || cut_at.is_some() {
             state.out.edits.push((
                 lsn,

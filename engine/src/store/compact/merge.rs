@@ -1,0 +1,177 @@
+//! Neighbouring compacted segments written as one, so that a store compacted for years does
+//! not keep a file per segment it ever rolled: the merged file takes the first one's name and
+//! holds every kept frame of the group, their runs and live tombstones; then the others are
+//! removed. A crash between leaves files wholly inside the merged one's LSN range: the open
+//! skips them as merge leftovers and a writable open removes them (`log/discover.rs`, and
+//! salvage's plan alike).
+
+use std::sync::Arc;
+
+use crate::codec::CorruptionKind;
+use crate::codec::compacted::{FOOTER_LEN, Footer, Run, Runs, Tombstone};
+use crate::codec::frame::{FRAME_HEADER_LEN, FrameCheck, RecordKind, check_frame};
+use crate::codec::segment::{SEGMENT_HEADER_LEN, SEGMENTS_DIR, SegmentHeader};
+use crate::storage::{OpenMode, Replacement, Storage};
+use crate::store::log::map::LsnMap;
+use crate::store::segments::Segment;
+use crate::{Error, Result};
+
+/// Groups of neighbouring sealed compacted segments (indices into `segments`, the newest
+/// segment never in one) whose files together fit in `max_bytes`: each group of two or more
+/// becomes one file.
+pub(super) fn groups(segments: &[Arc<Segment>], max_bytes: u64) -> Vec<Vec<usize>> {
+    let mut out: Vec<Vec<usize>> = Vec::new();
+    let mut current: Vec<usize> = Vec::new();
+    let mut bytes = 0u64;
+    let sealed = segments.len().saturating_sub(1);
+    for (i, seg) in segments.iter().enumerate().take(sealed) {
+        let size = seg.stored_bytes().unwrap_or(u64::MAX);
+        let fits = seg.is_compacted() && size <= max_bytes;
+        if fits && !current.is_empty() && bytes.saturating_add(size) <= max_bytes {
+            current.push(i);
+            bytes += size;
+            continue;
+        }
+        if current.len() > 1 {
+            out.push(std::mem::take(&mut current));
+        }
+        current.clear();
+        if fits {
+            current.push(i);
+            bytes = size;
+        }
+    }
+    if current.len() > 1 {
+        out.push(current);
+    }
+    out
+}
+
+/// Writes `group` (neighbouring segments, oldest first) as one compacted segment under the
+/// first one's name; returns it. The others are still there: [`remove_merged`] goes next.
+pub(super) fn merge(
+    storage: &dyn Storage,
+    group: &[Arc<Segment>],
+    now_ms: i64,
+    tombstone_cutoff_ms: i64,
+) -> Result<Arc<Segment>> {
+    let first = group.first().ok_or(Error::Closed)?;
+    let header = SegmentHeader {
+        first_lsn: first.first_lsn,
+        created_ms: now_ms,
+        compacted: true,
+    };
+    let mut out = header.encode().to_vec();
+    let mut runs: Vec<Run> = Vec::new();
+    let mut tombstones: Vec<Tombstone> = Vec::new();
+    let mut end_lsn = first.first_lsn;
+    let last = group.len() - 1;
+    for (k, seg) in group.iter().enumerate() {
+        let map = seg.map()?;
+        let records_end = seg.records_end()?;
+        let mut len = usize::try_from(records_end)
+            .unwrap_or(0)
+            .saturating_sub(SEGMENT_HEADER_LEN);
+        let base = out.len() as u64;
+        let seg_end = seg.end_lsn()?;
+        seg.with_bytes(SEGMENT_HEADER_LEN as u64, len, |bytes| {
+            // The void that ended a segment whose last record compaction left out ends none
+            // now: it goes (a tombstone names it, as any record left out). No checkpoint
+            // names it — the one compaction wrote names the writer's last record, and a
+            // void inside the group is not that — and it would only count as dead bytes.
+            let tail_void = (k < last)
+                .then(|| bytes.len().checked_sub(FRAME_HEADER_LEN))
+                .flatten()
+                .and_then(|at| match check_frame(&bytes[at..], 0) {
+                    FrameCheck::Valid {
+                        kind: RecordKind::Void,
+                        crc,
+                        ..
+                    } if map.offset_of(seg_end - FRAME_HEADER_LEN as u64)
+                        == Some(SEGMENT_HEADER_LEN as u64 + at as u64) =>
+                    {
+                        Some((at, crc))
+                    }
+                    _ => None,
+                });
+            match tail_void {
+                Some((at, crc)) => {
+                    out.extend_from_slice(&bytes[..at]);
+                    len = at;
+                    tombstones.push(Tombstone {
+                        lsn: seg_end - FRAME_HEADER_LEN as u64,
+                        crc,
+                    });
+                }
+                None => out.extend_from_slice(bytes),
+            }
+        })?;
+        let (seg_runs, seg_tombs) = match &map {
+            LsnMap::Runs(r) => (r.runs().to_vec(), r.tombstones().to_vec()),
+            LsnMap::Plain { first_lsn } if len > 0 => (
+                vec![Run {
+                    lsn: *first_lsn,
+                    offset: SEGMENT_HEADER_LEN as u64,
+                }],
+                Vec::new(),
+            ),
+            LsnMap::Plain { .. } => (Vec::new(), Vec::new()),
+        };
+        for r in seg_runs {
+            let offset = base + (r.offset - SEGMENT_HEADER_LEN as u64);
+            // A run made only of the dropped void holds nothing now.
+            if r.offset >= SEGMENT_HEADER_LEN as u64 + len as u64 {
+                continue;
+            }
+            // A run that continues the previous one in the log and in the file is the same run.
+            let continues = runs
+                .last()
+                .is_some_and(|p| p.lsn + (offset - p.offset) == r.lsn);
+            if !continues {
+                runs.push(Run { lsn: r.lsn, offset });
+            }
+        }
+        if seg.expired_tombstone_bytes(tombstone_cutoff_ms) == 0 {
+            tombstones.extend(seg_tombs);
+        }
+        end_lsn = seg_end;
+    }
+    let records_end = out.len() as u64;
+    tombstones.sort_unstable_by_key(|t| t.lsn);
+    let runs = Runs::new(runs, first.first_lsn, records_end, end_lsn)
+        .and_then(|r| r.with_tombstones(tombstones))
+        .map_err(|why| Error::corruption(&first.path, 0, CorruptionKind::RunTable(why)))?;
+    out.extend_from_slice(&runs.encode());
+    let file_len = out.len() as u64;
+    let footer = out
+        .get(out.len() - FOOTER_LEN..)
+        .and_then(|f| Footer::decode(f, file_len).ok())
+        .ok_or_else(|| Error::corruption(&first.path, 0, CorruptionKind::RunTable("footer")))?;
+    let io = |op: &'static str| move |e| Error::io(op, &first.path, e);
+    let replacement = Replacement::create(storage, &first.path).map_err(io("create"))?;
+    replacement.file().write_at(&out, 0).map_err(io("write"))?;
+    replacement.commit().map_err(io("replace"))?;
+    let file = storage
+        .open(&first.path, OpenMode::Read)
+        .map_err(io("open"))?;
+    Ok(Arc::new(Segment::compacted(
+        first.first_lsn,
+        Arc::from(file),
+        footer,
+        file_len,
+        now_ms,
+    )))
+}
+
+/// Removes the files a merge took in (every segment of the group but the first), newest
+/// first, then syncs the directory.
+pub(super) fn remove_merged(storage: &dyn Storage, group: &[Arc<Segment>]) -> Result<()> {
+    for seg in group.iter().skip(1).rev() {
+        storage
+            .remove(&seg.path)
+            .map_err(|e| Error::io("remove", &seg.path, e))?;
+    }
+    storage
+        .sync_dir(SEGMENTS_DIR)
+        .map_err(|e| Error::io("sync directory", SEGMENTS_DIR, e))
+}
