@@ -36,10 +36,18 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
             s.segment, s.bytes_before, s.bytes_after, s.records_dropped
         ));
     }
+    let merged = if report.segments_merged > 0 {
+        format!(
+            "; {} segment file(s) merged into their neighbours",
+            report.segments_merged
+        )
+    } else {
+        String::new()
+    };
     note(
         quiet,
         &format!(
-            "{verb} {} bytes in {} segment(s); {} deleted session(s) erased",
+            "{verb} {} bytes in {} segment(s); {} deleted session(s) erased{merged}",
             report.reclaimed_bytes(),
             report.segments.len(),
             report.sessions_erased
