@@ -1336,6 +1336,22 @@ fn delete_takes_several_ids_or_an_age_and_stats_says_what_is_dead() {
         dir.path(),
         2,
     );
-    ok(&["compact", "store", "--quiet"], dir.path());
+    let compacted = ok(&["compact", "store", "--json"], dir.path());
+    let c = json(&compacted);
+    assert!(
+        c.get("reclaimedBytes")
+            .and_then(|v| v.as_safe_integer())
+            .is_some_and(|n| n > 0),
+        "{compacted}"
+    );
     assert!(stats(dir.path()).contains("\"deadBytes\":0"));
+    // --json: the deleted sessions as objects, an error as one too.
+    let none = ok(
+        &["delete", "store", "--older-than", "0s", "--json"],
+        dir.path(),
+    );
+    assert_eq!(none.trim_end(), r#"{"dryRun":false,"deleted":[]}"#);
+    let out = sessdb(&["delete", "store", "nope", "--json"], dir.path());
+    assert_eq!(out.status.code(), Some(6));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("\"error\""));
 }

@@ -4,7 +4,7 @@ use sessdb::StoreOptions;
 
 use crate::cmd::{PathArg, open_store_writer};
 use crate::error::{CliResult, code};
-use crate::out::{note, println};
+use crate::out::{note, print_json, println};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -13,6 +13,30 @@ pub struct Args {
     /// Print what would be reclaimed per segment; change nothing.
     #[arg(long)]
     dry_run: bool,
+    /// One JSON object: `{"dryRun", "reclaimedBytes", "sessionsErased", "segmentsMerged",
+    /// "segments": [{"segment", "bytesBefore", "bytesAfter", "recordsDropped"}]}`.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `compact --json`.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Compacted {
+    dry_run: bool,
+    reclaimed_bytes: u64,
+    sessions_erased: usize,
+    segments_merged: usize,
+    segments: Vec<SegmentJson>,
+}
+
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SegmentJson {
+    segment: String,
+    bytes_before: u64,
+    bytes_after: u64,
+    records_dropped: u64,
 }
 
 pub fn run(a: &Args, quiet: bool) -> CliResult {
@@ -25,6 +49,25 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
     let close = store.close();
     let report = result?;
     close?;
+    if a.json {
+        print_json(&Compacted {
+            dry_run: a.dry_run,
+            reclaimed_bytes: report.reclaimed_bytes(),
+            sessions_erased: report.sessions_erased,
+            segments_merged: report.segments_merged,
+            segments: report
+                .segments
+                .iter()
+                .map(|s| SegmentJson {
+                    segment: s.segment.clone(),
+                    bytes_before: s.bytes_before,
+                    bytes_after: s.bytes_after,
+                    records_dropped: s.records_dropped,
+                })
+                .collect(),
+        });
+        return Ok(code::OK);
+    }
     let verb = if a.dry_run {
         "would reclaim"
     } else {

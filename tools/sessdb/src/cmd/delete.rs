@@ -6,7 +6,7 @@ use sessdb::StoreOptions;
 
 use crate::cmd::{PathArg, open_store_writer};
 use crate::error::{CliError, CliResult, code};
-use crate::out::{iso_time, note, println, shown};
+use crate::out::{iso_time, note, print_json, println, shown};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -23,6 +23,24 @@ pub struct Args {
     /// Print the sessions that would be deleted; change nothing.
     #[arg(long)]
     dry_run: bool,
+    /// One JSON object: `{"dryRun", "deleted": [{"id", "lastEventTime": ms|null}]}`.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `delete --json`.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Deleted {
+    dry_run: bool,
+    deleted: Vec<DeletedSession>,
+}
+
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DeletedSession {
+    id: String,
+    last_event_time: Option<i64>,
 }
 
 /// `30d`, `12h`, `90m`, `45s`: a whole number and one unit.
@@ -54,6 +72,19 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
     let close = store.close();
     let listed = result?;
     close?;
+    if a.json {
+        print_json(&Deleted {
+            dry_run: a.dry_run,
+            deleted: listed
+                .into_iter()
+                .map(|(id, last_event_time)| DeletedSession {
+                    id,
+                    last_event_time,
+                })
+                .collect(),
+        });
+        return Ok(code::OK);
+    }
     let verb = if a.dry_run { "would delete" } else { "deleted" };
     for (id, last) in &listed {
         match last {

@@ -82,6 +82,8 @@ impl Command {
             Command::Import(a) => a.json,
             Command::Export(a) => a.json,
             Command::Fork(a) => a.json,
+            Command::Delete(a) => a.json,
+            Command::Compact(a) => a.json,
             _ => false,
         }
     }
