@@ -205,7 +205,7 @@ fn followers_and_readers_beside_background_compaction_see_no_damage_and_miss_not
             let line = line.unwrap();
             if line.starts_with("deleted ") {
                 deleted += 1;
-            } else {
+            } else if line.starts_with("ack ") {
                 acked += 1;
             }
         }

@@ -5,8 +5,9 @@
 //! replaces, prunes, forks) for N seconds and prints `ack <session> <seq>` on stdout, flushed,
 //! after every acknowledged append: the tool for kill loops (kill it at any moment, reopen,
 //! and every printed event must be there), and for users testing their disks. With
-//! `--churn` each round's sessions are deleted when it ends (`deleted <session>` after each
-//! acknowledged deletion; the first round's stay, to be followed), so the writer's background
+//! `--churn` each round's sessions are deleted when it ends (`deleting <session>` before and
+//! `deleted <session>` after each acknowledged deletion; the first round's stay, to be
+//! followed), so the writer's background
 //! compaction runs beside the appends.
 
 use std::sync::Arc;
@@ -40,7 +41,8 @@ pub struct Args {
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Delete each round's sessions when it ends (but the first round's), printing
-    /// `deleted <session>`: the background compaction then runs beside the appends.
+    /// `deleting <session>` before and `deleted <session>` after each: the background
+    /// compaction then runs beside the appends.
     #[arg(long)]
     churn: bool,
     /// Segments roll over at this size (default 64 MiB; small ones give the background
@@ -78,6 +80,8 @@ impl AckSink {
     fn churn(&mut self) -> sessdb::Result<()> {
         for id in std::mem::take(&mut self.created) {
             self.check_time()?;
+            // Said before: a kill between the two lines may or may not have deleted it.
+            crate::out::println(&format!("deleting {}", id.escape_debug()));
             self.store.delete_session(&id)?;
             crate::out::println(&format!("deleted {}", id.escape_debug()));
         }
