@@ -30,16 +30,16 @@ fn dump(store: &Store) -> BTreeMap<String, Vec<Vec<u8>>> {
         .collect()
 }
 
-/// Three sessions interleaved over several segments, two deleted (what is left of the
-/// segments then fits in fewer: the compaction merges them).
+/// Five sessions interleaved over several segments, four deleted (what is left of each
+/// segment is small: the compaction merges them).
 fn script(store: &Store) {
-    for id in ["a", "b", "c"] {
+    for id in ["a", "b", "c", "d", "e"] {
         store
             .create_session(SessionHeader::new(id, 0), Vec::new())
             .unwrap();
     }
     for round in 0..12 {
-        for id in ["a", "b", "c"] {
+        for id in ["a", "b", "c", "d", "e"] {
             let data = format!("{{\"note\":\"{id}-{round}\"}}");
             store
                 .append(
@@ -49,15 +49,29 @@ fn script(store: &Store) {
                 .unwrap();
         }
     }
-    store.delete_session("b").unwrap();
-    store.delete_session("c").unwrap();
+    for id in ["b", "c", "d", "e"] {
+        store.delete_session(id).unwrap();
+    }
+}
+
+/// The script written on 2 KiB segments, the store reopened to compact with 8 KiB ones:
+/// what each segment keeps (a quarter of 8 KiB at most) is then small enough to merge.
+fn written(storage: &CrashStorage) -> Store {
+    let store = Store::open_with(Arc::new(storage.clone()), options()).unwrap();
+    script(&store);
+    store.close().unwrap();
+    drop(store);
+    Store::open_with(
+        Arc::new(storage.clone()),
+        options().with_segment_bytes_max(8192),
+    )
+    .unwrap()
 }
 
 fn check(fault: Fault) {
     let full = CrashStorage::new();
     let (start, expected) = {
-        let store = Store::open_with(Arc::new(full.clone()), options()).unwrap();
-        script(&store);
+        let store = written(&full);
         let start = full.ops();
         let expected = dump(&store);
         let report = store.compact().unwrap();
@@ -72,8 +86,7 @@ fn check(fault: Fault) {
     assert!(!expected.contains_key("b"));
     for n in start + 1..=end {
         let storage = CrashStorage::new();
-        let store = Store::open_with(Arc::new(storage.clone()), options()).unwrap();
-        script(&store);
+        let store = written(&storage);
         storage.fail_at_with(n, fault);
         let _ = store.compact();
         for (what, image) in [("durable", storage.crash()), ("live", storage.live_image())] {
@@ -125,8 +138,7 @@ fn a_short_write_at_every_compaction_operation_loses_nothing() {
 fn a_merge_cut_before_its_removals_is_no_damage() {
     let full = CrashStorage::new();
     let (start, end, expected) = {
-        let store = Store::open_with(Arc::new(full.clone()), options()).unwrap();
-        script(&store);
+        let store = written(&full);
         let start = full.ops();
         let expected = dump(&store);
         store.compact().unwrap();
@@ -141,8 +153,7 @@ fn a_merge_cut_before_its_removals_is_no_damage() {
     let mut found = 0;
     for n in start + 1..=end {
         let storage = CrashStorage::new();
-        let store = Store::open_with(Arc::new(storage.clone()), options()).unwrap();
-        script(&store);
+        let store = written(&storage);
         storage.fail_at_with(n, Fault::Eio);
         let report = store.compact();
         drop(store);

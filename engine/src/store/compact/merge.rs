@@ -16,9 +16,11 @@ use crate::store::log::map::LsnMap;
 use crate::store::segments::Segment;
 use crate::{Error, Result};
 
-/// Groups of neighbouring sealed compacted segments (indices into `segments`, the newest
-/// segment never in one) whose files together fit in `max_bytes`: each group of two or more
-/// becomes one file.
+/// Groups of neighbouring small sealed compacted segments — a quarter of `max_bytes` at most
+/// each, so that a segment compaction left half full is not written a second time — whose
+/// files together fit in `max_bytes` (indices into `segments`; the newest segment is never
+/// in one): each group of two or more becomes one file. Files stay fewer than four per
+/// `max_bytes` of what is kept, plus the segments appends wrote.
 pub(super) fn groups(segments: &[Arc<Segment>], max_bytes: u64) -> Vec<Vec<usize>> {
     let mut out: Vec<Vec<usize>> = Vec::new();
     let mut current: Vec<usize> = Vec::new();
@@ -26,7 +28,7 @@ pub(super) fn groups(segments: &[Arc<Segment>], max_bytes: u64) -> Vec<Vec<usize
     let sealed = segments.len().saturating_sub(1);
     for (i, seg) in segments.iter().enumerate().take(sealed) {
         let size = seg.stored_bytes().unwrap_or(u64::MAX);
-        let fits = seg.is_compacted() && size <= max_bytes;
+        let fits = seg.is_compacted() && size <= max_bytes / 4;
         if fits && !current.is_empty() && bytes.saturating_add(size) <= max_bytes {
             current.push(i);
             bytes += size;
