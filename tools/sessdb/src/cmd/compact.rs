@@ -40,7 +40,8 @@ struct SegmentJson {
 }
 
 pub fn run(a: &Args, quiet: bool) -> CliResult {
-    let store = open_store_writer(&a.store, StoreOptions::default())?;
+    // One compaction, the command's own: no background one beside it.
+    let store = open_store_writer(&a.store, StoreOptions::default().with_compaction(None))?;
     let result = if a.dry_run {
         store.compact_plan()
     } else {

@@ -25,7 +25,8 @@ pub struct Args {
 }
 
 pub fn run(a: &Args) -> CliResult {
-    let store = open_store_writer(&a.store, StoreOptions::default())?;
+    // A one-off write: the background compaction is a long-running writer's.
+    let store = open_store_writer(&a.store, StoreOptions::default().with_compaction(None))?;
     let result = store.fork(
         &a.session,
         ForkSpec {

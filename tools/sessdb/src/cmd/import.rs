@@ -103,7 +103,8 @@ fn sqlite_source(a: &Args) -> CliResult<(StdinCopy, Option<PathBuf>)> {
 fn import(a: &Args, quiet: bool) -> CliResult {
     let (stdin, sqlite) = sqlite_source(a)?;
     let from_stdin = stdin.is_some() || jsonl_from_stdin(a);
-    let store = open_or_create_writer(&a.store, StoreOptions::default())?;
+    // A batch writer: no background read of the log competing with the import.
+    let store = open_or_create_writer(&a.store, StoreOptions::default().with_compaction(None))?;
     let progress = bar(quiet, "importing", Unit::Events);
     let mut report_progress = |p| update(&progress, p);
     let report = match (&a.jsonl, &sqlite) {

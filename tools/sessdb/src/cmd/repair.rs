@@ -49,6 +49,7 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
     // found here, as `verify` finds it.
     let (bar, progress) = scan_bar(quiet, "reading the log");
     let options = StoreOptions::default()
+        .with_compaction(None)
         .with_salvage(a.salvage)
         .with_ignore_checkpoints(true)
         .with_progress(progress);
