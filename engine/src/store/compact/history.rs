@@ -118,13 +118,7 @@ impl History {
         bytes: &[u8],
         record_bytes_max: u32,
     ) -> Result<()> {
-        let facts = SegmentFacts {
-            map,
-            sealed: true,
-            durable_lsn: 0,
-            locked: true,
-            record_bytes_max,
-        };
+        let facts = SegmentFacts::sealed_under_lock(map, record_bytes_max);
         let base = crate::codec::segment::SEGMENT_HEADER_LEN;
         let seg_end = seg.end_lsn()?;
         let mut cursor = LogCursor::new(facts, base, bytes, false);

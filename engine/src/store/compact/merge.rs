@@ -7,11 +7,10 @@
 
 use std::sync::Arc;
 
-use crate::codec::CorruptionKind;
-use crate::codec::compacted::{FOOTER_LEN, Footer, Run, Runs, Tombstone};
+use crate::codec::compacted::{Run, Tombstone};
 use crate::codec::frame::{FRAME_HEADER_LEN, FrameCheck, RecordKind, check_frame};
 use crate::codec::segment::{SEGMENT_HEADER_LEN, SEGMENTS_DIR, SegmentHeader};
-use crate::storage::{OpenMode, Replacement, Storage};
+use crate::storage::Storage;
 use crate::store::log::map::LsnMap;
 use crate::store::segments::Segment;
 use crate::{Error, Result};
@@ -138,31 +137,19 @@ pub(super) fn merge(
         }
         end_lsn = seg_end;
     }
-    let records_end = out.len() as u64;
-    tombstones.sort_unstable_by_key(|t| t.lsn);
-    let runs = Runs::new(runs, first.first_lsn, records_end, end_lsn)
-        .and_then(|r| r.with_tombstones(tombstones))
-        .map_err(|why| Error::corruption(&first.path, 0, CorruptionKind::RunTable(why)))?;
-    out.extend_from_slice(&runs.encode());
-    let file_len = out.len() as u64;
-    let footer = out
-        .get(out.len() - FOOTER_LEN..)
-        .and_then(|f| Footer::decode(f, file_len).ok())
-        .ok_or_else(|| Error::corruption(&first.path, 0, CorruptionKind::RunTable("footer")))?;
-    let io = |op: &'static str| move |e| Error::io(op, &first.path, e);
-    let replacement = Replacement::create(storage, &first.path).map_err(io("create"))?;
-    replacement.file().write_at(&out, 0).map_err(io("write"))?;
-    replacement.commit().map_err(io("replace"))?;
-    let file = storage
-        .open(&first.path, OpenMode::Read)
-        .map_err(io("open"))?;
-    Ok(Arc::new(Segment::compacted(
-        first.first_lsn,
-        Arc::from(file),
-        footer,
-        file_len,
-        now_ms,
-    )))
+    let (segment, _) = super::file::write_compacted(
+        storage,
+        &first.path,
+        out,
+        super::file::Layout {
+            first_lsn: first.first_lsn,
+            end_lsn,
+            runs,
+            tombstones,
+            now_ms,
+        },
+    )?;
+    Ok(segment)
 }
 
 /// Removes the files a merge took in (every segment of the group but the first), newest

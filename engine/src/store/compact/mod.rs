@@ -9,6 +9,7 @@
 //! something that goes, and the segments are replaced newest first, each one by a rename, so
 //! every state between two of them is a log that replays (`history.rs` says why).
 
+mod file;
 mod history;
 mod merge;
 mod rewrite;

@@ -8,13 +8,12 @@ use std::sync::Arc;
 
 use super::history::Drops;
 use crate::codec::CorruptionKind;
-use crate::codec::compacted::{FOOTER_LEN, Footer, Run, Runs, Tombstone};
+use crate::codec::compacted::{Run, Tombstone};
 use crate::codec::frame::{
     FRAME_HEADER_LEN, FrameCheck, RecordKind, RecordLink, check_frame, encode_frame,
 };
 use crate::codec::segment::{SEGMENT_HEADER_LEN, SegmentHeader};
-use crate::storage::Replacement;
-use crate::storage::{OpenMode, Storage};
+use crate::storage::Storage;
 use crate::store::log::cursor::{LogCursor, SegmentFacts, StopAction};
 use crate::store::log::walk::{Go, Met, walk};
 use crate::store::segments::Segment;
@@ -61,13 +60,7 @@ pub(super) fn rewrite(
     };
     let records_end = seg.records_end()?;
     let end_lsn = seg.end_lsn()?;
-    let facts = SegmentFacts {
-        map,
-        sealed: true,
-        durable_lsn: 0,
-        locked: true,
-        record_bytes_max,
-    };
+    let facts = SegmentFacts::sealed_under_lock(map, record_bytes_max);
     let header = SegmentHeader {
         first_lsn: seg.first_lsn,
         created_ms: now_ms,
@@ -130,36 +123,24 @@ pub(super) fn rewrite(
             end_void = Some(RecordLink { lsn, crc });
         }
     }
-    let new_records_end = out.len() as u64;
-    tombstones.sort_unstable_by_key(|t| t.lsn);
     // The void that ends the segment is a record kept where one may have been left out.
     if let Some(v) = end_void {
         tombstones.retain(|t| t.lsn != v.lsn);
     }
-    let runs = Runs::new(runs, seg.first_lsn, new_records_end, end_lsn)
-        .and_then(|r| r.with_tombstones(tombstones))
-        .map_err(|why| Error::corruption(&seg.path, 0, CorruptionKind::RunTable(why)))?;
-    out.extend_from_slice(&runs.encode());
-    let file_len = out.len() as u64;
-    let footer = out
-        .get(out.len() - FOOTER_LEN..)
-        .and_then(|f| Footer::decode(f, file_len).ok())
-        .ok_or_else(|| Error::corruption(&seg.path, 0, CorruptionKind::RunTable("footer")))?;
-    let io = |op: &'static str| move |e| Error::io(op, &seg.path, e);
-    let replacement = Replacement::create(storage, &seg.path).map_err(io("create"))?;
-    replacement.file().write_at(&out, 0).map_err(io("write"))?;
-    replacement.commit().map_err(io("replace"))?;
-    let file = storage
-        .open(&seg.path, OpenMode::Read)
-        .map_err(io("open"))?;
-    Ok(Rewritten {
-        segment: Arc::new(Segment::compacted(
-            seg.first_lsn,
-            Arc::from(file),
-            footer,
-            file_len,
+    let (segment, file_len) = super::file::write_compacted(
+        storage,
+        &seg.path,
+        out,
+        super::file::Layout {
+            first_lsn: seg.first_lsn,
+            end_lsn,
+            runs,
+            tombstones,
             now_ms,
-        )),
+        },
+    )?;
+    Ok(Rewritten {
+        segment,
         bytes_before: seg.stored_bytes()?,
         bytes_after: file_len - SEGMENT_HEADER_LEN as u64,
         records_dropped: dropped,

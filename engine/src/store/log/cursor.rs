@@ -24,6 +24,20 @@ pub(crate) struct SegmentFacts<'m> {
     pub(crate) record_bytes_max: u32,
 }
 
+impl<'a> SegmentFacts<'a> {
+    /// A sealed segment read under the writer lock, past every durable mark: what compaction
+    /// reads (nothing is in flight, nothing is cut).
+    pub(crate) fn sealed_under_lock(map: LsnMap<'a>, record_bytes_max: u32) -> Self {
+        Self {
+            map,
+            sealed: true,
+            durable_lsn: 0,
+            locked: true,
+            record_bytes_max,
+        }
+    }
+}
+
 impl SegmentFacts<'_> {
     /// The LSN of a file offset of this segment (one the cursor reads: a record's start, or
     /// where the records end).
