@@ -11,7 +11,15 @@ pub struct Args {
     /// One JSON object.
     #[arg(long)]
     pub json: bool,
+    /// Read the whole log for the live and dead bytes however long it is (by default only a
+    /// log of at most 1 GiB is read; a longer one's live and dead bytes are not computed).
+    #[arg(long)]
+    space: bool,
 }
+
+/// The longest log `stats` reads for its live and dead bytes unless `--space` says so: a
+/// figures command should answer at once.
+const SPACE_READ_MAX: u64 = 1 << 30;
 
 /// `stats --json`.
 #[derive(serde::Serialize)]
@@ -49,7 +57,14 @@ pub fn run(a: &Args) -> CliResult {
     let r = store.open_report();
     let m = store.memory_usage();
     // One read of the log: what is live and what a compaction would give back.
-    let space = store.space();
+    let space = if a.space || s.log_bytes <= SPACE_READ_MAX {
+        store.space().map_err(|e| format!("unknown: {e}"))
+    } else {
+        Err(format!(
+            "not computed: the log is {} bytes (`sessdb stats --space` reads it all)",
+            s.log_bytes
+        ))
+    };
     if a.json {
         print_json(&Stats {
             sessions: s.sessions,
@@ -82,7 +97,7 @@ pub fn run(a: &Args) -> CliResult {
             sp.live_bytes(),
             sp.dead_bytes()
         )),
-        Err(e) => println(&format!("live / dead        unknown: {e}")),
+        Err(e) => println(&format!("live / dead        {e}")),
     }
     println(&format!(
         "checkpoint         generation {} covering {} byte(s)",
