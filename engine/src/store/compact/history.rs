@@ -61,9 +61,7 @@ pub(super) struct Drops {
     pub(super) records: Vec<Rec>,
     /// Deleted sessions of which nothing is left after it.
     pub(super) sessions_erased: usize,
-    /// Deletions that a later pass can leave out (their sessions erased by this one).
-    pub(super) deletions_then_free: usize,
-    /// Those deletions' records.
+    /// The deletions a second step can leave out (their sessions erased by this plan).
     pub(super) deletions_after: Vec<Rec>,
 }
 
@@ -283,7 +281,6 @@ impl History {
             out.records.extend(inc.records.iter().skip(keep));
             if keep == 0 {
                 out.sessions_erased += 1;
-                out.deletions_then_free += 1;
                 erased[i] = true;
             }
         }
