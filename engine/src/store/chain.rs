@@ -185,7 +185,20 @@ pub(super) fn confirm(segments: &SegmentList, meta: &CheckpointMeta) -> Confirma
         Ok((c, frame_len)) if c == crc && lsn + frame_len as u64 == meta.covered_lsn => {
             Confirmation::Holds
         }
+        // A compaction that began with this checkpoint left its record out: the segment's
+        // tombstone names it by position and checksum, and the segment reaches the position.
+        _ if left_out_before(segments, lsn, crc, meta.covered_lsn) => Confirmation::Holds,
         Ok(_) => Confirmation::Stale,
         Err(why) => Unconfirmed(why),
     }
+}
+
+/// Whether compaction left out the record at `lsn` with checksum `crc`, in a segment that
+/// runs on to `covered_lsn` at least.
+fn left_out_before(segments: &SegmentList, lsn: u64, crc: u32, covered_lsn: u64) -> bool {
+    super::marks::left_out(segments, lsn, crc)
+        && covered_lsn > lsn
+        && segments
+            .find(lsn)
+            .is_some_and(|s| s.end_lsn().is_ok_and(|end| end >= covered_lsn))
 }

@@ -23,11 +23,11 @@ pub(super) struct Layout {
 }
 
 /// Writes `out` (header and kept frames) with `layout`'s tables under `path`; returns the
-/// segment and the file's length.
+/// segment and the file's length. The tables are appended to `out`.
 pub(super) fn write_compacted(
     storage: &dyn Storage,
     path: &str,
-    mut out: Vec<u8>,
+    out: &mut Vec<u8>,
     layout: Layout,
 ) -> Result<(Arc<Segment>, u64)> {
     let Layout {
@@ -50,7 +50,7 @@ pub(super) fn write_compacted(
         .ok_or_else(|| Error::corruption(path, 0, CorruptionKind::RunTable("footer")))?;
     let io = |op: &'static str| move |e| Error::io(op, path, e);
     let replacement = Replacement::create(storage, path).map_err(io("create"))?;
-    replacement.file().write_at(&out, 0).map_err(io("write"))?;
+    replacement.file().write_at(out, 0).map_err(io("write"))?;
     replacement.commit().map_err(io("replace"))?;
     let file = storage.open(path, OpenMode::Read).map_err(io("open"))?;
     let segment = Segment::compacted(first_lsn, Arc::from(file), footer, file_len, now_ms);

@@ -11,7 +11,6 @@
 //! as any record of its session might: it goes in a later pass, once the log holds nothing of
 //! that incarnation.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::codec::CorruptionKind;
@@ -21,6 +20,9 @@ use crate::store::log::walk::{Go, Met, walk};
 use crate::store::segments::Segment;
 use crate::{Error, Result};
 
+/// The incarnation each session id is in while the log is read.
+type Current = std::collections::HashMap<String, usize, foldhash::fast::RandomState>;
+
 /// One record: where it is and how long its frame is.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Rec {
@@ -28,6 +30,8 @@ pub(super) struct Rec {
     pub(super) len: u64,
     /// Index of its segment in the snapshot.
     pub(super) seg: usize,
+    /// Its frame's checksum (a tombstone names the record by it).
+    pub(super) crc: u32,
     /// The first seq its events section holds.
     first_seq: u64,
 }
@@ -65,13 +69,6 @@ pub(super) struct Drops {
     pub(super) deletions_after: Vec<Rec>,
 }
 
-impl Drops {
-    /// Whether the record at `lsn` is left out.
-    pub(super) fn has(&self, lsn: u64) -> bool {
-        self.records.binary_search_by_key(&lsn, |r| r.lsn).is_ok()
-    }
-}
-
 impl History {
     /// Reads the records of `segments` that lie before `end_lsn` (a record at or past it was
     /// not read, and is kept).
@@ -90,7 +87,7 @@ impl History {
             voids: Vec::new(),
             pinned: 0,
         };
-        let mut current: HashMap<String, usize> = HashMap::new();
+        let mut current = Current::default();
         for (si, seg) in segments.iter().enumerate() {
             let map = seg.map()?;
             let header = crate::codec::segment::SEGMENT_HEADER_LEN as u64;
@@ -109,7 +106,7 @@ impl History {
     /// One segment's records before the snapshot's end.
     fn read_segment(
         &mut self,
-        current: &mut HashMap<String, usize>,
+        current: &mut Current,
         si: usize,
         seg: &Segment,
         map: crate::store::log::map::LsnMap<'_>,
@@ -135,6 +132,7 @@ impl History {
                 lsn: frame.lsn,
                 len: frame.bytes.len() as u64,
                 seg: si,
+                crc: frame.crc,
                 first_seq,
             };
             let ends_segment = frame.lsn + frame.bytes.len() as u64 == seg_end;
@@ -155,12 +153,7 @@ impl History {
         Ok(())
     }
 
-    fn add(
-        &mut self,
-        current: &mut HashMap<String, usize>,
-        summary: RecordSummary<'_>,
-        rec: impl Fn(u64) -> Rec,
-    ) {
+    fn add(&mut self, current: &mut Current, summary: RecordSummary<'_>, rec: impl Fn(u64) -> Rec) {
         match summary {
             RecordSummary::Start {
                 session,

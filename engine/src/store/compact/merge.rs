@@ -140,7 +140,7 @@ pub(super) fn merge(
     let (segment, _) = super::file::write_compacted(
         storage,
         &first.path,
-        out,
+        &mut out,
         super::file::Layout {
             first_lsn: first.first_lsn,
             end_lsn,

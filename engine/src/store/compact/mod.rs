@@ -95,27 +95,41 @@ impl Inner {
             return Ok(out);
         }
         report.sessions_erased = drops.sessions_erased;
-        self.apply(&segments, drops.records, &refresh, cutoff, report)?;
-        // The second step leaves out the deletions of the sessions the first erased (a
-        // deletion goes only once nothing of its session is left, and no checkpoint holds
-        // it: `history.rs`). They are known from the one read of the log: by segment first
-        // LSN, since the segments the first step wrote are new files.
-        let later: Vec<(u64, history::Rec)> = drops
-            .deletions_after
+        // The active segment sealed when it holds something that goes, then a full
+        // checkpoint, and every older one removed, before any record goes: it holds no
+        // session this compaction erases (their deletions are before it), so an open never
+        // falls back to a chain that would bring one back, whichever renames a crash keeps.
+        let last = segments.len().saturating_sub(1);
+        if drops
+            .records
             .iter()
-            .filter_map(|r| segments.get(r.seg).map(|s| (s.first_lsn, *r)))
-            .collect();
-        if !later.is_empty() {
+            .chain(&drops.deletions_after)
+            .any(|r| r.seg == last)
+        {
+            self.roll()?;
+            report.rolled = true;
+        }
+        self.checkpoint_alone()?;
+        self.rewrite_all(&segments, &drops.records, &refresh, end_lsn, cutoff, report)?;
+        // The second step leaves out the deletions of the sessions the first erased: a
+        // deletion goes only once nothing of its session is left (`history.rs`), so that a
+        // replay of the log from its start, at any state between two renames, never finds a
+        // session's records without its deletion. They are known from the one read of the
+        // log: by segment first LSN, since the segments the first step wrote are new files.
+        if !drops.deletions_after.is_empty() {
             let now = self.segments.all();
-            let records: Vec<history::Rec> = later
-                .into_iter()
-                .filter_map(|(first, mut r)| {
+            let records: Vec<history::Rec> = drops
+                .deletions_after
+                .iter()
+                .filter_map(|r| {
+                    let first = segments.get(r.seg)?.first_lsn;
+                    let mut r = *r;
                     r.seg = now.iter().position(|s| s.first_lsn == first)?;
                     Some(r)
                 })
                 .collect();
             report.deletions_dropped = records.len();
-            self.apply(&now, records, &[], cutoff, report)?;
+            self.rewrite_all(&now, &records, &[], end_lsn, cutoff, report)?;
         }
         self.merge_small(cutoff, report)?;
         report.segments = merged(std::mem::take(&mut report.segments));
@@ -143,31 +157,6 @@ impl Inner {
             })
             .collect();
         Ok(Space { segments })
-    }
-
-    /// Leaves `records` (sorted by LSN) out of `segments`: the active one sealed first when
-    /// it holds one, the segments written again newest first, then a full checkpoint that
-    /// replaces every older one.
-    fn apply(
-        &self,
-        segments: &[Arc<super::segments::Segment>],
-        records: Vec<history::Rec>,
-        refresh: &[usize],
-        cutoff: i64,
-        report: &mut CompactReport,
-    ) -> Result<()> {
-        if records.iter().any(|r| r.seg + 1 == segments.len()) {
-            self.roll()?;
-            report.rolled = true;
-        }
-        let drops = history::Drops {
-            records,
-            ..history::Drops::default()
-        };
-        self.rewrite_all(segments, &drops, refresh, cutoff, report)?;
-        // Before a deletion may go, no checkpoint may still hold its session: an older chain
-        // would bring it back when the open falls back to it.
-        self.checkpoint_alone()
     }
 
     /// Writes each group of neighbouring small compacted segments as one file (`merge.rs`),
@@ -237,19 +226,22 @@ impl Inner {
         Ok(())
     }
 
-    /// Writes again every segment that holds a record `drops` leaves out, newest first.
+    /// Writes again every segment that holds one of `records` (sorted by LSN), and those of
+    /// `refresh`, newest first, leaving the records out.
     fn rewrite_all(
         &self,
         segments: &[Arc<super::segments::Segment>],
-        drops: &history::Drops,
+        records: &[history::Rec],
         refresh: &[usize],
+        checked_to: u64,
         cutoff: i64,
         report: &mut CompactReport,
     ) -> Result<()> {
-        let mut touched: Vec<usize> = drops.records.iter().map(|r| r.seg).collect();
+        let mut touched: Vec<usize> = records.iter().map(|r| r.seg).collect();
         touched.extend_from_slice(refresh);
         touched.sort_unstable();
         touched.dedup();
+        let mut buf = Vec::new();
         for &si in touched.iter().rev() {
             let Some(seg) = segments.get(si) else {
                 continue;
@@ -259,14 +251,18 @@ impl Inner {
             if self.is_closed() {
                 return Err(crate::Error::Closed);
             }
-            let done = rewrite::rewrite(
-                &*self.storage,
+            // The records of one segment are neighbours in LSN order.
+            let from = records.partition_point(|r| r.lsn < seg.first_lsn);
+            let to = from + records[from..].partition_point(|r| r.seg == si);
+            let job = rewrite::Job {
                 seg,
-                drops,
-                self.options.record_bytes_max,
-                self.options.clock.now_ms(),
-                cutoff,
-            )?;
+                drops: &records[from..to],
+                checked_to,
+                record_bytes_max: self.options.record_bytes_max,
+                now_ms: self.options.clock.now_ms(),
+                tombstone_cutoff_ms: cutoff,
+            };
+            let done = rewrite::rewrite(&*self.storage, &job, &mut buf)?;
             // The new file in the list; a reader holding the old one reads it to the end.
             {
                 let mut list = self.segments.write();
@@ -281,9 +277,9 @@ impl Inner {
                 let in_segment = |l: RecordLink| {
                     l.lsn >= seg.first_lsn && done.segment.end_lsn().is_ok_and(|e| l.lsn < e)
                 };
+                let dropped = |l: RecordLink| job.drops.iter().any(|r| r.lsn == l.lsn);
                 if let Some(t) = tail.as_mut()
-                    && t.last_record
-                        .is_some_and(|l| in_segment(l) && drops.has(l.lsn))
+                    && t.last_record.is_some_and(|l| in_segment(l) && dropped(l))
                 {
                     t.last_record = Some(void);
                 }

@@ -1,12 +1,17 @@
-//! One segment compacted: its records walked once more, the ones kept copied as they are (a
+//! One segment compacted: the byte ranges between the records left out copied as they are (a
 //! frame's bytes and checksum unchanged) with their LSNs in a run table, then the new file
 //! written beside the old one and renamed over it (`storage/replace.rs`): a reader that has
 //! the old file open or mapped goes on reading it, one that opens the name after reads the
 //! new one, and a crash leaves one or the other.
+//!
+//! The records' boundaries come from compaction's one read of the log (`history.rs`), which
+//! checked every frame's checksum: the segment is not walked again. Only records written
+//! after that read (the active segment sealed for the compaction) are walked and checked
+//! here before they are copied.
 
 use std::sync::Arc;
 
-use super::history::Drops;
+use super::history::Rec;
 use crate::codec::CorruptionKind;
 use crate::codec::compacted::{Run, Tombstone};
 use crate::codec::frame::{
@@ -15,6 +20,7 @@ use crate::codec::frame::{
 use crate::codec::segment::{SEGMENT_HEADER_LEN, SegmentHeader};
 use crate::storage::Storage;
 use crate::store::log::cursor::{LogCursor, SegmentFacts, StopAction};
+use crate::store::log::map::LsnMap;
 use crate::store::log::walk::{Go, Met, walk};
 use crate::store::segments::Segment;
 use crate::{Error, Result};
@@ -34,77 +40,106 @@ pub(super) struct Rewritten {
     pub(super) end_void: Option<RecordLink>,
 }
 
-/// Writes `seg` again without the records `drops` leaves out.
+/// What one rewrite is given.
+pub(super) struct Job<'a> {
+    pub(super) seg: &'a Segment,
+    /// The segment's records left out, sorted by LSN (frames the read checked).
+    pub(super) drops: &'a [Rec],
+    /// Where compaction's read of the log stopped: records at or past it are checked here.
+    pub(super) checked_to: u64,
+    pub(super) record_bytes_max: u32,
+    pub(super) now_ms: i64,
+    pub(super) tombstone_cutoff_ms: i64,
+}
+
+/// Writes `job.seg` again without `job.drops`; `buf` is scratch space kept between segments.
 ///
 /// # Errors
-/// `Corruption` where the walk meets anything but valid records, I/O errors (the old file
-/// then stays as it was).
+/// `Corruption` where a record written after the read is not valid, or a record to leave out
+/// is not where the segment holds bytes (the old file then stays as it was); I/O errors.
 pub(super) fn rewrite(
     storage: &dyn Storage,
-    seg: &Segment,
-    drops: &Drops,
-    record_bytes_max: u32,
-    now_ms: i64,
-    tombstone_cutoff_ms: i64,
+    job: &Job<'_>,
+    buf: &mut Vec<u8>,
 ) -> Result<Rewritten> {
+    let seg = job.seg;
     let map = seg.map()?;
     // What an earlier compaction of this segment left out stays named — until its time is
     // out (`CompactionPolicy::tombstone_ttl`).
     let mut tombstones: Vec<Tombstone> = match &map {
-        crate::store::log::map::LsnMap::Runs(r)
-            if seg.expired_tombstone_bytes(tombstone_cutoff_ms) == 0 =>
-        {
+        LsnMap::Runs(r) if seg.expired_tombstone_bytes(job.tombstone_cutoff_ms) == 0 => {
             r.tombstones().to_vec()
         }
         _ => Vec::new(),
     };
     let records_end = seg.records_end()?;
     let end_lsn = seg.end_lsn()?;
-    let facts = SegmentFacts::sealed_under_lock(map, record_bytes_max);
-    let header = SegmentHeader {
-        first_lsn: seg.first_lsn,
-        created_ms: now_ms,
-        compacted: true,
-    };
-    let mut out = header.encode().to_vec();
+    if end_lsn > job.checked_to {
+        check_tail(seg, map, job.checked_to, records_end, job.record_bytes_max)?;
+    }
+    let spans = spans(map, records_end);
+    buf.clear();
+    buf.extend_from_slice(
+        &SegmentHeader {
+            first_lsn: seg.first_lsn,
+            created_ms: job.now_ms,
+            compacted: true,
+        }
+        .encode(),
+    );
     let mut runs: Vec<Run> = Vec::new();
     let mut kept_end: Option<u64> = None;
-    let mut dropped = 0u64;
+    let mut drops = job.drops.iter().peekable();
     let len = usize::try_from(records_end)
         .unwrap_or(0)
         .saturating_sub(SEGMENT_HEADER_LEN);
     // A sealed segment's bytes are borrowed from its map, not copied.
-    let stop = seg.with_bytes(SEGMENT_HEADER_LEN as u64, len, |bytes| {
-        let mut cursor = LogCursor::new(facts, SEGMENT_HEADER_LEN, bytes, false);
-        walk(&mut cursor, |met| {
-            let Met::Record(frame) = met else {
-                return Ok(Go::Finish);
-            };
-            if drops.has(frame.lsn) {
-                dropped += 1;
+    let misplaced = seg.with_bytes(SEGMENT_HEADER_LEN as u64, len, |bytes| {
+        for span in &spans {
+            let mut from = span.lsn;
+            let span_end = span.lsn + span.len;
+            loop {
+                let next = drops.peek().filter(|d| d.lsn < span_end).copied();
+                let until = next.map_or(span_end, |d| d.lsn);
+                if until > from {
+                    if kept_end != Some(from) {
+                        runs.push(Run {
+                            lsn: from,
+                            offset: buf.len() as u64,
+                        });
+                    }
+                    let at = usize::try_from(
+                        span.offset - SEGMENT_HEADER_LEN as u64 + (from - span.lsn),
+                    )
+                    .unwrap_or(usize::MAX);
+                    let n = usize::try_from(until - from).unwrap_or(usize::MAX);
+                    let Some(b) = bytes.get(at..at.saturating_add(n)) else {
+                        return Some(span.offset);
+                    };
+                    buf.extend_from_slice(b);
+                    kept_end = Some(until);
+                }
+                let Some(d) = next else { break };
+                // A record left out lies wholly inside one span (the read found it there).
+                if d.lsn < from || d.lsn + d.len > span_end {
+                    return Some(span.offset);
+                }
                 tombstones.push(Tombstone {
-                    lsn: frame.lsn,
-                    crc: frame.crc,
+                    lsn: d.lsn,
+                    crc: d.crc,
                 });
-                return Ok(Go::On);
+                from = d.lsn + d.len;
+                drops.next();
             }
-            if kept_end != Some(frame.lsn) {
-                runs.push(Run {
-                    lsn: frame.lsn,
-                    offset: out.len() as u64,
-                });
-            }
-            out.extend_from_slice(frame.bytes);
-            kept_end = Some(frame.lsn + frame.bytes.len() as u64);
-            Ok(Go::On)
-        })
-    })??;
-    if let Some(stop) = stop {
-        let kind = match stop.action {
-            StopAction::Corrupt(k) => k,
-            _ => CorruptionKind::Incomplete,
-        };
-        return Err(Error::corruption(&seg.path, stop.offset as u64, kind));
+        }
+        None
+    })?;
+    if let Some(offset) = misplaced.or_else(|| drops.peek().map(|_| 0)) {
+        return Err(Error::corruption(
+            &seg.path,
+            offset,
+            CorruptionKind::RunTable("a record to leave out is not in the segment"),
+        ));
     }
     // The segment's last record left out: a void frame takes the last 16 of its bytes, so
     // the segment still ends with a record that ends where it does.
@@ -114,12 +149,12 @@ pub(super) fn rewrite(
         if kept_end != Some(lsn) {
             runs.push(Run {
                 lsn,
-                offset: out.len() as u64,
+                offset: buf.len() as u64,
             });
         }
-        let at = out.len();
-        encode_frame(RecordKind::Void, &[], &mut out);
-        if let FrameCheck::Valid { crc, .. } = check_frame(&out[at..], 0) {
+        let at = buf.len();
+        encode_frame(RecordKind::Void, &[], buf);
+        if let FrameCheck::Valid { crc, .. } = check_frame(&buf[at..], 0) {
             end_void = Some(RecordLink { lsn, crc });
         }
     }
@@ -130,20 +165,87 @@ pub(super) fn rewrite(
     let (segment, file_len) = super::file::write_compacted(
         storage,
         &seg.path,
-        out,
+        buf,
         super::file::Layout {
             first_lsn: seg.first_lsn,
             end_lsn,
             runs,
             tombstones,
-            now_ms,
+            now_ms: job.now_ms,
         },
     )?;
     Ok(Rewritten {
         segment,
         bytes_before: seg.stored_bytes()?,
         bytes_after: file_len - SEGMENT_HEADER_LEN as u64,
-        records_dropped: dropped,
+        records_dropped: job.drops.len() as u64,
         end_void,
     })
+}
+
+/// A stretch of the log a segment holds contiguously: `len` bytes from `lsn`, at file
+/// offset `offset`.
+struct Span {
+    lsn: u64,
+    offset: u64,
+    len: u64,
+}
+
+/// The segment's record bytes as spans: one for a segment appends wrote, one per run for a
+/// compacted one.
+fn spans(map: LsnMap<'_>, records_end: u64) -> Vec<Span> {
+    let header = SEGMENT_HEADER_LEN as u64;
+    match map {
+        LsnMap::Plain { first_lsn } => vec![Span {
+            lsn: first_lsn,
+            offset: header,
+            len: records_end.saturating_sub(header),
+        }],
+        LsnMap::Runs(r) => {
+            let runs = r.runs();
+            runs.iter()
+                .enumerate()
+                .map(|(i, run)| {
+                    let end = runs.get(i + 1).map_or(records_end, |n| n.offset);
+                    Span {
+                        lsn: run.lsn,
+                        offset: run.offset,
+                        len: end.saturating_sub(run.offset),
+                    }
+                })
+                .collect()
+        }
+    }
+}
+
+/// Checks the records from `from_lsn` to the segment's end: written after compaction's read
+/// of the log, they are walked before they are copied.
+fn check_tail(
+    seg: &Segment,
+    map: LsnMap<'_>,
+    from_lsn: u64,
+    records_end: u64,
+    record_bytes_max: u32,
+) -> Result<()> {
+    let start = map.offset_at_or_after(from_lsn).min(records_end);
+    let len = usize::try_from(records_end - start).unwrap_or(0);
+    let base = usize::try_from(start).unwrap_or(usize::MAX);
+    let facts = SegmentFacts::sealed_under_lock(map, record_bytes_max);
+    let stop = seg.with_bytes(start, len, |bytes| {
+        let mut cursor = LogCursor::new(facts, base, bytes, false);
+        walk(&mut cursor, |met| match met {
+            Met::Record(_) => Ok(Go::On),
+            _ => Ok(Go::Finish),
+        })
+    })??;
+    match stop {
+        None => Ok(()),
+        Some(stop) => {
+            let kind = match stop.action {
+                StopAction::Corrupt(k) => k,
+                _ => CorruptionKind::Incomplete,
+            };
+            Err(Error::corruption(&seg.path, stop.offset as u64, kind))
+        }
+    }
 }
