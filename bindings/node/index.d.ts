@@ -102,7 +102,8 @@ export interface OpenFacts {
  * The fixed codes an `Error` of this binding carries (besides a refused event's rule name and
  * a fork's DSH code, e.g. `OPEN_TURN`): `CORRUPTION` comes with `segment`, `offset`, `kind`;
  * `LOCKED` with `lockFile`; `NOT_FOUND` and `EXISTS` with `session`; `FORMAT` is a refusal of
- * the import and migration layer; `ERROR` one of no other kind.
+ * the import and migration layer; `ERROR` one of no other kind; `NO_ADDON` (thrown by the
+ * `require` itself) when no addon for this platform is installed or it does not load.
  */
 export type SessdbErrorCode =
   | 'CORRUPTION'
@@ -122,6 +123,7 @@ export type SessdbErrorCode =
   | 'INVALID_ARGUMENT'
   | 'FORMAT'
   | 'ERROR'
+  | 'NO_ADDON'
 
 /**
  * Every rejection is an `Error` with a stable `code`: one of {@link SessdbErrorCode}, a refused
@@ -148,14 +150,14 @@ export declare class Store {
    */
   createSession(
     meta: SessionHeader | string,
-    events?: EventInput[],
+    events?: readonly EventInput[],
     options?: { exact?: boolean; migrateLegacy?: boolean },
   ): Promise<number>
   /**
    * Appends a batch whose seqs continue the session, atomically. `migrateLegacy`: events in
    * DSH's pre-identity message shapes are stored as DSH's loader reads them.
    */
-  appendBatch(id: string, events: EventInput[], options?: { migrateLegacy?: boolean }): Promise<AppendResult>
+  appendBatch(id: string, events: readonly EventInput[], options?: { migrateLegacy?: boolean }): Promise<AppendResult>
   /** Events from `from` (to `to`, exclusive) as JSON lines. */
   readLines(id: string, from?: number, to?: number): Promise<string[]>
   /** Events from `from` (to `to`, exclusive) as fresh objects. */
@@ -196,3 +198,9 @@ export declare class Store {
 
 /** Turns a native error into a `SessdbError` (exported for wrappers). */
 export declare function translate(err: unknown): unknown
+
+/**
+ * This machine's platform as the prebuilt addon packages are named (`linux-x64-gnu`,
+ * `darwin-arm64`, ...): `@sessdb/node-<platformKey()>` holds its addon.
+ */
+export declare function platformKey(): string

@@ -1,6 +1,6 @@
 'use strict'
-// The sessdb store from Node.js. Loads the native addon (built by `cargo build -p sessdb-node`)
-// and wraps it: events go in as objects or JSON lines and come out as JSON lines or objects,
+// The sessdb store from Node.js. Loads the native addon (the prebuilt package of this platform,
+// or a build from a checkout: `loadAddon`) and wraps it: events go in as objects or JSON lines and come out as JSON lines or objects,
 // and every failure is an `Error` with a stable `code` (a refused event: the rule's name, with
 // `session` and `seq`; damage: `CORRUPTION` with `segment` and `offset`; `LOCKED`, `NOT_FOUND`,
 // `EXISTS`, `POISONED`, `READ_ONLY`, `CLOSED`, `IO`, `INVALID_EVENT`, `INVALID_HEADER`, ...).
@@ -9,33 +9,61 @@ const fs = require('node:fs')
 const path = require('node:path')
 
 /**
- * Where the addon is: $SESSDB_NODE_ADDON, else `sessdb.node` beside this file, else the
- * newest of the checkout's builds (release or debug: an older one left beside a fresh build
- * is never loaded in its place). The library's name is the platform's (`.so`, `.dylib`).
+ * This machine's platform as the prebuilt packages are named (napi-rs's names):
+ * `linux-x64-gnu`, `linux-arm64-musl`, `darwin-arm64`, `win32-x64-msvc`, ...
  */
-function addonPath() {
-  if (process.env.SESSDB_NODE_ADDON) return process.env.SESSDB_NODE_ADDON
-  const beside = path.join(__dirname, 'sessdb.node')
-  if (fs.existsSync(beside)) return beside
-  const lib = { darwin: 'libsessdb_node.dylib', win32: 'sessdb_node.dll' }[process.platform] ?? 'libsessdb_node.so'
-  const builds = ['release', 'debug'].map((p) => path.join(__dirname, '..', '..', 'target', p, lib))
-  const found = builds
-    .filter((p) => fs.existsSync(p))
-    .sort((a, b) => fs.statSync(b).mtimeMs - fs.statSync(a).mtimeMs)[0]
-  if (!found) {
-    throw new Error(
-      `sessdb: no native addon found (looked at $SESSDB_NODE_ADDON, ${[beside, ...builds].join(', ')}); ` +
-        'build it with `cargo build -p sessdb-node` (or --release)',
-    )
+function platformKey() {
+  const { platform, arch } = process
+  if (platform === 'linux') {
+    const report = typeof process.report?.getReport === 'function' ? process.report.getReport() : null
+    const glibc = report?.header?.glibcVersionRuntime
+    return `linux-${arch}-${glibc ? 'gnu' : 'musl'}`
   }
-  return found
+  if (platform === 'win32') return `win32-${arch}-msvc`
+  return `${platform}-${arch}`
 }
 
-const native = (() => {
+/**
+ * The addon: `$SESSDB_NODE_ADDON` when set; else `sessdb.<platform>.node` beside this file
+ * (what `build.sh` puts there from a checkout); else the prebuilt package of this platform,
+ * `@sessdb/node-<platform>`, which npm installs with this one (an optional dependency).
+ * Nothing else is looked at, so a stale build is never loaded in its place.
+ */
+function loadAddon() {
+  const key = platformKey()
+  const explicit = process.env.SESSDB_NODE_ADDON
+  const beside = path.join(__dirname, `sessdb.${key}.node`)
+  const pkg = `@sessdb/node-${key}`
+  let file = explicit || (fs.existsSync(beside) ? beside : null)
+  if (!file) {
+    try {
+      file = require.resolve(pkg)
+    } catch {
+      const e = new Error(
+        `sessdb: no native addon for this platform (${key}, Node ${process.versions.node}): ` +
+          `the prebuilt package ${pkg} is not installed. npm installs it with @sessdb/node ` +
+          `when the platform has one (a release builds ${require('./package.json').napi.targets.length} targets: ` +
+          `see the package's napi.targets); an install with --omit=optional leaves it out. ` +
+          `From a checkout of sessdb, build it instead: bindings/node/build.sh (puts ${path.basename(beside)} beside index.js), ` +
+          `or set SESSDB_NODE_ADDON to a built addon.`,
+      )
+      e.code = 'NO_ADDON'
+      throw e
+    }
+  }
   const m = { exports: {} }
-  process.dlopen(m, addonPath())
+  try {
+    process.dlopen(m, file)
+  } catch (err) {
+    const e = new Error(`sessdb: the native addon ${file} does not load on ${key}: ${err.message}`)
+    e.code = 'NO_ADDON'
+    e.cause = err
+    throw e
+  }
   return m.exports
-})()
+}
+
+const native = loadAddon()
 
 const MARKER = '\u0001'
 
@@ -276,4 +304,4 @@ class Store {
   }
 }
 
-module.exports = { Store, translate }
+module.exports = { Store, translate, platformKey }

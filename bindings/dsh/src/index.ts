@@ -2,11 +2,9 @@
  * A DSH `SessionPersistence` backend that keeps sessions in a sessdb store. DSH's own
  * `PersistenceCoordinator` keeps doing write-behind batching, migration, crash closers and
  * live adoption; sessdb does the storage, through its Node binding (`bindings/node`).
- * @module @sessdb/dsh-session-persistence-sessdb
+ * @module @sessdb/dsh-session-persistence
  */
 
-import { createRequire } from 'node:module'
-import { join } from 'node:path'
 import { Context, Service } from '@deepseek-ai/cordis'
 import type { SessionEvent, SessionHeader, SessionId, SessionPreparation } from '@deepseek-ai/dsh-session'
 import {
@@ -24,50 +22,13 @@ import {
   type StoredSuffix,
 } from '@deepseek-ai/dsh-session-persistence'
 import { RefusedSessions, refusedForContent } from './refused.ts'
+import { Store, type OpenOptions, type SessdbStore, type StoreHeader } from './binding.ts'
 
-// The Node binding: beside this package in the sessdb repository, or where
-// $SESSDB_NODE_BINDING says (the harness copies this package elsewhere and names the original).
-const require = createRequire(import.meta.url)
-const bindingDir = process.env.SESSDB_NODE_BINDING
-  ?? join(process.env.SESSDB_PACKAGE_DIR ?? join(import.meta.dirname, '..'), '..', 'node')
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const { Store } = require(join(bindingDir, 'index.js')) as { Store: SessdbStoreClass }
+/** Which sessions the store deletes by itself: the binding's `retention` open option. */
+export type Retention = NonNullable<OpenOptions['retention']>
 
-interface SessdbStore {
-  createSession(meta: object, events: readonly unknown[], options: { exact: boolean, migrateLegacy: boolean }): Promise<number>
-  appendBatch(id: string, events: readonly unknown[], options?: { migrateLegacy: boolean }): Promise<unknown>
-  read(id: string, from?: number, to?: number): Promise<SessionEvent[]>
-  deleteSession(id: string): Promise<void>
-  header(id: string): Promise<Record<string, unknown>>
-  rawJsonl(id: string): Promise<string | null>
-  list(): Promise<{ id: string, header: Record<string, unknown>, revision: string, events: number }[]>
-  revision(id: string): Promise<string | null>
-  waitMaintenance(timeoutMs?: number): Promise<boolean>
-  close(): Promise<void>
-}
-interface SessdbStoreClass {
-  open(dir: string, options: { durability?: string, retention?: Retention, compaction?: Compaction }): Promise<SessdbStore>
-}
-
-/** Which sessions the store deletes by itself (the binding's `retention` option). */
-export interface Retention {
-  /** Sessions last written longer ago than this many milliseconds go. */
-  maxAgeMs?: number
-  /** While the live sessions' bytes are more than this, the oldest goes. */
-  maxLiveBytes?: number
-  /** How often the policy is applied (default 60000 ms); it is also applied at open. */
-  checkEveryMs?: number
-}
-
-/** The store's background compaction (the binding's `compaction` option). */
-export interface Compaction {
-  /** `false`: none (on by default: a segment written again once half of it is dead). */
-  background?: boolean
-  /** The dead fraction of a segment that has it written again, in (0, 1]. */
-  deadFraction?: number
-  /** ... and the dead bytes it must hold at least. */
-  minDeadBytes?: number
-}
+/** The store's background compaction: the binding's `compaction` open option. */
+export type Compaction = NonNullable<OpenOptions['compaction']>
 
 /** Plugin configuration. */
 export interface Config {
@@ -94,7 +55,7 @@ function toMeta(header: Record<string, unknown>): SessionHeader {
   return meta as unknown as SessionHeader
 }
 
-function toHeaderLine(meta: SessionHeader): object {
+function toHeaderLine(meta: SessionHeader): StoreHeader {
   return { type: 'session', ...meta }
 }
 

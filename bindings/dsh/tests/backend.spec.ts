@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest'
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process'
 import { existsSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -18,7 +19,12 @@ import { meta, oneTurnLog } from '../../../session/session-persistence/tests/con
 import { tearLog } from './tear.ts'
 
 const repo = join(process.env.SESSDB_PACKAGE_DIR ?? join(import.meta.dirname, '..'), '..', '..')
-const binding = join(repo, 'bindings', 'node', 'index.js')
+// The installed package's own binding when this runs on it (`bindings/install-test`), else the
+// checkout's.
+const installed = process.env.SESSDB_INSTALLED === '1'
+const binding = installed
+  ? createRequire(join(import.meta.dirname, '..', 'src', 'index.ts')).resolve('@sessdb/node')
+  : join(repo, 'bindings', 'node', 'index.js')
 
 async function mount(path: string, config: object = {}): Promise<{ ctx: Context, fiber: Fiber }> {
   const ctx = new Context()
@@ -274,7 +280,8 @@ describe('sessdb backend', () => {
     }
   })
 
-  it('a session written here, exported by `sessdb export`, loads in DSH\'s JSONL backend with the same events', async () => {
+  // The CLI is not in the npm packages: run on the installed package, this one is skipped.
+  it.skipIf(installed)('a session written here, exported by `sessdb export`, loads in DSH\'s JSONL backend with the same events', async () => {
     const cli = ['release', 'debug'].map(p => join(repo, 'target', p, 'sessdb')).find(existsSync)
     expect(cli, 'the sessdb binary is built (cargo build -p sessdb-cli)').toBeDefined()
     const dir = await mkdtemp(join(tmpdir(), 'dsh-sessdb-export-'))

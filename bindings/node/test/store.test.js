@@ -251,6 +251,7 @@ test('index.d.ts declares exactly the fixed error codes the binding emits', () =
     ...[...rust.matchAll(/"([A-Z][A-Z_]+)"/g)].map((m) => m[1]),
     ...[...js.matchAll(/coded\('([A-Z][A-Z_]+)'/g)].map((m) => m[1]),
     ...[...js.matchAll(/'(INVALID_[A-Z]+)'/g)].map((m) => m[1]),
+    ...[...js.matchAll(/\.code = '([A-Z][A-Z_]+)'/g)].map((m) => m[1]),
   ])
   const union = dts.slice(dts.indexOf('export type SessdbErrorCode'), dts.indexOf('/**', dts.indexOf('export type SessdbErrorCode')))
   const declared = new Set([...union.matchAll(/'([A-Z][A-Z_]+)'/g)].map((m) => m[1]))
@@ -272,7 +273,7 @@ test("the README's example runs", () => {
   const readme = fs.readFileSync(path.join(__dirname, '..', 'README.md'), 'utf8')
   const block = readme.split('```js\n')[1].split('```')[0]
   const dir = tempDir()
-  const program = block.replace("require('./bindings/node')", `require(${JSON.stringify(path.join(__dirname, '..'))})`)
+  const program = block.replace("require('@sessdb/node')", `require(${JSON.stringify(path.join(__dirname, '..'))})`)
   fs.writeFileSync(path.join(dir, 'example.js'), program)
   const { execFileSync } = require('node:child_process')
   const out = execFileSync(process.execPath, ['example.js'], { cwd: dir, encoding: 'utf8' })
@@ -363,4 +364,23 @@ test('compaction, retention and space: a deleted session leaves no byte, old ses
   assert.equal(m.lastError, null)
   assert.deepEqual(await store.list(), [])
   await store.close()
+})
+
+// Installed with `--omit=optional` (or on a platform no prebuilt package covers), the
+// `require` fails with NO_ADDON naming the platform, the package to install, and the build
+// from a checkout — never a stale build found somewhere else.
+test('no addon for the platform: NO_ADDON names the platform and what to do', () => {
+  const { spawnSync } = require('node:child_process')
+  const dir = tempDir()
+  for (const f of ['index.js', 'package.json']) fs.copyFileSync(path.join(__dirname, '..', f), path.join(dir, f))
+  const env = { ...process.env }
+  delete env.SESSDB_NODE_ADDON
+  const script = "try { require('./index.js') } catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message })) }"
+  const r = spawnSync(process.execPath, ['-e', script], { cwd: dir, env, encoding: 'utf8' })
+  const { platformKey } = require('..')
+  const out = JSON.parse(r.stdout)
+  assert.equal(out.code, 'NO_ADDON')
+  assert.match(out.message, new RegExp(`\\(${platformKey()}, Node `))
+  assert.match(out.message, new RegExp(`@sessdb/node-${platformKey()}`))
+  assert.match(out.message, /bindings\/node\/build\.sh/)
 })

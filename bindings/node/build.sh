@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Builds the addon from this checkout and puts it beside index.js as
+# `sessdb.<platform>.node`, the one place index.js looks before the prebuilt package.
+#
+#   bindings/node/build.sh [--release]
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+profile=debug
+args=()
+if [ "${1:-}" = "--release" ]; then profile=release; args=(--release); fi
+cd "$here/../.."
+cargo build --locked -q -p sessdb-node "${args[@]}"
+case "$(uname -s)" in
+  Darwin) lib=libsessdb_node.dylib ;;
+  *) lib=libsessdb_node.so ;;
+esac
+# index.js cannot load before an addon exists: the platform key is computed here the same way.
+key=$(node -e '
+  const { platform, arch } = process
+  const glibc = platform === "linux" && process.report.getReport().header.glibcVersionRuntime
+  console.log(platform === "linux" ? `linux-${arch}-${glibc ? "gnu" : "musl"}` : platform === "win32" ? `win32-${arch}-msvc` : `${platform}-${arch}`)')
+cp "target/$profile/$lib" "$here/sessdb.$key.node"
+echo "bindings/node/sessdb.$key.node (from target/$profile/$lib)"
