@@ -63,6 +63,26 @@ function isNotFound(error: unknown): boolean {
   return (error as { code?: string } | undefined)?.code === 'NOT_FOUND'
 }
 
+/**
+ * `work`, unless `signal` aborts first: then rejected at once with the signal's reason (a
+ * store call already running ends by itself, its result dropped) — DSH's own backends check
+ * their signal around every await; this also stops waiting in the middle of one.
+ */
+async function abortable<T>(signal: AbortSignal | undefined, work: () => Promise<T>): Promise<T> {
+  if (signal === undefined) return work()
+  signal.throwIfAborted()
+  let onAbort = (): void => {}
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(signal.reason)
+    signal.addEventListener('abort', onAbort, { once: true })
+  })
+  try {
+    return await Promise.race([work(), aborted])
+  } finally {
+    signal.removeEventListener('abort', onAbort)
+  }
+}
+
 /** The storage primitives DSH's coordinator calls, over one sessdb store. */
 class SessdbBackend implements PersistenceBackend<never> {
   readonly name = 'session-persistence-sessdb'
@@ -74,54 +94,73 @@ class SessdbBackend implements PersistenceBackend<never> {
   }
 
   store(): Promise<SessdbStore> {
-    this.opened ??= Store.open(this.config.path, {
+    this.opened ??= this.open()
+    return this.opened
+  }
+
+  private async open(): Promise<SessdbStore> {
+    const store = await Store.open(this.config.path, {
       durability: this.config.durability ?? 'sync',
       retention: this.config.retention,
       compaction: this.config.compaction,
     })
-    return this.opened
-  }
-
-  async loadStored(id: SessionId, signal?: AbortSignal): Promise<StoredPrefix<never> | undefined> {
-    signal?.throwIfAborted()
-    const refused = await this.refused.read(id)
-    if (refused !== undefined) {
-      return { meta: toMeta(refused.header), events: refused.events, revision: SessionPersistenceRevision(refused.revision) }
-    }
-    const store = await this.store()
-    const revision = await store.revision(id)
-    if (revision === null) return undefined
     try {
-      const [header, events] = await Promise.all([store.header(id), store.read(id, 0)])
-      return { meta: toMeta(header), events, revision: SessionPersistenceRevision(revision) }
+      // A move to the refused sessions is two steps: the refused copy written whole, then the
+      // session deleted from the store. Every later write of the session goes to the copy, so
+      // an id in both is a crash between the steps: the second is finished here.
+      for (const id of await this.refused.ids()) {
+        if (await store.revision(id) !== null) await store.deleteSession(id)
+      }
     } catch (error) {
-      if (isNotFound(error)) return undefined
+      await store.close()
       throw error
     }
+    return store
   }
 
-  async readStoredRevision(id: SessionId, signal?: AbortSignal): Promise<SessionPersistenceRevision | undefined> {
-    signal?.throwIfAborted()
-    const refused = await this.refused.read(id)
-    if (refused !== undefined) return SessionPersistenceRevision(refused.revision)
-    const revision = await (await this.store()).revision(id)
-    return revision === null ? undefined : SessionPersistenceRevision(revision)
+  loadStored(id: SessionId, signal?: AbortSignal): Promise<StoredPrefix<never> | undefined> {
+    return abortable(signal, async () => {
+      const refused = await this.refused.read(id)
+      if (refused !== undefined) {
+        return { meta: toMeta(refused.header), events: refused.events, revision: SessionPersistenceRevision(refused.revision) }
+      }
+      const store = await this.store()
+      const revision = await store.revision(id)
+      if (revision === null) return undefined
+      try {
+        const [header, events] = await Promise.all([store.header(id), store.read(id, 0)])
+        return { meta: toMeta(header), events, revision: SessionPersistenceRevision(revision) }
+      } catch (error) {
+        if (isNotFound(error)) return undefined
+        throw error
+      }
+    })
   }
 
-  async loadStoredFrom(id: SessionId, fromSeq: number, signal?: AbortSignal): Promise<StoredSuffix | undefined> {
-    signal?.throwIfAborted()
-    const refused = await this.refused.read(id)
-    if (refused !== undefined) {
-      return { meta: toMeta(refused.header), events: refused.events.filter(e => e.seq >= fromSeq) }
-    }
-    const store = await this.store()
-    try {
-      const [header, events] = await Promise.all([store.header(id), store.read(id, fromSeq)])
-      return { meta: toMeta(header), events }
-    } catch (error) {
-      if (isNotFound(error)) return undefined
-      throw error
-    }
+  readStoredRevision(id: SessionId, signal?: AbortSignal): Promise<SessionPersistenceRevision | undefined> {
+    return abortable(signal, async () => {
+      const refused = await this.refused.read(id)
+      if (refused !== undefined) return SessionPersistenceRevision(refused.revision)
+      const revision = await (await this.store()).revision(id)
+      return revision === null ? undefined : SessionPersistenceRevision(revision)
+    })
+  }
+
+  loadStoredFrom(id: SessionId, fromSeq: number, signal?: AbortSignal): Promise<StoredSuffix | undefined> {
+    return abortable(signal, async () => {
+      const refused = await this.refused.read(id)
+      if (refused !== undefined) {
+        return { meta: toMeta(refused.header), events: refused.events.filter(e => e.seq >= fromSeq) }
+      }
+      const store = await this.store()
+      try {
+        const [header, events] = await Promise.all([store.header(id), store.read(id, fromSeq)])
+        return { meta: toMeta(header), events }
+      } catch (error) {
+        if (isNotFound(error)) return undefined
+        throw error
+      }
+    })
   }
 
   async appendBatch(meta: SessionHeader, events: readonly SessionEvent[], isMaterialized: boolean): Promise<void> {
@@ -152,32 +191,35 @@ class SessdbBackend implements PersistenceBackend<never> {
     else await (await this.store()).appendBatch(meta.id, closers)
   }
 
-  async list(signal?: AbortSignal): Promise<SessionHeader[]> {
-    signal?.throwIfAborted()
-    const refused = (await this.refused.all()).map(r => toMeta(r.header))
-    return [...(await (await this.store()).list()).map(r => toMeta(r.header)), ...refused]
+  list(signal?: AbortSignal): Promise<SessionHeader[]> {
+    return abortable(signal, async () => {
+      const refused = (await this.refused.all()).map(r => toMeta(r.header))
+      return [...(await (await this.store()).list()).map(r => toMeta(r.header)), ...refused]
+    })
   }
 
-  async listSnapshots(signal?: AbortSignal): Promise<SessionPersistenceSnapshot[]> {
-    signal?.throwIfAborted()
-    const refused = (await this.refused.all()).map(r => ({
-      header: toMeta(r.header),
-      revision: SessionPersistenceRevision(r.revision),
-    }))
-    return [...(await (await this.store()).list()).map(r => ({
-      header: toMeta(r.header),
-      revision: SessionPersistenceRevision(r.revision),
-    })), ...refused]
+  listSnapshots(signal?: AbortSignal): Promise<SessionPersistenceSnapshot[]> {
+    return abortable(signal, async () => {
+      const refused = (await this.refused.all()).map(r => ({
+        header: toMeta(r.header),
+        revision: SessionPersistenceRevision(r.revision),
+      }))
+      return [...(await (await this.store()).list()).map(r => ({
+        header: toMeta(r.header),
+        revision: SessionPersistenceRevision(r.revision),
+      })), ...refused]
+    })
   }
 
-  async readRaw(id: SessionId, signal?: AbortSignal): Promise<SessionRawArtifact | undefined> {
-    signal?.throwIfAborted()
-    const refused = await this.refused.read(id)
-    if (refused !== undefined) return { meta: toMeta(refused.header), filename: 'session.jsonl', content: refused.text }
-    const content = await (await this.store()).rawJsonl(id)
-    if (content === null) return undefined
-    const header = JSON.parse(content.slice(0, content.indexOf('\n'))) as Record<string, unknown>
-    return { meta: toMeta(header), filename: 'session.jsonl', content }
+  readRaw(id: SessionId, signal?: AbortSignal): Promise<SessionRawArtifact | undefined> {
+    return abortable(signal, async () => {
+      const refused = await this.refused.read(id)
+      if (refused !== undefined) return { meta: toMeta(refused.header), filename: 'session.jsonl', content: refused.text }
+      const content = await (await this.store()).rawJsonl(id)
+      if (content === null) return undefined
+      const header = JSON.parse(content.slice(0, content.indexOf('\n'))) as Record<string, unknown>
+      return { meta: toMeta(header), filename: 'session.jsonl', content }
+    })
   }
 
   async close(): Promise<void> {

@@ -9,10 +9,10 @@
  * validated, and DSH's coordinator refuses the session at load exactly as it refuses it from
  * its own backends. A live DSH session never gets here: DSH's `Session` validates each event
  * with the same rules before it reaches persistence.
- * @module @sessdb/dsh-session-persistence-sessdb/refused
+ * @module @sessdb/dsh-session-persistence/refused
  */
 
-import { appendFile, mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises'
+import { appendFile, mkdir, open, readdir, readFile, rename, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { SessionEvent, SessionHeader } from '@deepseek-ai/dsh-session'
 
@@ -62,18 +62,18 @@ export class RefusedSessions {
    * The refused ids, listed once: this backend holds the store's writer lock, so no other
    * process adds any, and no append or load asks the file system.
    */
-  private ids?: Promise<Set<string>>
+  private listed?: Promise<Set<string>>
 
   constructor(store: string) {
     this.dir = join(store, 'dsh-refused')
   }
 
   private known(): Promise<Set<string>> {
-    this.ids ??= readdir(this.dir).then(
+    this.listed ??= readdir(this.dir).then(
       names => new Set(names.filter(n => n.endsWith('.jsonl')).map(idOf)),
       () => new Set<string>(),
     )
-    return this.ids
+    return this.listed
   }
 
   /**
@@ -84,8 +84,26 @@ export class RefusedSessions {
   async start(meta: SessionHeader, events: readonly SessionEvent[]): Promise<void> {
     await mkdir(this.dir, { recursive: true })
     const lines = [JSON.stringify({ type: 'session', ...meta }), ...events.map(e => JSON.stringify(e))]
-    await writeFile(fileOf(this.dir, meta.id), lines.map(l => `${l}\n`).join(''), { flush: true })
+    // Whole or not at all: written beside, synced, renamed, the directory synced. A crash
+    // leaves no file or the whole one (and perhaps a `.tmp`, never listed).
+    const file = fileOf(this.dir, meta.id)
+    await writeFile(`${file}.tmp`, lines.map(l => `${l}\n`).join(''), { flush: true })
+    await rename(`${file}.tmp`, file)
+    const dir = await open(this.dir, 'r')
+    try {
+      await dir.sync()
+    } finally {
+      await dir.close()
+    }
     ;(await this.known()).add(meta.id)
+  }
+
+  /**
+   * The refused ids.
+   * @returns them, in no order.
+   */
+  async ids(): Promise<string[]> {
+    return [...(await this.known())]
   }
 
   /**

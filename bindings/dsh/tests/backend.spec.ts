@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest'
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Context, type Fiber } from '@deepseek-ai/cordis'
@@ -224,6 +224,80 @@ describe('sessdb backend', () => {
         await plain.close()
       }
     } finally {
+      await rm(dir, { recursive: true, force: true })
+    }
+  })
+
+  // Before: the move was two steps with nothing to finish it, and a crash between them left
+  // the session in the store and in the refused sessions: listed twice.
+  it('a crash between the two steps of a move to the refused sessions is finished by the next open', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'dsh-sessdb-refused-crash-'))
+    const store = join(dir, 'store')
+    try {
+      const id = SessionId('moved')
+      const first = await mount(store)
+      try {
+        await first.ctx.sessionPersistence.create(meta(id, '/w'))
+        await first.ctx.sessionPersistence.append(id, oneTurnLog())
+      } finally {
+        await first.fiber.dispose()
+      }
+      // The state after the first step: the refused copy whole (`dsh-refused/<hex of the id's
+      // UTF-16 code units>.jsonl`), the store's session still there; and a copy of another
+      // session cut short before its rename.
+      const hex = (s: string) => [...s].map(c => c.charCodeAt(0).toString(16).padStart(4, '0')).join('')
+      const bad = { type: 'user/message', seq: 6, time: 7, surfaceOp: 'append',
+        data: { id: 'm', role: 'assistant', content: [{ type: 'text', text: 'x' }], source: { kind: 'user' } } }
+      const lines = [{ type: 'session', ...meta(id, '/w') }, ...oneTurnLog(), bad].map(l => `${JSON.stringify(l)}\n`)
+      await mkdir(join(store, 'dsh-refused'), { recursive: true })
+      await writeFile(join(store, 'dsh-refused', `${hex(id)}.jsonl`), lines.join(''))
+      await writeFile(join(store, 'dsh-refused', `${hex('other')}.jsonl.tmp`), lines[0]!)
+      const second = await mount(store)
+      try {
+        expect((await second.ctx.sessionPersistence.list()).map((m: { id: string }) => m.id)).toEqual([id])
+        const raw = await second.ctx.sessionPersistence.readRaw(id)
+        expect(raw?.content).toBe(lines.join(''))
+        await expect(second.ctx.sessionPersistence.load(id)).rejects.toThrow('message must have role "user"')
+      } finally {
+        await second.fiber.dispose()
+      }
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const { Store } = (await import('node:module')).createRequire(import.meta.url)(binding)
+      const plain = await Store.open(store)
+      try {
+        expect(await plain.revision(id)).toBeNull()
+      } finally {
+        await plain.close()
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true })
+    }
+  })
+
+  // Before: the signal was looked at once, before the store's call: an abort while it ran was
+  // not seen, and the call resolved as if nothing had happened.
+  it('an abort while a read runs rejects it at once with the signal\'s reason', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'dsh-sessdb-abort-'))
+    const { ctx, fiber } = await mount(join(dir, 'store'))
+    try {
+      const id = SessionId('aborted')
+      await ctx.sessionPersistence.create(meta(id, '/w'))
+      await ctx.sessionPersistence.append(id, oneTurnLog())
+      await ctx.sessionPersistence.load(id)
+      for (const read of [
+        (signal: AbortSignal) => ctx.sessionPersistence.readRaw(id, signal),
+        (signal: AbortSignal) => ctx.sessionPersistence.listSnapshots(signal),
+      ]) {
+        const controller = new AbortController()
+        const reason = new Error('the user went away')
+        const pending = read(controller.signal)
+        controller.abort(reason)
+        await expect(pending).rejects.toBe(reason)
+      }
+      // Not aborted, the same reads resolve.
+      expect((await ctx.sessionPersistence.readRaw(id, new AbortController().signal))?.filename).toBe('session.jsonl')
+    } finally {
+      await fiber.dispose()
       await rm(dir, { recursive: true, force: true })
     }
   })
