@@ -151,19 +151,25 @@ export declare class Store {
   createSession(
     meta: SessionHeader | string,
     events?: readonly EventInput[],
-    options?: { exact?: boolean; migrateLegacy?: boolean },
+    options?: { exact?: boolean; migrateLegacy?: boolean; batchStart?: boolean },
   ): Promise<number>
   /**
    * Appends a batch whose seqs continue the session, atomically. `migrateLegacy`: events in
-   * DSH's pre-identity message shapes are stored as DSH's loader reads them.
+   * DSH's pre-identity message shapes are stored as DSH's loader reads them. `batchStart`:
+   * the batch is remembered as one writer's batch (`rawJsonl` breaks packed rows there, a zstd
+   * export starts a frame there), as DSH's JSONL writer writes each batch.
    */
-  appendBatch(id: string, events: readonly EventInput[], options?: { migrateLegacy?: boolean }): Promise<AppendResult>
+  appendBatch(id: string, events: readonly EventInput[], options?: { migrateLegacy?: boolean; batchStart?: boolean }): Promise<AppendResult>
   /** Events from `from` (to `to`, exclusive) as JSON lines. */
   readLines(id: string, from?: number, to?: number): Promise<string[]>
   /** Events from `from` (to `to`, exclusive) as fresh objects. */
   read(id: string, from?: number, to?: number): Promise<SessionEvent[]>
-  /** The session as its DSH `session.jsonl` text (what DSH's JSONL writer writes), or `null`. */
-  rawJsonl(id: string): Promise<string | null>
+  /**
+   * The session as its DSH `session.jsonl` text, or `null`: what DSH's JSONL writer writes for
+   * the same batches when each was appended with `batchStart` (chunk runs are packed within a
+   * batch, as DSH packs them; `pack: false`, DSH's `packChunks: false`, packs none).
+   */
+  rawJsonl(id: string, options?: { pack?: boolean }): Promise<string | null>
   header(id: string): Promise<SessionHeader>
   list(): Promise<SessionRow[]>
   revision(id: string): Promise<string | null>

@@ -149,14 +149,14 @@ class Store {
     return new Store(inner)
   }
 
-  createSession(meta, events = [], { exact = false, migrateLegacy = false } = {}) {
+  createSession(meta, events = [], { exact = false, migrateLegacy = false, batchStart = false } = {}) {
     return call(() =>
-      syncCall(() => this.inner.createSession(header(meta), events.map(line), exact, migrateLegacy)),
+      syncCall(() => this.inner.createSession(header(meta), events.map(line), exact, migrateLegacy, batchStart)),
     )
   }
 
-  appendBatch(id, events, { migrateLegacy = false } = {}) {
-    return call(() => syncCall(() => this.inner.appendBatch(id, events.map(line), migrateLegacy)))
+  appendBatch(id, events, { migrateLegacy = false, batchStart = false } = {}) {
+    return call(() => syncCall(() => this.inner.appendBatch(id, events.map(line), migrateLegacy, batchStart)))
   }
 
   /** Events from `from` (to `to`, exclusive) as JSON lines. */
@@ -169,9 +169,9 @@ class Store {
     return (await this.readLines(id, from, to)).map((l) => JSON.parse(l))
   }
 
-  /** The session as its DSH `session.jsonl` text, or `null`. */
-  rawJsonl(id) {
-    return call(() => this.inner.rawJsonl(id))
+  /** The session as its DSH `session.jsonl` text, or `null`; `pack: false` packs no chunk run. */
+  rawJsonl(id, { pack = true } = {}) {
+    return call(() => this.inner.rawJsonl(id, pack))
   }
 
   async header(id) {

@@ -47,6 +47,11 @@ export interface Config {
   retention?: Retention
   /** The store's background compaction (on by default). */
   compaction?: Compaction
+  /**
+   * As DSH's JSONL backend's option of that name (default `true`): whether `readRaw` packs
+   * delta-chunk runs into storage rows (within each write batch, as DSH's writer does).
+   */
+  packChunks?: boolean
 }
 
 /** sessdb stores the header line; DSH's metadata is that line without its `type`. */
@@ -171,9 +176,9 @@ class SessdbBackend implements PersistenceBackend<never> {
     const store = await this.store()
     try {
       if (!isMaterialized) {
-        await store.createSession(toHeaderLine(meta), events, { exact: true, migrateLegacy: true })
+        await store.createSession(toHeaderLine(meta), events, { exact: true, migrateLegacy: true, batchStart: true })
       } else if (events.length > 0) {
-        await store.appendBatch(meta.id, events, { migrateLegacy: true })
+        await store.appendBatch(meta.id, events, { migrateLegacy: true, batchStart: true })
       }
     } catch (error) {
       if (!refusedForContent(error)) throw error
@@ -188,7 +193,7 @@ class SessdbBackend implements PersistenceBackend<never> {
     // sessdb cut any torn tail when it opened the store: only the closers are left to write.
     if (closers.length === 0) return
     if (await this.refused.has(meta.id)) await this.refused.append(meta.id, closers)
-    else await (await this.store()).appendBatch(meta.id, closers)
+    else await (await this.store()).appendBatch(meta.id, closers, { batchStart: true })
   }
 
   list(signal?: AbortSignal): Promise<SessionHeader[]> {
@@ -215,7 +220,7 @@ class SessdbBackend implements PersistenceBackend<never> {
     return abortable(signal, async () => {
       const refused = await this.refused.read(id)
       if (refused !== undefined) return { meta: toMeta(refused.header), filename: 'session.jsonl', content: refused.text }
-      const content = await (await this.store()).rawJsonl(id)
+      const content = await (await this.store()).rawJsonl(id, { pack: this.config.packChunks ?? true })
       if (content === null) return undefined
       const header = JSON.parse(content.slice(0, content.indexOf('\n'))) as Record<string, unknown>
       return { meta: toMeta(header), filename: 'session.jsonl', content }

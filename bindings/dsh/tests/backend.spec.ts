@@ -191,6 +191,62 @@ describe('sessdb backend', () => {
     }
   })
 
+  // Before: sessdb packed a chunk run across DSH's write batches into one row where DSH breaks
+  // it at each batch (and packed with `packChunks: false` too), so readRaw differed from DSH's
+  // file for most live-written sessions.
+  it('readRaw equals DSH\'s file for sessions written in many batches, resumed after a crash too, under every packChunks and compression setting', async () => {
+    const chunk = (seq: number, text: string) => ({
+      type: 'assistant/chunk', seq, time: 10 + seq,
+      data: { turn: 1, step: 1, chunk: { type: 'text-delta', index: 0, text } },
+    } as unknown as SessionEvent)
+    const log = oneTurnLog()
+    // The turn's first three events, then a chunk run cut by three batch boundaries (runs of
+    // 4, 2 and 5: one too short to pack), then the rest of the turn, renumbered.
+    const texts = ['Re', 'su', 'med', ' ok', '!', '?', 'a', 'b', 'c', 'd', 'e']
+    const events = [...log.slice(0, 3), ...texts.map((t, i) => chunk(3 + i, t)),
+      ...log.slice(3).map((e, i) => ({ ...e, seq: 3 + texts.length + i }))]
+    const batches = [events.slice(0, 7), events.slice(7, 9), events.slice(9, 14), events.slice(14)]
+    for (const packChunks of [true, false]) {
+      for (const compression of ['none', 'zstd'] as const) {
+        const dir = await mkdtemp(join(tmpdir(), 'dsh-sessdb-batches-'))
+        try {
+          const id = SessionId('batches')
+          const ours = await mount(join(dir, 'store'), { packChunks })
+          const theirs = new Context()
+          await theirs.plugin(SessionStore)
+          const jsonl = await theirs.plugin(JsonlSessionPersistence, { root: join(dir, 'jsonl'), compression, packChunks })
+          try {
+            for (const ctx of [ours.ctx, theirs]) {
+              await ctx.sessionPersistence.create(meta(id, '/w'))
+              // Not a live session: each append is one write of the backend, a batch alone.
+              for (const batch of batches) await ctx.sessionPersistence.append(id, batch)
+            }
+            const mine = await ours.ctx.sessionPersistence.readRaw(id)
+            const dsh = await theirs.sessionPersistence.readRaw(id)
+            expect(mine?.content, `packChunks ${packChunks}, compression ${compression}`).toBe(dsh?.content)
+            expect(dsh?.content.includes('"text-chunks"')).toBe(packChunks)
+            // Resumed after a crash mid-turn: the load closes the turn (DSH's closers, one batch).
+            const resumed = SessionId('resumed')
+            for (const ctx of [ours.ctx, theirs]) {
+              await ctx.sessionPersistence.create(meta(resumed, '/w'))
+              await ctx.sessionPersistence.append(resumed, events.slice(0, 9))
+              await ctx.sessionPersistence.append(resumed, events.slice(9, -1))
+              const loaded = await ctx.sessionPersistence.load(resumed)
+              expect(loaded.events.length).toBeGreaterThan(events.length - 1)
+            }
+            const mineResumed = await ours.ctx.sessionPersistence.readRaw(resumed)
+            expect(mineResumed?.content).toBe((await theirs.sessionPersistence.readRaw(resumed))?.content)
+          } finally {
+            await ours.fiber.dispose()
+            await jsonl.dispose()
+          }
+        } finally {
+          await rm(dir, { recursive: true, force: true })
+        }
+      }
+    }
+  })
+
   it('a batch sessdb refuses moves its session, whole, beside the store; DSH refuses it at load', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'dsh-sessdb-refused-'))
     const store = join(dir, 'store')

@@ -180,6 +180,17 @@ fn events_of(lines: &[String]) -> napi::Result<Vec<Event>> {
         .collect()
 }
 
+/// `batch_start`: the batch's first event is marked as where a writer's batch began (the
+/// event's frame start): the session's JSONL text breaks packed chunk rows there and a zstd
+/// export starts a frame there, as DSH's JSONL writer does for each batch it writes.
+fn mark_batch_start(events: &mut [Event], batch_start: Option<bool>) {
+    if batch_start.unwrap_or(false)
+        && let Some(first) = events.first_mut()
+    {
+        *first = first.clone().with_frame_start(true);
+    }
+}
+
 fn lines_of(events: &[Event]) -> Vec<String> {
     events
         .iter()
@@ -316,9 +327,11 @@ impl NativeStore {
         events: Vec<String>,
         exact: Option<bool>,
         migrate_legacy: Option<bool>,
+        batch_start: Option<bool>,
     ) -> napi::Result<AsyncTask<Job<i64>>> {
         let header = header_of(&header)?;
         let mut events = events_of(&events)?;
+        mark_batch_start(&mut events, batch_start);
         if migrate_legacy.unwrap_or(false) && events.iter().any(legacy::may_be_legacy) {
             legacy::migrate(&header.id, &mut events);
         }
@@ -341,8 +354,10 @@ impl NativeStore {
         session: String,
         events: Vec<String>,
         migrate_legacy: Option<bool>,
+        batch_start: Option<bool>,
     ) -> napi::Result<AsyncTask<Job<AppendResult>>> {
-        let events = events_of(&events)?;
+        let mut events = events_of(&events)?;
+        mark_batch_start(&mut events, batch_start);
         let migrate = migrate_legacy.unwrap_or(false) && events.iter().any(legacy::may_be_legacy);
         Ok(self.job(move |s| {
             let mut events = events;
@@ -377,11 +392,13 @@ impl NativeStore {
         Ok(self.job(move |s| s.events(&session, from, to).map(|e| lines_of(&e))))
     }
 
-    /// The session as its DSH `session.jsonl` text (the header line, then the events, chunk
-    /// runs packed as DSH packs them): the file DSH's own JSONL writer writes; `null` when
-    /// there is no such session.
+    /// The session as its DSH `session.jsonl` text (the header line, then the events; with
+    /// `pack` (the default) chunk runs packed as DSH packs them, within each batch marked by
+    /// `batch_start`): the file DSH's own JSONL writer writes; `null` when there is no such
+    /// session.
     #[napi]
-    pub fn raw_jsonl(&self, session: String) -> AsyncTask<Job<Option<String>>> {
+    pub fn raw_jsonl(&self, session: String, pack: Option<bool>) -> AsyncTask<Job<Option<String>>> {
+        let pack = pack.unwrap_or(true);
         let store = self.store.clone();
         AsyncTask::new(Job::new(move || {
             if store.info(&session).is_none() {
@@ -392,7 +409,7 @@ impl NativeStore {
                 &store,
                 &session,
                 &mut out,
-                true,
+                pack,
                 std::path::Path::new("session.jsonl"),
             )
             .map_err(|e| error::formats_to_js(&e))?;

@@ -384,3 +384,28 @@ test('no addon for the platform: NO_ADDON names the platform and what to do', ()
   assert.match(out.message, new RegExp(`@sessdb/node-${platformKey()}`))
   assert.match(out.message, /bindings\/node\/build\.sh/)
 })
+
+// Each batch appended with `batchStart` is remembered as one writer's batch: `rawJsonl` packs
+// chunk runs within a batch, never across one (as DSH's JSONL writer writes each batch), and
+// `pack: false` packs none.
+test('rawJsonl packs chunk runs within each batch marked by batchStart', async () => {
+  const chunk = (seq, text) => ({
+    type: 'assistant/chunk',
+    seq,
+    time: 1000 + seq,
+    data: { turn: 1, step: 1, chunk: { type: 'text-delta', index: 0, text } },
+  })
+  const rows = async (batchStart, pack) => {
+    const dir = tempDir()
+    const store = await Store.open(dir)
+    const first = [turnStart(0, 1), { type: 'step/start', seq: 1, time: 1001, data: { turn: 1, step: 1 } }]
+    await store.createSession(header('c'), [...first, ...[2, 3, 4, 5].map((s) => chunk(s, `t${s}`))], { exact: true, batchStart })
+    await store.appendBatch('c', [6, 7, 8, 9].map((s) => chunk(s, `t${s}`)), { batchStart })
+    const text = await store.rawJsonl('c', { pack })
+    await store.close()
+    return text.split('\n').filter((l) => l.includes('"text-chunks"')).length
+  }
+  assert.equal(await rows(true, true), 2, 'one packed row per batch')
+  assert.equal(await rows(false, true), 1, 'unmarked batches: one run across them')
+  assert.equal(await rows(true, false), 0, 'pack: false')
+})
