@@ -52,7 +52,9 @@ impl CliError {
     }
 }
 
-/// An error as `--json` prints it: `{"error":{"code":N,"message":"...","hint":"..."|null}}`.
+/// An error as `--json` prints it:
+/// `{"error":{"code":"NOT_FOUND","exit":6,"message":"...","hint":"..."|null}}` — `code` a
+/// stable name (as the Node binding's), `exit` the exit status.
 #[derive(serde::Serialize)]
 pub struct ErrorJson<'a> {
     error: ErrorBody<'a>,
@@ -60,9 +62,23 @@ pub struct ErrorJson<'a> {
 
 #[derive(serde::Serialize)]
 struct ErrorBody<'a> {
-    code: u8,
+    code: &'static str,
+    exit: u8,
     message: &'a str,
     hint: Option<&'a str>,
+}
+
+/// The stable name of an exit status.
+pub fn code_name(exit: u8) -> &'static str {
+    match exit {
+        code::OK => "OK",
+        code::USAGE => "USAGE",
+        code::CORRUPTION => "CORRUPTION",
+        code::REJECTED => "REJECTED",
+        code::LOCKED => "LOCKED",
+        code::NOT_FOUND => "NOT_FOUND",
+        _ => "ERROR",
+    }
 }
 
 impl CliError {
@@ -70,7 +86,8 @@ impl CliError {
     pub fn to_json(&self) -> ErrorJson<'_> {
         ErrorJson {
             error: ErrorBody {
-                code: self.code,
+                code: code_name(self.code),
+                exit: self.code,
                 message: &self.message,
                 hint: self.hint,
             },

@@ -243,7 +243,7 @@ fn import_every_fixture_then_export_and_reimport() {
     // The same sessions again: all skipped, nothing written.
     let again = sessdb(&["import", "store", "--jsonl", "out"], dir.path());
     assert_eq!(again.status.code(), Some(0));
-    let note = String::from_utf8(again.stderr).unwrap();
+    let note = String::from_utf8(again.stdout).unwrap();
     assert!(
         note.contains(&format!(
             "imported 0, extended 0, skipped {} session(s); 0 event(s) added",
@@ -742,8 +742,12 @@ fn import_is_incremental_idempotent_and_refuses_conflicts_whole() {
         &["export", "store", "--jsonl", "root1", "--quiet"],
         dir.path(),
     );
-    let first = sessdb(&["import", "copy", "--jsonl", "root1"], dir.path());
-    let note = String::from_utf8(first.stderr).unwrap();
+    // The result line is on stdout, and stays there with --quiet.
+    let first = sessdb(
+        &["import", "copy", "--jsonl", "root1", "--quiet"],
+        dir.path(),
+    );
+    let note = String::from_utf8(first.stdout).unwrap();
     assert!(
         note.contains(&format!("imported {}, extended 0, skipped 0", ids.len())),
         "{note}"
@@ -752,7 +756,7 @@ fn import_is_incremental_idempotent_and_refuses_conflicts_whole() {
     let listed = ok(&["ls", "copy", "--json"], dir.path());
     let second = sessdb(&["import", "copy", "--jsonl", "root1"], dir.path());
     assert_eq!(second.status.code(), Some(0));
-    let note = String::from_utf8(second.stderr).unwrap();
+    let note = String::from_utf8(second.stdout).unwrap();
     assert!(
         note.contains(&format!(
             "imported 0, extended 0, skipped {} session(s); 0 event(s) added",
@@ -807,7 +811,7 @@ fn import_is_incremental_idempotent_and_refuses_conflicts_whole() {
     let third = sessdb(&["import", "copy", "--jsonl", "root2"], dir.path());
     assert_eq!(third.status.code(), Some(0));
     assert!(
-        String::from_utf8(third.stderr)
+        String::from_utf8(third.stdout)
             .unwrap()
             .contains("extended 1"),
     );
@@ -880,12 +884,19 @@ fn exit_codes_and_json_errors_are_consistent() {
         &["verify", "nowhere", "--json"][..],
         &["ls", "nowhere", "--json"],
         &["show", "store", "missing", "--json"],
+        &["tail", "store", "missing", "--json"],
+        &["repair", "nowhere", "--dry-run", "--json"],
     ] {
         let out = sessdb(args, dir.path());
         assert_eq!(out.status.code(), Some(6), "{args:?}");
         let stdout = String::from_utf8(out.stdout).unwrap();
         let error = json(&stdout).get("error").unwrap();
-        assert_eq!(error.get("code").unwrap().as_i64(), Some(6), "{stdout}");
+        assert_eq!(
+            error.get("code").unwrap().as_str().unwrap(),
+            "NOT_FOUND",
+            "{stdout}"
+        );
+        assert_eq!(error.get("exit").unwrap().as_i64(), Some(6), "{stdout}");
         assert!(error.get("message").unwrap().as_str().is_some(), "{stdout}");
     }
     // Locked: the message says what to do, once.
@@ -1226,6 +1237,62 @@ fn regression_the_salvage_dry_run_shows_the_turns_the_real_run_closes() {
     let closed = ids(&done, "closed the open turn of ");
     assert!(!closed.is_empty(), "the cut leaves a turn open: {done}");
     assert_eq!(would, closed, "dry run:\n{plan}\nreal run:\n{done}");
+}
+
+/// `repair --json` says what the lines say: the salvage plan and the open turns the real run
+/// closes (their closers known only after it), and a repair with nothing to do.
+#[test]
+fn repair_json_reports_the_salvage_and_the_turns_it_closes() {
+    let dir = tempfile::tempdir().unwrap();
+    demo(dir.path());
+    let clean = ok(&["repair", "store", "--json"], dir.path());
+    assert_eq!(
+        clean.trim_end(),
+        r#"{"dryRun":false,"tornTailBytes":0,"segmentsRemoved":[],"salvage":null,"openTurns":[]}"#
+    );
+    flip_record_byte(dir.path(), 55_000);
+    let turns = |text: &str, done: bool| -> Vec<String> {
+        let turns = json(text).get("openTurns").unwrap();
+        let mut v: Vec<String> = turns
+            .elements()
+            .map(|t| {
+                assert_eq!(t.get("closers").unwrap().as_i64().is_some(), done, "{text}");
+                t.get("session").unwrap().as_str().unwrap().into_owned()
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let plan = ok(
+        &["repair", "store", "--salvage", "--dry-run", "--json"],
+        dir.path(),
+    );
+    let salvage = json(&plan).get("salvage").unwrap();
+    assert!(
+        salvage.get("damage").unwrap().elements().count() > 0,
+        "{plan}"
+    );
+    let first = salvage.get("damage").unwrap().elements().next().unwrap();
+    assert_eq!(
+        first.get("repair").unwrap().as_str().unwrap(),
+        "voided",
+        "{plan}"
+    );
+    let done = ok(&["repair", "store", "--salvage", "--json"], dir.path());
+    assert!(!turns(&done, true).is_empty(), "{done}");
+    assert_eq!(turns(&plan, false), turns(&done, true), "{plan}\n{done}");
+    // A failure under --json is the error object, with its stable code and the exit status.
+    let writer = Store::open(dir.path().join("store"), StoreOptions::default()).unwrap();
+    let out = sessdb(&["repair", "store", "--json"], dir.path());
+    assert_eq!(out.status.code(), Some(5));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let error = json(&stdout).get("error").unwrap();
+    assert_eq!(
+        error.get("code").unwrap().as_str().unwrap(),
+        "LOCKED",
+        "{stdout}"
+    );
+    drop(writer);
 }
 
 #[test]

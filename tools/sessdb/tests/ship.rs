@@ -507,3 +507,60 @@ fn regression_ship_and_pull_take_the_connection_from_the_environment() {
     );
     assert_postgres_holds(&pg.url(), &a);
 }
+
+/// `ship --json` prints one object per round (the first always), `pull --json` one object;
+/// a refused session is named in the round and then the error object follows, exit 4.
+#[test]
+fn ship_and_pull_report_in_json() {
+    let Some(pg) = Cluster::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let a = demo_store(dir.path(), "2");
+    let run = |args: &[&str]| {
+        let out = sessdb().args(args).output().unwrap();
+        (out.status.code(), String::from_utf8(out.stdout).unwrap())
+    };
+    let a_str = a.to_str().unwrap();
+    let value = |line: &str| -> serde_json::Value { serde_json::from_str(line).unwrap() };
+    let (status, first) = run(&["ship", a_str, "--postgres", &pg.url(), "--json"]);
+    assert_eq!(status, Some(0), "{first}");
+    let lines: Vec<&str> = first.lines().collect();
+    assert_eq!(lines.len(), 1, "{first}");
+    let round = value(lines[0]);
+    assert!(round["events"].as_u64().unwrap() > 0, "{first}");
+    let stored = Store::open_read_only(&a, StoreOptions::default())
+        .unwrap()
+        .list()
+        .len();
+    assert_eq!(
+        round["sessions"].as_array().unwrap().len(),
+        stored,
+        "{first}"
+    );
+    assert_eq!(round["refused"], serde_json::json!([]));
+    let (_, again) = run(&["ship", a_str, "--postgres", &pg.url(), "--json"]);
+    assert_eq!(value(again.trim_end())["events"], 0, "{again}");
+    let id = round["sessions"][0].as_str().unwrap().to_owned();
+    let b = dir.path().join("b");
+    let (status, pulled) = run(&[
+        "pull",
+        b.to_str().unwrap(),
+        "--postgres",
+        &pg.url(),
+        "--session",
+        &id,
+        "--json",
+    ]);
+    assert_eq!(status, Some(0), "{pulled}");
+    let pulled = value(pulled.trim_end());
+    assert_eq!(pulled["sessions"][0]["id"], id.as_str());
+    assert_eq!(pulled["sessions"][0]["outcome"], "pulled");
+    assert!(pulled["storeId"].as_str().is_some_and(|s| !s.is_empty()));
+    // The session now belongs to b: shipping a again finds it owned elsewhere.
+    let (_, owned) = run(&["ship", a_str, "--postgres", &pg.url(), "--json"]);
+    let owned = value(owned.trim_end());
+    assert_eq!(
+        owned["ownedElsewhere"][0]["session"],
+        id.as_str(),
+        "{owned}"
+    );
+}

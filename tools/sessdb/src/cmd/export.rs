@@ -103,11 +103,13 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
                 .collect();
         }
         crate::out::print_json(&out);
+    } else {
+        // The result, on stdout whatever `--quiet` says (the data went to files).
+        crate::out::println(&format!(
+            "exported {events} event(s) to {}",
+            target.display()
+        ));
     }
-    note(
-        quiet,
-        &format!("exported {events} event(s) to {}", target.display()),
-    );
     if !left.is_empty() {
         note(
             quiet,

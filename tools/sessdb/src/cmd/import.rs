@@ -11,7 +11,7 @@ use sessdb_formats::sqlite::{import_sqlite_with_progress, plan_sqlite};
 
 use crate::cmd::{PathArg, is_store, open_existing, open_or_create_writer};
 use crate::error::{CliError, CliResult, code};
-use crate::out::{Unit, bar, note, update, warn};
+use crate::out::{Unit, bar, update, warn};
 
 #[derive(Debug, clap::Args)]
 #[command(group(clap::ArgGroup::new("source").args(["jsonl", "sqlite"]).required(true)))]
@@ -132,13 +132,12 @@ fn import(a: &Args, quiet: bool) -> CliResult {
         }
     })?;
     close?;
+    // The result, on stdout whatever `--quiet` says: one line, or the JSON object.
     if a.json {
         crate::out::print_json(&report_json(&report));
+    } else {
+        crate::out::println(&format!("{} into {}", summary(&report), a.store.display()));
     }
-    note(
-        quiet,
-        &format!("{} into {}", summary(&report), a.store.display()),
-    );
     for s in &report.sessions {
         let file = if from_stdin {
             STDIN.to_owned()

@@ -84,6 +84,10 @@ impl Command {
             Command::Fork(a) => a.json,
             Command::Delete(a) => a.json,
             Command::Compact(a) => a.json,
+            Command::Repair(a) => a.json,
+            Command::Ship(a) => a.json,
+            Command::Pull(a) => a.json,
+            Command::Tail(a) => a.json,
             _ => false,
         }
     }

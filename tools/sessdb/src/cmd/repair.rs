@@ -6,7 +6,7 @@ use sessdb::store::{DamageRepair, SalvageReport, salvage_plan};
 
 use crate::cmd::{PathArg, is_store, open_store_writer};
 use crate::error::{CliError, CliResult, code, no_store};
-use crate::out::{println, scan_bar, shown};
+use crate::out::{print_json, println, scan_bar, shown};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -19,32 +19,62 @@ pub struct Args {
     /// Print what the repair would do and change nothing (with --salvage: the salvage plan).
     #[arg(long)]
     dry_run: bool,
+    /// One JSON object: `{"dryRun", "tornTailBytes", "segmentsRemoved", "salvage": {...}|null,
+    /// "openTurns": [...]}` (README).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// What a repair did (or, in a dry run, would do): printed as lines or as `--json`.
+#[derive(Default)]
+struct Outcome {
+    dry_run: bool,
+    torn_tail_bytes: u64,
+    segments_removed: Vec<String>,
+    salvage: Option<SalvageReport>,
+    /// Each session whose open turn is closed: the closers and the end-seed marker's seq
+    /// (`None` in a dry run: not known before the run).
+    open_turns: Vec<(String, Option<usize>, Option<Option<u64>>)>,
 }
 
 pub fn run(a: &Args, quiet: bool) -> CliResult {
-    if a.dry_run && !a.salvage {
-        return plan(a, quiet);
+    let outcome = if a.dry_run && !a.salvage {
+        plan(a, quiet)?
+    } else if a.dry_run {
+        salvage_dry_run(a)?
+    } else {
+        repair(a, quiet)?
+    };
+    if a.json {
+        print_json(&json(&outcome));
+    } else {
+        print_lines(&outcome);
     }
-    if a.dry_run {
-        if !is_store(&a.store) {
-            return Err(no_store(&a.store));
-        }
-        let storage = FsStorage::new(&a.store);
-        let report = salvage_plan(&storage, &StoreOptions::default())?;
-        if report.is_empty() {
-            println("nothing to salvage");
-        } else {
-            print_salvage(&report, true);
-        }
-        // What the real run then writes, too: a dry run hides none of its writes.
-        for id in &report.open_turns {
-            println(&format!(
-                "would close the open turn of {} (repair closers, then an end-seed marker)",
-                shown(id)
-            ));
-        }
-        return Ok(code::OK);
+    Ok(code::OK)
+}
+
+/// `repair --salvage --dry-run`: the salvage plan, and the open turns the real run closes.
+fn salvage_dry_run(a: &Args) -> CliResult<Outcome> {
+    if !is_store(&a.store) {
+        return Err(no_store(&a.store));
     }
+    let storage = FsStorage::new(&a.store);
+    let report = salvage_plan(&storage, &StoreOptions::default())?;
+    // What the real run then writes, too: a dry run hides none of its writes.
+    let open_turns = report
+        .open_turns
+        .iter()
+        .map(|id| (id.clone(), None, None))
+        .collect();
+    Ok(Outcome {
+        dry_run: true,
+        salvage: Some(report),
+        open_turns,
+        ..Outcome::default()
+    })
+}
+
+fn repair(a: &Args, quiet: bool) -> CliResult<Outcome> {
     // Repair reads the whole log, not only what follows the checkpoint: damage anywhere is
     // found here, as `verify` finds it.
     let (bar, progress) = scan_bar(quiet, "reading the log");
@@ -59,36 +89,20 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
     }
     let store = store.map_err(|e| if a.salvage { e } else { salvage_hint(e) })?;
     let report = store.open_report().clone();
-    if report.bytes_truncated > 0 {
-        println(&format!(
-            "cut a torn tail of {} byte(s)",
-            report.bytes_truncated
-        ));
-    }
-    if let Some(s) = &report.salvaged {
-        print_salvage(s, false);
-    }
-    for seg in &report.segments_removed {
-        println(&format!("removed {seg}"));
-    }
-    let mut closed = 0;
+    let mut open_turns = Vec::new();
     for info in store.list().into_iter().filter(|i| i.turn_open) {
         let r = store.resume(&info.header.id)?;
-        closed += 1;
-        println(&format!(
-            "closed the open turn of {}: {} closer(s), end-seed marker {}",
-            shown(&info.header.id),
-            r.closers.len(),
-            r.end_seed
-                .map_or_else(|| "already there".to_owned(), |s| format!("at seq {s}"))
-        ));
+        open_turns.push((info.header.id, Some(r.closers.len()), Some(r.end_seed)));
     }
     store.checkpoint()?;
     store.close()?;
-    if report.bytes_truncated == 0 && report.salvaged.is_none() && closed == 0 {
-        println("nothing to repair");
-    }
-    Ok(code::OK)
+    Ok(Outcome {
+        dry_run: false,
+        torn_tail_bytes: report.bytes_truncated,
+        segments_removed: report.segments_removed,
+        salvage: report.salvaged,
+        open_turns,
+    })
 }
 
 /// A refusal for corruption, with the way to see what salvage would keep.
@@ -105,7 +119,7 @@ fn salvage_hint(e: CliError) -> CliError {
 
 /// `repair --dry-run`: what a plain repair would do, read from a read-only open of the whole
 /// log (as the repair reads it), nothing written.
-fn plan(a: &Args, quiet: bool) -> CliResult {
+fn plan(a: &Args, quiet: bool) -> CliResult<Outcome> {
     if !is_store(&a.store) {
         return Err(no_store(&a.store));
     }
@@ -120,25 +134,153 @@ fn plan(a: &Args, quiet: bool) -> CliResult {
     }
     let store = store.map_err(|e| salvage_hint(CliError::from(e)))?;
     let report = store.open_report().clone();
-    let mut any = false;
-    if report.torn_tail_ignored > 0 {
-        any = true;
+    Ok(Outcome {
+        dry_run: true,
+        torn_tail_bytes: report.torn_tail_ignored,
+        open_turns: store
+            .list()
+            .into_iter()
+            .filter(|i| i.turn_open)
+            .map(|i| (i.header.id, None, None))
+            .collect(),
+        ..Outcome::default()
+    })
+}
+
+/// The outcome as lines, as a person reads them.
+fn print_lines(o: &Outcome) {
+    let would = if o.dry_run { "would cut" } else { "cut" };
+    if o.torn_tail_bytes > 0 {
         println(&format!(
-            "would cut a torn tail of {} byte(s)",
-            report.torn_tail_ignored
+            "{would} a torn tail of {} byte(s)",
+            o.torn_tail_bytes
         ));
     }
-    for info in store.list().into_iter().filter(|i| i.turn_open) {
-        any = true;
-        println(&format!(
-            "would close the open turn of {} (repair closers, then an end-seed marker)",
-            shown(&info.header.id)
-        ));
+    match &o.salvage {
+        Some(s) if o.dry_run && s.is_empty() => println("nothing to salvage"),
+        Some(s) => print_salvage(s, o.dry_run),
+        None => {}
     }
-    if !any {
+    for seg in &o.segments_removed {
+        println(&format!("removed {seg}"));
+    }
+    for (id, closers, end_seed) in &o.open_turns {
+        match (closers, end_seed) {
+            (Some(n), Some(seed)) => println(&format!(
+                "closed the open turn of {}: {n} closer(s), end-seed marker {}",
+                shown(id),
+                seed.map_or_else(|| "already there".to_owned(), |s| format!("at seq {s}"))
+            )),
+            _ => println(&format!(
+                "would close the open turn of {} (repair closers, then an end-seed marker)",
+                shown(id)
+            )),
+        }
+    }
+    let salvaged = o.salvage.as_ref().is_some_and(|s| !s.is_empty());
+    if o.torn_tail_bytes == 0 && !salvaged && o.open_turns.is_empty() && o.salvage.is_none() {
         println("nothing to repair");
     }
-    Ok(code::OK)
+}
+
+/// `repair --json`.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RepairJson {
+    dry_run: bool,
+    torn_tail_bytes: u64,
+    segments_removed: Vec<String>,
+    salvage: Option<SalvageJson>,
+    open_turns: Vec<OpenTurnJson>,
+}
+
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SalvageJson {
+    damage: Vec<DamageJson>,
+    sessions: Vec<LossJson>,
+    records_dropped: u64,
+    checkpoints_removed: u64,
+}
+
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DamageJson {
+    segment: String,
+    offset: u64,
+    bytes: u64,
+    kind: String,
+    repair: &'static str,
+    session: Option<String>,
+}
+
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct LossJson {
+    session: String,
+    kept: u64,
+    lost_through: Option<u64>,
+}
+
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct OpenTurnJson {
+    session: String,
+    closers: Option<usize>,
+    end_seed: Option<u64>,
+}
+
+fn json(o: &Outcome) -> RepairJson {
+    RepairJson {
+        dry_run: o.dry_run,
+        torn_tail_bytes: o.torn_tail_bytes,
+        segments_removed: o.segments_removed.clone(),
+        salvage: o.salvage.as_ref().map(|s| SalvageJson {
+            damage: s
+                .damage
+                .iter()
+                .map(|d| DamageJson {
+                    segment: d.segment.clone(),
+                    offset: d.offset,
+                    bytes: d.bytes,
+                    kind: d.kind.to_string(),
+                    repair: repair_name(d.repair),
+                    session: d.session.clone(),
+                })
+                .collect(),
+            sessions: s
+                .sessions
+                .iter()
+                .map(|l| LossJson {
+                    session: l.session.clone(),
+                    kept: l.kept,
+                    lost_through: l.lost_through,
+                })
+                .collect(),
+            records_dropped: s.records_dropped,
+            checkpoints_removed: s.checkpoints_removed,
+        }),
+        open_turns: o
+            .open_turns
+            .iter()
+            .map(|(session, closers, end_seed)| OpenTurnJson {
+                session: session.clone(),
+                closers: *closers,
+                end_seed: end_seed.flatten(),
+            })
+            .collect(),
+    }
+}
+
+fn repair_name(r: DamageRepair) -> &'static str {
+    match r {
+        DamageRepair::Voided => "voided",
+        DamageRepair::Cut => "cut",
+        DamageRepair::SegmentRemoved => "segmentRemoved",
+        DamageRepair::HeaderRewritten => "headerRewritten",
+        DamageRepair::CheckpointsRemoved => "checkpointsRemoved",
+        _ => "leftAlone",
+    }
 }
 
 /// The salvage report, one line per damaged place and per session that loses events.

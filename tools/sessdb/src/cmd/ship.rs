@@ -7,7 +7,7 @@ use sessdb_postgres::{Shipper, ship_id};
 
 use crate::cmd::{PathArg, is_store, open_existing, open_or_create_writer};
 use crate::error::{CliError, CliResult, code, no_store};
-use crate::out::{note, println, shown, warn};
+use crate::out::{note, print_json, println, shown, warn};
 
 #[derive(Debug, clap::Args)]
 pub struct ShipArgs {
@@ -32,6 +32,11 @@ pub struct ShipArgs {
     /// this store's history (the store was restored from a backup, or salvaged). Repeatable.
     #[arg(long, value_name = "SESSION")]
     reset: Vec<String>,
+    /// One JSON object per round that shipped or found something (one in all without
+    /// --follow): `{"storeId", "events", "sessions", "removed", "refused": [{"session",
+    /// "why"}], "ownedElsewhere": [{"session", "owner"}], "kept", "reset"}`.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -45,6 +50,72 @@ pub struct PullArgs {
     /// The sessions to bring (the parents of forks come with them).
     #[arg(long = "session", value_name = "ID", required = true)]
     sessions: Vec<String>,
+    /// One JSON object: `{"storeId", "sessions": [{"id", "outcome": "pulled"|"extended"|
+    /// "present", "events"}]}`.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `ship --json`: one round.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RoundJson<'a> {
+    store_id: &'a str,
+    events: u64,
+    sessions: &'a [String],
+    removed: &'a [String],
+    refused: Vec<SessionWhy<'a>>,
+    owned_elsewhere: Vec<SessionOwner<'a>>,
+    kept: &'a [String],
+    reset: &'a [String],
+}
+
+#[derive(serde::Serialize)]
+struct SessionWhy<'a> {
+    session: &'a str,
+    why: &'a str,
+}
+
+#[derive(serde::Serialize)]
+struct SessionOwner<'a> {
+    session: &'a str,
+    owner: &'a str,
+}
+
+fn round_json(id: &str, r: &sessdb_postgres::ShipReport, reset: &[String]) {
+    print_json(&RoundJson {
+        store_id: id,
+        events: r.events,
+        sessions: &r.sessions,
+        removed: &r.removed,
+        refused: r
+            .refused
+            .iter()
+            .map(|(session, why)| SessionWhy { session, why })
+            .collect(),
+        owned_elsewhere: r
+            .owned_elsewhere
+            .iter()
+            .map(|(session, owner)| SessionOwner { session, owner })
+            .collect(),
+        kept: &r.kept,
+        reset,
+    });
+}
+
+/// `pull --json`.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PulledJson<'a> {
+    store_id: &'a str,
+    sessions: Vec<PulledSession<'a>>,
+}
+
+#[derive(serde::Serialize)]
+struct PulledSession<'a> {
+    id: &'a str,
+    outcome: &'static str,
+    events: u64,
 }
 
 impl From<sessdb_postgres::Error> for CliError {
@@ -120,8 +191,9 @@ pub fn ship(a: &ShipArgs, quiet: bool) -> CliResult {
     } else {
         first_shipper(&url, &id)?
     };
+    let mut reset = Vec::new();
     if !a.reset.is_empty() {
-        let reset = shipper.reset(&a.reset)?;
+        reset = shipper.reset(&a.reset)?;
         note(
             quiet,
             &format!(
@@ -137,6 +209,13 @@ pub fn ship(a: &ShipArgs, quiet: bool) -> CliResult {
         match shipper.ship(&store) {
             Ok(r) => {
                 named.round(&r, a.follow);
+                let found = r.events > 0
+                    || !r.removed.is_empty()
+                    || !r.refused.is_empty()
+                    || !r.kept.is_empty();
+                if a.json && (first || found) {
+                    round_json(&id, &r, if first { &reset } else { &[] });
+                }
                 if first {
                     note(
                         quiet,
@@ -284,11 +363,30 @@ pub fn pull(a: &PullArgs, quiet: bool) -> CliResult {
         }
     };
     closed?;
+    let outcome = |o: &sessdb_formats::Outcome| match o {
+        sessdb_formats::Outcome::Imported => "pulled",
+        sessdb_formats::Outcome::Extended { .. } => "extended",
+        _ => "present",
+    };
+    if a.json {
+        print_json(&PulledJson {
+            store_id: &id,
+            sessions: report
+                .sessions
+                .iter()
+                .map(|s| PulledSession {
+                    id: &s.id,
+                    outcome: outcome(&s.outcome),
+                    events: s.events,
+                })
+                .collect(),
+        });
+        return Ok(code::OK);
+    }
     for s in &report.sessions {
-        let what = match s.outcome {
-            sessdb_formats::Outcome::Imported => "pulled",
-            sessdb_formats::Outcome::Extended { .. } => "extended",
-            _ => "already here",
+        let what = match outcome(&s.outcome) {
+            "present" => "already here",
+            w => w,
         };
         println(&format!("{what}\t{}\t{} events", s.id, s.events));
     }

@@ -18,6 +18,10 @@ pub struct Args {
     /// Keep printing events as they are appended (until interrupted).
     #[arg(short = 'f', long)]
     follow: bool,
+    /// The events are JSON lines already (DSH's event lines); with this, a failure is the
+    /// error object on stdout too, as for every `--json` command.
+    #[arg(long)]
+    pub json: bool,
 }
 
 fn line(e: &sessdb::Event) -> Vec<u8> {
