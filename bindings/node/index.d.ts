@@ -101,7 +101,8 @@ export interface OpenFacts {
 /**
  * The fixed codes an `Error` of this binding carries (besides a refused event's rule name and
  * a fork's DSH code, e.g. `OPEN_TURN`): `CORRUPTION` comes with `segment`, `offset`, `kind`;
- * `LOCKED` with `lockFile`; `NOT_FOUND` and `EXISTS` with `session`; `FORMAT` is a refusal of
+ * `LOCKED` with `lockFile`; `NOT_FOUND` and `EXISTS` with `session`; `NOT_A_STORE` for a
+ * directory that holds other files and no store (a store is created only in a new or empty one); `FORMAT` is a refusal of
  * the import and migration layer; `ERROR` one of no other kind; `NO_ADDON` (thrown by the
  * `require` itself) when no addon for this platform is installed or it does not load.
  */
@@ -109,6 +110,7 @@ export type SessdbErrorCode =
   | 'CORRUPTION'
   | 'LOCKED'
   | 'NOT_FOUND'
+  | 'NOT_A_STORE'
   | 'EXISTS'
   | 'POISONED'
   | 'READ_ONLY'

@@ -66,6 +66,15 @@ pub enum Error {
         /// The id.
         id: String,
     },
+    /// A directory that holds other files and no store: a store is created only in a new or
+    /// empty directory (a typo must not turn a project or a home directory into a store).
+    #[error(
+        "{path} holds no sessdb store and is not empty: a store is created only in a new or empty directory"
+    )]
+    NotAStore {
+        /// The directory.
+        path: String,
+    },
     /// No session has this id.
     #[error("no session {id:?}")]
     SessionNotFound {

@@ -593,3 +593,43 @@ fn regression_a_read_only_open_of_no_store_is_not_found() {
         .unwrap();
     Store::open_read_only(dir.path().join("s"), StoreOptions::default()).unwrap();
 }
+
+/// Before: `Store::open` made a store of any directory — a project's, a home directory —
+/// given by mistake. Now a directory that holds other files and no store is refused
+/// (`NotAStore`), nothing created in it; a missing or empty one becomes a store, and a store
+/// opens as before.
+#[test]
+fn regression_a_writable_open_of_a_directory_of_other_files_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("project");
+    std::fs::create_dir(&project).unwrap();
+    std::fs::write(project.join("notes.txt"), b"mine").unwrap();
+    match Store::open(&project, StoreOptions::default()) {
+        Err(Error::NotAStore { path }) => assert_eq!(path, project.display().to_string()),
+        other => panic!("{other:?}"),
+    }
+    let names: Vec<_> = std::fs::read_dir(&project)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        names,
+        vec![std::ffi::OsString::from("notes.txt")],
+        "nothing created"
+    );
+    // Missing and empty directories become stores; a store with files of its users beside
+    // (a ship id, a demo's marker) opens.
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    for path in [dir.path().join("new"), empty.clone()] {
+        Store::open(&path, StoreOptions::default())
+            .unwrap()
+            .close()
+            .unwrap();
+    }
+    std::fs::write(empty.join("ship-id"), b"x\n").unwrap();
+    Store::open(&empty, StoreOptions::default())
+        .unwrap()
+        .close()
+        .unwrap();
+}

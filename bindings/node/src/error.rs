@@ -31,6 +31,7 @@ fn code(e: &sessdb::Error) -> String {
         E::ReadOnly => "READ_ONLY".into(),
         E::Closed => "CLOSED".into(),
         E::RecordTooLarge { .. } => "TOO_LARGE".into(),
+        E::NotAStore { .. } => "NOT_A_STORE".into(),
         _ => "ERROR".into(),
     }
 }

@@ -409,3 +409,12 @@ test('rawJsonl packs chunk runs within each batch marked by batchStart', async (
   assert.equal(await rows(false, true), 1, 'unmarked batches: one run across them')
   assert.equal(await rows(true, false), 0, 'pack: false')
 })
+
+// A store is created only in a new or empty directory: one holding other files is refused,
+// with nothing written into it.
+test('open of a directory of other files is NOT_A_STORE', async () => {
+  const dir = tempDir()
+  fs.writeFileSync(path.join(dir, 'notes.txt'), 'mine')
+  await assert.rejects(Store.open(dir), { code: 'NOT_A_STORE' })
+  assert.deepEqual(fs.readdirSync(dir), ['notes.txt'])
+})

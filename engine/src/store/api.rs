@@ -64,13 +64,16 @@ impl Store {
 }
 
 impl Store {
-    /// Opens (creating if needed) the store in directory `dir` for writing.
+    /// Opens (creating if needed) the store in directory `dir` for writing. A store is
+    /// created only in a new or empty directory.
     ///
     /// # Errors
-    /// `Locked` if another writer has it, `Corruption` for damage that is not a torn tail
-    /// (unless `options.salvage`), I/O errors.
+    /// `NotAStore` for a directory that holds other files and no store, `Locked` if another
+    /// writer has it, `Corruption` for damage that is not a torn tail (unless
+    /// `options.salvage`), I/O errors.
     pub fn open(dir: impl AsRef<std::path::Path>, options: StoreOptions) -> Result<Store> {
         let dir = dir.as_ref();
+        refuse_foreign_dir(dir)?;
         std::fs::create_dir_all(dir)
             .map_err(|e| Error::io("create directory", dir.display().to_string(), e))?;
         Self::open_with(Arc::new(FsStorage::new(dir)), options)
@@ -673,4 +676,36 @@ impl Iterator for EventIter<'_> {
             }
         }
     }
+}
+
+/// A directory `Store::open` may make a store of: missing, empty, or holding a store's own
+/// names (`segments/`, `checkpoints/`, the lock file) — never one that holds only other files.
+fn refuse_foreign_dir(dir: &std::path::Path) -> Result<()> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        // Not a directory, unreadable: the creation below says what is wrong.
+        Err(_) => return Ok(()),
+    };
+    let mut any = false;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        if [
+            crate::codec::segment::SEGMENTS_DIR,
+            crate::codec::checkpoint::CHECKPOINTS_DIR,
+            crate::codec::LOCK_FILE,
+        ]
+        .iter()
+        .any(|own| name == *own)
+        {
+            return Ok(());
+        }
+        any = true;
+    }
+    if any {
+        return Err(Error::NotAStore {
+            path: dir.display().to_string(),
+        });
+    }
+    Ok(())
 }

@@ -93,12 +93,12 @@ fn prepare(store: &Path, jsonl: &Path, sqlite: &Path) -> CliResult<()> {
             })?;
         }
     }
-    std::fs::create_dir_all(store).map_err(|e| {
-        CliError::new(
-            code::OTHER,
-            format!("cannot create {}: {e}", store.display()),
-        )
-    })?;
+    Ok(())
+}
+
+/// Marks the store as the demo's (once the store exists: a store is opened only in a new or
+/// empty directory, or one that is a store already).
+fn mark(store: &Path) -> CliResult<()> {
     std::fs::write(
         store.join(MARKER),
         b"written by `sessdb demo`; the next demo run replaces this directory\n",
@@ -157,6 +157,7 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
     }));
     let started = Instant::now();
     let store = open_writer(&a.store, options.clone())?;
+    mark(&a.store)?;
     let summary = generate(
         &spec,
         &mut Stamped {
