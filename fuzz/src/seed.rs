@@ -303,11 +303,7 @@ fn fork(store: &Store, id: &str, model: &Model, boundary: u16) -> Option<String>
     let b = u64::from(boundary) % model.len();
     let result = store.fork(
         id,
-        ForkSpec {
-            boundary: Some(b),
-            child_id: Some("child".into()),
-            ..ForkSpec::default()
-        },
+        ForkSpec::default().with_boundary(b).with_child_id("child"),
     );
     if model.turn_open_at(b) {
         assert!(

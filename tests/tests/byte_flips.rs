@@ -64,10 +64,7 @@ fn small_store() -> MemStorage {
         turn(id, 1);
     }
     store.checkpoint().unwrap();
-    let child = ForkSpec {
-        child_id: Some("c".into()),
-        ..ForkSpec::default()
-    };
+    let child = ForkSpec::default().with_child_id("c");
     store.fork("a", child).unwrap();
     turn("c", 2);
     turn("b", 2);

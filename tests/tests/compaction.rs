@@ -83,13 +83,7 @@ fn a_fork_of_a_deleted_parent_keeps_what_it_inherits(storage: &Backend) {
     let store = open(storage);
     session_with(&store, "parent", "inherited-part", 20);
     let child = store
-        .fork(
-            "parent",
-            ForkSpec {
-                child_id: Some("child".into()),
-                ..ForkSpec::default()
-            },
-        )
+        .fork("parent", ForkSpec::default().with_child_id("child"))
         .unwrap();
     let data = "{\"note\":\"parent-after-fork\"}";
     for _ in 0..20 {

@@ -149,10 +149,7 @@ fn check(ops: &[Op]) -> Result<(), TestCaseError> {
                     if store.info(&ids[*i]).is_none() {
                         continue;
                     }
-                    let spec = ForkSpec {
-                        child_id: Some(child.clone()),
-                        ..ForkSpec::default()
-                    };
+                    let spec = ForkSpec::default().with_child_id(child.clone());
                     store.fork(&ids[*i], spec).unwrap();
                 }
                 Op::Delete(i) => {

@@ -146,13 +146,11 @@ fn fork_reproduces_the_dsh_child_seed() {
     let mut set = SessionSet::new(config());
     set.insert(Session::restore(parent.header.clone(), parent.events, config()).unwrap())
         .unwrap();
-    let spec = ForkSpec {
-        boundary: Some(seed_len - 1),
-        child_id: Some(child.header.id.clone()),
-        origin: child.header.origin,
-        delegation_depth: child.header.delegation_depth,
-        agent_preset: None,
-    };
+    let spec = ForkSpec::default()
+        .with_boundary(seed_len - 1)
+        .with_child_id(child.header.id.clone())
+        .with_origin(child.header.origin)
+        .with_delegation_depth(child.header.delegation_depth);
     let ours = set.fork(&parent.header.id, spec).unwrap();
     let h = ours.header();
     assert_eq!(h.parent_session, child.header.parent_session);

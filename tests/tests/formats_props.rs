@@ -150,13 +150,7 @@ fn try_attempt(s: &Store, id: &str, a: &Attempt, k: usize) {
             )
             .map(drop),
         Attempt::Fork => s
-            .fork(
-                id,
-                ForkSpec {
-                    child_id: Some(format!("{id}-f{k}")),
-                    ..ForkSpec::default()
-                },
-            )
+            .fork(id, ForkSpec::default().with_child_id(format!("{id}-f{k}")))
             .map(drop),
     };
     if result.is_err() {

@@ -24,10 +24,10 @@ fn options() -> StoreOptions {
 #[test]
 fn regression_a_fork_at_an_end_seed_marker_adds_no_second_marker() {
     let seed = vec![Draft::log(&LogType::COMMAND_RUN, r#"{"command":"ls"}"#).into_event(0, 1)];
-    let at = |boundary| ForkSpec {
-        boundary: Some(boundary),
-        child_id: Some(format!("child-{boundary}")),
-        ..ForkSpec::default()
+    let at = |boundary| {
+        ForkSpec::default()
+            .with_boundary(boundary)
+            .with_child_id(format!("child-{boundary}"))
     };
 
     let mut set = SessionSet::new(Config {

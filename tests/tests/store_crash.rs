@@ -65,13 +65,7 @@ fn script(store: &Store) -> BTreeMap<String, Vec<Vec<u8>>> {
                     .extend(events.iter().map(Event::to_jsonl));
             }
             if turn == 3 {
-                let child = store.fork(
-                    "a",
-                    ForkSpec {
-                        child_id: Some("c".into()),
-                        ..ForkSpec::default()
-                    },
-                )?;
+                let child = store.fork("a", ForkSpec::default().with_child_id("c"))?;
                 acked.insert(
                     child.clone(),
                     store

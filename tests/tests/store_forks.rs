@@ -27,13 +27,7 @@ fn fork_by_reference_adds_a_small_record(storage: &Backend) {
     let before = store.stats().log_bytes;
     let parent_len = store.session_len(parent).unwrap();
     let child = store
-        .fork(
-            parent,
-            ForkSpec {
-                child_id: Some("child".into()),
-                ..ForkSpec::default()
-            },
-        )
+        .fork(parent, ForkSpec::default().with_child_id("child"))
         .unwrap();
     let grown = store.stats().log_bytes - before;
     assert!(grown < 400, "the fork record is {grown} bytes");
@@ -53,13 +47,7 @@ fn fork_by_reference_adds_a_small_record(storage: &Backend) {
         Err(Error::SessionNotFound { .. })
     ));
     let err = reopened
-        .fork(
-            "child",
-            ForkSpec {
-                boundary: Some(10_000),
-                ..ForkSpec::default()
-            },
-        )
+        .fork("child", ForkSpec::default().with_boundary(10_000))
         .unwrap_err();
     assert!(matches!(
         err,
@@ -100,13 +88,7 @@ fn fork_inside_the_log_replays_the_prefix_and_survives_reopen(storage: &Backend)
             .unwrap();
     }
     let err = store
-        .fork(
-            "p",
-            ForkSpec {
-                boundary: Some(5),
-                ..ForkSpec::default()
-            },
-        )
+        .fork("p", ForkSpec::default().with_boundary(5))
         .unwrap_err();
     assert!(
         matches!(
@@ -119,14 +101,7 @@ fn fork_inside_the_log_replays_the_prefix_and_survives_reopen(storage: &Backend)
         "{err}"
     );
     let child = store
-        .fork(
-            "p",
-            ForkSpec {
-                boundary: Some(6),
-                child_id: Some("c".into()),
-                ..ForkSpec::default()
-            },
-        )
+        .fork("p", ForkSpec::default().with_boundary(6).with_child_id("c"))
         .unwrap();
     assert_eq!(store.surface(&child).unwrap(), vec![2, 5]);
     assert_eq!(store.header(&child).unwrap().seed_length, Some(7));

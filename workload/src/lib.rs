@@ -401,10 +401,7 @@ pub fn generate<S: Sink>(spec: &WorkloadSpec, sink: &mut S) -> Result<WorkloadSu
         summary.events += w.appended;
     }
     if let Some(parent) = summary.sessions.first().cloned() {
-        let spec = ForkSpec {
-            child_id: Some(format!("{parent}-fork")),
-            ..ForkSpec::default()
-        };
+        let spec = ForkSpec::default().with_child_id(format!("{parent}-fork"));
         let child = sink.fork(&parent, spec)?;
         let mut w = Writer {
             sink: &mut *sink,

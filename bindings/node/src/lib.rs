@@ -477,14 +477,12 @@ impl NativeStore {
     ) -> napi::Result<AsyncTask<Job<String>>> {
         let boundary = at.map(|a| seq_arg(a, "at")).transpose()?;
         Ok(self.job(move |s| {
-            s.fork(
-                &session,
-                ForkSpec {
-                    boundary,
-                    child_id,
-                    ..ForkSpec::default()
-                },
-            )
+            s.fork(&session, {
+                let mut spec = ForkSpec::default();
+                spec.boundary = boundary;
+                spec.child_id = child_id;
+                spec
+            })
         }))
     }
 

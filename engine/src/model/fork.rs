@@ -4,8 +4,16 @@ use super::header::{Origin, SessionHeader};
 use super::state::SessionState;
 use crate::{Error, ForkErrorCode, Result};
 
-/// What a fork asks for.
+/// What a fork asks for: `ForkSpec::default()` (everything inherited, a minted child id) and
+/// the `with_*` builder methods, as [`StoreOptions`](crate::StoreOptions) is built (the struct
+/// is `#[non_exhaustive]`, so a field added later breaks no caller).
+///
+/// ```
+/// let spec = sessdb::ForkSpec::default().with_boundary(5).with_child_id("child");
+/// assert_eq!(spec.boundary, Some(5));
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ForkSpec {
     /// The last inherited seq (inclusive); `None` = the source's last event.
     pub boundary: Option<u64>,
@@ -17,6 +25,43 @@ pub struct ForkSpec {
     pub delegation_depth: u64,
     /// The child header's `agentPreset`.
     pub agent_preset: Option<String>,
+}
+
+impl ForkSpec {
+    /// The child inherits the source's events through seq `seq` (inclusive).
+    #[must_use]
+    pub fn with_boundary(mut self, seq: u64) -> Self {
+        self.boundary = Some(seq);
+        self
+    }
+
+    /// The child's id (else a random v4 UUID is minted).
+    #[must_use]
+    pub fn with_child_id(mut self, id: impl Into<String>) -> Self {
+        self.child_id = Some(id.into());
+        self
+    }
+
+    /// The child header's `origin`.
+    #[must_use]
+    pub fn with_origin(mut self, origin: Option<Origin>) -> Self {
+        self.origin = origin;
+        self
+    }
+
+    /// The child header's `delegationDepth`.
+    #[must_use]
+    pub fn with_delegation_depth(mut self, depth: u64) -> Self {
+        self.delegation_depth = depth;
+        self
+    }
+
+    /// The child header's `agentPreset`.
+    #[must_use]
+    pub fn with_agent_preset(mut self, preset: impl Into<String>) -> Self {
+        self.agent_preset = Some(preset.into());
+        self
+    }
 }
 
 fn refuse<T>(code: ForkErrorCode, detail: String) -> Result<T> {

@@ -159,11 +159,7 @@ fn set_with_parent() -> SessionSet {
 #[test]
 fn fork_inherits_by_reference_and_marks_the_seed() {
     let mut set = set_with_parent();
-    let spec = ForkSpec {
-        boundary: Some(5),
-        child_id: Some("c".into()),
-        ..ForkSpec::default()
-    };
+    let spec = ForkSpec::default().with_boundary(5).with_child_id("c");
     set.fork("p", spec).unwrap();
     let child = set.get("c").unwrap();
     let h = child.header();
@@ -196,15 +192,7 @@ fn fork_inherits_by_reference_and_marks_the_seed() {
         .unwrap();
     assert_eq!(set.get("p").unwrap().len(), 8);
     assert_eq!(set.get("c").unwrap().len(), 8);
-    let minted = set
-        .fork(
-            "c",
-            ForkSpec {
-                boundary: Some(6),
-                ..ForkSpec::default()
-            },
-        )
-        .unwrap();
+    let minted = set.fork("c", ForkSpec::default().with_boundary(6)).unwrap();
     let id = minted.id().to_owned();
     // A random v4 UUID, as DSH mints ids: never a reused one.
     let hex: Vec<&str> = id.split('-').collect();
@@ -222,13 +210,7 @@ fn fork_inherits_by_reference_and_marks_the_seed() {
         "{id}"
     );
     let again = set
-        .fork(
-            "c",
-            ForkSpec {
-                boundary: Some(6),
-                ..ForkSpec::default()
-            },
-        )
+        .fork("c", ForkSpec::default().with_boundary(6))
         .unwrap()
         .id()
         .to_owned();
@@ -249,23 +231,14 @@ fn fork_error_codes() {
         code(set.fork("nope", ForkSpec::default())),
         ForkErrorCode::SessionNotFound
     );
-    let taken = ForkSpec {
-        child_id: Some("p".into()),
-        ..ForkSpec::default()
-    };
+    let taken = ForkSpec::default().with_child_id("p");
     assert_eq!(
         code(set.fork("p", taken)),
         ForkErrorCode::SessionAlreadyExists
     );
-    let past = ForkSpec {
-        boundary: Some(8),
-        ..ForkSpec::default()
-    };
+    let past = ForkSpec::default().with_boundary(8);
     assert_eq!(code(set.fork("p", past)), ForkErrorCode::InvalidBoundary);
-    let inside = ForkSpec {
-        boundary: Some(1),
-        ..ForkSpec::default()
-    };
+    let inside = ForkSpec::default().with_boundary(1);
     assert_eq!(code(set.fork("p", inside)), ForkErrorCode::OpenTurn);
     // Default boundary = the last event, which is the end-seed marker after an open turn/start.
     assert_eq!(

@@ -53,10 +53,7 @@ fn build(dir: &Path) {
                 .unwrap();
         }
     }
-    let spec = ForkSpec {
-        child_id: Some("fork-of-s01".into()),
-        ..ForkSpec::default()
-    };
+    let spec = ForkSpec::default().with_child_id("fork-of-s01");
     store.fork("s01", spec).unwrap();
     for i in 0..36 {
         if i % 3 != 0 {

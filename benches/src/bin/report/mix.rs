@@ -45,10 +45,7 @@ impl Sink for Recorder {
         self.next.insert(child.clone(), len + 1);
         self.ops.push(Op::Fork(
             source.to_owned(),
-            ForkSpec {
-                child_id: Some(child.clone()),
-                ..spec
-            },
+            spec.with_child_id(child.clone()),
         ));
         Ok(child)
     }

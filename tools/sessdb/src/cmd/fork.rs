@@ -27,14 +27,12 @@ pub struct Args {
 pub fn run(a: &Args) -> CliResult {
     // A one-off write: the background compaction is a long-running writer's.
     let store = open_store_writer(&a.store, StoreOptions::default().with_compaction(None))?;
-    let result = store.fork(
-        &a.session,
-        ForkSpec {
-            boundary: a.at,
-            child_id: a.id.clone(),
-            ..ForkSpec::default()
-        },
-    );
+    let result = store.fork(&a.session, {
+        let mut spec = ForkSpec::default();
+        spec.boundary = a.at;
+        spec.child_id.clone_from(&a.id);
+        spec
+    });
     let child = result?;
     let info = store.info(&child);
     store.close()?;
