@@ -92,3 +92,9 @@ pub use model::{
 pub use store::{
     CompactionPolicy, Durability, OpenReport, RetentionPolicy, SessionHandle, Store, StoreOptions,
 };
+
+/// The README's Rust examples, as doctests: the first runs, the others (which write
+/// `./my-store`) are compiled.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeExamples;

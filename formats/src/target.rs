@@ -71,7 +71,7 @@ fn compare(store: &Store, header: &SessionHeader, events: &[Event]) -> Result<Ou
         ));
     }
     let common = stored_len.min(events.len() as u64);
-    let stored = store.events(&header.id, 0, common)?;
+    let stored = store.events(&header.id, ..common)?;
     if let Some((seq, _)) = stored
         .iter()
         .zip(events)

@@ -35,7 +35,7 @@ fuzz_target!(|data: &[u8]| {
         match opened {
             Ok(store) => {
                 for info in store.list() {
-                    let _ = store.events(&info.header.id, 0, u64::MAX);
+                    let _ = store.events(&info.header.id, ..);
                     let _ = store.messages(&info.header.id);
                 }
                 drop(store);

@@ -329,7 +329,7 @@ fn fork(store: &Store, id: &str, model: &Model, boundary: u16) -> Option<String>
         expected_len,
         "fork at {b}"
     );
-    let prefix = store.events(id, 0, b + 1).expect("read");
+    let prefix = store.events(id, ..b + 1).expect("read");
     let mut replay = Model::new();
     for e in &prefix {
         let c = candidate_of(e);

@@ -599,7 +599,7 @@ fn diverged(
         return Ok(None);
     }
     let mut mine = None;
-    store.visit_events(&info.header.id, held - 1, held, |e| {
+    store.visit_events(&info.header.id, held - 1..held, |e| {
         mine = Some(digest::of_ref(&e));
         Ok(())
     })?;
@@ -668,7 +668,7 @@ fn copy_events(
     let mut buf = Vec::with_capacity(1 << 16);
     let mut write_err = None;
     let mut last = [0; 32];
-    store.visit_events(id, from, to, |e| {
+    store.visit_events(id, from..to, |e| {
         last = digest::of_ref(&e);
         history = digest::extend(&history, &last);
         event_row(&mut buf, id, &e, e.seq() < inherited_until);

@@ -279,11 +279,7 @@ pub fn try_dump_store(store: &Store) -> sessdb::Result<StoreDump> {
         .into_iter()
         .map(|i| {
             let id = i.header.id;
-            let events = store
-                .events(&id, 0, u64::MAX)?
-                .iter()
-                .map(Event::to_jsonl)
-                .collect();
+            let events = store.events(&id, ..)?.iter().map(Event::to_jsonl).collect();
             let state = store.state(&id)?;
             Ok((id, events, state))
         })

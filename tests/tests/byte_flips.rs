@@ -79,7 +79,7 @@ fn readings(store: &Store) -> Readings {
         .map(|i| {
             let id = i.header.id;
             let events = store
-                .events(&id, 0, u64::MAX)
+                .events(&id, ..)
                 .unwrap()
                 .iter()
                 .map(Event::to_jsonl)
@@ -101,7 +101,7 @@ fn check_reads(store: &Store, original: &Readings, what: &str) -> usize {
         "{what}: the sessions listed"
     );
     for (id, (events, messages, state)) in original {
-        match store.events(id, 0, u64::MAX) {
+        match store.events(id, ..) {
             Ok(got) => assert_eq!(
                 &got.iter().map(Event::to_jsonl).collect::<Vec<_>>(),
                 events,

@@ -75,7 +75,7 @@ fn fresh_of(store: &Store) -> StoreDump {
     // Parents before their forks, as created.
     live.sort_by_key(|i| i.incarnation);
     for info in live {
-        let events = store.events(&info.header.id, 0, u64::MAX).unwrap();
+        let events = store.events(&info.header.id, ..).unwrap();
         fresh.restore_session(info.header, events).unwrap();
     }
     dump_store(&fresh)

@@ -45,7 +45,7 @@ fn legacy_shapes_import_as_dsh_reads_them_and_round_trip() {
     assert_eq!(report.sessions[0].migrated, [1, 2, 3, 4, 5, 6]);
     assert_eq!(store.surface("old").unwrap(), [1, 2, 4, 5, 6]);
     let types: Vec<String> = store
-        .events("old", 0, 8)
+        .events("old", ..8)
         .unwrap()
         .iter()
         .map(|e| e.event_type().to_owned())
@@ -71,7 +71,7 @@ fn legacy_shapes_import_as_dsh_reads_them_and_round_trip() {
     );
     // The turn marker's old trigger is kept as written (DSH reads it the same).
     assert!(
-        store.events("old", 0, 1).unwrap()[0]
+        store.events("old", ..1).unwrap()[0]
             .data()
             .starts_with(br#"{"turn":1,"trigger""#)
     );

@@ -77,7 +77,7 @@ fn invalid_utf8_reads_as_replacement_characters() {
     );
     let id = s.list()[0].header.id.clone();
     assert_eq!(
-        s.events(&id, 0, 1).unwrap()[0].data(),
+        s.events(&id, ..1).unwrap()[0].data(),
         "\"\u{fffd}\u{fffd}\"".as_bytes()
     );
 }

@@ -157,7 +157,7 @@ fn version_1_and_2_exports_still_import() {
         import_sqlite(&s, &db).unwrap();
         s.list()
             .iter()
-            .map(|i| s.events(&i.header.id, 0, u64::MAX).unwrap())
+            .map(|i| s.events(&i.header.id, ..).unwrap())
             .collect::<Vec<_>>()
     };
     for (version, ddl) in [
@@ -193,7 +193,7 @@ fn version_1_and_2_exports_still_import() {
         let got: Vec<_> = s
             .list()
             .iter()
-            .map(|i| s.events(&i.header.id, 0, u64::MAX).unwrap())
+            .map(|i| s.events(&i.header.id, ..).unwrap())
             .collect();
         assert_eq!(got, want, "version {version}");
     }

@@ -59,7 +59,7 @@ fn regression_a_fork_at_an_end_seed_marker_adds_no_second_marker() {
     assert_eq!(store.session_len(&other).unwrap(), 2);
     let types = |store: &Store, id: &str| -> Vec<String> {
         store
-            .events(id, 0, u64::MAX)
+            .events(id, ..)
             .unwrap()
             .iter()
             .map(|e| e.event_type().to_owned())

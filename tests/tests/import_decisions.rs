@@ -400,7 +400,7 @@ fn decision<T>(result: sessdb_formats::Result<T>, store: &sessdb::Store) -> Deci
     let info = store.list();
     let id = &info[0].header.id;
     Ok(store
-        .events(id, 0, u64::MAX)
+        .events(id, ..)
         .unwrap()
         .into_iter()
         .map(|e| {

@@ -182,7 +182,7 @@ fn kill_rounds(test: &str, kills: &[(u64, Option<&str>)]) -> u64 {
             "round {round}: {len} events, {acked} acknowledged"
         );
         let events = if len > 0 {
-            store.events("k", 1, len).unwrap()
+            store.events("k", 1..len).unwrap()
         } else {
             Vec::new()
         };

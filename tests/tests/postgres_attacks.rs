@@ -69,7 +69,7 @@ fn rows(client: &mut postgres::Client, id: &str) -> Vec<(i64, String)> {
 
 fn store_rows(store: &Store, id: &str) -> Vec<(i64, String)> {
     store
-        .events(id, 0, u64::MAX)
+        .events(id, ..)
         .unwrap()
         .iter()
         .map(|e| {

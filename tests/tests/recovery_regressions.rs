@@ -554,7 +554,7 @@ fn contents(store: &Store) -> Vec<(String, Vec<Vec<u8>>)> {
         .map(|s| {
             let id = s.header.id;
             let events = store
-                .events(&id, 0, u64::MAX)
+                .events(&id, ..)
                 .unwrap()
                 .iter()
                 .map(sessdb::Event::to_jsonl)

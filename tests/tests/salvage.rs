@@ -121,7 +121,7 @@ fn a_reader_beside_a_salvage_keeps_reading_the_bytes_it_mapped() {
     let read_all = |s: &Store| -> Vec<(String, sessdb::Result<Vec<Event>>)> {
         s.list()
             .into_iter()
-            .map(|i| (i.header.id.clone(), s.events(&i.header.id, 0, u64::MAX)))
+            .map(|i| (i.header.id.clone(), s.events(&i.header.id, ..)))
             .collect()
     };
     let before: Vec<_> = read_all(&reader)

@@ -38,11 +38,7 @@ fn script(store: &Store) -> BTreeMap<String, Vec<Vec<u8>>> {
             store.create_session(SessionHeader::new(s, 0), Vec::new())?;
             acked.insert(
                 s.to_owned(),
-                store
-                    .events(s, 0, u64::MAX)?
-                    .iter()
-                    .map(Event::to_jsonl)
-                    .collect(),
+                store.events(s, ..)?.iter().map(Event::to_jsonl).collect(),
             );
         }
         for turn in 1..=6u64 {
@@ -58,7 +54,7 @@ fn script(store: &Store) -> BTreeMap<String, Vec<Vec<u8>>> {
                     Draft::log(&LogType::TURN_END, p::turn_end(turn).into_bytes()),
                 ];
                 let range = store.append_batch(s, batch)?;
-                let events = store.events(s, range.start, range.end)?;
+                let events = store.events(s, range.start..range.end)?;
                 acked
                     .entry(s.to_owned())
                     .or_default()
@@ -69,7 +65,7 @@ fn script(store: &Store) -> BTreeMap<String, Vec<Vec<u8>>> {
                 acked.insert(
                     child.clone(),
                     store
-                        .events(&child, 0, u64::MAX)?
+                        .events(&child, ..)?
                         .iter()
                         .map(Event::to_jsonl)
                         .collect(),

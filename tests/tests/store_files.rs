@@ -48,8 +48,8 @@ fn a_reader_opens_beside_a_live_writer_and_reads_sealed_segments() {
     assert!(store.stats().segments > 2);
     let reader = Store::open_read_only(dir.path(), sessdb::StoreOptions::default()).unwrap();
     for id in &summary.sessions {
-        let ours = store.events(id, 0, u64::MAX).unwrap();
-        let theirs = reader.events(id, 0, u64::MAX).unwrap();
+        let ours = store.events(id, ..).unwrap();
+        let theirs = reader.events(id, ..).unwrap();
         assert_eq!(theirs, ours, "{id}");
         assert_eq!(reader.messages(id).unwrap(), store.messages(id).unwrap());
     }
@@ -102,13 +102,13 @@ fn concurrent_appenders_under_sync_all_land() {
         t.join().unwrap();
     }
     let before: Vec<Vec<Event>> = (0..4)
-        .map(|t| store.events(&format!("t{t}"), 0, u64::MAX).unwrap())
+        .map(|t| store.events(&format!("t{t}"), ..).unwrap())
         .collect();
     assert!(before.iter().all(|e| e.len() == 51));
     drop(store);
     let reopened = Store::open(dir.path(), options()).unwrap();
     let after: Vec<Vec<Event>> = (0..4)
-        .map(|t| reopened.events(&format!("t{t}"), 0, u64::MAX).unwrap())
+        .map(|t| reopened.events(&format!("t{t}"), ..).unwrap())
         .collect();
     assert_eq!(after, before);
 }
@@ -188,7 +188,7 @@ fn reopen_reads_back_and_verifies(
     before: &[sessdb::Event],
 ) {
     let reopened = Store::open(dir, options).unwrap();
-    assert_eq!(reopened.events("s", 0, u64::MAX).unwrap(), before);
+    assert_eq!(reopened.events("s", ..).unwrap(), before);
     reopened.close().unwrap();
     let report =
         sessdb::store::verify(std::sync::Arc::new(sessdb::storage::FsStorage::new(dir))).unwrap();
@@ -222,7 +222,7 @@ fn buffered_appends_across_windows_and_rolls_read_back() {
         .with_preallocate_bytes(64 << 10);
     let store = store_with_session(dir.path(), &options);
     append_padded(&store, 4000, 700);
-    let before = store.events("s", 0, u64::MAX).unwrap();
+    let before = store.events("s", ..).unwrap();
     assert!(store.stats().segments >= 6, "{:?}", store.stats());
     store.close().unwrap();
     drop(store);
@@ -258,7 +258,7 @@ fn sync_appends_into_zero_written_space_read_back() {
             .collect();
         store.append_batch("s", batch).unwrap();
     }
-    let before = store.events("s", 0, u64::MAX).unwrap();
+    let before = store.events("s", ..).unwrap();
     assert!(store.stats().segments >= 3, "{:?}", store.stats());
     // The active segment: allocated past its records, and zeros there.
     let mut segments: Vec<_> = std::fs::read_dir(dir.path().join("segments"))
@@ -461,7 +461,7 @@ fn sync_appends_beside_the_helpers_zero_fill(fail: bool) {
         .create_session(SessionHeader::new("s", 1_000), Vec::new())
         .unwrap();
     append_padded(&store, 3000, 400);
-    let before = store.events("s", 0, u64::MAX).unwrap();
+    let before = store.events("s", ..).unwrap();
     assert!(store.stats().segments >= 3, "{:?}", store.stats());
     store.close().unwrap();
     drop(store);

@@ -33,15 +33,15 @@ fn fork_by_reference_adds_a_small_record(storage: &Backend) {
     assert!(grown < 400, "the fork record is {grown} bytes");
     assert_eq!(store.session_len(&child).unwrap(), parent_len + 1);
     assert_eq!(
-        store.events(&child, 0, parent_len).unwrap(),
-        store.events(parent, 0, parent_len).unwrap()
+        store.events(&child, ..parent_len).unwrap(),
+        store.events(parent, ..parent_len).unwrap()
     );
     // Deleting the parent keeps the child whole, also across reopen.
     store.delete_session(parent).unwrap();
-    let child_events = store.events(&child, 0, u64::MAX).unwrap();
+    let child_events = store.events(&child, ..).unwrap();
     store.close().unwrap();
     let reopened = open(storage);
-    assert_eq!(reopened.events(&child, 0, u64::MAX).unwrap(), child_events);
+    assert_eq!(reopened.events(&child, ..).unwrap(), child_events);
     assert!(matches!(
         reopened.session_len(parent),
         Err(Error::SessionNotFound { .. })

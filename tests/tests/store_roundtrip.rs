@@ -115,7 +115,7 @@ fn the_resident_index_costs_16_bytes_per_event_after_open(storage: &Backend) {
         "{m:?}"
     );
     for s in store.list() {
-        store.events(&s.header.id, 0, u64::MAX).unwrap();
+        store.events(&s.header.id, ..).unwrap();
     }
     let read = store.memory_usage();
     assert_eq!(read.mapped_index_bytes, 0, "{read:?}");
@@ -205,18 +205,18 @@ fn iter_events_matches_events_across_windows() {
         (2000, 3000),
     ] {
         let iterated: Vec<Event> = store
-            .iter_events("s", from, to)
+            .iter_events("s", from..to)
             .unwrap()
             .collect::<sessdb::Result<_>>()
             .unwrap();
         assert_eq!(
             iterated,
-            store.events("s", from, to).unwrap(),
+            store.events("s", from..to).unwrap(),
             "{from}..{to}"
         );
     }
     assert!(matches!(
-        store.iter_events("missing", 0, 1),
+        store.iter_events("missing", ..1),
         Err(Error::SessionNotFound { .. })
     ));
 }

@@ -365,7 +365,7 @@ impl NativeStore {
                 // A legacy replacement takes the id of the message it replaces: the one stored
                 // event a migration reads, read alone.
                 legacy::migrate_appended(&session, &mut events, |seq| {
-                    let e = s.events(&session, seq, seq + 1).ok()?.pop()?;
+                    let e = s.events(&session, seq..seq + 1).ok()?.pop()?;
                     legacy::message_id_of(&e).map(<[u8]>::to_vec)
                 });
             }
@@ -389,7 +389,7 @@ impl NativeStore {
             Some(t) => seq_arg(t, "to")?,
             None => u64::MAX,
         };
-        Ok(self.job(move |s| s.events(&session, from, to).map(|e| lines_of(&e))))
+        Ok(self.job(move |s| s.events(&session, from..to).map(|e| lines_of(&e))))
     }
 
     /// The session as its DSH `session.jsonl` text (the header line, then the events; with

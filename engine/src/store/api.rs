@@ -1,6 +1,7 @@
 //! The [`Store`] API: what embedders call; each method sequences the shared [`Inner`]'s
 //! parts (look up, plan, write, read).
 
+use std::ops::RangeBounds;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -297,16 +298,18 @@ impl Store {
         self.inner.maintenance.wait_idle(timeout)
     }
 
-    /// Events `from..to` (clamped to the session's length).
+    /// The events of `range`, any range of seqs (`..`, `3..`, `3..=7`, `from..to`), clamped to
+    /// the session's length — the one range spelling of every method that takes one.
     ///
     /// # Errors
     /// `SessionNotFound`, read errors.
-    pub fn events(&self, session: &str, from: u64, to: u64) -> Result<Vec<Event>> {
+    pub fn events(&self, session: &str, range: impl RangeBounds<u64>) -> Result<Vec<Event>> {
+        let (from, to) = super::session::bounds(range);
         let locs = self.locs(session, from, to)?;
         self.inner.segments.read_events(&locs)
     }
 
-    /// Hands the events `from..to` to `f` in order, each borrowed from the bytes read (its
+    /// Hands the events of `range` to `f` in order, each borrowed from the bytes read (its
     /// checksum checked, no owned event built): the cheapest way to write events out.
     ///
     /// # Errors
@@ -314,10 +317,10 @@ impl Store {
     pub fn visit_events(
         &self,
         session: &str,
-        from: u64,
-        to: u64,
+        range: impl RangeBounds<u64>,
         mut f: impl FnMut(EventRef<'_>) -> Result<()>,
     ) -> Result<()> {
+        let (from, to) = super::session::bounds(range);
         let locs = self.locs(session, from, to)?;
         self.inner.segments.visit_events(&locs, &mut f)
     }
@@ -333,13 +336,18 @@ impl Store {
             .collect()
     }
 
-    /// The events `from..to` as an iterator that reads a window of events at a time: memory
+    /// The events of `range` as an iterator that reads a window of events at a time: memory
     /// stays bounded by the window, not the range (an export of a long session, a `show`).
     /// The session's length is taken now; events appended later are not included.
     ///
     /// # Errors
     /// `SessionNotFound` now; each item carries the read errors of its window.
-    pub fn iter_events(&self, session: &str, from: u64, to: u64) -> Result<EventIter<'_>> {
+    pub fn iter_events(
+        &self,
+        session: &str,
+        range: impl RangeBounds<u64>,
+    ) -> Result<EventIter<'_>> {
+        let (from, to) = super::session::bounds(range);
         let end = to.min(self.session_len(session)?);
         Ok(EventIter {
             store: self,
@@ -356,7 +364,7 @@ impl Store {
     /// As [`Store::events`].
     pub fn last_events(&self, session: &str, n: u64) -> Result<Vec<Event>> {
         let len = self.session_len(session)?;
-        self.events(session, len.saturating_sub(n), len)
+        self.events(session, len.saturating_sub(n)..len)
     }
 
     /// The number of events of a session.
@@ -659,7 +667,7 @@ impl Iterator for EventIter<'_> {
             return None;
         }
         let to = self.end.min(self.next.saturating_add(Self::WINDOW));
-        match self.store.events(&self.session, self.next, to) {
+        match self.store.events(&self.session, self.next..to) {
             Ok(events) if !events.is_empty() => {
                 self.next += events.len() as u64;
                 self.window = events.into();

@@ -161,20 +161,10 @@ impl Store {
         }
         Ok(SessionHandle { store: self, id })
     }
-
-    /// The events of `range` (any range of seqs: `..`, `3..`, `3..=7`; clamped to the
-    /// session's length).
-    ///
-    /// # Errors
-    /// As [`Store::events`].
-    pub fn events_in(&self, session: &str, range: impl RangeBounds<u64>) -> Result<Vec<Event>> {
-        let (from, to) = bounds(range);
-        self.events(session, from, to)
-    }
 }
 
 /// A range of seqs as `from..to` (half open; `to` may be `u64::MAX`: to the end).
-fn bounds(range: impl RangeBounds<u64>) -> (u64, u64) {
+pub(super) fn bounds(range: impl RangeBounds<u64>) -> (u64, u64) {
     let from = match range.start_bound() {
         Bound::Included(&s) => s,
         Bound::Excluded(&s) => s.saturating_add(1),
@@ -215,7 +205,7 @@ impl SessionHandle<'_> {
     /// # Errors
     /// As [`Store::events`].
     pub fn events(&self, range: impl RangeBounds<u64>) -> Result<Vec<Event>> {
-        self.store.events_in(&self.id, range)
+        self.store.events(&self.id, range)
     }
 
     /// The last `n` events.
@@ -329,7 +319,7 @@ mod tests {
         assert_eq!(seqs(h.events(..2)), vec![0, 1]);
         assert_eq!(seqs(h.events(7..=100)), vec![7, 8]);
         assert_eq!(seqs(h.events(5..5)), Vec::<u64>::new());
-        assert_eq!(seqs(s.events_in("s", 2..4)), seqs(s.events("s", 2, 4)));
+        assert_eq!(seqs(s.events("s", 2..=3)), seqs(s.events("s", 2..4)));
     }
 
     #[test]

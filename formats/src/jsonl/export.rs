@@ -242,7 +242,7 @@ fn write_session<W: Write>(
     while from < info.events {
         let to = (from + WINDOW).min(info.events);
         // Events are written from the bytes read (borrowed), not decoded into owned events.
-        store.visit_events(&info.header.id, from, to, |event| {
+        store.visit_events(&info.header.id, from..to, |event| {
             let dsh = *dsh_frames.get_or_insert(event.frame_start());
             if dsh && event.frame_start() {
                 packer.flush(&mut out);

@@ -156,7 +156,7 @@ pub(super) fn write(
             let mut from = 0;
             while from < info.events {
                 let to = (from + WINDOW).min(info.events);
-                store.visit_events(&h.id, from, to, |e| {
+                store.visit_events(&h.id, from..to, |e| {
                     let closes_turn = e.event_type() == "turn/end";
                     packer.push_ref(&e, &mut lines);
                     if closes_turn {

@@ -160,7 +160,7 @@ fn write(
                 // Borrowed events, a window at a time: no owned copy of each event.
                 let mut read = 0u64;
                 let mut failed: Option<Error> = None;
-                let visited = store.visit_events(&h.id, from, from + WINDOW, |e| {
+                let visited = store.visit_events(&h.id, from..from + WINDOW, |e| {
                     read += 1;
                     // Bound as TEXT without a second UTF-8 pass: the validator checked it on
                     // the way in, and the read checked the event's checksum.

@@ -97,7 +97,7 @@ pub fn run(a: &Args) -> CliResult {
         } else {
             for seq in surface {
                 let kind = store
-                    .events(&a.session, seq, seq + 1)?
+                    .events(&a.session, seq..seq + 1)?
                     .first()
                     .map(|e| e.event_type().to_owned())
                     .unwrap_or_default();
@@ -133,7 +133,7 @@ pub fn run(a: &Args) -> CliResult {
         return Ok(code::OK);
     }
     let mut out = Vec::new();
-    for e in store.iter_events(&a.session, a.from, a.end())? {
+    for e in store.iter_events(&a.session, a.from..a.end())? {
         e?.write_jsonl(&mut out);
         out.push(b'\n');
         if out.len() >= 1 << 16 {
