@@ -200,7 +200,7 @@ impl SessionHandle<'_> {
         self.store.append_batch(&self.id, drafts)
     }
 
-    /// The events of `range` (`..` for all), as [`Store::events_in`].
+    /// The events of `range` (`..` for all), as [`Store::events`].
     ///
     /// # Errors
     /// As [`Store::events`].
