@@ -117,9 +117,9 @@ pub fn plan_fork(
 
 /// A random (version 4) UUID in its text form, as DSH mints session ids: unique across stores
 /// and time, so a minted child id is never one that `delete` freed or another store minted
-/// too. Also the ids of DSH databases' bookkeeping rows and of a store's ship id. (std's
-/// per-process random hasher keys are the randomness: no dependency for 16 bytes nobody
-/// verifies.)
+/// too. Also the ids of DSH databases' bookkeeping rows and of a store's ship id. The `uuid`
+/// crate draws its 122 random bits from the operating system (`getrandom`, already in the
+/// build through `tempfile`).
 ///
 /// ```
 /// let id = sessdb::random_uuid();
@@ -127,31 +127,5 @@ pub fn plan_fork(
 /// assert_ne!(sessdb::random_uuid(), id);
 /// ```
 pub fn random_uuid() -> String {
-    use std::hash::{BuildHasher, Hasher};
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    // `RandomState` is keyed from the OS's randomness; the clock and a counter make every
-    // draw in a process different even so.
-    let draw = |salt: u64| {
-        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_u64(salt);
-        h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-        h.write_u128(
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos()),
-        );
-        h.finish()
-    };
-    let (hi, lo) = (draw(0x5e55), draw(0xdb));
-    let hi = (hi & !0xf000) | 0x4000; // version 4
-    let lo = (lo & !(0b11 << 62)) | (0b10 << 62); // variant 1
-    format!(
-        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
-        hi >> 32,
-        (hi >> 16) & 0xffff,
-        hi & 0xffff,
-        lo >> 48,
-        lo & 0xffff_ffff_ffff
-    )
+    uuid::Uuid::new_v4().to_string()
 }

@@ -52,26 +52,12 @@ pub fn println(line: &str) {
 
 /// Epoch milliseconds as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
 pub fn iso_time(ms: i64) -> String {
-    let secs = ms.div_euclid(1000);
-    let millis = ms.rem_euclid(1000);
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    // jiff's range is years -9999..=9999; a time past it (data, not a clock) prints as its
+    // number of milliseconds.
+    match jiff::Timestamp::from_millisecond(ms) {
+        Ok(t) => t.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
+        Err(_) => format!("{ms} ms"),
+    }
 }
 
 /// What a progress bar counts.
@@ -236,5 +222,6 @@ mod tests {
         assert_eq!(iso_time(1_767_225_600_123), "2026-01-01T00:00:00.123Z");
         assert_eq!(iso_time(951_782_400_000), "2000-02-29T00:00:00.000Z");
         assert_eq!(iso_time(-1), "1969-12-31T23:59:59.999Z");
+        assert_eq!(iso_time(i64::MAX), "9223372036854775807 ms");
     }
 }
