@@ -61,6 +61,12 @@ pub enum Error {
         /// What disagrees.
         problem: String,
     },
+    /// The connection string's TLS settings cannot be honoured (`sslmode`, `sslrootcert`).
+    #[error("postgres: TLS: {problem}")]
+    Tls {
+        /// What is wrong.
+        problem: String,
+    },
     /// The store failed.
     #[error(transparent)]
     Store(#[from] sessdb::Error),

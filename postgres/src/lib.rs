@@ -37,6 +37,7 @@ mod pull;
 mod rows;
 mod schema;
 mod ship;
+mod tls;
 
 pub use error::{Error, Result};
 pub use identity::{SHIP_ID_FILE, ship_id};

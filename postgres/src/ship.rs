@@ -103,7 +103,13 @@ pub fn connect(url: &str) -> Result<Connection> {
 }
 
 pub(crate) fn client(url: &str) -> Result<Client> {
-    Client::connect(url, NoTls).map_err(Error::pg("connect"))
+    let tls = crate::tls::Tls::parse(url)?;
+    let config: postgres::Config = tls.url.parse().map_err(Error::pg("connect"))?;
+    match tls.connector()? {
+        Some(connector) => config.connect(connector),
+        None => config.connect(NoTls),
+    }
+    .map_err(Error::pg("connect"))
 }
 
 impl Shipper {

@@ -14,9 +14,10 @@ pub struct ShipArgs {
     /// The store directory (read-only: works beside its writer).
     store: PathArg,
     /// The PostgreSQL connection string: `host=/run/postgresql dbname=sessions` or a
-    /// `postgresql://` URL (a Unix socket directory as host). Without it: `$DATABASE_URL`,
-    /// else libpq's `PGHOST`, `PGPORT`, `PGUSER`, `PGPASSWORD`, `PGDATABASE` (no password on
-    /// the command line).
+    /// `postgresql://` URL (a Unix socket directory as host); TLS as libpq's `sslmode`
+    /// (`require`, `verify-ca`, `verify-full`, ...) and `sslrootcert` ask. Without it:
+    /// `$DATABASE_URL`, else libpq's `PGHOST`, `PGPORT`, `PGUSER`, `PGPASSWORD`,
+    /// `PGDATABASE`, `PGSSLMODE`, `PGSSLROOTCERT` (no password on the command line).
     #[arg(long, value_name = "URL", env = "DATABASE_URL", hide_env_values = true)]
     postgres: Option<String>,
     /// Keep following the store: ship each new record within a second, until killed; waits
@@ -437,6 +438,8 @@ fn connection(given: Option<&str>) -> CliResult<String> {
         ("PGUSER", "user"),
         ("PGPASSWORD", "password"),
         ("PGDATABASE", "dbname"),
+        ("PGSSLMODE", "sslmode"),
+        ("PGSSLROOTCERT", "sslrootcert"),
     ]
     .iter()
     .filter_map(|(var, key)| {
