@@ -138,7 +138,7 @@ fn step(
                 sources.sort_unstable();
                 sources.dedup();
             }
-            let intent = SurfaceIntent::replace(start, end).with_sources(sources);
+            let intent = SurfaceIntent::replace(start..=end).with_sources(sources);
             let node = if kind % 8 == 4 {
                 accepted(s, surface(SurfaceType::UserMessage, user_msg(seq), intent))?;
                 Node {
@@ -184,7 +184,7 @@ fn step(
                 surface(
                     SurfaceType::ToolResult,
                     data,
-                    SurfaceIntent::replace(target, target).with_sources(vec![target]),
+                    SurfaceIntent::replace(target..=target).with_sources(vec![target]),
                 ),
             )?;
             r.surface = r.replaced(target, target, seq);

@@ -448,7 +448,7 @@ fn compact<S: Sink>(w: &mut Writer<'_, S>, rng: &mut Rng) -> Result<()> {
     w.surface(
         SurfaceType::UserMessage,
         payload::user_message(&format!("{id}-summary"), "compaction", &text),
-        SurfaceIntent::replace(first, last).with_sources(sources),
+        SurfaceIntent::replace(first..=last).with_sources(sources),
     )?;
     w.plugin(
         "compaction/end",
@@ -474,7 +474,7 @@ fn prune<S: Sink>(w: &mut Writer<'_, S>) -> Result<()> {
     w.surface(
         SurfaceType::ToolResult,
         data,
-        SurfaceIntent::replace(seq, seq).with_sources(vec![seq, prune]),
+        SurfaceIntent::replace(seq..=seq).with_sources(vec![seq, prune]),
     )?;
     Ok(())
 }

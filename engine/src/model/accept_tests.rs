@@ -97,7 +97,7 @@ fn replace_user(start: u64, end: u64, sources: Vec<u64>) -> Draft {
     Draft::surface(
         SurfaceType::UserMessage,
         user("sum"),
-        SurfaceIntent::replace(start, end).with_sources(sources),
+        SurfaceIntent::replace(start..=end).with_sources(sources),
     )
 }
 
@@ -105,7 +105,7 @@ fn replace_tool(start: u64, end: u64, data: String) -> Draft {
     Draft::surface(
         SurfaceType::ToolResult,
         data.into_bytes(),
-        SurfaceIntent::replace(start, end).with_sources(vec![3, 4, 5, 6]),
+        SurfaceIntent::replace(start..=end).with_sources(vec![3, 4, 5, 6]),
     )
 }
 
@@ -549,7 +549,7 @@ fn regression_rule_order_is_dshs() {
     let d = Draft::surface(
         SurfaceType::ToolResult,
         two_blocks.clone().into_bytes(),
-        SurfaceIntent::replace(5, 5).with_sources(Vec::new()),
+        SurfaceIntent::replace(5..=5).with_sources(Vec::new()),
     );
     assert_eq!(refused(d).rule(), "message-shape");
     let no_op = Draft::dynamic("tool/result", two_blocks.into_bytes());

@@ -91,9 +91,10 @@ impl SurfaceIntent {
         }
     }
 
-    /// Replace the surface nodes `start..=end` (surface order). The sources must cite every
-    /// shadowed seq.
-    pub fn replace(start: u64, end: u64) -> Self {
+    /// Replace the surface nodes `start..=end` (surface order; DSH's `replace` bounds are
+    /// inclusive). The sources must cite every shadowed seq.
+    pub fn replace(nodes: std::ops::RangeInclusive<u64>) -> Self {
+        let (start, end) = nodes.into_inner();
         Self {
             op: SurfaceOp::Replace { start, end },
             sources: None,
@@ -134,7 +135,12 @@ impl Draft {
     }
 
     /// A surface event with its intent.
-    pub fn surface(event_type: SurfaceType, data: impl EventData, intent: SurfaceIntent) -> Self {
+    pub fn surface(
+        event_type: impl Borrow<SurfaceType>,
+        data: impl EventData,
+        intent: SurfaceIntent,
+    ) -> Self {
+        let event_type = *event_type.borrow();
         Self {
             surface_op: Some(intent.op),
             sources: intent.sources,

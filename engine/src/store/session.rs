@@ -79,7 +79,7 @@ use crate::{Draft, Error, Result};
 /// let summary = s.append(surface(
 ///     SurfaceType::UserMessage,
 ///     r#"{"id":"sum1","role":"user","source":{"kind":"compaction"},"content":[{"type":"text","text":"Summary: the files were listed."}]}"#,
-///     SurfaceIntent::replace(user, result).with_sources(vec![user, answer, result]),
+///     SurfaceIntent::replace(user..=result).with_sources(vec![user, answer, result]),
 /// ))?;
 /// assert_eq!(s.surface()?, vec![summary]);
 /// assert_eq!(s.messages()?.len(), 1);

@@ -159,7 +159,7 @@ fn replace_draft(start: u64, end: u64, n: u64) -> Draft {
     Draft::surface(
         SurfaceType::UserMessage,
         p::user_message(&format!("r{n}"), "compaction", "summary").into_bytes(),
-        SurfaceIntent::replace(start, end).with_sources(vec![start, end]),
+        SurfaceIntent::replace(start..=end).with_sources(vec![start, end]),
     )
 }
 
