@@ -58,6 +58,8 @@ mkdir -p "$pkg/src" "$pkg/tests"
 cp "$here/dsh-index.ts" "$pkg/src/index.ts"
 cp "$root/bindings/dsh/src/invariant.ts" "$pkg/src/"
 cp "$root"/bindings/dsh/tests/* "$pkg/tests/"
+cp "$root/bindings/dsh/README.md" "$pkg/"
+printf '{ "name": "@sessdb/dsh-session-persistence", "private": true, "type": "module" }\n' > "$pkg/package.json"
 cp "$here/vitest.config.ts" "$pkg/vitest.installed.config.ts"
 # In src/: the harness drops the package's own node_modules when it copies it in.
 cp -R "$app/node_modules" "$pkg/src/node_modules"

@@ -358,6 +358,38 @@ describe('sessdb backend', () => {
     }
   })
 
+  // The README's configurations run as they stand (their store path replaced by a temp dir).
+  it('the README\'s examples mount the backend as written', async () => {
+    const readme = await readFile(join(import.meta.dirname, '..', 'README.md'), 'utf8')
+    const blocks = readme.split('```ts\n').slice(1).map(b => b.split('```')[0]!)
+    expect(blocks.length).toBeGreaterThanOrEqual(2)
+    const pkg = JSON.parse(await readFile(join(import.meta.dirname, '..', 'package.json'), 'utf8')) as { name: string }
+    for (const block of blocks) {
+      const imported = /from '([^']+)'/.exec(block)?.[1]
+      if (imported !== undefined) expect(imported).toBe(pkg.name)
+      const call = 'ctx.plugin(SessdbSessionPersistence, '
+      const start = block.indexOf(call)
+      expect(start, block).toBeGreaterThanOrEqual(0)
+      const text = block.slice(start + call.length, block.lastIndexOf('})') + 1)
+      // eslint-disable-next-line @typescript-eslint/no-implied-eval
+      const config = new Function(`return (${text})`)() as { path: string }
+      const dir = await mkdtemp(join(tmpdir(), 'dsh-sessdb-readme-'))
+      try {
+        const { ctx, fiber } = await mount(join(dir, 'store'), { ...config, path: join(dir, 'store') })
+        try {
+          const id = SessionId('from-the-readme')
+          await ctx.sessionPersistence.create(meta(id, '/w'))
+          await ctx.sessionPersistence.append(id, oneTurnLog().map(e => ({ ...e, time: Date.now() })))
+          expect((await ctx.sessionPersistence.load(id)).events.length).toBe(oneTurnLog().length)
+        } finally {
+          await fiber.dispose()
+        }
+      } finally {
+        await rm(dir, { recursive: true, force: true })
+      }
+    }
+  })
+
   it('a retention policy in the config deletes old sessions by itself', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'dsh-sessdb-retention-'))
     const path = join(dir, 'store')
