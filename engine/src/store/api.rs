@@ -1,7 +1,7 @@
 //! The [`Store`] API: what embedders call; each method sequences the shared [`Inner`]'s
 //! parts (look up, plan, write, read).
 
-use std::ops::RangeBounds;
+use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -304,7 +304,7 @@ impl Store {
     /// # Errors
     /// `SessionNotFound`, read errors.
     pub fn events(&self, session: &str, range: impl RangeBounds<u64>) -> Result<Vec<Event>> {
-        let (from, to) = super::session::bounds(range);
+        let (from, to) = bounds(range);
         let locs = self.locs(session, from, to)?;
         self.inner.segments.read_events(&locs)
     }
@@ -320,7 +320,7 @@ impl Store {
         range: impl RangeBounds<u64>,
         mut f: impl FnMut(EventRef<'_>) -> Result<()>,
     ) -> Result<()> {
-        let (from, to) = super::session::bounds(range);
+        let (from, to) = bounds(range);
         let locs = self.locs(session, from, to)?;
         self.inner.segments.visit_events(&locs, &mut f)
     }
@@ -347,7 +347,7 @@ impl Store {
         session: &str,
         range: impl RangeBounds<u64>,
     ) -> Result<EventIter<'_>> {
-        let (from, to) = super::session::bounds(range);
+        let (from, to) = bounds(range);
         let end = to.min(self.session_len(session)?);
         Ok(EventIter {
             store: self,
@@ -716,4 +716,19 @@ fn refuse_foreign_dir(dir: &std::path::Path) -> Result<()> {
         });
     }
     Ok(())
+}
+
+/// A range of seqs as `from..to` (half open; `to` may be `u64::MAX`: to the end).
+fn bounds(range: impl RangeBounds<u64>) -> (u64, u64) {
+    let from = match range.start_bound() {
+        Bound::Included(&s) => s,
+        Bound::Excluded(&s) => s.saturating_add(1),
+        Bound::Unbounded => 0,
+    };
+    let to = match range.end_bound() {
+        Bound::Included(&e) => e.saturating_add(1),
+        Bound::Excluded(&e) => e,
+        Bound::Unbounded => u64::MAX,
+    };
+    (from, to)
 }

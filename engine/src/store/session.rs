@@ -1,7 +1,7 @@
 //! [`SessionHandle`]: one session of a [`Store`], so an embedder names it once instead of
 //! passing its id to every call; and the store's create-if-absent and range forms.
 
-use std::ops::{Bound, RangeBounds};
+use std::ops::RangeBounds;
 
 use super::api::Store;
 use super::info::SessionInfo;
@@ -161,21 +161,6 @@ impl Store {
         }
         Ok(SessionHandle { store: self, id })
     }
-}
-
-/// A range of seqs as `from..to` (half open; `to` may be `u64::MAX`: to the end).
-pub(super) fn bounds(range: impl RangeBounds<u64>) -> (u64, u64) {
-    let from = match range.start_bound() {
-        Bound::Included(&s) => s,
-        Bound::Excluded(&s) => s.saturating_add(1),
-        Bound::Unbounded => 0,
-    };
-    let to = match range.end_bound() {
-        Bound::Included(&e) => e.saturating_add(1),
-        Bound::Excluded(&e) => e,
-        Bound::Unbounded => u64::MAX,
-    };
-    (from, to)
 }
 
 impl SessionHandle<'_> {
