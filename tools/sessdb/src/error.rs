@@ -33,7 +33,8 @@ pub fn no_store(dir: &std::path::Path) -> CliError {
 #[derive(Debug)]
 pub struct CliError {
     pub message: String,
-    pub hint: Option<&'static str>,
+    /// What to do; `STORE` in it stands for the command's store, named when printed.
+    pub hint: Option<std::borrow::Cow<'static, str>>,
     pub code: u8,
 }
 
@@ -47,7 +48,28 @@ impl CliError {
     }
 
     pub fn hint(mut self, hint: &'static str) -> Self {
-        self.hint = Some(hint);
+        self.hint = Some(hint.into());
+        self
+    }
+
+    /// The hint with `STORE` replaced by the path of the store the command was given (quoted
+    /// for a shell when it needs to be), so it can be run as printed.
+    pub fn naming(mut self, store: Option<&std::path::Path>) -> Self {
+        if let (Some(hint), Some(store)) = (&self.hint, store)
+            && hint.contains("STORE")
+        {
+            let path = store.display().to_string();
+            let plain = !path.is_empty()
+                && path
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"/._-~+,:@".contains(&b));
+            let shown = if plain {
+                path
+            } else {
+                format!("'{}'", path.replace('\'', r"'\''"))
+            };
+            self.hint = Some(hint.replace("STORE", &shown).into());
+        }
         self
     }
 }
@@ -89,7 +111,7 @@ impl CliError {
                 code: code_name(self.code),
                 exit: self.code,
                 message: &self.message,
-                hint: self.hint,
+                hint: self.hint.as_deref(),
             },
         }
     }
@@ -98,7 +120,7 @@ impl CliError {
 impl fmt::Display for CliError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)?;
-        if let Some(h) = self.hint {
+        if let Some(h) = &self.hint {
             write!(f, " ({h})")?;
         }
         Ok(())

@@ -56,6 +56,7 @@ fn main() -> ExitCode {
         }
     };
     let json = cli.command.wants_json();
+    let store = cli.command.store().map(std::path::Path::to_path_buf);
     match cmd::run(
         cli.command,
         cli.quiet,
@@ -63,6 +64,7 @@ fn main() -> ExitCode {
     ) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
+            let e = e.naming(store.as_deref());
             if json {
                 out::print_json(&e.to_json());
             }

@@ -1422,3 +1422,22 @@ fn delete_takes_several_ids_or_an_age_and_stats_says_what_is_dead() {
     assert_eq!(out.status.code(), Some(6));
     assert!(String::from_utf8_lossy(&out.stdout).contains("\"error\""));
 }
+
+/// Before: a hint said `sessdb ls STORE` whatever the store was. Now it names the store the
+/// command was given, quoted for a shell when it has to be, so it runs as printed.
+#[test]
+fn regression_hints_name_the_store_given() {
+    let dir = tempfile::tempdir().unwrap();
+    demo(dir.path());
+    let err = fails(&["show", "store", "missing"], dir.path(), 6);
+    assert!(
+        err.contains("`sessdb ls store` lists the sessions"),
+        "{err}"
+    );
+    std::fs::rename(dir.path().join("store"), dir.path().join("my store")).unwrap();
+    let err = fails(&["tail", "my store", "missing"], dir.path(), 6);
+    assert!(
+        err.contains("`sessdb ls 'my store'` lists the sessions"),
+        "{err}"
+    );
+}

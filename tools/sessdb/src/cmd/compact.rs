@@ -9,7 +9,7 @@ use crate::out::{note, print_json, println};
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The store directory (no writer may hold it).
-    store: PathArg,
+    pub store: PathArg,
     /// Print what would be reclaimed per segment; change nothing.
     #[arg(long)]
     dry_run: bool,

@@ -47,7 +47,13 @@ pub fn man(a: &ManArgs, command: clap::Command) -> CliResult {
             .collect();
         pages.sort();
         for p in pages {
-            crate::out::println(&dir.join(p).display().to_string());
+            let path = dir.join(p);
+            let io = |e: std::io::Error| {
+                CliError::new(code::OTHER, format!("cannot write {}: {e}", path.display()))
+            };
+            let page = std::fs::read_to_string(&path).map_err(io)?;
+            std::fs::write(&path, keep_columns(&page)).map_err(io)?;
+            crate::out::println(&path.display().to_string());
         }
         return Ok(code::OK);
     }
@@ -55,6 +61,43 @@ pub fn man(a: &ManArgs, command: clap::Command) -> CliResult {
     clap_mangen::Man::new(command)
         .render(&mut out)
         .map_err(|e| CliError::new(code::OTHER, format!("cannot render the man page: {e}")))?;
-    print(&out);
+    print(keep_columns(&String::from_utf8_lossy(&out)).as_bytes());
     Ok(code::OK)
+}
+
+/// The page's EXTRA section (the examples and the exit codes, laid out in columns) set
+/// without filling: `man` would otherwise join and re-break its lines.
+fn keep_columns(page: &str) -> String {
+    let mut out = String::with_capacity(page.len() + 16);
+    let mut in_extra = false;
+    for line in page.lines() {
+        if in_extra && line.starts_with(".SH ") {
+            out.push_str(".fi\n");
+            in_extra = false;
+        }
+        out.push_str(line);
+        out.push('\n');
+        if line == ".SH EXTRA" {
+            out.push_str(".nf\n");
+            in_extra = true;
+        }
+    }
+    if in_extra {
+        out.push_str(".fi\n");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::keep_columns;
+
+    #[test]
+    fn the_extra_section_is_set_without_filling() {
+        let page = ".SH NAME\nsessdb\n.SH EXTRA\nExamples:\n  a     b\n.SH VERSION\nv0\n";
+        assert_eq!(
+            keep_columns(page),
+            ".SH NAME\nsessdb\n.SH EXTRA\n.nf\nExamples:\n  a     b\n.fi\n.SH VERSION\nv0\n"
+        );
+    }
 }

@@ -11,7 +11,7 @@ use crate::out::{iso_time, note, print_json, println, shown};
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The store directory.
-    store: PathArg,
+    pub store: PathArg,
     /// The sessions to delete (all are looked up first: an unknown id deletes nothing; forks
     /// keep what they inherited).
     #[arg(required_unless_present = "older_than", conflicts_with = "older_than")]

@@ -26,7 +26,7 @@ const MARKER: &str = "SESSDB-DEMO";
 pub struct Args {
     /// Where to write the demo store; the exports go beside it.
     #[arg(default_value = "./sessdb-demo")]
-    store: PathBuf,
+    pub store: PathBuf,
     /// Random seed of the workload.
     #[arg(long, default_value_t = 42)]
     seed: u64,

@@ -12,7 +12,7 @@ use crate::out::{Unit, bar, note, to_stdout, update};
 #[command(group(clap::ArgGroup::new("target").args(["jsonl", "sqlite"]).required(true)))]
 pub struct Args {
     /// The store directory.
-    store: PathArg,
+    pub store: PathArg,
     /// Write the DSH JSONL layout under this directory; `-` writes the one `--session` as its
     /// session.jsonl to stdout.
     #[arg(long, value_name = "DIR")]

@@ -9,7 +9,7 @@ use crate::out::{print_json, println, shown};
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The store directory.
-    store: PathArg,
+    pub store: PathArg,
     /// The session to fork.
     session: String,
     /// The last inherited seq (inclusive; default: the session's last event); it may not lie

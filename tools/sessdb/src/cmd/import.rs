@@ -17,7 +17,7 @@ use crate::out::{Unit, bar, update, warn};
 #[command(group(clap::ArgGroup::new("source").args(["jsonl", "sqlite"]).required(true)))]
 pub struct Args {
     /// The store directory (created if needed).
-    store: PathArg,
+    pub store: PathArg,
     /// A DSH sessions root, a session directory, or one session.jsonl[.zstd] file; `-` reads
     /// one session file (raw or zstd) from stdin, streamed.
     #[arg(long, value_name = "PATH")]

@@ -7,7 +7,7 @@ use crate::out::{iso_time, pad, print_json, println, shown, width};
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The store directory.
-    store: PathArg,
+    pub store: PathArg,
     /// One JSON array of objects.
     #[arg(long)]
     pub json: bool,

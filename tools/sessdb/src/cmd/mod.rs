@@ -73,6 +73,28 @@ pub enum Command {
 
 impl Command {
     /// Whether the command was asked for JSON output: its errors are then JSON on stdout too.
+    /// The store the command works on, when it has one (its hints name it).
+    pub fn store(&self) -> Option<&Path> {
+        Some(match self {
+            Command::Demo(a) => &a.store,
+            Command::Ls(a) => &a.store,
+            Command::Show(a) => &a.store,
+            Command::Tail(a) => &a.store,
+            Command::Import(a) => &a.store,
+            Command::Export(a) => &a.store,
+            Command::Delete(a) => &a.store,
+            Command::Compact(a) => &a.store,
+            Command::Fork(a) => &a.store,
+            Command::Verify(a) => &a.store,
+            Command::Repair(a) => &a.store,
+            Command::Stats(a) => &a.store,
+            Command::Stress(a) => &a.store,
+            Command::Ship(a) => &a.store,
+            Command::Pull(a) => &a.store,
+            _ => return None,
+        })
+    }
+
     pub fn wants_json(&self) -> bool {
         match self {
             Command::Ls(a) => a.json,

@@ -11,7 +11,7 @@ use crate::out::{print_json, println, scan_bar, shown};
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The store directory.
-    store: PathArg,
+    pub store: PathArg,
     /// Skip damaged records: cut only the sessions that had events in them, each at its last
     /// intact event; keep every other session whole. Prints what each session lost.
     #[arg(long)]
@@ -109,7 +109,10 @@ fn repair(a: &Args, quiet: bool) -> CliResult<Outcome> {
 fn salvage_hint(e: CliError) -> CliError {
     if e.message.contains("corruption") {
         CliError {
-            hint: Some("rerun with --salvage --dry-run to see what salvage would keep"),
+            hint: Some(
+                "rerun as `sessdb repair STORE --salvage --dry-run` to see what salvage would keep"
+                    .into(),
+            ),
             ..e
         }
     } else {

@@ -12,7 +12,7 @@ use crate::out::{note, print_json, println, shown, warn};
 #[derive(Debug, clap::Args)]
 pub struct ShipArgs {
     /// The store directory (read-only: works beside its writer).
-    store: PathArg,
+    pub store: PathArg,
     /// The PostgreSQL connection string: `host=/run/postgresql dbname=sessions` or a
     /// `postgresql://` URL (a Unix socket directory as host); TLS as libpq's `sslmode`
     /// (`require`, `verify-ca`, `verify-full`, ...) and `sslrootcert` ask. Without it:
@@ -43,7 +43,7 @@ pub struct ShipArgs {
 #[derive(Debug, clap::Args)]
 pub struct PullArgs {
     /// The store directory (created if missing or empty).
-    store: PathArg,
+    pub store: PathArg,
     /// The PostgreSQL connection string (as for `ship`: `$DATABASE_URL` or the `PG*`
     /// variables without it).
     #[arg(long, value_name = "URL", env = "DATABASE_URL", hide_env_values = true)]

@@ -8,7 +8,7 @@ use crate::out::{print, print_json, println, to_stdout};
 #[command(group(clap::ArgGroup::new("what").args(["events", "surface", "messages", "jsonl"])))]
 pub struct Args {
     /// The store directory.
-    store: PathArg,
+    pub store: PathArg,
     /// The session id.
     session: String,
     /// The events as DSH JSONL lines (the default).

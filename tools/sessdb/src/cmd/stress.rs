@@ -24,7 +24,7 @@ use crate::out::{Unit, bar};
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The store directory (created if it is new or empty).
-    store: PathArg,
+    pub store: PathArg,
     /// How long to append, in seconds.
     #[arg(long, allow_negative_numbers = true)]
     seconds: f64,

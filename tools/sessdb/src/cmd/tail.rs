@@ -9,7 +9,7 @@ use crate::out::print;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The store directory.
-    store: PathArg,
+    pub store: PathArg,
     /// The session id.
     session: String,
     /// How many of the last events.

@@ -12,7 +12,7 @@ use crate::out::{print_json, println, scan_bar};
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The store directory.
-    store: PathArg,
+    pub store: PathArg,
     /// One JSON object.
     #[arg(long)]
     pub json: bool,
