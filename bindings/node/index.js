@@ -159,14 +159,16 @@ class Store {
     return call(() => syncCall(() => this.inner.appendBatch(id, events.map(line), migrateLegacy, batchStart)))
   }
 
-  /** Events from `from` (to `to`, exclusive) as JSON lines. */
-  readLines(id, from = 0, to) {
-    return call(() => syncCall(() => this.inner.readFrom(id, from, to)))
+  /** Events from `from` (to `to`, exclusive) as JSON lines: one string from the addon, split. */
+  async readLines(id, from = 0, to) {
+    const text = await call(() => syncCall(() => this.inner.readJoined(id, from, to, false)))
+    // A JSON line holds no raw newline (JSON escapes it): the joined lines split back exactly.
+    return text === '' ? [] : text.split('\n')
   }
 
-  /** Events from `from` (to `to`, exclusive) as fresh objects. */
+  /** Events from `from` (to `to`, exclusive) as fresh objects: one JSON array, parsed once. */
   async read(id, from = 0, to) {
-    return (await this.readLines(id, from, to)).map((l) => JSON.parse(l))
+    return JSON.parse(await call(() => syncCall(() => this.inner.readJoined(id, from, to, true))))
   }
 
   /** The session as its DSH `session.jsonl` text, or `null`; `pack: false` packs no chunk run. */

@@ -376,20 +376,43 @@ impl NativeStore {
         }))
     }
 
-    /// The events from seq `from` (to `to`, exclusive, or the end) as JSON lines.
+    /// The events from seq `from` (to `to`, exclusive, or the end) in one string, for one
+    /// crossing into JavaScript: their JSON lines joined by `\n` (`array`: false), or a JSON
+    /// array of them (`array`: true, for one `JSON.parse`). Each event is written from the
+    /// bytes read (its checksum checked), with no owned event built.
     #[napi]
-    pub fn read_from(
+    pub fn read_joined(
         &self,
         session: String,
         from: i64,
         to: Option<i64>,
-    ) -> napi::Result<AsyncTask<Job<Vec<String>>>> {
+        array: bool,
+    ) -> napi::Result<AsyncTask<Job<String>>> {
         let from = seq_arg(from, "from")?;
         let to = match to {
             Some(t) => seq_arg(t, "to")?,
             None => u64::MAX,
         };
-        Ok(self.job(move |s| s.events(&session, from..to).map(|e| lines_of(&e))))
+        Ok(self.job(move |s| {
+            let mut out = Vec::new();
+            if array {
+                out.push(b'[');
+            }
+            let mut first = true;
+            s.visit_events(&session, from..to, |e| {
+                if !first {
+                    out.push(if array { b',' } else { b'\n' });
+                }
+                first = false;
+                e.write_jsonl(&mut out);
+                Ok(())
+            })?;
+            if array {
+                out.push(b']');
+            }
+            // Stored events are UTF-8 (validated when written); checked once here.
+            Ok(String::from_utf8(out).unwrap_or_else(|e| text(e.into_bytes())))
+        }))
     }
 
     /// The session as its DSH `session.jsonl` text (the header line, then the events; with
