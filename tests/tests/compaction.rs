@@ -292,3 +292,47 @@ fn expired_tombstones_go_at_the_next_compaction() {
     store.close().unwrap();
     assert_eq!(dump(&open(&storage)), live);
 }
+
+/// The checkpoint a compaction writes first may name a record it then leaves out; after a
+/// restart the writer names it again (its checkpoint's link). When that record's tombstone
+/// expires, the compaction that drops the other tombstones keeps this one — in a segment
+/// written now, so it is fresh again — and every checkpoint stays confirmable: the store
+/// reopens from its checkpoint, replaying nothing.
+#[test]
+fn a_tombstone_the_writer_still_names_outlives_its_expiry() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicI64, Ordering};
+    let now = Arc::new(AtomicI64::new(1_000));
+    let clock = {
+        let now = Arc::clone(&now);
+        sessdb::Clock::from_fn(move || now.load(Ordering::SeqCst))
+    };
+    let storage = Backend::mem();
+    let ttl = std::time::Duration::from_secs(3600);
+    let options = opts().with_clock(clock).with_compaction(Some(
+        sessdb::CompactionPolicy::default()
+            .with_tombstone_ttl(ttl)
+            .with_first_check_after(std::time::Duration::from_secs(86_400)),
+    ));
+    let store = Store::open_with(storage.storage(), options.clone()).unwrap();
+    session_with(&store, "keep", "kept", 30);
+    session_with(&store, "gone", "secret-of-gone", 30);
+    store.delete_session("gone").unwrap();
+    store.compact().unwrap();
+    let live = dump(&store);
+    store.close().unwrap();
+    drop(store);
+    // A restart: the writer's last record is the checkpoint's, the deletion left out.
+    let store = Store::open_with(storage.storage(), options.clone()).unwrap();
+    assert_eq!(store.open_report().records_replayed, 0);
+    now.store(1_000 + 2 * 3_600_000, Ordering::SeqCst);
+    store.compact().unwrap();
+    store.checkpoint().unwrap();
+    store.close().unwrap();
+    drop(store);
+    let reopened = Store::open_with(storage.storage(), options).unwrap();
+    let report = reopened.open_report();
+    assert!(report.checkpoints_discarded.is_empty(), "{report:?}");
+    assert_eq!(report.records_replayed, 0, "{report:?}");
+    assert_eq!(dump(&reopened), live);
+}

@@ -54,7 +54,7 @@ pub(super) fn merge(
     storage: &dyn Storage,
     group: &[Arc<Segment>],
     now_ms: i64,
-    tombstone_cutoff_ms: i64,
+    keep: super::Tombstones,
 ) -> Result<Arc<Segment>> {
     let first = group.first().ok_or(Error::Closed)?;
     let header = SegmentHeader {
@@ -132,9 +132,7 @@ pub(super) fn merge(
                 runs.push(Run { lsn: r.lsn, offset });
             }
         }
-        if seg.expired_tombstone_bytes(tombstone_cutoff_ms) == 0 {
-            tombstones.extend(seg_tombs);
-        }
+        tombstones.extend(keep.kept(seg, &seg_tombs));
         end_lsn = seg_end;
     }
     let (segment, _) = super::file::write_compacted(

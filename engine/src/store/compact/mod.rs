@@ -35,6 +35,33 @@ pub(super) enum Scope {
     Policy(CompactionPolicy),
 }
 
+/// Which tombstones a compaction keeps: those written after `cutoff`
+/// (`CompactionPolicy::tombstone_ttl`), and whatever its age the one of the record `named` by
+/// the checkpoint it wrote first — a writer that restarted from that checkpoint names it in
+/// every checkpoint until it appends, and an open confirms it by its tombstone.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Tombstones {
+    pub(super) cutoff: i64,
+    pub(super) named: Option<RecordLink>,
+}
+
+impl Tombstones {
+    /// The tombstones of a segment written again: all while none expired, else only the named.
+    pub(super) fn kept(
+        self,
+        seg: &super::segments::Segment,
+        all: &[crate::codec::compacted::Tombstone],
+    ) -> Vec<crate::codec::compacted::Tombstone> {
+        if seg.expired_tombstone_bytes(self.cutoff) == 0 {
+            return all.to_vec();
+        }
+        all.iter()
+            .filter(|t| self.named.is_some_and(|n| n.lsn == t.lsn && n.crc == t.crc))
+            .copied()
+            .collect()
+    }
+}
+
 /// What a compaction did, and the dead bytes it left, by segment (first LSN): the ones its
 /// scope passed over.
 #[derive(Debug, Default)]
@@ -109,8 +136,17 @@ impl Inner {
             self.roll()?;
             report.rolled = true;
         }
-        self.checkpoint_alone()?;
-        self.rewrite_all(&segments, &drops.records, &refresh, end_lsn, cutoff, report)?;
+        // The record that checkpoint names: its tombstone, if it has one, outlives its expiry.
+        let named = self.checkpoint_alone()?;
+        let tombstones = Tombstones { cutoff, named };
+        self.rewrite_all(
+            &segments,
+            &drops.records,
+            &refresh,
+            end_lsn,
+            tombstones,
+            report,
+        )?;
         // The second step leaves out the deletions of the sessions the first erased: a
         // deletion goes only once nothing of its session is left (`history.rs`), so that a
         // replay of the log from its start, at any state between two renames, never finds a
@@ -129,9 +165,9 @@ impl Inner {
                 })
                 .collect();
             report.deletions_dropped = records.len();
-            self.rewrite_all(&now, &records, &[], end_lsn, cutoff, report)?;
+            self.rewrite_all(&now, &records, &[], end_lsn, tombstones, report)?;
         }
-        self.merge_small(cutoff, report)?;
+        self.merge_small(tombstones, report)?;
         report.segments = merged(std::mem::take(&mut report.segments));
         Ok(out)
     }
@@ -162,7 +198,7 @@ impl Inner {
     /// Writes each group of neighbouring small compacted segments as one file (`merge.rs`),
     /// so the file count falls with the bytes. The list takes the merged file before the
     /// others' files go.
-    fn merge_small(&self, cutoff: i64, report: &mut CompactReport) -> Result<()> {
+    fn merge_small(&self, tombstones: Tombstones, report: &mut CompactReport) -> Result<()> {
         let segments = self.segments.all();
         for group in merge::groups(&segments, self.options.segment_bytes_max) {
             if self.is_closed() {
@@ -176,7 +212,7 @@ impl Inner {
                 &*self.storage,
                 &members,
                 self.options.clock.now_ms(),
-                cutoff,
+                tombstones,
             )?;
             {
                 let mut list = self.segments.write();
@@ -234,7 +270,7 @@ impl Inner {
         records: &[history::Rec],
         refresh: &[usize],
         checked_to: u64,
-        cutoff: i64,
+        tombstones: Tombstones,
         report: &mut CompactReport,
     ) -> Result<()> {
         let mut touched: Vec<usize> = records.iter().map(|r| r.seg).collect();
@@ -260,7 +296,7 @@ impl Inner {
                 checked_to,
                 record_bytes_max: self.options.record_bytes_max,
                 now_ms: self.options.clock.now_ms(),
-                tombstone_cutoff_ms: cutoff,
+                tombstones,
             };
             let done = rewrite::rewrite(&*self.storage, &job, &mut buf)?;
             // The new file in the list; a reader holding the old one reads it to the end.
@@ -296,9 +332,9 @@ impl Inner {
 
     /// A full checkpoint, then every older checkpoint file removed: they may hold what was
     /// left out (a deleted session's header and state, before its deletion).
-    fn checkpoint_alone(&self) -> Result<()> {
+    fn checkpoint_alone(&self) -> Result<Option<RecordLink>> {
         let Some(meta) = self.checkpoint_unchecked(true)? else {
-            return Ok(());
+            return Ok(None);
         };
         for generation in super::checkpoint::list(&*self.storage)?
             .into_iter()
@@ -317,7 +353,8 @@ impl Inner {
                     crate::codec::checkpoint::CHECKPOINTS_DIR,
                     e,
                 )
-            })
+            })?;
+        Ok(meta.last_record)
     }
 }
 

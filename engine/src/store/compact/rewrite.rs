@@ -49,7 +49,7 @@ pub(super) struct Job<'a> {
     pub(super) checked_to: u64,
     pub(super) record_bytes_max: u32,
     pub(super) now_ms: i64,
-    pub(super) tombstone_cutoff_ms: i64,
+    pub(super) tombstones: super::Tombstones,
 }
 
 /// Writes `job.seg` again without `job.drops`; `buf` is scratch space kept between segments.
@@ -67,10 +67,8 @@ pub(super) fn rewrite(
     // What an earlier compaction of this segment left out stays named — until its time is
     // out (`CompactionPolicy::tombstone_ttl`).
     let mut tombstones: Vec<Tombstone> = match &map {
-        LsnMap::Runs(r) if seg.expired_tombstone_bytes(job.tombstone_cutoff_ms) == 0 => {
-            r.tombstones().to_vec()
-        }
-        _ => Vec::new(),
+        LsnMap::Runs(r) => job.tombstones.kept(seg, r.tombstones()),
+        LsnMap::Plain { .. } => Vec::new(),
     };
     let records_end = seg.records_end()?;
     let end_lsn = seg.end_lsn()?;
