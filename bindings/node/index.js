@@ -166,9 +166,30 @@ class Store {
     return text === '' ? [] : text.split('\n')
   }
 
-  /** Events from `from` (to `to`, exclusive) as fresh objects: one JSON array, parsed once. */
+  /**
+   * Events from `from` (to `to`, exclusive) as fresh objects: one JSON array, parsed once,
+   * whose runs of streamed chunks come packed (`src/packed.rs`) and are expanded here into the
+   * objects `JSON.parse` of each event's line gives.
+   */
   async read(id, from = 0, to) {
-    return JSON.parse(await call(() => syncCall(() => this.inner.readJoined(id, from, to, true))))
+    const rows = JSON.parse(await call(() => syncCall(() => this.inner.readPacked(id, from, to))))
+    const out = []
+    for (const row of rows) {
+      if (!Array.isArray(row)) {
+        out.push(row)
+        continue
+      }
+      const [seq0, turn, step, index, type, times, texts] = row
+      for (let i = 0; i < texts.length; i++) {
+        out.push({
+          type: 'assistant/chunk',
+          seq: seq0 + i,
+          time: times[i],
+          data: { turn, step, chunk: { type, index, text: texts[i] } },
+        })
+      }
+    }
+    return out
   }
 
   /** The session as its DSH `session.jsonl` text, or `null`; `pack: false` packs no chunk run. */

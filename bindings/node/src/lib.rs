@@ -10,6 +10,7 @@
 
 mod error;
 mod follow;
+mod packed;
 mod task;
 
 use std::time::Duration;
@@ -412,6 +413,38 @@ impl NativeStore {
             }
             // Stored events are UTF-8 (validated when written); checked once here.
             Ok(String::from_utf8(out).unwrap_or_else(|e| text(e.into_bytes())))
+        }))
+    }
+
+    /// The events from seq `from` (to `to`, exclusive, or the end) as one JSON array with
+    /// the runs of streamed chunks packed (`packed.rs`; `index.js` expands them): what `read`
+    /// parses, a fraction of the bytes of the events' lines.
+    #[napi]
+    pub fn read_packed(
+        &self,
+        session: String,
+        from: i64,
+        to: Option<i64>,
+    ) -> napi::Result<AsyncTask<Job<String>>> {
+        let from = seq_arg(from, "from")?;
+        let to = match to {
+            Some(t) => seq_arg(t, "to")?,
+            None => u64::MAX,
+        };
+        Ok(self.job(move |s| {
+            let mut out = packed::Packed::default();
+            s.visit_events(&session, from..to, |e| {
+                // A chunk whose line is only its envelope and data: no other key to keep.
+                let plain = e.event_type() == "assistant/chunk"
+                    && e.surface_op().is_none()
+                    && e.sources().is_none()
+                    && !e.ignorable();
+                let chunk = plain.then(|| packed::Chunk::parse(e.data())).flatten();
+                out.push(e.seq(), e.time(), chunk, |o| e.write_jsonl(o));
+                Ok(())
+            })?;
+            let bytes = out.finish();
+            Ok(String::from_utf8(bytes).unwrap_or_else(|e| text(e.into_bytes())))
         }))
     }
 

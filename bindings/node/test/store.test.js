@@ -418,3 +418,39 @@ test('open of a directory of other files is NOT_A_STORE', async () => {
   await assert.rejects(Store.open(dir), { code: 'NOT_A_STORE' })
   assert.deepEqual(fs.readdirSync(dir), ['notes.txt'])
 })
+
+// `read` gets the chunk runs packed and expands them: the objects are those `JSON.parse` of
+// each event's line gives — values, keys and key order — for chunks in DSH's form and not.
+test('read gives what parsing each line gives, chunk runs packed or not', async () => {
+  const dir = tempDir()
+  const store = await Store.open(dir)
+  const chunk = (seq, data) => ({ type: 'assistant/chunk', seq, time: 1000 + seq * 7, data })
+  const text = (seq, t, index = 0) => chunk(seq, { turn: 1, step: 1, chunk: { type: 'text-delta', index, text: t } })
+  const events = [
+    turnStart(0, 1),
+    { type: 'step/start', seq: 1, time: 1001, data: { turn: 1, step: 1 } },
+    text(2, 'plain'),
+    text(3, 'quote " and \\ and \n newline'),
+    text(4, 'ünïcödé ✓ 🚀'),
+    chunk(5, { turn: 1, step: 1, chunk: { type: 'reasoning-delta', index: 0, text: 'think' } }),
+    chunk(6, { turn: 1, step: 1, chunk: { type: 'reasoning-delta', index: 0, text: 'more' } }),
+    text(7, 'other index', 1),
+  ]
+  await store.createSession(header('p'), events, { exact: true })
+  // Not DSH's form: keys in another order (stored as received) — a line of its own.
+  await store.appendBatch('p', [
+    `{"type":"assistant/chunk","seq":8,"time":5,"data":{"step":1,"turn":1,"chunk":{"type":"text-delta","index":0,"text":"x"}}}`,
+    text(9, 'after'),
+    text(10, ''),
+    { type: 'step/end', seq: 11, time: 2000, data: { turn: 1, step: 1 } },
+  ])
+  const parsed = (await store.readLines('p')).map((l) => JSON.parse(l))
+  const objects = await store.read('p')
+  assert.equal(objects.length, 12)
+  assert.deepEqual(objects.map((o) => JSON.stringify(o)), parsed.map((o) => JSON.stringify(o)))
+  assert.deepEqual(objects, parsed)
+  // A range inside a run, and an empty one.
+  assert.deepEqual(await store.read('p', 3, 6), parsed.slice(3, 6))
+  assert.deepEqual(await store.read('p', 5, 5), [])
+  await store.close()
+})
