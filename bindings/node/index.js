@@ -161,7 +161,7 @@ class Store {
 
   /** Events from `from` (to `to`, exclusive) as JSON lines: one string from the addon, split. */
   async readLines(id, from = 0, to) {
-    const text = await call(() => syncCall(() => this.inner.readJoined(id, from, to, false)))
+    const text = await call(() => syncCall(() => this.inner.readLines(id, from, to)))
     // A JSON line holds no raw newline (JSON escapes it): the joined lines split back exactly.
     return text === '' ? [] : text.split('\n')
   }

@@ -196,6 +196,36 @@ fn parse_member(data: &[u8]) -> Option<MemberRef<'_>> {
     })
 }
 
+/// A streamed text or reasoning chunk's `data` in the canonical form DSH writes, each value
+/// as its JSON token (see [`text_chunk`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TextChunk<'a> {
+    /// `turn`, `step` and `index`: integer tokens within ±(2^53 − 1).
+    pub turn: &'a [u8],
+    /// See `turn`.
+    pub step: &'a [u8],
+    /// See `turn`.
+    pub index: &'a [u8],
+    /// `text-delta` or `reasoning-delta`.
+    pub delta_type: &'static str,
+    /// The text's string token, quotes included.
+    pub text: &'a [u8],
+}
+
+/// `data`'s parts when it is a text or reasoning chunk in the canonical form a packed row can
+/// give back byte for byte (the rule the packer uses); `None` otherwise, tool-call deltas
+/// included.
+pub fn text_chunk(data: &[u8]) -> Option<TextChunk<'_>> {
+    let m = parse_member(data)?;
+    (m.kind != Kind::ToolCall).then(|| TextChunk {
+        turn: m.turn,
+        step: m.step,
+        index: m.index,
+        delta_type: m.kind.delta_type(),
+        text: m.piece,
+    })
+}
+
 /// The key of the run being collected, its parts kept in one reused buffer.
 #[derive(Debug, Default)]
 struct RunKeyBuf {

@@ -169,6 +169,14 @@ fn n(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 
+/// A read's `from` and `to` (exclusive; none: the end).
+fn seq_range(from: i64, to: Option<i64>) -> napi::Result<(u64, u64)> {
+    Ok((
+        seq_arg(from, "from")?,
+        to.map_or(Ok(u64::MAX), |t| seq_arg(t, "to"))?,
+    ))
+}
+
 fn seq_arg(v: i64, what: &str) -> napi::Result<u64> {
     u64::try_from(v).map_err(|_| invalid(format!("{what} must be a non-negative integer")))
 }
@@ -377,40 +385,26 @@ impl NativeStore {
         }))
     }
 
-    /// The events from seq `from` (to `to`, exclusive, or the end) in one string, for one
-    /// crossing into JavaScript: their JSON lines joined by `\n` (`array`: false), or a JSON
-    /// array of them (`array`: true, for one `JSON.parse`). Each event is written from the
-    /// bytes read (its checksum checked), with no owned event built.
+    /// The events from seq `from` (to `to`, exclusive, or the end) as their JSON lines joined
+    /// by `\n`, in one string for one crossing into JavaScript; each written from the bytes
+    /// read (its checksum checked), with no owned event built.
     #[napi]
-    pub fn read_joined(
+    pub fn read_lines(
         &self,
         session: String,
         from: i64,
         to: Option<i64>,
-        array: bool,
     ) -> napi::Result<AsyncTask<Job<String>>> {
-        let from = seq_arg(from, "from")?;
-        let to = match to {
-            Some(t) => seq_arg(t, "to")?,
-            None => u64::MAX,
-        };
+        let (from, to) = seq_range(from, to)?;
         Ok(self.job(move |s| {
             let mut out = Vec::new();
-            if array {
-                out.push(b'[');
-            }
-            let mut first = true;
             s.visit_events(&session, from..to, |e| {
-                if !first {
-                    out.push(if array { b',' } else { b'\n' });
+                if !out.is_empty() {
+                    out.push(b'\n');
                 }
-                first = false;
                 e.write_jsonl(&mut out);
                 Ok(())
             })?;
-            if array {
-                out.push(b']');
-            }
             // Stored events are UTF-8 (validated when written); checked once here.
             Ok(String::from_utf8(out).unwrap_or_else(|e| text(e.into_bytes())))
         }))
@@ -426,11 +420,7 @@ impl NativeStore {
         from: i64,
         to: Option<i64>,
     ) -> napi::Result<AsyncTask<Job<String>>> {
-        let from = seq_arg(from, "from")?;
-        let to = match to {
-            Some(t) => seq_arg(t, "to")?,
-            None => u64::MAX,
-        };
+        let (from, to) = seq_range(from, to)?;
         Ok(self.job(move |s| {
             let mut out = packed::Packed::default();
             s.visit_events(&session, from..to, |e| {
@@ -439,7 +429,7 @@ impl NativeStore {
                     && e.surface_op().is_none()
                     && e.sources().is_none()
                     && !e.ignorable();
-                let chunk = plain.then(|| packed::Chunk::parse(e.data())).flatten();
+                let chunk = plain.then(|| packed::chunk_of(e.data())).flatten();
                 out.push(e.seq(), e.time(), chunk, |o| e.write_jsonl(o));
                 Ok(())
             })?;

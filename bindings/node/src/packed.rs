@@ -6,83 +6,12 @@
 //! into the same objects `JSON.parse` of each event's line gives — the same keys in the same
 //! order, each value copied from the stored bytes as written.
 
-/// The parts of a chunk's `data` in DSH's exact form
-/// `{"turn":T,"step":S,"chunk":{"type":K,"index":I,"text":X}}` (no whitespace, keys in this
-/// order), each the raw JSON text of its value.
-#[derive(Clone, Copy)]
-pub(crate) struct Chunk<'a> {
-    turn: &'a [u8],
-    step: &'a [u8],
-    kind: &'a [u8],
-    index: &'a [u8],
-    text: &'a [u8],
-}
+use sessdb_formats::pack::{TextChunk, text_chunk};
 
-impl<'a> Chunk<'a> {
-    /// `data`'s parts, when it is a chunk in the exact form; `None` otherwise.
-    pub(crate) fn parse(data: &'a [u8]) -> Option<Chunk<'a>> {
-        let mut r = Reader { b: data, at: 0 };
-        r.lit(b"{\"turn\":")?;
-        let turn = r.int()?;
-        r.lit(b",\"step\":")?;
-        let step = r.int()?;
-        r.lit(b",\"chunk\":{\"type\":")?;
-        let kind = r.string()?;
-        r.lit(b",\"index\":")?;
-        let index = r.int()?;
-        r.lit(b",\"text\":")?;
-        let text = r.string()?;
-        r.lit(b"}}")?;
-        (r.at == data.len()).then_some(Chunk {
-            turn,
-            step,
-            kind,
-            index,
-            text,
-        })
-    }
-}
-
-struct Reader<'a> {
-    b: &'a [u8],
-    at: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn lit(&mut self, word: &[u8]) -> Option<()> {
-        let end = self.at.checked_add(word.len())?;
-        (self.b.get(self.at..end)? == word).then(|| self.at = end)
-    }
-
-    /// An integer of at most 15 digits (a JavaScript number holds it exactly).
-    fn int(&mut self) -> Option<&'a [u8]> {
-        let start = self.at;
-        if self.b.get(self.at) == Some(&b'-') {
-            self.at += 1;
-        }
-        let digits = self.at;
-        while self.b.get(self.at).is_some_and(u8::is_ascii_digit) {
-            self.at += 1;
-        }
-        let n = self.at - digits;
-        (1..=15).contains(&n).then(|| &self.b[start..self.at])
-    }
-
-    /// A JSON string, quotes included (its escapes are the stored JSON's, already valid).
-    fn string(&mut self) -> Option<&'a [u8]> {
-        let start = self.at;
-        self.lit(b"\"")?;
-        loop {
-            match *self.b.get(self.at)? {
-                b'"' => {
-                    self.at += 1;
-                    return Some(&self.b[start..self.at]);
-                }
-                b'\\' => self.at += 2,
-                _ => self.at += 1,
-            }
-        }
-    }
+/// The chunk whose run an event may join: a text or reasoning chunk whose `data` is exactly in
+/// DSH's form (the packer's own rule, `sessdb_formats::pack::text_chunk`).
+pub(crate) fn chunk_of(data: &[u8]) -> Option<TextChunk<'_>> {
+    text_chunk(data)
 }
 
 /// Builds the JSON array of a read: events as objects, chunk runs as arrays.
@@ -109,7 +38,7 @@ impl Packed {
         &mut self,
         seq: u64,
         time: i64,
-        chunk: Option<Chunk<'_>>,
+        chunk: Option<TextChunk<'_>>,
         line: impl FnOnce(&mut Vec<u8>),
     ) {
         if let Some(c) = chunk {
@@ -172,14 +101,15 @@ impl Packed {
 }
 
 /// `turn,step,index,type` of a run, as JSON.
-fn head_of(c: &Chunk<'_>) -> Vec<u8> {
-    let mut h = Vec::with_capacity(c.turn.len() + c.step.len() + c.index.len() + c.kind.len() + 3);
-    for (i, part) in [c.turn, c.step, c.index, c.kind].iter().enumerate() {
-        if i > 0 {
-            h.push(b',');
-        }
+fn head_of(c: &TextChunk<'_>) -> Vec<u8> {
+    let mut h = Vec::with_capacity(c.turn.len() + c.step.len() + c.index.len() + 20);
+    for part in [c.turn, c.step, c.index] {
         h.extend_from_slice(part);
+        h.push(b',');
     }
+    h.push(b'"');
+    h.extend_from_slice(c.delta_type.as_bytes());
+    h.push(b'"');
     h
 }
 
@@ -188,8 +118,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_the_exact_form_is_a_chunk() {
-        let c = Chunk::parse(
+    fn only_text_and_reasoning_chunks_in_the_exact_form_run() {
+        let c = chunk_of(
             br#"{"turn":1,"step":2,"chunk":{"type":"text-delta","index":0,"text":"a\"b\\"}}"#,
         )
         .unwrap();
@@ -199,14 +129,10 @@ mod tests {
             &br#"{"step":2,"turn":1,"chunk":{"type":"text-delta","index":0,"text":"a"}}"#[..],
             br#"{"turn":1,"step":2,"chunk":{"type":"text-delta","index":0,"text":"a"},"x":1}"#,
             br#"{"turn":1.5,"step":2,"chunk":{"type":"text-delta","index":0,"text":"a"}}"#,
-            br#"{"turn":1, "step":2,"chunk":{"type":"text-delta","index":0,"text":"a"}}"#,
-            br#"{"turn":1,"step":2,"chunk":{"type":"text-delta","index":0,"text":"a"}} "#,
+            br#"{"turn":1,"step":2,"chunk":{"type":"other-delta","index":0,"text":"a"}}"#,
+            br#"{"turn":1,"step":2,"chunk":{"type":"tool-call-delta","index":0,"id":"c","argumentsDelta":"{"}}"#,
         ] {
-            assert!(
-                Chunk::parse(other).is_none(),
-                "{}",
-                String::from_utf8_lossy(other)
-            );
+            assert!(chunk_of(other).is_none(), "{}", String::from_utf8_lossy(other));
         }
     }
 
@@ -217,9 +143,9 @@ mod tests {
         let c = br#"{"turn":1,"step":1,"chunk":{"type":"text-delta","index":1,"text":"c"}}"#;
         let mut p = Packed::default();
         p.push(0, 10, None, |o| o.extend_from_slice(b"{\"e\":0}"));
-        p.push(1, 11, Chunk::parse(a), |_| unreachable!());
-        p.push(2, 13, Chunk::parse(b), |_| unreachable!());
-        p.push(3, 14, Chunk::parse(c), |_| unreachable!());
+        p.push(1, 11, chunk_of(a), |_| unreachable!());
+        p.push(2, 13, chunk_of(b), |_| unreachable!());
+        p.push(3, 14, chunk_of(c), |_| unreachable!());
         p.push(4, 15, None, |o| o.extend_from_slice(b"{\"e\":4}"));
         assert_eq!(
             String::from_utf8(p.finish()).unwrap(),
