@@ -247,10 +247,12 @@ fn a_version_4_compacted_segment_still_opens() {
     assert!(v.problems.is_empty(), "{v:?}");
 }
 
-/// Tombstones outlive `CompactionPolicy::tombstone_ttl` as dead bytes: the next compaction
-/// writes their segment again without them (and the record they named is no longer held).
-#[test]
-fn expired_tombstones_go_at_the_next_compaction() {
+/// Options whose clock the test sets (from 1,000 ms) and whose tombstones live an hour (no
+/// background check in the test's time).
+fn hour_ttl_options() -> (
+    std::sync::Arc<std::sync::atomic::AtomicI64>,
+    sessdb::StoreOptions,
+) {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicI64, Ordering};
     let now = Arc::new(AtomicI64::new(1_000));
@@ -258,13 +260,21 @@ fn expired_tombstones_go_at_the_next_compaction() {
         let now = Arc::clone(&now);
         sessdb::Clock::from_fn(move || now.load(Ordering::SeqCst))
     };
-    let storage = Backend::mem();
-    let ttl = std::time::Duration::from_secs(3600);
     let options = opts().with_clock(clock).with_compaction(Some(
         sessdb::CompactionPolicy::default()
-            .with_tombstone_ttl(ttl)
+            .with_tombstone_ttl(std::time::Duration::from_secs(3600))
             .with_first_check_after(std::time::Duration::from_secs(86_400)),
     ));
+    (now, options)
+}
+
+/// Tombstones outlive `CompactionPolicy::tombstone_ttl` as dead bytes: the next compaction
+/// writes their segment again without them (and the record they named is no longer held).
+#[test]
+fn expired_tombstones_go_at_the_next_compaction() {
+    use std::sync::atomic::Ordering;
+    let (now, options) = hour_ttl_options();
+    let storage = Backend::mem();
     let store = Store::open_with(storage.storage(), options).unwrap();
     session_with(&store, "keep", "kept", 30);
     session_with(&store, "gone", "secret-of-gone", 30);
@@ -300,20 +310,9 @@ fn expired_tombstones_go_at_the_next_compaction() {
 /// reopens from its checkpoint, replaying nothing.
 #[test]
 fn a_tombstone_the_writer_still_names_outlives_its_expiry() {
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicI64, Ordering};
-    let now = Arc::new(AtomicI64::new(1_000));
-    let clock = {
-        let now = Arc::clone(&now);
-        sessdb::Clock::from_fn(move || now.load(Ordering::SeqCst))
-    };
+    use std::sync::atomic::Ordering;
+    let (now, options) = hour_ttl_options();
     let storage = Backend::mem();
-    let ttl = std::time::Duration::from_secs(3600);
-    let options = opts().with_clock(clock).with_compaction(Some(
-        sessdb::CompactionPolicy::default()
-            .with_tombstone_ttl(ttl)
-            .with_first_check_after(std::time::Duration::from_secs(86_400)),
-    ));
     let store = Store::open_with(storage.storage(), options.clone()).unwrap();
     session_with(&store, "keep", "kept", 30);
     session_with(&store, "gone", "secret-of-gone", 30);
