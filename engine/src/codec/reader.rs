@@ -96,6 +96,12 @@ impl<'a> ByteReader<'a> {
         std::str::from_utf8(s).map_err(|_| what)
     }
 
+    /// Bytes with a `u16` length (a string whose UTF-8 the caller does not need checked).
+    pub(crate) fn bytes16(&mut self, what: &'static str) -> Decoded<&'a [u8]> {
+        let n = self.u16(what)?;
+        self.take(usize::from(n), what)
+    }
+
     /// Bytes with a `u32` length.
     pub(crate) fn bytes32(&mut self, what: &'static str) -> Decoded<&'a [u8]> {
         let n = self.u32(what)?;

@@ -335,29 +335,31 @@ pub fn leading_session_id(payload: &[u8]) -> Option<String> {
 }
 
 /// What a record says about whose it is, read without decoding its events: what
-/// compaction needs to know which records a session's history is made of.
+/// compaction needs to know which records a session's history is made of. Session ids are
+/// their stored bytes, not checked as UTF-8: compaction only compares them (a read that
+/// returns an id checks it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RecordSummary<'a> {
     /// A session's first record (Create), or a fork's (Fork: its parent and inherited count).
     Start {
         /// The session id.
-        session: &'a str,
+        session: &'a [u8],
         /// A fork's parent and the number of its events the fork inherits.
-        parent: Option<(&'a str, u64)>,
+        parent: Option<(&'a [u8], u64)>,
         /// The seqs its events section holds.
         seqs: std::ops::Range<u64>,
     },
     /// Events appended to a session.
     Append {
         /// The session id.
-        session: &'a str,
+        session: &'a [u8],
         /// The seqs its events section holds.
         seqs: std::ops::Range<u64>,
     },
     /// A deletion.
     Delete {
         /// The session id.
-        session: &'a str,
+        session: &'a [u8],
     },
     /// Void space.
     Void,
@@ -376,7 +378,7 @@ pub fn summarize(kind: RecordKind, payload: &[u8]) -> Decoded<RecordSummary<'_>>
     };
     Ok(match kind {
         RecordKind::Create => {
-            let session = c.str16_ref("session id")?;
+            let session = c.bytes16("session id")?;
             c.bytes32("header")?;
             RecordSummary::Start {
                 session,
@@ -385,9 +387,9 @@ pub fn summarize(kind: RecordKind, payload: &[u8]) -> Decoded<RecordSummary<'_>>
             }
         }
         RecordKind::Fork => {
-            let session = c.str16_ref("child id")?;
+            let session = c.bytes16("child id")?;
             c.bytes32("header")?;
-            let parent = c.str16_ref("parent id")?;
+            let parent = c.bytes16("parent id")?;
             let inherited = c.u64("inherited count")?;
             RecordSummary::Start {
                 session,
@@ -396,14 +398,14 @@ pub fn summarize(kind: RecordKind, payload: &[u8]) -> Decoded<RecordSummary<'_>>
             }
         }
         RecordKind::Append => {
-            let session = c.str16_ref("session id")?;
+            let session = c.bytes16("session id")?;
             RecordSummary::Append {
                 session,
                 seqs: seqs(&mut c)?,
             }
         }
         RecordKind::Delete => RecordSummary::Delete {
-            session: c.str16_ref("session id")?,
+            session: c.bytes16("session id")?,
         },
         RecordKind::Void => RecordSummary::Void,
     })
@@ -732,6 +734,62 @@ mod tests {
         fn arbitrary_payloads_never_panic(kind in 1u8..=4, bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
             if let Some(kind) = RecordKind::from_byte(kind) {
                 let _ = decode(kind, &bytes);
+                let _ = summarize(kind, &bytes);
+            }
+        }
+
+        /// The summary compaction reads is what the full decode says: ids, parent, seqs.
+        #[test]
+        fn a_summary_agrees_with_the_decoded_body(
+            which in 0u8..4,
+            first in 0u64..1_000_000,
+            n in 0usize..4,
+            ids in ("[a-z0-9-]{0,12}", "[a-zé]{0,6}"),
+            inherited in any::<u64>(),
+        ) {
+            let events: Vec<Event> = sample_events(first).into_iter().cycle().take(n)
+                .enumerate()
+                .map(|(i, e)| Event::new(e.event_type(), first + i as u64, 0, &b"{}"[..]))
+                .collect();
+            let body = match which {
+                0 => BodyRef::Create { session: &ids.0, header_json: b"{}", events: &events },
+                1 => BodyRef::Append { session: &ids.0, events: &events },
+                2 => BodyRef::Fork {
+                    child: &ids.0, header_json: b"{}", parent: &ids.1, inherited, events: &events,
+                },
+                _ => BodyRef::Delete { session: &ids.0 },
+            };
+            let mut payload = Vec::new();
+            let (kind, _) = encode(&body, &mut payload).unwrap();
+            let summary = summarize(kind, &payload).unwrap();
+            let seqs = |events: &[LocatedEvent]| {
+                events.first().map_or(0..0, |e| e.event.seq()..e.event.seq() + events.len() as u64)
+            };
+            let expected = match decode(kind, &payload).unwrap() {
+                RecordBody::Create { session, events, .. } => (session, None, seqs(&events)),
+                RecordBody::Append { session, events } => (session, None, seqs(&events)),
+                RecordBody::Fork { child, parent, inherited, events, .. } => {
+                    (child, Some((parent, inherited)), seqs(&events))
+                }
+                RecordBody::Delete { session } => (session, None, 0..0),
+                RecordBody::Void => unreachable!("not encoded here"),
+            };
+            let got = match summary {
+                RecordSummary::Start { session, parent, seqs } => (
+                    session,
+                    parent.map(|(p, n)| (String::from_utf8(p.to_vec()).unwrap(), n)),
+                    seqs,
+                ),
+                RecordSummary::Append { session, seqs } => (session, None, seqs),
+                RecordSummary::Delete { session } => (session, None, 0..0),
+                RecordSummary::Void => unreachable!("not encoded here"),
+            };
+            prop_assert_eq!(got.0, expected.0.as_bytes());
+            prop_assert_eq!(got.1, expected.1);
+            if n > 0 {
+                prop_assert_eq!(got.2, expected.2);
+            } else {
+                prop_assert!(got.2.is_empty());
             }
         }
     }

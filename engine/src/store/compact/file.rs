@@ -2,6 +2,12 @@
 //! given, then the run and tombstone tables and the footer, put in place of the file under the
 //! same name by one rename (`storage/replace.rs`) and opened for reading. What both a
 //! rewrite and a merge end with.
+//!
+//! In two stages, so that a compaction can write the next files while the device takes the
+//! last ones: [`stage`] writes the file under its temp name and starts its writeback;
+//! [`Staged::commit`] syncs it, renames it over the segment and syncs the directory. Until
+//! then nothing a reader or an open sees has changed, and a staged file dropped uncommitted
+//! is removed.
 
 use std::sync::Arc;
 
@@ -22,14 +28,28 @@ pub(super) struct Layout {
     pub(super) now_ms: i64,
 }
 
-/// Writes `out` (header and kept frames) with `layout`'s tables under `path`; returns the
-/// segment and the file's length. The tables are appended to `out`.
-pub(super) fn write_compacted(
-    storage: &dyn Storage,
+/// A compacted file written under its temp name, its writeback started; not in place yet.
+pub(super) struct Staged<'s> {
+    replacement: Replacement<'s>,
+    path: String,
+    first_lsn: u64,
+    footer: Footer,
+    file_len: u64,
+    now_ms: i64,
+}
+
+/// Writes `out` (header and kept frames) with `layout`'s tables under the temp name of `path`
+/// and starts its writeback. The tables are appended to `out`.
+///
+/// # Errors
+/// `Corruption` (`RunTable`) for tables that do not describe the frames, I/O errors (the temp
+/// file is removed then).
+pub(super) fn stage<'s>(
+    storage: &'s dyn Storage,
     path: &str,
     out: &mut Vec<u8>,
     layout: Layout,
-) -> Result<(Arc<Segment>, u64)> {
+) -> Result<Staged<'s>> {
     let Layout {
         first_lsn,
         end_lsn,
@@ -51,8 +71,50 @@ pub(super) fn write_compacted(
     let io = |op: &'static str| move |e| Error::io(op, path, e);
     let replacement = Replacement::create(storage, path).map_err(io("create"))?;
     replacement.file().write_at(out, 0).map_err(io("write"))?;
-    replacement.commit().map_err(io("replace"))?;
-    let file = storage.open(path, OpenMode::Read).map_err(io("open"))?;
-    let segment = Segment::compacted(first_lsn, Arc::from(file), footer, file_len, now_ms);
-    Ok((Arc::new(segment), file_len))
+    replacement.file().start_writeback(0, file_len);
+    Ok(Staged {
+        replacement,
+        path: path.to_owned(),
+        first_lsn,
+        footer,
+        file_len,
+        now_ms,
+    })
+}
+
+impl Staged<'_> {
+    /// The file's length.
+    pub(super) fn file_len(&self) -> u64 {
+        self.file_len
+    }
+
+    /// Puts the file in place of the segment (sync, rename, directory sync) and opens it.
+    ///
+    /// # Errors
+    /// I/O errors: the segment's file is then the old one or the new one, whole.
+    pub(super) fn commit(self, storage: &dyn Storage) -> Result<Arc<Segment>> {
+        let path = self.path.as_str();
+        let io = |op: &'static str| move |e| Error::io(op, path, e);
+        self.replacement.commit().map_err(io("replace"))?;
+        let file = storage.open(path, OpenMode::Read).map_err(io("open"))?;
+        Ok(Arc::new(Segment::compacted(
+            self.first_lsn,
+            Arc::from(file),
+            self.footer,
+            self.file_len,
+            self.now_ms,
+        )))
+    }
+}
+
+/// [`stage`] and [`Staged::commit`] at once; returns the segment and the file's length.
+pub(super) fn write_compacted(
+    storage: &dyn Storage,
+    path: &str,
+    out: &mut Vec<u8>,
+    layout: Layout,
+) -> Result<(Arc<Segment>, u64)> {
+    let staged = stage(storage, path, out, layout)?;
+    let len = staged.file_len();
+    Ok((staged.commit(storage)?, len))
 }

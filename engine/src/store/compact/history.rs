@@ -20,8 +20,38 @@ use crate::store::log::walk::{Go, Met, walk};
 use crate::store::segments::Segment;
 use crate::{Error, Result};
 
-/// The incarnation each session id is in while the log is read.
-type Current = std::collections::HashMap<String, usize, foldhash::fast::RandomState>;
+/// The incarnation each session id is in while the log is read. A session's records come in
+/// runs (a batch, a turn's chunks), so the last id looked up is kept beside the map: most
+/// records are matched by one comparison instead of a hash and a probe.
+#[derive(Default)]
+struct Current {
+    map: std::collections::HashMap<Box<[u8]>, usize, foldhash::fast::RandomState>,
+    /// The last id found and its incarnation.
+    last: Option<(Box<[u8]>, usize)>,
+}
+
+impl Current {
+    fn get(&mut self, session: &[u8]) -> Option<usize> {
+        if let Some((id, i)) = &self.last
+            && **id == *session
+        {
+            return Some(*i);
+        }
+        let i = *self.map.get(session)?;
+        self.last = Some((session.into(), i));
+        Some(i)
+    }
+
+    fn insert(&mut self, session: &[u8], i: usize) {
+        self.map.insert(session.into(), i);
+        self.last = None;
+    }
+
+    fn remove(&mut self, session: &[u8]) -> Option<usize> {
+        self.last = None;
+        self.map.remove(session)
+    }
+}
 
 /// One record: where it is and how long its frame is.
 #[derive(Debug, Clone, Copy)]
@@ -160,8 +190,8 @@ impl History {
                 parent,
                 seqs,
             } => {
-                let parent = parent.and_then(|(p, n)| current.get(p).map(|&i| (i, n)));
-                current.insert(session.to_owned(), self.incarnations.len());
+                let parent = parent.and_then(|(p, n)| current.get(p).map(|i| (i, n)));
+                current.insert(session, self.incarnations.len());
                 self.incarnations.push(Incarnation {
                     records: vec![rec(seqs.start)],
                     parent,
@@ -169,7 +199,7 @@ impl History {
                 });
             }
             RecordSummary::Append { session, seqs } => match current.get(session) {
-                Some(&i) => self.incarnations[i].records.push(rec(seqs.start)),
+                Some(i) => self.incarnations[i].records.push(rec(seqs.start)),
                 None => self.pinned += 1,
             },
             RecordSummary::Delete { session } => {

@@ -9,8 +9,6 @@
 //! after that read (the active segment sealed for the compaction) are walked and checked
 //! here before they are copied.
 
-use std::sync::Arc;
-
 use super::history::Rec;
 use crate::codec::CorruptionKind;
 use crate::codec::compacted::{Run, Tombstone};
@@ -25,11 +23,10 @@ use crate::store::log::walk::{Go, Met, walk};
 use crate::store::segments::Segment;
 use crate::{Error, Result};
 
-/// A segment compacted.
-#[derive(Debug)]
-pub(super) struct Rewritten {
-    /// The new segment, open for reading.
-    pub(super) segment: Arc<Segment>,
+/// A segment compacted, its new file staged (not in place yet).
+pub(super) struct Rewritten<'s> {
+    /// The new file, written under its temp name.
+    pub(super) staged: super::file::Staged<'s>,
     /// The file's bytes after its header before.
     pub(super) bytes_before: u64,
     /// The file's bytes after its header: records, run table, footer.
@@ -52,16 +49,17 @@ pub(super) struct Job<'a> {
     pub(super) tombstones: super::Tombstones,
 }
 
-/// Writes `job.seg` again without `job.drops`; `buf` is scratch space kept between segments.
+/// Writes `job.seg` again without `job.drops`, staged beside the old file (`file.rs`); `buf`
+/// is scratch space kept between segments.
 ///
 /// # Errors
 /// `Corruption` where a record written after the read is not valid, or a record to leave out
 /// is not where the segment holds bytes (the old file then stays as it was); I/O errors.
-pub(super) fn rewrite(
-    storage: &dyn Storage,
+pub(super) fn rewrite<'s>(
+    storage: &'s dyn Storage,
     job: &Job<'_>,
     buf: &mut Vec<u8>,
-) -> Result<Rewritten> {
+) -> Result<Rewritten<'s>> {
     let seg = job.seg;
     let map = seg.map()?;
     // What an earlier compaction of this segment left out stays named — until its time is
@@ -160,7 +158,7 @@ pub(super) fn rewrite(
     if let Some(v) = end_void {
         tombstones.retain(|t| t.lsn != v.lsn);
     }
-    let (segment, file_len) = super::file::write_compacted(
+    let staged = super::file::stage(
         storage,
         &seg.path,
         buf,
@@ -172,10 +170,11 @@ pub(super) fn rewrite(
             now_ms: job.now_ms,
         },
     )?;
+    let bytes_after = staged.file_len() - SEGMENT_HEADER_LEN as u64;
     Ok(Rewritten {
-        segment,
+        staged,
         bytes_before: seg.stored_bytes()?,
-        bytes_after: file_len - SEGMENT_HEADER_LEN as u64,
+        bytes_after,
         records_dropped: job.drops.len() as u64,
         end_void,
     })
