@@ -181,7 +181,55 @@ fn a_checkpoint_naming_a_record_compaction_left_out_still_opens(storage: &Backen
     assert_eq!(occurrences(storage, "secret-of-gone"), 0);
 }
 
+/// Compaction copies only frames it checked: a log damaged in two segments is refused, the
+/// first damage in log order named (the segments are read on several threads, and a later
+/// one may be read first), and no file changes.
+fn a_damaged_log_is_refused_naming_its_first_damage(storage: &Backend) {
+    let small =
+        || Store::open_with(storage.storage(), opts().with_segment_bytes_max(1024)).unwrap();
+    let store = small();
+    for round in 0..40 {
+        for id in ["keep", "gone"] {
+            if round == 0 {
+                session_with(&store, id, "first", 0);
+            }
+            note(&store, id, &format!("{id} {round}"));
+        }
+    }
+    store.delete_session("gone").unwrap();
+    store.close().unwrap();
+    drop(store);
+    let segments: Vec<String> = storage
+        .files()
+        .into_iter()
+        .map(|(p, _)| p)
+        .filter(|p| p.starts_with("segments/"))
+        .collect();
+    assert!(segments.len() >= 5, "{segments:?}");
+    // A byte of the first record's payload in the second segment and in the last sealed one:
+    // an open from the checkpoint reads neither.
+    let damaged = [&segments[1], &segments[segments.len() - 2]];
+    let at = sessdb::codec::segment::SEGMENT_HEADER_LEN as u64 + 20;
+    for path in damaged {
+        let file = storage
+            .storage()
+            .open(path, sessdb::storage::OpenMode::ReadWrite)
+            .unwrap();
+        let mut byte = [0u8; 1];
+        file.read_at(&mut byte, at).unwrap();
+        file.write_at(&[byte[0] ^ 0x55], at).unwrap();
+    }
+    let store = small();
+    let before = storage.files();
+    match store.compact() {
+        Err(sessdb::Error::Corruption { segment, .. }) => assert_eq!(&segment, damaged[0]),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(storage.files(), before);
+}
+
 on_both_storages!(
+    a_damaged_log_is_refused_naming_its_first_damage,
     a_checkpoint_naming_a_record_compaction_left_out_still_opens,
     a_remembered_record_compaction_left_out_is_still_told_from_another_log,
     a_deleted_session_leaves_no_byte_and_the_rest_is_kept,

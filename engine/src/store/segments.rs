@@ -105,6 +105,11 @@ impl Segment {
         self.sealed.store(true, Ordering::Release);
     }
 
+    /// Whether the segment is sealed: its bytes never change, and are read from its map.
+    pub(crate) fn is_sealed(&self) -> bool {
+        self.sealed.load(Ordering::Acquire)
+    }
+
     /// Whether compaction wrote this segment.
     pub(crate) fn is_compacted(&self) -> bool {
         self.compacted.is_some()

@@ -1,6 +1,6 @@
-//! What compaction keeps: the log read once through the walk, each session's records as one
-//! history per creation (an *incarnation*), and from them the records a compaction may leave
-//! out.
+//! What compaction keeps: each session's records, as the one read of the log (`read.rs`)
+//! finds them, as one history per creation (an *incarnation*), and from them the records a
+//! compaction may leave out.
 //!
 //! The rules (`docs/DESIGN.md` §3.7): a live session keeps every record. A deleted one keeps
 //! what a live fork still reads through it — its first record and the records of the events
@@ -11,20 +11,13 @@
 //! as any record of its session might: it goes in a later pass, once the log holds nothing of
 //! that incarnation.
 
-use std::sync::Arc;
-
-use crate::codec::CorruptionKind;
-use crate::codec::record::{RecordSummary, summarize};
-use crate::store::log::cursor::{LogCursor, SegmentFacts};
-use crate::store::log::walk::{Go, Met, walk};
-use crate::store::segments::Segment;
-use crate::{Error, Result};
+use crate::codec::record::RecordSummary;
 
 /// The incarnation each session id is in while the log is read. A session's records come in
 /// runs (a batch, a turn's chunks), so the last id looked up is kept beside the map: most
 /// records are matched by one comparison instead of a hash and a probe.
 #[derive(Default)]
-struct Current {
+pub(super) struct Current {
     map: std::collections::HashMap<Box<[u8]>, usize, foldhash::fast::RandomState>,
     /// The last id found and its incarnation.
     last: Option<(Box<[u8]>, usize)>,
@@ -63,7 +56,7 @@ pub(super) struct Rec {
     /// Its frame's checksum (a tombstone names the record by it).
     pub(super) crc: u32,
     /// The first seq its events section holds.
-    first_seq: u64,
+    pub(super) first_seq: u64,
 }
 
 /// One creation of a session id and its records, in log order.
@@ -100,90 +93,23 @@ pub(super) struct Drops {
 }
 
 impl History {
-    /// Reads the records of `segments` that lie before `end_lsn` (a record at or past it was
-    /// not read, and is kept).
-    ///
-    /// # Errors
-    /// `Corruption` where the walk meets anything but valid records (compaction copies only
-    /// what it has checked: repair first), I/O errors.
-    pub(super) fn read(
-        segments: &[Arc<Segment>],
-        end_lsn: u64,
-        record_bytes_max: u32,
-    ) -> Result<Self> {
-        let mut h = Self {
+    /// An empty history, to which [`read`](super::read) adds the log's records in order.
+    pub(super) fn new() -> Self {
+        Self {
             incarnations: Vec::new(),
             deletions: Vec::new(),
             voids: Vec::new(),
             pinned: 0,
-        };
-        let mut current = Current::default();
-        for (si, seg) in segments.iter().enumerate() {
-            let map = seg.map()?;
-            let header = crate::codec::segment::SEGMENT_HEADER_LEN as u64;
-            let end = seg
-                .records_end()?
-                .min(map.offset_at_or_after(end_lsn).max(header));
-            let len = usize::try_from(end - header).unwrap_or(0);
-            // A sealed segment's bytes are borrowed from its map, not copied.
-            seg.with_bytes(header, len, |bytes| {
-                h.read_segment(&mut current, si, seg, map, bytes, record_bytes_max)
-            })??;
         }
-        Ok(h)
     }
 
-    /// One segment's records before the snapshot's end.
-    fn read_segment(
+    /// Adds one record, the next in log order; `rec` is it with the first seq given.
+    pub(super) fn add(
         &mut self,
         current: &mut Current,
-        si: usize,
-        seg: &Segment,
-        map: crate::store::log::map::LsnMap<'_>,
-        bytes: &[u8],
-        record_bytes_max: u32,
-    ) -> Result<()> {
-        let facts = SegmentFacts::sealed_under_lock(map, record_bytes_max);
-        let base = crate::codec::segment::SEGMENT_HEADER_LEN;
-        let seg_end = seg.end_lsn()?;
-        let mut cursor = LogCursor::new(facts, base, bytes, false);
-        let stop = walk(&mut cursor, |met| {
-            let Met::Record(frame) = met else {
-                return Ok(Go::Finish);
-            };
-            let summary = summarize(frame.kind, frame.payload()).map_err(|why| {
-                Error::corruption(
-                    &seg.path,
-                    frame.offset as u64,
-                    CorruptionKind::BadPayload(why),
-                )
-            })?;
-            let rec = |first_seq| Rec {
-                lsn: frame.lsn,
-                len: frame.bytes.len() as u64,
-                seg: si,
-                crc: frame.crc,
-                first_seq,
-            };
-            let ends_segment = frame.lsn + frame.bytes.len() as u64 == seg_end;
-            let end_void =
-                ends_segment && frame.bytes.len() == crate::codec::frame::FRAME_HEADER_LEN;
-            if !(end_void && summary == RecordSummary::Void) {
-                self.add(current, summary, rec);
-            }
-            Ok(Go::On)
-        })?;
-        if let Some(stop) = stop {
-            let kind = match stop.action {
-                crate::store::log::cursor::StopAction::Corrupt(k) => k,
-                _ => CorruptionKind::Incomplete,
-            };
-            return Err(Error::corruption(&seg.path, stop.offset as u64, kind));
-        }
-        Ok(())
-    }
-
-    fn add(&mut self, current: &mut Current, summary: RecordSummary<'_>, rec: impl Fn(u64) -> Rec) {
+        summary: RecordSummary<'_>,
+        rec: impl Fn(u64) -> Rec,
+    ) {
         match summary {
             RecordSummary::Start {
                 session,

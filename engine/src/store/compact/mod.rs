@@ -12,12 +12,11 @@
 mod file;
 mod history;
 mod merge;
+mod read;
 mod rewrite;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-
-use history::History;
 
 use super::inner::Inner;
 use super::options::CompactionPolicy;
@@ -108,7 +107,7 @@ impl Inner {
         let report = &mut out.report;
         let cutoff = self.tombstone_cutoff(scope);
         let (segments, end_lsn) = self.snapshot()?;
-        let history = History::read(&segments, end_lsn, self.options.record_bytes_max)?;
+        let history = read::read(&segments, end_lsn, self.options.record_bytes_max)?;
         let every = history.plan(|_| true);
         let dead = dead_by_segment(&segments, &every, cutoff);
         let chosen = match scope {
@@ -220,7 +219,7 @@ impl Inner {
         } else {
             self.snapshot()?
         };
-        let history = History::read(&segments, end_lsn, self.options.record_bytes_max)?;
+        let history = read::read(&segments, end_lsn, self.options.record_bytes_max)?;
         let every = history.plan(|_| true);
         let dead = dead_by_segment(&segments, &every, self.tombstone_cutoff(Scope::All));
         let segments = segments
