@@ -104,6 +104,12 @@ pub struct CompactionPolicy {
     /// segment's next compaction; a consumer whose remembered record went then takes its
     /// cautious path (the PostgreSQL shipper deletes nothing). Default 7 days.
     pub tombstone_ttl: std::time::Duration,
+    /// How many bytes of new segment files a compaction (by this policy, or
+    /// [`Store::compact`](crate::Store::compact) under it) writes ahead of the one it puts in
+    /// place — one file at least. Ahead, the device writes while the next files are built;
+    /// each byte is disk space taken beside the files they replace until then. Default
+    /// 64 MiB.
+    pub staged_bytes_max: u64,
 }
 
 impl Default for CompactionPolicy {
@@ -113,6 +119,7 @@ impl Default for CompactionPolicy {
             min_dead_bytes: 64 << 10,
             first_check_after: std::time::Duration::from_secs(10),
             tombstone_ttl: std::time::Duration::from_secs(7 * 86_400),
+            staged_bytes_max: 64 << 20,
         }
     }
 }
@@ -137,6 +144,13 @@ impl CompactionPolicy {
     #[must_use]
     pub fn with_tombstone_ttl(mut self, ttl: std::time::Duration) -> Self {
         self.tombstone_ttl = ttl;
+        self
+    }
+
+    /// Sets [`CompactionPolicy::staged_bytes_max`].
+    #[must_use]
+    pub fn with_staged_bytes_max(mut self, bytes: u64) -> Self {
+        self.staged_bytes_max = bytes;
         self
     }
 

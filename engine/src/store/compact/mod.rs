@@ -25,13 +25,6 @@ use crate::Result;
 use crate::codec::checkpoint::checkpoint_path;
 use crate::codec::frame::RecordLink;
 
-/// How far a compaction's staged files run ahead of the one it puts in place: the device
-/// writes the next files while one is synced and renamed, and the disk space a compaction
-/// takes beside the files it replaces stays bounded (by 32 MiB and one file).
-const STAGED_FILES_AHEAD: usize = 2;
-/// The bytes staged ahead, past which only one file is.
-const STAGED_BYTES_MAX: u64 = 32 << 20;
-
 /// What one pass of a compaction writes again: the segments of a snapshot that hold one of
 /// `records` (sorted by LSN) or are in `refresh`.
 #[derive(Clone, Copy)]
@@ -179,8 +172,14 @@ impl Inner {
                 records: &drops.records,
                 refresh: &refresh,
             };
-            let written =
-                self.rewrite_all(pass, end_lsn, tombstones, report, &mut before_first_rename);
+            let written = self.rewrite_all(
+                pass,
+                end_lsn,
+                tombstones,
+                report,
+                self.policy(scope).staged_bytes_max,
+                &mut before_first_rename,
+            );
             // Joined whatever happened: its error comes second to the rewrite's.
             let checkpointed = before_first_rename();
             written.and(checkpointed)
@@ -203,7 +202,14 @@ impl Inner {
                 records: &records,
                 refresh: &[],
             };
-            self.rewrite_all(pass, end_lsn, tombstones, report, &mut || Ok(()))?;
+            self.rewrite_all(
+                pass,
+                end_lsn,
+                tombstones,
+                report,
+                self.policy(scope).staged_bytes_max,
+                &mut || Ok(()),
+            )?;
         }
         self.merge_small(tombstones, report)?;
         report.segments = merged(std::mem::take(&mut report.segments));
@@ -266,13 +272,18 @@ impl Inner {
         Ok(())
     }
 
+    /// The policy a compaction follows: its own, else the store's, else the default.
+    fn policy(&self, scope: Scope) -> CompactionPolicy {
+        match scope {
+            Scope::Policy(p) => p,
+            Scope::All => self.options.compaction.unwrap_or_default(),
+        }
+    }
+
     /// Tombstones a compaction wrote before this time have outlived
     /// `CompactionPolicy::tombstone_ttl` (the policy's, else the default's).
     fn tombstone_cutoff(&self, scope: Scope) -> i64 {
-        let ttl = match scope {
-            Scope::Policy(p) => p.tombstone_ttl,
-            Scope::All => self.options.compaction.unwrap_or_default().tombstone_ttl,
-        };
+        let ttl = self.policy(scope).tombstone_ttl;
         self.options
             .clock
             .now_ms()
@@ -301,18 +312,19 @@ impl Inner {
         Ok(())
     }
 
-    /// Writes again the segments of `pass`, newest first, leaving its records out;
-    /// `before_first_rename` runs before
-    /// the first file is put in place (and only then). Each file is staged (written under
-    /// its temp name, its writeback started) up to [`STAGED_BYTES_MAX`] ahead of the one put
-    /// in place, so the device writes while the next ones are built; they are put in place in
-    /// the same order, newest first, one rename and directory sync each.
+    /// Writes again the segments of `pass`, newest first, leaving its records out. Each file
+    /// is staged (written under its temp name, its writeback started) up to `staged_max`
+    /// bytes (one file at least) ahead of the one put in place, so the device writes while
+    /// the next ones are built; they are put in place in the same order, newest first, one
+    /// rename and directory sync each. `before_first_rename` runs before the first file is
+    /// put in place (and only then).
     fn rewrite_all(
         &self,
         pass: Pass<'_>,
         checked_to: u64,
         tombstones: Tombstones,
         report: &mut CompactReport,
+        staged_max: u64,
         before_first_rename: &mut dyn FnMut() -> Result<()>,
     ) -> Result<()> {
         let Pass {
@@ -354,8 +366,8 @@ impl Inner {
                 drops: job.drops,
                 done,
             });
-            while (staged.len() > STAGED_FILES_AHEAD
-                || (staged.len() > 1 && staged_bytes > STAGED_BYTES_MAX))
+            while staged.len() > 1
+                && staged_bytes > staged_max
                 && let Some(p) = staged.pop_front()
             {
                 staged_bytes -= p.done.staged.file_len();
