@@ -12,6 +12,7 @@
 mod file;
 mod history;
 mod merge;
+mod pipeline;
 mod read;
 mod rewrite;
 
@@ -24,22 +25,6 @@ use super::report::{CompactReport, SegmentCompaction};
 use crate::Result;
 use crate::codec::checkpoint::checkpoint_path;
 use crate::codec::frame::RecordLink;
-
-/// What one pass of a compaction writes again: the segments of a snapshot that hold one of
-/// `records` (sorted by LSN) or are in `refresh`.
-#[derive(Clone, Copy)]
-struct Pass<'a> {
-    segments: &'a [Arc<super::segments::Segment>],
-    records: &'a [history::Rec],
-    refresh: &'a [usize],
-}
-
-/// A segment whose new file is staged, with what putting it in place needs.
-struct Pending<'a, 's> {
-    seg: &'a Arc<super::segments::Segment>,
-    drops: &'a [history::Rec],
-    done: rewrite::Rewritten<'s>,
-}
 
 /// Which segments a compaction writes again.
 #[derive(Debug, Clone, Copy)]
@@ -167,7 +152,7 @@ impl Inner {
                 },
                 None => Ok(()),
             };
-            let pass = Pass {
+            let pass = pipeline::Pass {
                 segments: &segments,
                 records: &drops.records,
                 refresh: &refresh,
@@ -197,7 +182,7 @@ impl Inner {
                 })
                 .collect();
             report.deletions_dropped = records.len();
-            let pass = Pass {
+            let pass = pipeline::Pass {
                 segments: &now,
                 records: &records,
                 refresh: &[],
@@ -309,110 +294,6 @@ impl Inner {
             return self.poison(e);
         }
         self.commit.written(tail);
-        Ok(())
-    }
-
-    /// Writes again the segments of `pass`, newest first, leaving its records out. Each file
-    /// is staged (written under its temp name, its writeback started) up to `staged_max`
-    /// bytes (one file at least) ahead of the one put in place, so the device writes while
-    /// the next ones are built; they are put in place in the same order, newest first, one
-    /// rename and directory sync each. `before_first_rename` runs before the first file is
-    /// put in place (and only then).
-    fn rewrite_all(
-        &self,
-        pass: Pass<'_>,
-        checked_to: u64,
-        tombstones: Tombstones,
-        report: &mut CompactReport,
-        staged_max: u64,
-        before_first_rename: &mut dyn FnMut() -> Result<()>,
-    ) -> Result<()> {
-        let Pass {
-            segments,
-            records,
-            refresh,
-        } = pass;
-        let mut touched: Vec<usize> = records.iter().map(|r| r.seg).collect();
-        touched.extend_from_slice(refresh);
-        touched.sort_unstable();
-        touched.dedup();
-        let mut buf = Vec::new();
-        let mut staged: std::collections::VecDeque<Pending<'_, '_>> = Default::default();
-        let mut staged_bytes = 0u64;
-        for &si in touched.iter().rev() {
-            let Some(seg) = segments.get(si) else {
-                continue;
-            };
-            // A store closing stops its compaction between two segments: every state
-            // between two renames replays (what is staged is removed).
-            if self.is_closed() {
-                return Err(crate::Error::Closed);
-            }
-            // The records of one segment are neighbours in LSN order.
-            let from = records.partition_point(|r| r.lsn < seg.first_lsn);
-            let to = from + records[from..].partition_point(|r| r.seg == si);
-            let job = rewrite::Job {
-                seg,
-                drops: &records[from..to],
-                checked_to,
-                record_bytes_max: self.options.record_bytes_max,
-                now_ms: self.options.clock.now_ms(),
-                tombstones,
-            };
-            let done = rewrite::rewrite(&*self.storage, &job, &mut buf)?;
-            staged_bytes += done.staged.file_len();
-            staged.push_back(Pending {
-                seg,
-                drops: job.drops,
-                done,
-            });
-            while staged.len() > 1
-                && staged_bytes > staged_max
-                && let Some(p) = staged.pop_front()
-            {
-                staged_bytes -= p.done.staged.file_len();
-                before_first_rename()?;
-                self.put_in_place(p, report)?;
-            }
-        }
-        while let Some(p) = staged.pop_front() {
-            before_first_rename()?;
-            self.put_in_place(p, report)?;
-        }
-        Ok(())
-    }
-
-    /// Puts a staged segment in place of the old one: the file, then the list (a reader
-    /// holding the old one reads it to the end), then the writer's last record.
-    fn put_in_place(&self, p: Pending<'_, '_>, report: &mut CompactReport) -> Result<()> {
-        let Pending { seg, drops, done } = p;
-        let segment = done.staged.commit(&*self.storage)?;
-        {
-            let mut list = self.segments.write();
-            if let Some(slot) = list.iter_mut().find(|s| s.first_lsn == seg.first_lsn) {
-                *slot = Arc::clone(&segment);
-            }
-        }
-        // The writer's last record left out: the next checkpoint names the void that
-        // ends the segment instead.
-        if let Some(void) = done.end_void {
-            let mut tail = self.tail.lock();
-            let in_segment = |l: RecordLink| {
-                l.lsn >= seg.first_lsn && segment.end_lsn().is_ok_and(|e| l.lsn < e)
-            };
-            let dropped = |l: RecordLink| drops.iter().any(|r| r.lsn == l.lsn);
-            if let Some(t) = tail.as_mut()
-                && t.last_record.is_some_and(|l| in_segment(l) && dropped(l))
-            {
-                t.last_record = Some(void);
-            }
-        }
-        report.segments.push(SegmentCompaction {
-            segment: seg.path.clone(),
-            bytes_before: done.bytes_before,
-            bytes_after: done.bytes_after,
-            records_dropped: done.records_dropped,
-        });
         Ok(())
     }
 
