@@ -106,15 +106,3 @@ impl Staged<'_> {
         )))
     }
 }
-
-/// [`stage`] and [`Staged::commit`] at once; returns the segment and the file's length.
-pub(super) fn write_compacted(
-    storage: &dyn Storage,
-    path: &str,
-    out: &mut Vec<u8>,
-    layout: Layout,
-) -> Result<(Arc<Segment>, u64)> {
-    let staged = stage(storage, path, out, layout)?;
-    let len = staged.file_len();
-    Ok((staged.commit(storage)?, len))
-}

@@ -48,14 +48,15 @@ pub(super) fn groups(segments: &[Arc<Segment>], max_bytes: u64) -> Vec<Vec<usize
     out
 }
 
-/// Writes `group` (neighbouring segments, oldest first) as one compacted segment under the
-/// first one's name; returns it. The others are still there: [`remove_merged`] goes next.
-pub(super) fn merge(
-    storage: &dyn Storage,
+/// Stages `group` (neighbouring segments, oldest first) as one compacted segment to go under
+/// the first one's name (`file.rs`); committing it puts it there, and [`remove_merged`]
+/// then removes the others.
+pub(super) fn merge<'s>(
+    storage: &'s dyn Storage,
     group: &[Arc<Segment>],
     now_ms: i64,
     keep: super::Tombstones,
-) -> Result<Arc<Segment>> {
+) -> Result<super::file::Staged<'s>> {
     let first = group.first().ok_or(Error::Closed)?;
     let header = SegmentHeader {
         first_lsn: first.first_lsn,
@@ -135,7 +136,7 @@ pub(super) fn merge(
         tombstones.extend(keep.kept(seg, &seg_tombs));
         end_lsn = seg_end;
     }
-    let (segment, _) = super::file::write_compacted(
+    super::file::stage(
         storage,
         &first.path,
         &mut out,
@@ -146,8 +147,7 @@ pub(super) fn merge(
             tombstones,
             now_ms,
         },
-    )?;
-    Ok(segment)
+    )
 }
 
 /// Removes the files a merge took in (every segment of the group but the first), newest

@@ -230,20 +230,25 @@ impl Inner {
     /// others' files go.
     fn merge_small(&self, tombstones: Tombstones, report: &mut CompactReport) -> Result<()> {
         let segments = self.segments.all();
-        for group in merge::groups(&segments, self.options.segment_bytes_max) {
+        let groups: Vec<Vec<Arc<super::segments::Segment>>> =
+            merge::groups(&segments, self.options.segment_bytes_max)
+                .into_iter()
+                .map(|g| g.iter().filter_map(|&i| segments.get(i).cloned()).collect())
+                .collect();
+        // Every merged file staged first (its writeback started), then each put in place.
+        let mut staged = Vec::with_capacity(groups.len());
+        for members in &groups {
             if self.is_closed() {
                 return Err(crate::Error::Closed);
             }
-            let members: Vec<Arc<super::segments::Segment>> = group
-                .iter()
-                .filter_map(|&i| segments.get(i).cloned())
-                .collect();
-            let merged = merge::merge(
-                &*self.storage,
-                &members,
-                self.options.clock.now_ms(),
-                tombstones,
-            )?;
+            let now = self.options.clock.now_ms();
+            staged.push(merge::merge(&*self.storage, members, now, tombstones)?);
+        }
+        for (members, staged) in groups.iter().zip(staged) {
+            if self.is_closed() {
+                return Err(crate::Error::Closed);
+            }
+            let merged = staged.commit(&*self.storage)?;
             {
                 let mut list = self.segments.write();
                 list.retain(|s| !members.iter().skip(1).any(|m| m.first_lsn == s.first_lsn));
@@ -251,9 +256,11 @@ impl Inner {
                     *slot = merged;
                 }
             }
-            merge::remove_merged(&*self.storage, &members)?;
+            merge::remove_merged(&*self.storage, members)?;
             report.segments_merged += members.len() - 1;
         }
+        release(segments);
+        release(groups.into_iter().flatten().collect());
         Ok(())
     }
 
