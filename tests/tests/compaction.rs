@@ -199,12 +199,7 @@ fn a_damaged_log_is_refused_naming_its_first_damage(storage: &Backend) {
     store.delete_session("gone").unwrap();
     store.close().unwrap();
     drop(store);
-    let segments: Vec<String> = storage
-        .files()
-        .into_iter()
-        .map(|(p, _)| p)
-        .filter(|p| p.starts_with("segments/"))
-        .collect();
+    let segments = segment_paths(storage);
     assert!(segments.len() >= 5, "{segments:?}");
     // A byte of the first record's payload in the second segment and in the last sealed one:
     // an open from the checkpoint reads neither.

@@ -168,12 +168,7 @@ fn salvage_rewrites_a_damaged_segment_header_and_loses_nothing(storage: &Backend
     support::workload(&mut store);
     let before = support::dump(&store);
     drop(store);
-    let segments: Vec<String> = storage
-        .files()
-        .into_iter()
-        .map(|(p, _)| p)
-        .filter(|p| p.starts_with("segments/"))
-        .collect();
+    let segments = support::segment_paths(storage);
     let victim = &segments[2];
     let image = storage.without_checkpoints();
     let mut header = image

@@ -44,6 +44,16 @@ pub fn workload(store: &mut Store) -> sessdb_workload::WorkloadSummary {
     .unwrap()
 }
 
+/// The paths of the store's segment files, oldest first.
+pub fn segment_paths(storage: &Backend) -> Vec<String> {
+    storage
+        .files()
+        .into_iter()
+        .map(|(p, _)| p)
+        .filter(|p| p.starts_with("segments/"))
+        .collect()
+}
+
 /// The segment files and the byte offsets where each of the last segment's records starts.
 pub fn last_segment(storage: &Backend) -> (String, Vec<u8>) {
     storage
