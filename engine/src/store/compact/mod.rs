@@ -169,6 +169,11 @@ impl Inner {
             let checkpointed = before_first_rename();
             written.and(checkpointed)
         })?;
+        // The second step leaves out the deletions of the sessions the first erased: a
+        // deletion goes only once nothing of its session is left (`history.rs`), so that a
+        // replay of the log from its start, at any state between two renames, never finds a
+        // session's records without its deletion. They are known from the one read of the
+        // log: by segment first LSN, since the segments the first step wrote are new files.
         if !drops.deletions_after.is_empty() {
             let now = self.segments.all();
             let records: Vec<history::Rec> = drops
