@@ -49,6 +49,8 @@ export interface CompactResult {
   reclaimedBytes: number
   segments: number
   sessionsErased: number
+  /** Deleted sessions of which records stay because a live fork reads them. */
+  sessionsKept: number
 }
 
 export interface Maintenance {

@@ -96,7 +96,13 @@ fn a_fork_of_a_deleted_parent_keeps_what_it_inherits(storage: &Backend) {
     }
     store.delete_session("parent").unwrap();
     let before = dump(&store);
-    store.compact().unwrap();
+    let report = store.compact().unwrap();
+    // The parent is kept in part (what the fork inherited), and said so; not erased.
+    assert_eq!(
+        (report.sessions_kept, report.sessions_erased),
+        (1, 0),
+        "{report:?}"
+    );
     assert_eq!(dump(&store), before);
     assert_eq!(occurrences(storage, "parent-after-fork"), 0);
     assert!(occurrences(storage, "inherited-part") >= 20);
@@ -118,6 +124,7 @@ fn a_dry_run_changes_nothing(storage: &Backend) {
     assert_eq!(storage.fingerprint(), files);
     let done = store.compact().unwrap();
     assert_eq!(done.sessions_erased, plan.sessions_erased);
+    assert_eq!((done.sessions_kept, plan.sessions_kept), (0, 0));
     // Nothing left to do.
     let again = store.compact().unwrap();
     assert!(again.segments.is_empty(), "{again:?}");

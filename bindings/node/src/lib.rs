@@ -71,6 +71,8 @@ pub struct CompactResult {
     pub segments: i64,
     /// Deleted sessions of which nothing is left.
     pub sessions_erased: i64,
+    /// Deleted sessions of which records stay because a live fork reads them.
+    pub sessions_kept: i64,
 }
 
 /// What the writer's background work has done ([`NativeStore::maintenance`]).
@@ -568,6 +570,7 @@ impl NativeStore {
                 reclaimed_bytes: n(r.reclaimed_bytes()),
                 segments: n(r.segments.len() as u64),
                 sessions_erased: n(r.sessions_erased as u64),
+                sessions_kept: n(r.sessions_kept as u64),
             })
         })
     }

@@ -340,6 +340,7 @@ test('compaction, retention and space: a deleted session leaves no byte, old ses
   assert.equal(plan.sessionsErased, 1)
   const done = await store.compact()
   assert.equal(done.sessionsErased, 1)
+  assert.equal(done.sessionsKept, 0)
   assert.ok(done.reclaimedBytes > 0)
   assert.equal((await store.space()).deadBytes, 0)
   const inFiles = (text) =>

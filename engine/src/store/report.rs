@@ -137,6 +137,10 @@ pub struct CompactReport {
     pub segments: Vec<SegmentCompaction>,
     /// Deleted sessions of which no record is left.
     pub sessions_erased: usize,
+    /// Deleted sessions of which records stay because a live fork reads them (the events it
+    /// inherited, and its parent's first record); in a background compaction, also those
+    /// with records in segments it did not write. They go when nothing reads them.
+    pub sessions_kept: usize,
     /// Deletion records left out (their sessions were erased by an earlier pass).
     pub deletions_dropped: usize,
     /// Whether the active segment was sealed first, so that what it held could go too.

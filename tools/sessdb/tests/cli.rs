@@ -1441,3 +1441,32 @@ fn regression_hints_name_the_store_given() {
         "{err}"
     );
 }
+
+/// Deleting the parent of a live fork reclaims nothing (the fork reads what it inherited):
+/// `compact` says so, instead of an unexplained "0 bytes".
+#[test]
+fn compact_says_why_a_deleted_parent_of_a_live_fork_reclaims_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    ok(&["demo", "store", "--quiet"], dir.path());
+    let listed = ok(&["ls", "store", "--json"], dir.path());
+    let parent = json(&listed)
+        .elements()
+        .find_map(|e| e.get("parent")?.as_str().map(|p| p.into_owned()))
+        .expect("the demo has a fork");
+    ok(&["delete", "store", &parent], dir.path());
+    let out = sessdb(&["compact", "store"], dir.path());
+    assert_eq!(out.status.code(), Some(0));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("1 deleted session(s) kept in part: live forks read them"),
+        "{said}"
+    );
+    let again = ok(&["compact", "store", "--json"], dir.path());
+    assert_eq!(
+        json(&again)
+            .get("sessionsKept")
+            .and_then(|v| v.as_safe_integer()),
+        Some(1),
+        "{again}"
+    );
+}

@@ -88,6 +88,9 @@ pub(super) struct Drops {
     pub(super) records: Vec<Rec>,
     /// Deleted sessions of which nothing is left after it.
     pub(super) sessions_erased: usize,
+    /// Deleted sessions of which records stay: what a live fork reads through them (and
+    /// records in segments the plan does not write).
+    pub(super) sessions_kept: usize,
     /// The deletions a second step can leave out (their sessions erased by this plan).
     pub(super) deletions_after: Vec<Rec>,
 }
@@ -231,6 +234,8 @@ impl History {
             if keep == 0 {
                 out.sessions_erased += 1;
                 erased[i] = true;
+            } else if inc.deleted {
+                out.sessions_kept += 1;
             }
         }
         out.deletions_after.extend(

@@ -99,6 +99,8 @@ impl Inner {
             Scope::All => every,
             Scope::Policy(_) => history.plan(wanted),
         };
+        // Reported whether or not anything goes: a deletion a fork keeps reclaims nothing.
+        report.sessions_kept = drops.sessions_kept;
         for (si, seg) in segments.iter().enumerate() {
             if dead[si] > 0 && !wanted(si) {
                 out.dead_left.insert(seg.first_lsn, dead[si]);

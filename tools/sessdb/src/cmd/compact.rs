@@ -13,8 +13,9 @@ pub struct Args {
     /// Print what would be reclaimed per segment; change nothing.
     #[arg(long)]
     dry_run: bool,
-    /// One JSON object: `{"dryRun", "reclaimedBytes", "sessionsErased", "segmentsMerged",
-    /// "segments": [{"segment", "bytesBefore", "bytesAfter", "recordsDropped"}]}`.
+    /// One JSON object: `{"dryRun", "reclaimedBytes", "sessionsErased", "sessionsKept",
+    /// "segmentsMerged", "segments": [{"segment", "bytesBefore", "bytesAfter",
+    /// "recordsDropped"}]}`.
     #[arg(long)]
     pub json: bool,
 }
@@ -26,6 +27,7 @@ struct Compacted {
     dry_run: bool,
     reclaimed_bytes: u64,
     sessions_erased: usize,
+    sessions_kept: usize,
     segments_merged: usize,
     segments: Vec<SegmentJson>,
 }
@@ -55,6 +57,7 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
             dry_run: a.dry_run,
             reclaimed_bytes: report.reclaimed_bytes(),
             sessions_erased: report.sessions_erased,
+            sessions_kept: report.sessions_kept,
             segments_merged: report.segments_merged,
             segments: report
                 .segments
@@ -88,10 +91,19 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
     } else {
         String::new()
     };
+    // A deletion that reclaims nothing says why: a live fork reads what it inherited.
+    let kept = if report.sessions_kept > 0 {
+        format!(
+            "; {} deleted session(s) kept in part: live forks read them",
+            report.sessions_kept
+        )
+    } else {
+        String::new()
+    };
     note(
         quiet,
         &format!(
-            "{verb} {} bytes in {} segment(s); {} deleted session(s) erased{merged}",
+            "{verb} {} bytes in {} segment(s); {} deleted session(s) erased{kept}{merged}",
             report.reclaimed_bytes(),
             report.segments.len(),
             report.sessions_erased
