@@ -1,7 +1,8 @@
 //! Recovery on arbitrary files: a segment and a checkpoint of arbitrary bytes. Open either
 //! succeeds (and the store reads back) or fails with an error; it never panics. A writable
 //! open that refuses leaves every file as it was; a salvage that succeeds leaves a store
-//! that opens again without salvage.
+//! that opens again without salvage. A compaction of a store that opened refuses damage or
+//! keeps every session it read as it was, and the store opens again with them.
 #![no_main]
 
 use std::sync::Arc;
@@ -34,11 +35,32 @@ fuzz_target!(|data: &[u8]| {
         );
         match opened {
             Ok(store) => {
+                let mut before = Vec::new();
                 for info in store.list() {
-                    let _ = store.events(&info.header.id, ..);
+                    let events = store.events(&info.header.id, ..);
                     let _ = store.messages(&info.header.id);
+                    before.push((info.header.id, events.ok()));
                 }
-                drop(store);
+                // A compaction refuses damage or keeps every live session as it was, and
+                // leaves a store that opens again.
+                if store.compact().is_ok() {
+                    for (id, events) in &before {
+                        if let Some(events) = events {
+                            let after = store.events(id, ..);
+                            assert!(after.as_ref().ok() == Some(events), "{id} changed");
+                        }
+                    }
+                    drop(store);
+                    let reopened = Store::open_with(Arc::new(storage.clone()), StoreOptions::tiny())
+                        .unwrap_or_else(|e| panic!("a compacted store does not reopen: {e}"));
+                    for (id, events) in &before {
+                        if let Some(events) = events {
+                            assert!(reopened.events(id, ..).ok().as_ref() == Some(events));
+                        }
+                    }
+                } else {
+                    drop(store);
+                }
                 if salvage {
                     // Salvage always ends in a store that opens.
                     if let Err(e) = Store::open_with(Arc::new(storage), StoreOptions::tiny()) {

@@ -200,4 +200,82 @@ fn salvage_rewrites_a_damaged_segment_header_and_loses_nothing(storage: &Backend
     assert_eq!(support::dump(&again), before);
 }
 
-on_both_storages!(salvage_rewrites_a_damaged_segment_header_and_loses_nothing);
+/// Found by fuzzing `store_open`: in a compacted segment, damage to the last record of one run
+/// and to the first of the next was voided as one record across the run's end — a record of
+/// two stretches of the log, which the checkpoint the next compaction wrote named with a length
+/// that does not reach the segment's end (a debug build's assertion, and in release a chain no
+/// open could confirm). A void stops at a run's end now; each run's damage is voided in it.
+fn regression_a_salvage_void_stops_at_a_run_end(storage: &Backend) {
+    use sessdb::codec::compacted::{FOOTER_LEN, Footer, Runs};
+    use sessdb::codec::frame::{FrameCheck, check_frame};
+    use sessdb::storage::OpenMode;
+    let store = support::open(storage);
+    for round in 0..12 {
+        for id in ["keep", "gone"] {
+            if round == 0 {
+                support::session_with(&store, id, "first", 0);
+            }
+            support::note(&store, id, &format!("{id} {round}"));
+        }
+    }
+    store.delete_session("gone").unwrap();
+    store.compact().unwrap();
+    store.close().unwrap();
+    drop(store);
+    // A compacted segment of three runs or more; the last record of its first run and the
+    // first record of its second.
+    let (path, bytes, runs) = storage
+        .files()
+        .into_iter()
+        .filter(|(p, _)| p.starts_with("segments/"))
+        .find_map(|(p, b)| {
+            let n = b.len();
+            let footer = Footer::decode(b.get(n.checked_sub(FOOTER_LEN)?..)?, n as u64).ok()?;
+            let table = &b[n - FOOTER_LEN - footer.table_len() as usize..n - FOOTER_LEN];
+            let runs = Runs::decode(table, &footer, 0, footer.records_end(n as u64)).ok()?;
+            (runs.runs().len() >= 3).then(|| (p, b.clone(), runs.runs().to_vec()))
+        })
+        .expect("a compacted segment of three runs");
+    let boundary = usize::try_from(runs[1].offset).unwrap();
+    let mut last = usize::try_from(runs[0].offset).unwrap();
+    while let FrameCheck::Valid { frame_len, .. } = check_frame(&bytes[last..], u32::MAX) {
+        if last + frame_len >= boundary {
+            break;
+        }
+        last += frame_len;
+    }
+    let file = storage.storage().open(&path, OpenMode::ReadWrite).unwrap();
+    for at in [last + 20, boundary + 20] {
+        file.write_at(&[bytes[at] ^ 0x5a], at as u64).unwrap();
+    }
+    drop(file);
+    let salvaged = Store::open_with(storage.storage(), opts().with_salvage(true)).unwrap();
+    let report = salvaged.open_report().salvaged.clone().unwrap();
+    let voided: Vec<(u64, u64)> = report.damage.iter().map(|d| (d.offset, d.bytes)).collect();
+    let (last, boundary) = (last as u64, boundary as u64);
+    // One void up to the run's end, another from it.
+    assert_eq!(voided.first(), Some(&(last, boundary - last)), "{report:?}");
+    assert_eq!(voided.get(1).map(|v| v.0), Some(boundary), "{report:?}");
+    let kept = dump(&salvaged);
+    // The compaction's checkpoint names a record that ends where the log does: the store opens
+    // from it.
+    salvaged.compact().unwrap();
+    salvaged.close().unwrap();
+    drop(salvaged);
+    let reopened = Store::open_with(storage.storage(), opts()).unwrap();
+    assert!(
+        reopened.open_report().checkpoint.is_some(),
+        "{:?}",
+        reopened.open_report()
+    );
+    assert!(reopened.open_report().checkpoints_discarded.is_empty());
+    assert_eq!(dump(&reopened), kept);
+    drop(reopened);
+    let verified = verify(storage.storage()).unwrap();
+    assert!(verified.problems.is_empty(), "{verified:?}");
+}
+
+on_both_storages!(
+    salvage_rewrites_a_damaged_segment_header_and_loses_nothing,
+    regression_a_salvage_void_stops_at_a_run_end,
+);

@@ -158,6 +158,15 @@ impl Runs {
         if end_lsn < first_lsn {
             return Err("the segment ends before it starts");
         }
+        // The records end where the segment does: a compaction that leaves out a segment's
+        // last record writes a void in its place (`docs/FORMAT.md` §2.1), and a checkpoint
+        // taken at the segment's end names the record that ends it.
+        if let Some(last) = runs.last() {
+            let end = last.lsn + (records_end - last.offset);
+            if end != end_lsn {
+                return Err("the records end before the segment does");
+            }
+        }
         Ok(Self {
             runs,
             tombstones: Vec::new(),
@@ -291,6 +300,13 @@ impl Runs {
         }
         let (run, _) = self.run_at(at)?;
         Some(run.lsn + (at - run.offset))
+    }
+
+    /// The file offset where the run holding file offset `at` ends: the next run's first
+    /// record, or the records' end. No record crosses it.
+    pub fn run_end(&self, at: u64) -> u64 {
+        let next = self.runs.partition_point(|r| r.offset <= at);
+        self.runs.get(next).map_or(self.records_end, |r| r.offset)
     }
 
     /// The file offset of the byte at `lsn`, when a run holds it (`None` in a hole).

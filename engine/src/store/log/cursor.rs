@@ -161,10 +161,29 @@ impl<'a> LogCursor<'a> {
             .unwrap_or_default()
     }
 
+    /// Where the run holding the cursor's position ends in a compacted segment (no record
+    /// crosses it), else the end of the bytes read.
+    fn run_end(&self) -> usize {
+        self.facts
+            .map
+            .run_end(self.pos as u64)
+            .map_or(self.end(), |e| {
+                usize::try_from(e).unwrap_or(usize::MAX).min(self.end())
+            })
+    }
+
     /// The next step.
     pub(crate) fn step(&mut self) -> Step<'a> {
         let rest = self.bytes_from(self.pos);
-        let check = check_frame(rest, self.facts.record_bytes_max);
+        let mut check = check_frame(rest, self.facts.record_bytes_max);
+        // A frame running past its run in a compacted segment is no record of it: the bytes
+        // after the run's end are another stretch of the log (found by fuzzing: a salvage
+        // had voided damage across a run's end).
+        if let FrameCheck::Valid { frame_len, .. } = check
+            && self.pos + frame_len > self.run_end()
+        {
+            check = FrameCheck::BadLength;
+        }
         if let FrameCheck::Valid {
             kind,
             frame_len,
@@ -233,14 +252,16 @@ impl<'a> LogCursor<'a> {
     /// (or the end); returns that offset.
     pub(crate) fn resync(&mut self) -> usize {
         let max = self.facts.record_bytes_max;
-        let next = (self.pos + FRAME_HEADER_LEN..self.end())
+        // Not past the run's end in a compacted segment: a record starts there.
+        let limit = self.run_end();
+        let next = (self.pos + FRAME_HEADER_LEN..limit)
             .find(|&q| {
                 matches!(
                     check_frame(self.bytes_from(q), max),
                     FrameCheck::Valid { .. }
                 )
             })
-            .unwrap_or(self.end());
+            .unwrap_or(limit);
         self.pos = next.max(self.pos);
         self.pos
     }

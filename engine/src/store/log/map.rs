@@ -37,6 +37,15 @@ impl LsnMap<'_> {
         }
     }
 
+    /// Where the stretch of contiguous log holding file offset `at` ends in the file: a
+    /// compacted segment's next run (no record crosses it); `None` in a segment appends wrote.
+    pub(crate) fn run_end(&self, at: u64) -> Option<u64> {
+        match self {
+            Self::Plain { .. } => None,
+            Self::Runs(runs) => Some(runs.run_end(at)),
+        }
+    }
+
     /// The file offset a reader that starts at log position `lsn` begins at: the first byte
     /// kept at or after it.
     pub(crate) fn offset_at_or_after(&self, lsn: u64) -> u64 {
