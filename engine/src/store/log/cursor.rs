@@ -116,6 +116,9 @@ pub(crate) struct LogCursor<'a> {
     pos: usize,
     /// An offset whose bytes were read again after later bytes had been seen: settled.
     reread_at: Option<usize>,
+    /// The end of the run the last step was in (a compacted segment), kept while the cursor
+    /// stays before it: one lookup per run, not per frame.
+    run_ends_at: usize,
 }
 
 /// Whether `b` holds only zeros. Compared 32 bytes at a time: the end of the active segment
@@ -136,6 +139,7 @@ impl<'a> LogCursor<'a> {
             bytes,
             pos: base,
             reread_at: reread.then_some(base),
+            run_ends_at: 0,
         }
     }
 
@@ -163,13 +167,15 @@ impl<'a> LogCursor<'a> {
 
     /// Where the run holding the cursor's position ends in a compacted segment (no record
     /// crosses it), else the end of the bytes read.
-    fn run_end(&self) -> usize {
-        self.facts
-            .map
-            .run_end(self.pos as u64)
-            .map_or(self.end(), |e| {
-                usize::try_from(e).unwrap_or(usize::MAX).min(self.end())
-            })
+    fn run_end(&mut self) -> usize {
+        if self.pos >= self.run_ends_at {
+            self.run_ends_at = self
+                .facts
+                .map
+                .run_end(self.pos as u64)
+                .map_or(usize::MAX, |e| usize::try_from(e).unwrap_or(usize::MAX));
+        }
+        self.run_ends_at.min(self.end())
     }
 
     /// The next step.
