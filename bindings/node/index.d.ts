@@ -63,6 +63,8 @@ export interface Maintenance {
 export interface Space {
   liveBytes: number
   deadBytes: number
+  /** Compaction's run and tombstone tables beside the records (12 bytes per record left out, kept for the tombstone TTL). */
+  tableBytes: number
 }
 
 export interface SessionRow {

@@ -95,6 +95,8 @@ pub struct Space {
     pub live_bytes: i64,
     /// Record bytes a compaction gives back.
     pub dead_bytes: i64,
+    /// Bytes of compaction's run and tombstone tables beside the records.
+    pub table_bytes: i64,
 }
 
 /// One session of [`NativeStore::list`].
@@ -603,6 +605,7 @@ impl NativeStore {
             Ok(Space {
                 live_bytes: n(sp.live_bytes()),
                 dead_bytes: n(sp.dead_bytes()),
+                table_bytes: n(sp.table_bytes()),
             })
         })
     }

@@ -223,10 +223,20 @@ impl Inner {
         let segments = segments
             .iter()
             .enumerate()
-            .map(|(si, seg)| SegmentSpace {
-                segment: seg.path.clone(),
-                record_bytes: record_bytes(&segments, si, end_lsn),
-                dead_bytes: dead[si],
+            .map(|(si, seg)| {
+                let records = record_bytes(&segments, si, end_lsn);
+                // A compacted segment's file holds its tables after the records.
+                let table_bytes = if seg.is_compacted() {
+                    seg.stored_bytes().map_or(0, |b| b.saturating_sub(records))
+                } else {
+                    0
+                };
+                SegmentSpace {
+                    segment: seg.path.clone(),
+                    record_bytes: records,
+                    dead_bytes: dead[si],
+                    table_bytes,
+                }
             })
             .collect();
         Ok(Space { segments })
@@ -390,6 +400,13 @@ impl Space {
     pub fn live_bytes(&self) -> u64 {
         self.record_bytes() - self.dead_bytes()
     }
+
+    /// Bytes of compacted segments' run and tombstone tables (and footers) over all segments:
+    /// file bytes beside the records, mostly tombstones under churn (12 bytes per record left
+    /// out, kept `CompactionPolicy::tombstone_ttl`).
+    pub fn table_bytes(&self) -> u64 {
+        self.segments.iter().map(|s| s.table_bytes).sum()
+    }
 }
 
 /// One segment of a [`Space`].
@@ -403,6 +420,8 @@ pub struct SegmentSpace {
     /// Of those, the bytes no session reads: records of deleted sessions no live fork reads,
     /// void space, and the deletions of sessions of which nothing else would be left.
     pub dead_bytes: u64,
+    /// A compacted segment's run and tombstone tables and footer (0 for one appends wrote).
+    pub table_bytes: u64,
 }
 
 /// The dead bytes of each segment of a snapshot: what a plan leaves out, the deletions its

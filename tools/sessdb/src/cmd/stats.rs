@@ -39,6 +39,8 @@ struct Stats {
     live_bytes: Option<u64>,
     /// Record bytes a compaction would give back.
     dead_bytes: Option<u64>,
+    /// Bytes of compaction's run and tombstone tables.
+    table_bytes: Option<u64>,
 }
 
 /// What opening the store did.
@@ -84,6 +86,7 @@ pub fn run(a: &Args) -> CliResult {
             surface_bytes: m.surface_bytes,
             live_bytes: space.as_ref().ok().map(sessdb::store::Space::live_bytes),
             dead_bytes: space.as_ref().ok().map(sessdb::store::Space::dead_bytes),
+            table_bytes: space.as_ref().ok().map(sessdb::store::Space::table_bytes),
         });
         return Ok(code::OK);
     }
@@ -98,6 +101,16 @@ pub fn run(a: &Args) -> CliResult {
             sp.dead_bytes()
         )),
         Err(e) => println(&format!("live / dead        {e}")),
+    }
+    // What the files hold beside the records once compaction ran: a store that deletes much
+    // keeps a tombstone per record left out for `tombstone_ttl`.
+    if let Ok(sp) = &space
+        && sp.table_bytes() > 0
+    {
+        println(&format!(
+            "tables             {} byte(s) of compaction's run and tombstone tables (a tombstone: 12 bytes per record left out, kept for the tombstone TTL)",
+            sp.table_bytes()
+        ));
     }
     println(&format!(
         "checkpoint         generation {} covering {} byte(s)",
