@@ -276,8 +276,10 @@ impl Inner {
             merge::remove_merged(&*self.storage, members)?;
             report.segments_merged += members.len() - 1;
         }
-        release(segments);
-        release(groups.into_iter().flatten().collect());
+        // One thread lets go of the old list and the merged groups' files.
+        let mut held = segments;
+        held.extend(groups.into_iter().flatten());
+        release(held);
         Ok(())
     }
 
