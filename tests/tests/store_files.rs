@@ -552,7 +552,7 @@ fn a_store_of_another_format_version_is_refused_not_salvaged() {
                 e,
                 sessdb::Error::UnsupportedStore {
                     found: 2,
-                    expected: 3,
+                    expected: 6,
                     ..
                 }
             ),

@@ -1,6 +1,7 @@
 //! CRC-32 for the hot paths. `crc32fast::Hasher::new` detects the CPU's features on every
-//! call; the log computes two or three checksums per appended event (the event's, the
-//! frame's, its length's), so a hasher made once is cloned instead.
+//! call; the log computes a checksum per appended event (its own) and two per record (the
+//! frame's over what the events' leave out, the length's), so a hasher made once is cloned
+//! instead.
 
 use std::sync::LazyLock;
 

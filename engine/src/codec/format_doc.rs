@@ -55,13 +55,9 @@ fn hexdump(bytes: &[u8]) -> String {
 }
 
 fn segment_header() -> Vec<u8> {
-    SegmentHeader {
-        first_lsn: 0,
-        created_ms: 1_767_225_600_000,
-        compacted: false,
-    }
-    .encode()
-    .to_vec()
+    SegmentHeader::new(0, 1_767_225_600_000, false)
+        .encode()
+        .to_vec()
 }
 
 /// The run and tombstone tables and the footer of a compacted segment (first LSN 100) that
@@ -95,8 +91,35 @@ fn compacted_trailer() -> Vec<u8> {
         .encode()
 }
 
+/// The example record in layout 2, as the write path seals it.
 fn append_frame() -> Vec<u8> {
-    let events = [
+    let payload = append_frame_layout1();
+    let mut frame = vec![0; super::frame::FRAME_HEADER_LEN];
+    frame.extend_from_slice(&payload[super::frame::FRAME_HEADER_LEN..]);
+    let (_, locs) = encode(
+        &BodyRef::Append {
+            session: "s1",
+            events: &example_events(),
+        },
+        &mut Vec::new(),
+    )
+    .unwrap();
+    super::frame::seal_frame(
+        super::frame::RecordKind::Append,
+        &mut frame,
+        super::frame::FrameLayout::Split,
+        &locs,
+    );
+    frame
+}
+
+/// The header of the same record in layout 1 (the payload is the same).
+fn append_frame_layout1_header() -> Vec<u8> {
+    append_frame_layout1()[..super::frame::FRAME_HEADER_LEN].to_vec()
+}
+
+fn example_events() -> [Event; 2] {
+    [
         Event::new("turn/start", 1, 1_767_225_600_000, &br#"{"turn":1}"#[..]),
         Event::new(
             "user/message",
@@ -105,12 +128,15 @@ fn append_frame() -> Vec<u8> {
             &br#"{"id":"u1","role":"user","source":{"kind":"user"},"content":[]}"#[..],
         )
         .with_surface_op(SurfaceOp::Append),
-    ];
+    ]
+}
+
+fn append_frame_layout1() -> Vec<u8> {
     let mut payload = Vec::new();
     let (kind, _) = encode(
         &BodyRef::Append {
             session: "s1",
-            events: &events,
+            events: &example_events(),
         },
         &mut payload,
     )
@@ -185,6 +211,7 @@ fn the_document_shows_exactly_the_bytes_the_code_writes() {
         ("segment-header", segment_header()),
         ("compacted-trailer", compacted_trailer()),
         ("append-frame", append_frame()),
+        ("append-frame-layout1-header", append_frame_layout1_header()),
         ("checkpoint-header", checkpoint_header()),
         ("checkpoint-body", checkpoint_body()),
     ] {

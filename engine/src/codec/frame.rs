@@ -2,8 +2,12 @@
 //!
 //! A frame is a 16-byte header and a payload. The length has its own checksum, so a damaged
 //! length is recognized before it is trusted (no huge allocation, no skip into the middle of
-//! other data); the frame checksum covers the header's first 12 bytes and the payload. An
+//! other data); the frame checksum covers the header's first 12 bytes and the payload — all of
+//! it in layout 1, all but the events' own checksummed fields in layout 2 (`coverage.rs`). An
 //! all-zero header never passes the length check, so zero-filled tails are never records.
+
+use super::coverage;
+pub use super::kind::RecordKind;
 
 /// Bytes in a frame header.
 pub const FRAME_HEADER_LEN: usize = 16;
@@ -16,46 +20,24 @@ pub const OFF_LEN: usize = 0;
 pub const OFF_LEN_CRC: usize = OFF_LEN + 4;
 /// Offset of the record kind (u8).
 pub const OFF_KIND: usize = OFF_LEN_CRC + 4;
-/// Offset of the flags byte (u8, zero).
+/// Offset of the flags byte (u8): 0 layout 1, [`FLAG_LAYOUT2`] layout 2.
 pub const OFF_FLAGS: usize = OFF_KIND + 1;
 /// Offset of the reserved u16 (zero).
 pub const OFF_RESERVED: usize = OFF_FLAGS + 1;
-/// Offset of the CRC-32 over bytes `0..12` and the payload (u32).
+/// Offset of the frame CRC (u32): over bytes `0..12` and the payload (layout 1) or the
+/// payload without its events' fields (layout 2).
 pub const OFF_CRC: usize = OFF_RESERVED + 2;
 const _: () = assert!(OFF_CRC + 4 == FRAME_HEADER_LEN);
+/// The flags bit of a layout-2 frame: each event's fields are covered by its own CRC only.
+pub const FLAG_LAYOUT2: u8 = 1;
 
-/// The kinds of records.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum RecordKind {
-    /// A session was created: header and seed events.
-    Create = 1,
-    /// A batch of events was appended to a session.
-    Append = 2,
-    /// A session was forked: the child's header, its parent and inherited length, and its
-    /// first own events.
-    Fork = 3,
-    /// A session was deleted.
-    Delete = 4,
-    /// Space salvage took over: a damaged record, or an intact one of a session cut at its
-    /// last intact event. The payload is zeros; replay skips it. Keeping the space (rather
-    /// than cutting the file) keeps every other record at its LSN, so sessions salvage keeps
-    /// stay byte for byte where their locations say.
-    Void = 5,
-}
-
-impl RecordKind {
-    /// The kind with this byte.
-    pub fn from_byte(b: u8) -> Option<Self> {
-        match b {
-            1 => Some(Self::Create),
-            2 => Some(Self::Append),
-            3 => Some(Self::Fork),
-            4 => Some(Self::Delete),
-            5 => Some(Self::Void),
-            _ => None,
-        }
-    }
+/// How a frame's checksum covers its payload (`docs/FORMAT.md` §3.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameLayout {
+    /// The frame CRC covers the whole payload (segment format 3 and 5 hold only these).
+    Whole,
+    /// The frame CRC leaves each event's fields to the event's own CRC.
+    Split,
 }
 
 /// The checksum of a payload length.
@@ -64,19 +46,12 @@ pub fn len_crc(len: u32) -> u32 {
 }
 
 /// The 12 header bytes the frame checksum covers before the payload.
-fn header_head(kind: RecordKind, len: u32) -> [u8; OFF_CRC] {
+fn header_head(kind: RecordKind, len: u32, flags: u8) -> [u8; OFF_CRC] {
     // Built in place: a `Vec` here was a heap allocation per record written or read.
     let [l0, l1, l2, l3] = len.to_le_bytes();
     let [c0, c1, c2, c3] = len_crc(len).to_le_bytes();
-    // Kind, then flags 0 and a reserved u16 0.
-    [l0, l1, l2, l3, c0, c1, c2, c3, kind as u8, 0, 0, 0]
-}
-
-fn frame_crc(head: &[u8], payload: &[u8]) -> u32 {
-    let mut h = super::crc::hasher();
-    h.update(head);
-    h.update(payload);
-    h.finalize()
+    // Kind, flags, and a reserved u16 0.
+    [l0, l1, l2, l3, c0, c1, c2, c3, kind as u8, flags, 0, 0]
 }
 
 /// The payload length as its field holds it; payloads are refused far below 4 GiB
@@ -85,11 +60,12 @@ fn len_field(payload: &[u8]) -> u32 {
     u32::try_from(payload.len()).unwrap_or(u32::MAX)
 }
 
-/// Appends one frame holding `payload`.
+/// Appends one frame of layout 1 holding `payload` (void frames, and records as the
+/// previous release wrote them).
 pub fn encode_frame(kind: RecordKind, payload: &[u8], out: &mut Vec<u8>) {
-    let head = header_head(kind, len_field(payload));
+    let head = header_head(kind, len_field(payload), 0);
     out.extend_from_slice(&head);
-    out.extend_from_slice(&frame_crc(&head, payload).to_le_bytes());
+    out.extend_from_slice(&coverage::whole_crc(&head, payload).to_le_bytes());
     out.extend_from_slice(payload);
 }
 
@@ -134,13 +110,28 @@ pub fn payload_offset(frame_offset: u32) -> u32 {
 }
 
 /// Fills in the header of a frame whose payload was written after [`FRAME_HEADER_LEN`]
-/// reserved bytes (saves a copy of the payload); returns the frame checksum.
-pub fn seal_frame(kind: RecordKind, frame: &mut [u8]) -> u32 {
+/// reserved bytes (saves a copy of the payload); returns the frame checksum. `events` are the
+/// `(offset in the payload, length)` of its event encodings, as the encoder reported them:
+/// layout 2 leaves their fields to their own checksums.
+pub fn seal_frame(
+    kind: RecordKind,
+    frame: &mut [u8],
+    layout: FrameLayout,
+    events: &[(u32, u32)],
+) -> u32 {
     let Some((header, payload)) = frame.split_at_mut_checked(FRAME_HEADER_LEN) else {
         return 0;
     };
-    let head = header_head(kind, len_field(payload));
-    let crc = frame_crc(&head, payload);
+    let (head, crc) = match layout {
+        FrameLayout::Whole => {
+            let head = header_head(kind, len_field(payload), 0);
+            (head, coverage::whole_crc(&head, payload))
+        }
+        FrameLayout::Split => {
+            let head = header_head(kind, len_field(payload), FLAG_LAYOUT2);
+            (head, coverage::sealed_crc(&head, payload, events))
+        }
+    };
     for (dst, src) in header.iter_mut().zip(head.iter().chain(&crc.to_le_bytes())) {
         *dst = *src;
     }
@@ -232,11 +223,19 @@ pub fn check_frame(bytes: &[u8], max_payload_bytes: u32) -> FrameCheck {
         return FrameCheck::Incomplete { frame_len };
     };
     let (covered, _) = head.split_at(OFF_CRC);
-    let crc = frame_crc(covered, payload);
-    if crc != u32_at(head, OFF_CRC) {
-        return FrameCheck::BadChecksum { frame_len };
-    }
     let kind_byte = head.get(OFF_KIND).copied().unwrap_or(0);
+    let crc = match head.get(OFF_FLAGS).copied().unwrap_or(0) {
+        0 => Some(coverage::whole_crc(covered, payload)),
+        // Layout 2 needs the kind to find the events; an unknown kind's bytes cannot be
+        // checked, so it reads as damage, as in layout 1 a kind byte no writer wrote would.
+        FLAG_LAYOUT2 => RecordKind::from_byte(kind_byte)
+            .and_then(|kind| coverage::checked_crc(covered, kind, payload)),
+        // A flag no writer sets.
+        _ => None,
+    };
+    let Some(crc) = crc.filter(|c| *c == u32_at(head, OFF_CRC)) else {
+        return FrameCheck::BadChecksum { frame_len };
+    };
     match RecordKind::from_byte(kind_byte) {
         Some(kind) => FrameCheck::Valid {
             kind,
@@ -313,9 +312,26 @@ mod tests {
         encode_frame(RecordKind::Create, b"some payload", &mut a);
         let mut b = vec![0xAA; FRAME_HEADER_LEN];
         b.extend_from_slice(b"some payload");
-        let crc = seal_frame(RecordKind::Create, &mut b);
+        let crc = seal_frame(RecordKind::Create, &mut b, FrameLayout::Whole, &[]);
         assert_eq!(a, b);
         assert!(matches!(check_frame(&b, 100), FrameCheck::Valid { crc: c, .. } if c == crc));
+    }
+
+    #[test]
+    fn a_flag_no_writer_sets_reads_as_damage() {
+        let mut f = Vec::new();
+        encode_frame(RecordKind::Delete, b"\x01\x00s", &mut f);
+        for flags in 2..=255u8 {
+            let mut g = f.clone();
+            g[OFF_FLAGS] = flags;
+            let crc = coverage::whole_crc(&g[..OFF_CRC], &g[FRAME_HEADER_LEN..]);
+            g[OFF_CRC..FRAME_HEADER_LEN].copy_from_slice(&crc.to_le_bytes());
+            assert_eq!(
+                check_frame(&g, 100),
+                FrameCheck::BadChecksum { frame_len: 19 },
+                "flags {flags}"
+            );
+        }
     }
 
     proptest! {

@@ -7,6 +7,7 @@
 
 pub mod checkpoint;
 pub mod compacted;
+pub(crate) mod coverage;
 pub(crate) mod crc;
 mod file_names;
 pub(crate) mod reader;
@@ -14,6 +15,7 @@ pub use file_names::{LOCK_FILE, SALVAGE_MARKER};
 #[cfg(test)]
 mod format_doc;
 pub mod frame;
+mod kind;
 mod location;
 pub mod record;
 pub mod segment;

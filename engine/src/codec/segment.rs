@@ -5,11 +5,16 @@ use super::reader::ByteReader;
 
 /// The segment magic: identifies a sessdb log segment.
 pub const SEGMENT_MAGIC: [u8; 8] = *b"SESSDBLG";
-/// The segment format version this code writes and reads.
-pub const SEGMENT_FORMAT_VERSION: u16 = 3;
-/// The version of a segment compaction writes: the records it kept, then a run table, a
-/// tombstone table and a footer (`docs/FORMAT.md` §2.1). A reader of version 3 alone refuses it.
-pub const SEGMENT_COMPACTED_VERSION: u16 = 5;
+/// The segment format version this code writes: frames of either layout (`docs/FORMAT.md`
+/// §3.1). A release that reads only layout 1 refuses it rather than misread its frames.
+pub const SEGMENT_FORMAT_VERSION: u16 = 6;
+/// The previous segment format, read: frames of layout 1 only, and appended to in layout 1.
+pub const SEGMENT_FORMAT_V3: u16 = 3;
+/// The version of a segment compaction writes: the records it kept (either layout), then a
+/// run table, a tombstone table and a footer (`docs/FORMAT.md` §2.1).
+pub const SEGMENT_COMPACTED_VERSION: u16 = 7;
+/// The previous compacted format, read: as version 7, frames of layout 1 only.
+pub const SEGMENT_COMPACTED_V5: u16 = 5;
 /// The first compacted layout: no tombstones (its footer reads as version 5's with none).
 pub const SEGMENT_COMPACTED_V4: u16 = 4;
 /// Bytes in a segment header.
@@ -40,23 +45,40 @@ pub struct SegmentHeader {
     pub first_lsn: u64,
     /// Creation time, Unix epoch milliseconds.
     pub created_ms: i64,
-    /// Written by compaction: a run table maps its LSNs (version 4).
+    /// Written by compaction: a run table maps its LSNs (version 4, 5 or 7).
     pub compacted: bool,
+    /// The format version its header names.
+    pub version: u16,
 }
 
 pub use crate::corruption::SegmentHeaderError;
 
 impl SegmentHeader {
+    /// The header this code writes: format 6, or 7 for a segment compaction writes.
+    pub fn new(first_lsn: u64, created_ms: i64, compacted: bool) -> Self {
+        Self {
+            first_lsn,
+            created_ms,
+            compacted,
+            version: if compacted {
+                SEGMENT_COMPACTED_VERSION
+            } else {
+                SEGMENT_FORMAT_VERSION
+            },
+        }
+    }
+
+    /// Whether frames of layout 2 may be appended to it (formats 6 and 7): a release that
+    /// reads formats 3 and 5 only would take them for damage.
+    pub fn split_frames(&self) -> bool {
+        self.version == SEGMENT_FORMAT_VERSION || self.version == SEGMENT_COMPACTED_VERSION
+    }
+
     /// The 40 header bytes.
     pub fn encode(&self) -> [u8; SEGMENT_HEADER_LEN] {
         let mut v = Vec::with_capacity(SEGMENT_HEADER_LEN);
         v.extend_from_slice(&SEGMENT_MAGIC);
-        let version = if self.compacted {
-            SEGMENT_COMPACTED_VERSION
-        } else {
-            SEGMENT_FORMAT_VERSION
-        };
-        v.extend_from_slice(&version.to_le_bytes());
+        v.extend_from_slice(&self.version.to_le_bytes());
         v.extend_from_slice(&HEADER_LEN_FIELD.to_le_bytes());
         v.extend_from_slice(&0u32.to_le_bytes());
         v.extend_from_slice(&self.first_lsn.to_le_bytes());
@@ -87,8 +109,11 @@ impl SegmentHeader {
             return Err(SegmentHeaderError::BadChecksum);
         }
         let version = c.u16("version").map_err(short)?;
-        let compacted = version == SEGMENT_COMPACTED_VERSION || version == SEGMENT_COMPACTED_V4;
-        if version != SEGMENT_FORMAT_VERSION && !compacted {
+        let compacted = matches!(
+            version,
+            SEGMENT_COMPACTED_VERSION | SEGMENT_COMPACTED_V5 | SEGMENT_COMPACTED_V4
+        );
+        if version != SEGMENT_FORMAT_VERSION && version != SEGMENT_FORMAT_V3 && !compacted {
             return Err(SegmentHeaderError::UnsupportedVersion(version));
         }
         c.u16("header length").map_err(short)?;
@@ -97,6 +122,7 @@ impl SegmentHeader {
             first_lsn: c.u64("first LSN").map_err(short)?,
             created_ms: c.i64("created").map_err(short)?,
             compacted,
+            version,
         })
     }
 }
@@ -120,11 +146,9 @@ mod tests {
 
     #[test]
     fn header_round_trips_and_damage_is_named() {
-        let h = SegmentHeader {
-            first_lsn: 4096,
-            created_ms: 1_767_225_600_000,
-            compacted: false,
-        };
+        let h = SegmentHeader::new(4096, 1_767_225_600_000, false);
+        assert_eq!(h.version, 6);
+        assert!(h.split_frames());
         let b = h.encode();
         assert_eq!(SegmentHeader::decode(&b), Ok(h));
         assert_eq!(
@@ -143,11 +167,23 @@ mod tests {
             SegmentHeader::decode(&bad),
             Err(SegmentHeaderError::BadChecksum)
         );
-        let c = SegmentHeader {
-            compacted: true,
-            ..h
-        };
+        let c = SegmentHeader::new(4096, 1_767_225_600_000, true);
+        assert_eq!(c.version, 7);
         assert_eq!(SegmentHeader::decode(&c.encode()), Ok(c));
+        for (version, compacted) in [(3, false), (4, true), (5, true)] {
+            let old = SegmentHeader {
+                version,
+                compacted,
+                ..h
+            };
+            assert_eq!(SegmentHeader::decode(&old.encode()), Ok(old));
+            assert!(!old.split_frames(), "format {version} holds layout 1 only");
+        }
+        let unknown = SegmentHeader { version: 8, ..h };
+        assert_eq!(
+            SegmentHeader::decode(&unknown.encode()),
+            Err(SegmentHeaderError::UnsupportedVersion(8))
+        );
     }
 
     #[test]

@@ -406,12 +406,7 @@ pub(crate) fn create_segment(
     let file = storage
         .open(&path, OpenMode::CreateNew)
         .map_err(|e| Error::io("create", &path, e))?;
-    let header = SegmentHeader {
-        first_lsn,
-        created_ms: now_ms,
-        compacted: false,
-    }
-    .encode();
+    let header = SegmentHeader::new(first_lsn, now_ms, false).encode();
     file.write_at(&header, 0)
         .map_err(|e| Error::io("write", &path, e))?;
     file.sync_data().map_err(|e| Error::io("sync", &path, e))?;

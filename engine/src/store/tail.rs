@@ -8,8 +8,8 @@ use std::sync::Arc;
 use super::prefault::Job;
 use super::segments::{Segment, SegmentList, create_segment};
 use crate::codec::EventLoc;
-use crate::codec::frame::{FRAME_HEADER_LEN, RecordLink};
-use crate::codec::segment::SEGMENT_HEADER_LEN;
+use crate::codec::frame::{FRAME_HEADER_LEN, FrameLayout, RecordLink};
+use crate::codec::segment::{SEGMENT_HEADER_LEN, SegmentHeader};
 use crate::storage::{Storage, WriteWindow};
 use crate::{Error, Result};
 
@@ -29,6 +29,10 @@ pub(crate) struct Tail {
     pub(crate) frame: Vec<u8>,
     /// The last record's events: `(offset, len)` of each within its payload (reused).
     pub(crate) offsets: Vec<(u32, u32)>,
+    /// The frame layout the active segment takes: layout 2 only in a segment whose header
+    /// says a release that reads it wrote it (format 6); a store of the previous release
+    /// goes on in layout 1 until its active segment rolls (`docs/FORMAT.md` §3.1).
+    pub(crate) layout: FrameLayout,
     /// A `Sync` store: the preallocated space is written with zeros, so its syncs write data
     /// only (`StorageFile::preallocate_written`), and records go out with `pwrite`, not
     /// through a window (`docs/DESIGN.md` §3.2).
@@ -86,6 +90,7 @@ impl Tail {
             last_record.is_none_or(|l| l.lsn < next_lsn) && next_lsn >= active.first_lsn,
             "a tail inside a record or before its segment"
         );
+        let layout = active_layout(&active)?;
         Ok(Tail {
             active,
             next_lsn,
@@ -105,6 +110,7 @@ impl Tail {
             },
             frame: Vec::new(),
             offsets: Vec::new(),
+            layout,
             sync_store: durability == crate::store::Durability::Sync,
         })
     }
@@ -399,7 +405,23 @@ impl Tail {
         self.active.seal();
         segments.push(Arc::clone(&next));
         self.active = next;
+        self.layout = FrameLayout::Split;
         self.space.allocated = SEGMENT_HEADER_LEN as u64;
         Ok(())
     }
+}
+
+/// The layout a segment's header admits for the frames appended to it.
+fn active_layout(active: &Segment) -> Result<FrameLayout> {
+    let mut head = [0u8; SEGMENT_HEADER_LEN];
+    active
+        .file
+        .read_at(&mut head, 0)
+        .map_err(|e| Error::io("read", &active.path, e))?;
+    // Recovery checked this header; one that no longer decodes takes the layout every
+    // reader of format 3 can read.
+    Ok(match SegmentHeader::decode(&head) {
+        Ok(h) if h.split_frames() => FrameLayout::Split,
+        _ => FrameLayout::Whole,
+    })
 }

@@ -95,7 +95,7 @@ impl Inner {
         for (o, _) in &mut tail.offsets {
             *o = payload_offset(*o);
         }
-        let crc = seal_frame(kind, frame);
+        let crc = seal_frame(kind, frame, tail.layout, &tail.offsets);
         match tail.write_frame(&*self.storage, &self.segments, frame, crc, now) {
             Ok(lsn) => {
                 // A roll changed the active file: group commit syncs the new one.

@@ -58,11 +58,7 @@ pub(super) fn merge<'s>(
     keep: super::Tombstones,
 ) -> Result<super::file::Staged<'s>> {
     let first = group.first().ok_or(Error::Closed)?;
-    let header = SegmentHeader {
-        first_lsn: first.first_lsn,
-        created_ms: now_ms,
-        compacted: true,
-    };
+    let header = SegmentHeader::new(first.first_lsn, now_ms, true);
     let mut out = header.encode().to_vec();
     let mut runs: Vec<Run> = Vec::new();
     let mut tombstones: Vec<Tombstone> = Vec::new();

@@ -75,14 +75,7 @@ pub(super) fn rewrite<'s>(
     }
     let spans = spans(map, records_end);
     buf.clear();
-    buf.extend_from_slice(
-        &SegmentHeader {
-            first_lsn: seg.first_lsn,
-            created_ms: job.now_ms,
-            compacted: true,
-        }
-        .encode(),
-    );
+    buf.extend_from_slice(&SegmentHeader::new(seg.first_lsn, job.now_ms, true).encode());
     let mut runs: Vec<Run> = Vec::new();
     let mut kept_end: Option<u64> = None;
     let mut drops = job.drops.iter().peekable();

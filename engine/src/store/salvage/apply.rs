@@ -62,12 +62,7 @@ fn apply_edits(storage: &dyn Storage, options: &StoreOptions, plan: &mut Plan) -
         let path = segment_path(*lsn);
         let (_, mut bytes) = read_whole(storage, &path)?;
         if *header {
-            let fresh = SegmentHeader {
-                first_lsn: *lsn,
-                created_ms: options.clock.now_ms(),
-                compacted: *compacted,
-            }
-            .encode();
+            let fresh = SegmentHeader::new(*lsn, options.clock.now_ms(), *compacted).encode();
             if let Some(h) = bytes.get_mut(..SEGMENT_HEADER_LEN) {
                 h.copy_from_slice(&fresh);
             }
