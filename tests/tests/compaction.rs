@@ -230,7 +230,71 @@ fn a_damaged_log_is_refused_naming_its_first_damage(storage: &Backend) {
     assert_eq!(storage.files(), before);
 }
 
+/// Compaction reads only what a frame's own checksum covers (kind, ids, seqs, lengths, the
+/// events' checksums) and copies events byte for byte: a byte changed inside an event's
+/// fields is carried as it is — still caught by every read of that event and by `verify` —
+/// or goes with its deleted session. Never read back as other bytes.
+fn damage_inside_an_event_is_copied_as_it_is_and_still_caught(storage: &Backend) {
+    let small =
+        || Store::open_with(storage.storage(), opts().with_segment_bytes_max(1024)).unwrap();
+    let store = small();
+    for round in 0..40 {
+        for id in ["keep", "gone"] {
+            if round == 0 {
+                session_with(&store, id, "first", 0);
+            }
+            note(&store, id, &format!("{id} note {round:02}"));
+        }
+    }
+    store.delete_session("gone").unwrap();
+    store.close().unwrap();
+    drop(store);
+    // One byte of the data of "keep note 03" and of "gone note 04", both in sealed segments.
+    for text in ["keep note 03", "gone note 04"] {
+        let (path, bytes) = storage
+            .files()
+            .into_iter()
+            .find(|(p, b)| {
+                p.starts_with("segments/") && b.windows(12).any(|w| w == text.as_bytes())
+            })
+            .unwrap();
+        let at = bytes
+            .windows(12)
+            .position(|w| w == text.as_bytes())
+            .unwrap()
+            + 5;
+        let file = storage
+            .storage()
+            .open(&path, sessdb::storage::OpenMode::ReadWrite)
+            .unwrap();
+        file.write_at(&[bytes[at] ^ 0x01], at as u64).unwrap();
+    }
+    let store = small();
+    store.compact().unwrap();
+    assert_eq!(
+        occurrences(storage, "gone note"),
+        0,
+        "the deleted session's records went"
+    );
+    assert_eq!(
+        occurrences(storage, "keep note 03"),
+        0,
+        "the changed byte stays changed"
+    );
+    assert_eq!(occurrences(storage, "keep oote 03"), 1);
+    match store.events("keep", ..) {
+        Err(sessdb::Error::Corruption { .. }) => {}
+        other => panic!("a damaged event read back: {other:?}"),
+    }
+    // Every other event of the session reads as it was.
+    assert!(store.events("keep", 5..).is_ok());
+    drop(store);
+    let v = sessdb::store::verify(storage.storage()).unwrap();
+    assert!(!v.ok(), "verify reports the damage: {v:?}");
+}
+
 on_both_storages!(
+    damage_inside_an_event_is_copied_as_it_is_and_still_caught,
     a_damaged_log_is_refused_naming_its_first_damage,
     a_checkpoint_naming_a_record_compaction_left_out_still_opens,
     a_remembered_record_compaction_left_out_is_still_told_from_another_log,

@@ -50,10 +50,11 @@ pub fn sealed_crc(head: &[u8], payload: &[u8], events: &[(u32, u32)]) -> u32 {
     h.finalize()
 }
 
-/// Layout 2, checking a record read: every event's own CRC checked, and the frame CRC of
-/// what they leave out computed. `None` when an event's CRC fails or the events section
-/// cannot be walked (damage the frame CRC would not have let through either).
-pub fn checked_crc(head: &[u8], kind: RecordKind, payload: &[u8]) -> Option<u32> {
+/// Layout 2, checking a record read: the frame CRC of what the events leave out computed,
+/// and — with `events` — every event's own CRC checked. `None` when an event's CRC fails or
+/// the events section cannot be walked (damage the frame CRC would not have let through
+/// either).
+pub fn checked_crc(head: &[u8], kind: RecordKind, payload: &[u8], events: bool) -> Option<u32> {
     let Some(section) = events_section(kind, payload)? else {
         return Some(whole_crc(head, payload));
     };
@@ -68,7 +69,7 @@ pub fn checked_crc(head: &[u8], kind: RecordKind, payload: &[u8]) -> Option<u32>
         let start = section + c.pos();
         let fields = c.take(len.checked_sub(EVENT_CRC_LEN)?, "fields").ok()?;
         let stored = c.u32("event crc").ok()?;
-        if event_crc(first.checked_add(i)?, fields) != stored {
+        if events && event_crc(first.checked_add(i)?, fields) != stored {
             return None;
         }
         h.update(payload.get(from..start)?);

@@ -201,8 +201,26 @@ pub fn frame_len_of(head: &[u8]) -> Option<usize> {
         .then(|| FRAME_HEADER_LEN + len as usize)
 }
 
-/// Checks the frame at the start of `bytes` (which run to the end of the segment).
+/// How much of a frame a reader checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Checks {
+    /// Every byte: in layout 2 the frame CRC and every event's own CRC.
+    Every,
+    /// The frame CRC alone: for a reader that uses only what it covers (kind, ids, seqs,
+    /// lengths) and copies the events' bytes unread — compaction. In layout 2 the events'
+    /// fields are then left to their own CRCs, which every read of them checks; in layout 1
+    /// the frame CRC covers them anyway.
+    Frame,
+}
+
+/// Checks the frame at the start of `bytes` (which run to the end of the segment), every
+/// byte of it.
 pub fn check_frame(bytes: &[u8], max_payload_bytes: u32) -> FrameCheck {
+    check_frame_with(bytes, max_payload_bytes, Checks::Every)
+}
+
+/// [`check_frame`], as far as `checks` asks.
+pub fn check_frame_with(bytes: &[u8], max_payload_bytes: u32, checks: Checks) -> FrameCheck {
     if bytes.is_empty() {
         return FrameCheck::End;
     }
@@ -228,8 +246,9 @@ pub fn check_frame(bytes: &[u8], max_payload_bytes: u32) -> FrameCheck {
         0 => Some(coverage::whole_crc(covered, payload)),
         // Layout 2 needs the kind to find the events; an unknown kind's bytes cannot be
         // checked, so it reads as damage, as in layout 1 a kind byte no writer wrote would.
-        FLAG_LAYOUT2 => RecordKind::from_byte(kind_byte)
-            .and_then(|kind| coverage::checked_crc(covered, kind, payload)),
+        FLAG_LAYOUT2 => RecordKind::from_byte(kind_byte).and_then(|kind| {
+            coverage::checked_crc(covered, kind, payload, checks == Checks::Every)
+        }),
         // A flag no writer sets.
         _ => None,
     };

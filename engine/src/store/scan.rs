@@ -79,6 +79,7 @@ pub(super) fn scan(
         durable_lsn: span.durable_lsn,
         locked: span.locked,
         record_bytes_max: options.record_bytes_max,
+        checks: crate::codec::frame::Checks::Every,
     };
     let Some(first) = segs.iter().rposition(|s| s.first_lsn <= span.start_lsn) else {
         // No segment at all: the table decides whether an empty log may be the end.

@@ -6,7 +6,7 @@
 
 use super::map::LsnMap;
 use crate::codec::CorruptionKind;
-use crate::codec::frame::{FRAME_HEADER_LEN, FrameCheck, RecordKind, check_frame};
+use crate::codec::frame::{Checks, FRAME_HEADER_LEN, FrameCheck, RecordKind, check_frame_with};
 use crate::store::recovery::{Corrupt, TailAction, TailFacts, decide_row};
 
 /// What is known of a segment as a whole when its bytes are read.
@@ -22,11 +22,15 @@ pub(crate) struct SegmentFacts<'m> {
     pub(crate) locked: bool,
     /// The largest payload a valid frame has.
     pub(crate) record_bytes_max: u32,
+    /// How much of each frame is checked: every byte, but for compaction (`Checks::Frame`).
+    pub(crate) checks: Checks,
 }
 
 impl<'a> SegmentFacts<'a> {
     /// A sealed segment read under the writer lock, past every durable mark: what compaction
-    /// reads (nothing is in flight, nothing is cut).
+    /// reads (nothing is in flight, nothing is cut). Compaction uses only what a frame's own
+    /// CRC covers and copies the events' bytes as they are: it checks the frame CRC alone
+    /// (`docs/DESIGN.md` §3.7).
     pub(crate) fn sealed_under_lock(map: LsnMap<'a>, record_bytes_max: u32) -> Self {
         Self {
             map,
@@ -34,6 +38,7 @@ impl<'a> SegmentFacts<'a> {
             durable_lsn: 0,
             locked: true,
             record_bytes_max,
+            checks: Checks::Frame,
         }
     }
 }
@@ -181,7 +186,7 @@ impl<'a> LogCursor<'a> {
     /// The next step.
     pub(crate) fn step(&mut self) -> Step<'a> {
         let rest = self.bytes_from(self.pos);
-        let mut check = check_frame(rest, self.facts.record_bytes_max);
+        let mut check = check_frame_with(rest, self.facts.record_bytes_max, self.facts.checks);
         // A frame running past its run in a compacted segment is no record of it: the bytes
         // after the run's end are another stretch of the log (found by fuzzing: a salvage
         // had voided damage across a run's end).
@@ -263,7 +268,7 @@ impl<'a> LogCursor<'a> {
         let next = (self.pos + FRAME_HEADER_LEN..limit)
             .find(|&q| {
                 matches!(
-                    check_frame(self.bytes_from(q), max),
+                    check_frame_with(self.bytes_from(q), max, self.facts.checks),
                     FrameCheck::Valid { .. }
                 )
             })
@@ -309,6 +314,7 @@ mod tests {
             durable_lsn,
             locked,
             record_bytes_max: 1 << 20,
+            checks: crate::codec::frame::Checks::Every,
         }
     }
 

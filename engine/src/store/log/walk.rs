@@ -67,6 +67,7 @@ pub(crate) fn empty_log(
         durable_lsn,
         locked,
         record_bytes_max,
+        checks: crate::codec::frame::Checks::Every,
     };
     match LogCursor::new(facts, 0, &[], false).step() {
         Step::Stop(stop) => match stop.action {
@@ -90,6 +91,7 @@ mod tests {
             durable_lsn: 0,
             locked: true,
             record_bytes_max: 1 << 20,
+            checks: crate::codec::frame::Checks::Every,
         }
     }
 

@@ -108,6 +108,7 @@ pub(super) fn removed_records(
         durable_lsn: 0,
         locked: true,
         record_bytes_max: options.record_bytes_max,
+        checks: crate::codec::frame::Checks::Every,
     };
     let records = bytes.get(SEGMENT_HEADER_LEN..).unwrap_or_default();
     let mut cursor = LogCursor::new(facts, SEGMENT_HEADER_LEN, records, false);

@@ -181,6 +181,7 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
             // Salvage holds the writer lock: no write is in flight.
             locked: true,
             record_bytes_max: options.record_bytes_max,
+            checks: crate::codec::frame::Checks::Every,
         };
         let (voids, cut_at) = state.walk_segment(options, facts, &path, records, last)?;
         state.touched.clear();
