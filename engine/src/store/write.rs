@@ -114,7 +114,8 @@ impl Inner {
         }
         let due = end_lsn >= self.checkpoint_due_lsn.load(Ordering::Relaxed);
         if due {
-            self.checkpoint(false)?;
+            self.check_writable()?;
+            self.checkpoint_due()?;
         }
         Ok(())
     }
