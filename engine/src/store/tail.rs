@@ -90,7 +90,7 @@ impl Tail {
             last_record.is_none_or(|l| l.lsn < next_lsn) && next_lsn >= active.first_lsn,
             "a tail inside a record or before its segment"
         );
-        let layout = active_layout(&active)?;
+        let layout = active_layout(&active);
         Ok(Tail {
             active,
             next_lsn,
@@ -411,17 +411,16 @@ impl Tail {
     }
 }
 
-/// The layout a segment's header admits for the frames appended to it.
-fn active_layout(active: &Segment) -> Result<FrameLayout> {
+/// The layout a segment's header admits for the frames appended to it. Recovery checked
+/// this header; one that can no longer be read or decoded gets layout 1, which every release
+/// that reads the store reads.
+fn active_layout(active: &Segment) -> FrameLayout {
     let mut head = [0u8; SEGMENT_HEADER_LEN];
-    active
-        .file
-        .read_at(&mut head, 0)
-        .map_err(|e| Error::io("read", &active.path, e))?;
-    // Recovery checked this header; one that no longer decodes takes the layout every
-    // reader of format 3 can read.
-    Ok(match SegmentHeader::decode(&head) {
-        Ok(h) if h.split_frames() => FrameLayout::Split,
-        _ => FrameLayout::Whole,
-    })
+    match active.file.read_at(&mut head, 0) {
+        Ok(()) => match SegmentHeader::decode(&head) {
+            Ok(h) if h.split_frames() => FrameLayout::Split,
+            _ => FrameLayout::Whole,
+        },
+        Err(_) => FrameLayout::Whole,
+    }
 }
