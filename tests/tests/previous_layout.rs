@@ -92,6 +92,29 @@ fn copy_of_fixture() -> tempfile::TempDir {
 
 /// The format version in each segment's header (bytes 8..10), oldest segment first.
 fn segment_versions(dir: &Path) -> Vec<u16> {
+    segment_files(dir)
+        .iter()
+        .map(|p| {
+            let b = std::fs::read(p).unwrap();
+            u16::from_le_bytes([b[8], b[9]])
+        })
+        .collect()
+}
+
+/// The flags byte of every frame of an uncompacted segment file, in order (a frame's length
+/// is its first four bytes; the walk stops at the first zero header or the file's end).
+fn frame_flags(path: &Path) -> Vec<u8> {
+    let b = std::fs::read(path).unwrap();
+    let mut at = 40;
+    let mut flags = Vec::new();
+    while at + 16 <= b.len() && b[at..at + 16] != [0; 16] {
+        flags.push(b[at + 9]);
+        at += 16 + u32::from_le_bytes(b[at..at + 4].try_into().unwrap()) as usize;
+    }
+    flags
+}
+
+fn segment_files(dir: &Path) -> Vec<PathBuf> {
     let mut names: Vec<PathBuf> = std::fs::read_dir(dir.join("segments"))
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -99,12 +122,6 @@ fn segment_versions(dir: &Path) -> Vec<u16> {
         .collect();
     names.sort();
     names
-        .iter()
-        .map(|p| {
-            let b = std::fs::read(p).unwrap();
-            u16::from_le_bytes([b[8], b[9]])
-        })
-        .collect()
 }
 
 fn expected() -> String {
@@ -158,6 +175,21 @@ fn appends_to_it_go_on_in_the_new_layout_once_its_active_segment_rolls() {
     );
     assert!(after.len() >= before.len() + 2, "{after:?}");
     assert!(after[before.len()..].iter().all(|v| *v == 6), "{after:?}");
+    // The active segment of format 3 took the first notes in layout 1 (flags 0), every
+    // segment started since takes layout 2 (flags 1) only.
+    let files = segment_files(dir.path());
+    let old_active = frame_flags(&files[before.len() - 1]);
+    assert!(
+        old_active.len() > 2 && old_active.iter().all(|f| *f == 0),
+        "{old_active:?}"
+    );
+    for f in &files[before.len()..] {
+        let flags = frame_flags(f);
+        assert!(
+            !flags.is_empty() && flags.iter().all(|f| *f == 1),
+            "{flags:?}"
+        );
+    }
     let dump = dumped(&store);
     drop(store);
     let store = Store::open(dir.path(), options()).unwrap();

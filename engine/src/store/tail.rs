@@ -139,12 +139,7 @@ impl Tail {
         crc: u32,
         now: &crate::limits::Now<'_>,
     ) -> Result<u64> {
-        if self.active_bytes() > 0
-            && SEGMENT_HEADER_LEN as u64 + self.active_bytes() + frame.len() as u64
-                > self.space.segment_bytes_max
-        {
-            self.roll(storage, segments, now.get())?;
-        }
+        self.roll_if_full(storage, segments, frame.len(), now)?;
         let lsn = self.next_lsn;
         let at = self.active.offset_of(lsn);
         let end = at + frame.len() as u64;
@@ -154,6 +149,25 @@ impl Tail {
         self.next_lsn += frame.len() as u64;
         self.last_record = Some(RecordLink { lsn, crc });
         Ok(lsn)
+    }
+
+    /// Rolls first if the active segment is non-empty and a frame of `frame_len` bytes would
+    /// cross the size limit. The write path asks before it seals the frame: the frame is then
+    /// sealed in the layout of the segment it goes to ([`Tail::layout`]).
+    pub(crate) fn roll_if_full(
+        &mut self,
+        storage: &dyn Storage,
+        segments: &SegmentList,
+        frame_len: usize,
+        now: &crate::limits::Now<'_>,
+    ) -> Result<()> {
+        if self.active_bytes() > 0
+            && SEGMENT_HEADER_LEN as u64 + self.active_bytes() + frame_len as u64
+                > self.space.segment_bytes_max
+        {
+            self.roll(storage, segments, now.get())?;
+        }
+        Ok(())
     }
 
     /// Space for a frame at file offset `at` ending at `end`: a running zero-fill there

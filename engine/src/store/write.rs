@@ -95,6 +95,11 @@ impl Inner {
         for (o, _) in &mut tail.offsets {
             *o = payload_offset(*o);
         }
+        // A roll first, if the frame will not fit: it is sealed in the layout of the segment
+        // it goes to.
+        if let Err(e) = tail.roll_if_full(&*self.storage, &self.segments, frame.len(), now) {
+            return self.poison(e);
+        }
         let crc = seal_frame(kind, frame, tail.layout, &tail.offsets);
         match tail.write_frame(&*self.storage, &self.segments, frame, crc, now) {
             Ok(lsn) => {
