@@ -188,10 +188,9 @@ fn a_checkpoint_naming_a_record_compaction_left_out_still_opens(storage: &Backen
     assert_eq!(occurrences(storage, "secret-of-gone"), 0);
 }
 
-/// Compaction copies only frames it checked: a log damaged in two segments is refused, the
-/// first damage in log order named (the segments are read on several threads, and a later
-/// one may be read first), and no file changes.
-fn a_damaged_log_is_refused_naming_its_first_damage(storage: &Backend) {
+/// Sessions "keep" and "gone" with 40 notes each ("keep note 00" …), interleaved over 1 KiB
+/// segments, "gone" deleted, the store closed; returns how to open it again.
+fn kept_and_deleted_on_small_segments(storage: &Backend) -> impl Fn() -> Store + '_ {
     let small =
         || Store::open_with(storage.storage(), opts().with_segment_bytes_max(1024)).unwrap();
     let store = small();
@@ -200,12 +199,20 @@ fn a_damaged_log_is_refused_naming_its_first_damage(storage: &Backend) {
             if round == 0 {
                 session_with(&store, id, "first", 0);
             }
-            note(&store, id, &format!("{id} {round}"));
+            note(&store, id, &format!("{id} note {round:02}"));
         }
     }
     store.delete_session("gone").unwrap();
     store.close().unwrap();
     drop(store);
+    small
+}
+
+/// Compaction copies only frames it checked: a log damaged in two segments is refused, the
+/// first damage in log order named (the segments are read on several threads, and a later
+/// one may be read first), and no file changes.
+fn a_damaged_log_is_refused_naming_its_first_damage(storage: &Backend) {
+    let small = kept_and_deleted_on_small_segments(storage);
     let segments = segment_paths(storage);
     assert!(segments.len() >= 5, "{segments:?}");
     // A byte of the first record's payload in the second segment and in the last sealed one:
@@ -235,20 +242,7 @@ fn a_damaged_log_is_refused_naming_its_first_damage(storage: &Backend) {
 /// fields is carried as it is — still caught by every read of that event and by `verify` —
 /// or goes with its deleted session. Never read back as other bytes.
 fn damage_inside_an_event_is_copied_as_it_is_and_still_caught(storage: &Backend) {
-    let small =
-        || Store::open_with(storage.storage(), opts().with_segment_bytes_max(1024)).unwrap();
-    let store = small();
-    for round in 0..40 {
-        for id in ["keep", "gone"] {
-            if round == 0 {
-                session_with(&store, id, "first", 0);
-            }
-            note(&store, id, &format!("{id} note {round:02}"));
-        }
-    }
-    store.delete_session("gone").unwrap();
-    store.close().unwrap();
-    drop(store);
+    let small = kept_and_deleted_on_small_segments(storage);
     // One byte of the data of "keep note 03" and of "gone note 04", both in sealed segments.
     for text in ["keep note 03", "gone note 04"] {
         let (path, bytes) = storage
