@@ -20,12 +20,15 @@ use sessdb::{Clock, Store, StoreOptions};
 #[path = "support/store.rs"]
 mod support;
 
+/// Said when the rename is reached; waited on before it goes on.
+type Armed = Option<(mpsc::Sender<()>, mpsc::Receiver<()>)>;
+
 /// A memory storage whose next rename into `checkpoints/` waits until released, saying so
 /// first.
 #[derive(Debug, Clone)]
 struct Gate {
     inner: MemStorage,
-    armed: Arc<Mutex<Option<(mpsc::Sender<()>, mpsc::Receiver<()>)>>>,
+    armed: Arc<Mutex<Armed>>,
 }
 
 impl Storage for Gate {
