@@ -447,6 +447,11 @@ impl Event {
     pub fn surface_type(&self) -> Option<SurfaceType> {
         self.event_type.surface_type()
     }
+
+    /// Whether the type is `assistant/chunk` (one pointer compared: the name is interned).
+    pub(crate) fn is_assistant_chunk(&self) -> bool {
+        matches!(self.event_type, TypeName::Known(k) if std::ptr::eq(k, &T_ASSISTANT_CHUNK))
+    }
 }
 
 #[cfg(test)]

@@ -85,6 +85,20 @@ fn check(
             type_name: ty.to_owned(),
         });
     }
+    // Most events are streamed chunks in the form DSH writes them: valid JSON by the one pass
+    // that recognizes the form, and no rule after it reads anything of them — a log type
+    // with no surface metadata (else the general path below refuses it) and no repair fact.
+    // Decided here, without the index, the type's name compared once (a pointer).
+    if event.is_assistant_chunk()
+        && event.surface_op().is_none()
+        && event.sources().is_none()
+        && is_chunk_form(event.data(), limits)
+    {
+        return Ok(Ok(Verdict {
+            change: SurfaceChange::None,
+            facts: RepairFacts::default(),
+        }));
+    }
     // One pass validates `data` and indexes its members: the rules below read them from the
     // index instead of walking `data` again (`json/tape.rs`). The index is the thread's,
     // reused, so indexing allocates nothing in steady state.
@@ -312,4 +326,83 @@ fn equal_but_result_content(old: JsonRef<'_>, new: JsonRef<'_>) -> bool {
         }
     }
     walk(old, new, &PATH)
+}
+
+#[cfg(test)]
+mod chunk_path_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    struct NoEvents;
+
+    impl EventSource for NoEvents {
+        fn event(&self, _: u64) -> Result<Option<Cow<'_, Event>>> {
+            Ok(None)
+        }
+    }
+
+    /// `data` of a streamed chunk: DSH's form with any text, or bytes near it.
+    fn chunk_data() -> impl Strategy<Value = Vec<u8>> {
+        let form =
+            (0u64..3, 0u64..3, 0u64..40, "[ -~é\\\\\"\\n]{0,12}").prop_map(|(t, s, i, text)| {
+                format!(
+                    r#"{{"turn":{t},"step":{s},"chunk":{{"type":"text","index":{i},"text":{}}}}}"#,
+                    serde_json_free_quote(&text)
+                )
+                .into_bytes()
+            });
+        prop_oneof![
+            form.clone(),
+            // The form with one byte changed: other keys, broken JSON, other values.
+            (form, any::<prop::sample::Index>(), any::<u8>()).prop_map(|(mut b, at, v)| {
+                let i = at.index(b.len());
+                b[i] = v;
+                b
+            }),
+            "[{}\\[\\]\":,a-z0-9 ]{0,40}".prop_map(String::into_bytes),
+        ]
+    }
+
+    /// A JSON string literal of `s` (quotes, backslashes and control characters escaped).
+    fn serde_json_free_quote(s: &str) -> String {
+        let mut out = String::from('"');
+        for c in s.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+        out
+    }
+
+    proptest! {
+        /// A chunk decided without the index is decided as the general path decides it:
+        /// the same verdict, or the same rule broken.
+        #[test]
+        fn a_chunk_is_decided_as_the_general_path_decides_it(
+            data in chunk_data(),
+            op in 0u8..3,
+            sources in any::<bool>(),
+            ignorable in any::<bool>(),
+        ) {
+            let state = SessionState::starting_at(5);
+            let mut event = Event::new("assistant/chunk", 5, 1, data).with_ignorable(ignorable);
+            event = match op {
+                1 => event.with_surface_op(SurfaceOp::Append),
+                2 => event.with_surface_op(SurfaceOp::Replace { start: 1, end: 2 }),
+                _ => event,
+            };
+            if sources {
+                event = event.with_sources(vec![1]);
+            }
+            let limits = Limits::default();
+            let decided = check(&state, &NoEvents, &event, &limits).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let general = check_data(&state, &NoEvents, &event, &limits, &mut Tape::new())
+                .map_err(|e| TestCaseError::fail(e.to_string()))?;
+            prop_assert_eq!(decided, general);
+        }
+    }
 }
