@@ -330,8 +330,15 @@ fn equal_but_result_content(old: JsonRef<'_>, new: JsonRef<'_>) -> bool {
 
 #[cfg(test)]
 mod chunk_path_tests {
-    use super::*;
+    use std::borrow::Cow;
+
     use proptest::prelude::*;
+
+    use crate::event::{Event, SurfaceOp};
+    use crate::json::Tape;
+    use crate::model::accept::{EventSource, check, check_data};
+    use crate::model::state::SessionState;
+    use crate::{Limits, Result};
 
     struct NoEvents;
 
