@@ -16,7 +16,6 @@ use super::options::StoreOptions;
 use super::replay::replay;
 use super::segments::{Segment, SegmentList};
 use crate::codec::CorruptionKind;
-use crate::codec::record::decode;
 use crate::codec::segment::SEGMENTS_DIR;
 use crate::{Error, Result};
 
@@ -116,7 +115,8 @@ pub(super) fn scan(
                 let Met::Record(frame) = met else {
                     return Ok(Go::Finish);
                 };
-                decode(frame.kind, frame.payload())
+                frame
+                    .decode()
                     .map_err(CorruptionKind::BadPayload)
                     .and_then(|body| replay(list, options, catalog, touched, body, frame.lsn))
                     .map_err(|kind| Error::corruption(&seg.path, frame.offset as u64, kind))?;

@@ -6,7 +6,11 @@
 
 use super::map::LsnMap;
 use crate::codec::CorruptionKind;
-use crate::codec::frame::{Checks, FRAME_HEADER_LEN, FrameCheck, RecordKind, check_frame_with};
+use crate::codec::Decoded;
+use crate::codec::frame::{
+    Checks, FLAG_LAYOUT2, FRAME_HEADER_LEN, FrameCheck, OFF_FLAGS, RecordKind, check_frame_with,
+};
+use crate::codec::record::{RecordBody, decode, decode_checked};
 use crate::store::recovery::{Corrupt, TailAction, TailFacts, decide_row};
 
 /// What is known of a segment as a whole when its bytes are read.
@@ -65,12 +69,23 @@ pub(crate) struct Frame<'a> {
     pub(crate) crc: u32,
     /// HeaderVerdict and payload.
     pub(crate) bytes: &'a [u8],
+    /// Every event's own checksum was checked with the frame (layout 2, `Checks::Every`).
+    pub(crate) events_checked: bool,
 }
 
 impl<'a> Frame<'a> {
     /// The payload.
     pub(crate) fn payload(&self) -> &'a [u8] {
         self.bytes.get(FRAME_HEADER_LEN..).unwrap_or_default()
+    }
+
+    /// The payload decoded, its events' checksums checked unless the frame's check did.
+    pub(crate) fn decode(&self) -> Decoded<RecordBody> {
+        if self.events_checked {
+            decode_checked(self.kind, self.payload())
+        } else {
+            decode(self.kind, self.payload())
+        }
     }
 }
 
@@ -207,6 +222,8 @@ impl<'a> LogCursor<'a> {
                 kind,
                 crc,
                 bytes: rest.get(..frame_len).unwrap_or_default(),
+                events_checked: self.facts.checks == Checks::Every
+                    && rest.get(OFF_FLAGS) == Some(&FLAG_LAYOUT2),
             };
             self.pos += frame_len;
             return Step::Record(frame);
@@ -339,6 +356,73 @@ mod tests {
     }
 
     const H: usize = crate::codec::segment::SEGMENT_HEADER_LEN;
+
+    /// An append record of one event in `layout`, its event's checksum changed when `bad`
+    /// (the frame's checksum then sealed over that: a writer's slip, not a torn write).
+    fn one_event(layout: crate::codec::frame::FrameLayout, bad: bool) -> Vec<u8> {
+        use crate::codec::frame::{begin_frame, payload_offset, seal_frame};
+        use crate::codec::record::{BodyRef, encode_into};
+        let events = [crate::event::Event::new(
+            "turn/start",
+            0,
+            1,
+            &b"{\"turn\":1}"[..],
+        )];
+        let mut frame = Vec::new();
+        begin_frame(&mut frame);
+        let mut locs = Vec::new();
+        let body = BodyRef::Append {
+            session: "s",
+            events: &events,
+        };
+        let kind = encode_into(&body, &mut frame, &mut locs).unwrap();
+        if bad {
+            let last = frame.len() - 1;
+            frame[last] ^= 1;
+        }
+        for (o, _) in &mut locs {
+            *o = payload_offset(*o);
+        }
+        seal_frame(kind, &mut frame, layout, &locs);
+        frame
+    }
+
+    #[test]
+    fn a_replayed_record_is_hashed_once_and_still_checked_whole() {
+        use crate::codec::frame::FrameLayout;
+        use crate::codec::record::EVENT_CHECKSUM;
+        for (layout, checked) in [(FrameLayout::Split, true), (FrameLayout::Whole, false)] {
+            let b = one_event(layout, false);
+            let mut c = LogCursor::new(facts(true, 0, true), H, &b, false);
+            let Step::Record(frame) = c.step() else {
+                panic!("{layout:?}: no record");
+            };
+            // Layout 2 checked whole: its event's checksum was checked with the frame.
+            assert_eq!(frame.events_checked, checked, "{layout:?}");
+            assert!(frame.decode().is_ok(), "{layout:?}");
+        }
+        // A layout-1 frame whose checksum holds over an event whose own does not: the decode
+        // still checks the event (the frame's check did not).
+        let b = one_event(FrameLayout::Whole, true);
+        let mut c = LogCursor::new(facts(true, 0, true), H, &b, false);
+        let Step::Record(frame) = c.step() else {
+            panic!("no record");
+        };
+        assert_eq!(frame.decode().unwrap_err(), EVENT_CHECKSUM);
+        // In layout 2 the same slip is no valid frame at all.
+        let b = one_event(FrameLayout::Split, true);
+        let mut c = LogCursor::new(facts(true, 0, true), H, &b, false);
+        assert!(matches!(c.step(), Step::Stop(_)));
+        // Compaction's frame-only check leaves the events to the decode.
+        let b = one_event(FrameLayout::Split, false);
+        let mut compacting = facts(true, 0, true);
+        compacting.checks = crate::codec::frame::Checks::Frame;
+        let mut c = LogCursor::new(compacting, H, &b, false);
+        let Step::Record(frame) = c.step() else {
+            panic!("no record");
+        };
+        assert!(!frame.events_checked);
+    }
 
     #[test]
     fn records_then_the_clean_end_or_zeros() {

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::codec::frame::FRAME_HEADER_LEN;
-use crate::codec::record::{RecordBody, decode, leading_session_id};
+use crate::codec::record::{RecordBody, leading_session_id};
 use crate::codec::segment::SEGMENT_HEADER_LEN;
 use crate::store::catalog::Catalog;
 use crate::store::chain::CheckpointHeaders;
@@ -121,7 +121,7 @@ pub(super) fn removed_records(
                 }
             }
             Met::Record(frame) => {
-                if let Ok(body) = decode(frame.kind, frame.payload())
+                if let Ok(body) = frame.decode()
                     && !matches!(body, RecordBody::Void | RecordBody::Delete { .. })
                 {
                     losses.dropped += 1;

@@ -9,7 +9,7 @@ use super::losses::{Losses, attribute, last_seq, session_of};
 use super::repair::{Found, Repair, choose};
 use crate::codec::CorruptionKind;
 use crate::codec::frame::FRAME_HEADER_LEN;
-use crate::codec::record::{RecordBody, decode};
+use crate::codec::record::RecordBody;
 use crate::codec::segment::SEGMENT_HEADER_LEN;
 use crate::store::catalog::Catalog;
 use crate::store::log::cursor::{Frame, LogCursor, SegmentFacts, Stop, StopAction};
@@ -99,7 +99,7 @@ impl State {
         let (pos, frame_len) = (frame.offset, frame.bytes.len());
         self.out.read.records += 1;
         self.out.read.log_bytes += frame_len as u64;
-        let body = match decode(frame.kind, frame.payload()) {
+        let body = match frame.decode() {
             Ok(body) => body,
             Err(what) => {
                 let session = attribute(&self.catalog, frame.bytes);
