@@ -201,13 +201,9 @@ class Store {
     return JSON.parse(await call(() => this.inner.header(id)))
   }
 
+  /** Every session: one JSON array from the addon (the headers inside it), parsed once. */
   async list() {
-    // Every declared key present (`index.d.ts`): a root session's `parent` is `null`.
-    return (await call(() => this.inner.list())).map((r) => ({
-      ...r,
-      parent: r.parent ?? null,
-      header: JSON.parse(r.header),
-    }))
+    return JSON.parse(await call(() => this.inner.list()))
   }
 
   revision(id) {

@@ -99,23 +99,6 @@ pub struct Space {
     pub table_bytes: i64,
 }
 
-/// One session of [`NativeStore::list`].
-#[napi(object)]
-pub struct SessionRow {
-    /// The session id.
-    pub id: String,
-    /// The header line as JSON text.
-    pub header: String,
-    /// Number of events.
-    pub events: i64,
-    /// The parent of a fork.
-    pub parent: Option<String>,
-    /// Whether the last turn is open (a crash left it: `repair` closes it).
-    pub turn_open: bool,
-    /// Changes with every append and repair of the session and with its re-creation.
-    pub revision: String,
-}
-
 /// What [`NativeStore::repair`] appended.
 #[napi(object)]
 pub struct RepairResult {
@@ -473,23 +456,43 @@ impl NativeStore {
         self.job(move |s| s.header(&session).map(|h| text(h.to_json())))
     }
 
-    /// Every session, in id order, with its revision.
+    /// Every session, in id order, with its revision: one JSON array (`[{"id", "header",
+    /// "events", "parent", "turnOpen", "revision"}, …]`, the header as its JSON object),
+    /// parsed once in JavaScript. An object per session built through N-API cost ~11 µs a
+    /// session; one string crosses once (`docs/PERFORMANCE.md`).
     #[napi]
-    pub fn list(&self) -> AsyncTask<Job<Vec<SessionRow>>> {
+    pub fn list(&self) -> AsyncTask<Job<String>> {
         let root = self.root.clone();
         self.job(move |s| {
             s.refresh()?;
-            Ok(s.list()
-                .into_iter()
-                .map(|i| SessionRow {
-                    id: i.header.id.clone(),
-                    header: text(i.header.to_json()),
-                    events: n(i.events),
-                    parent: i.header.parent_session.clone(),
-                    turn_open: i.turn_open,
-                    revision: revision(&root, i.incarnation, i.events),
-                })
-                .collect())
+            let rows = s.list();
+            let mut out = Vec::with_capacity(rows.len() * 256 + 2);
+            out.push(b'[');
+            for (i, info) in rows.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(b"{\"id\":");
+                sessdb::json::write_str(&mut out, &info.header.id);
+                out.extend_from_slice(b",\"header\":");
+                out.extend_from_slice(&info.header.to_json());
+                out.extend_from_slice(b",\"events\":");
+                sessdb::json::write_u64(&mut out, info.events);
+                out.extend_from_slice(b",\"parent\":");
+                match &info.header.parent_session {
+                    Some(p) => sessdb::json::write_str(&mut out, p),
+                    None => out.extend_from_slice(b"null"),
+                }
+                out.extend_from_slice(if info.turn_open {
+                    b",\"turnOpen\":true,\"revision\":"
+                } else {
+                    b",\"turnOpen\":false,\"revision\":"
+                });
+                sessdb::json::write_str(&mut out, &revision(&root, info.incarnation, info.events));
+                out.push(b'}');
+            }
+            out.push(b']');
+            Ok(text(out))
         })
     }
 

@@ -458,3 +458,25 @@ test('read gives what parsing each line gives, chunk runs packed or not', async 
   assert.deepEqual(await store.read('p', 5, 5), [])
   await store.close()
 })
+
+// `list` crosses as one JSON array: ids that need escaping come back as they were, a fork
+// names its parent, the header is the session's header object.
+test('list gives every session as it is, ids escaped and forks with their parent', async () => {
+  const store = await Store.open(tempDir())
+  const odd = 'quote " back \\ slash ü \u2028 end'
+  await store.createSession(header(odd), [turnStart(0, 1), user(1, 'u1', 'a'), turnEnd(2, 1)], { exact: true })
+  const kid = await store.fork(odd, { childId: 'kid' })
+  const rows = await store.list()
+  assert.deepEqual(rows.map((r) => r.id).sort(), ['kid', odd].sort())
+  const root = rows.find((r) => r.id === odd)
+  const fork = rows.find((r) => r.id === kid)
+  assert.deepEqual(root.header, header(odd))
+  assert.equal(root.parent, null)
+  assert.equal(root.events, 3)
+  assert.equal(root.turnOpen, false)
+  assert.equal(root.revision, await store.revision(odd))
+  assert.equal(fork.parent, odd)
+  assert.equal(fork.header.parentSession, odd)
+  assert.equal(fork.revision, await store.revision(kid))
+  await store.close()
+})
