@@ -198,8 +198,10 @@ fn header_of(json: &str) -> napi::Result<SessionHeader> {
     SessionHeader::from_json(json.as_bytes()).map_err(|e| to_js(&e))
 }
 
+/// Bytes the store wrote as a JavaScript string: moved when they are UTF-8 (always, for
+/// what the store writes), copied with replacement characters otherwise.
 fn text(bytes: Vec<u8>) -> String {
-    String::from_utf8_lossy(&bytes).into_owned()
+    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 /// Opens (creating if needed) the store in directory `path`.
@@ -393,7 +395,7 @@ impl NativeStore {
                 Ok(())
             })?;
             // Stored events are UTF-8 (validated when written); checked once here.
-            Ok(String::from_utf8(out).unwrap_or_else(|e| text(e.into_bytes())))
+            Ok(text(out))
         }))
     }
 
@@ -421,7 +423,7 @@ impl NativeStore {
                 Ok(())
             })?;
             let bytes = out.finish();
-            Ok(String::from_utf8(bytes).unwrap_or_else(|e| text(e.into_bytes())))
+            Ok(text(bytes))
         }))
     }
 
@@ -458,8 +460,8 @@ impl NativeStore {
 
     /// Every session, in id order, with its revision: one JSON array (`[{"id", "header",
     /// "events", "parent", "turnOpen", "revision"}, …]`, the header as its JSON object),
-    /// parsed once in JavaScript. An object per session built through N-API cost ~11 µs a
-    /// session; one string crosses once (`docs/PERFORMANCE.md`).
+    /// parsed once in JavaScript: an object per session built through N-API took about twice
+    /// as long (`docs/PERFORMANCE.md`, listing the sessions).
     #[napi]
     pub fn list(&self) -> AsyncTask<Job<String>> {
         let root = self.root.clone();

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::prefault::Job;
 use super::segments::{Segment, SegmentList, create_segment};
 use crate::codec::EventLoc;
-use crate::codec::frame::{FRAME_HEADER_LEN, FrameLayout, RecordLink};
+use crate::codec::frame::{FRAME_HEADER_LEN, FrameLayout, RecordKind, RecordLink, seal_frame};
 use crate::codec::segment::{SEGMENT_HEADER_LEN, SegmentHeader};
 use crate::storage::{Storage, WriteWindow};
 use crate::{Error, Result};
@@ -32,7 +32,7 @@ pub(crate) struct Tail {
     /// The frame layout the active segment takes: layout 2 only in a segment whose header
     /// says a release that reads it wrote it (format 6); a store of the previous release
     /// goes on in layout 1 until its active segment rolls (`docs/FORMAT.md` §3.1).
-    pub(crate) layout: FrameLayout,
+    layout: FrameLayout,
     /// A `Sync` store: the preallocated space is written with zeros, so its syncs write data
     /// only (`StorageFile::preallocate_written`), and records go out with `pwrite`, not
     /// through a window (`docs/DESIGN.md` §3.2).
@@ -128,18 +128,22 @@ impl Tail {
         }
     }
 
-    /// Writes one encoded frame; returns its LSN. Rolls first if the active segment is
-    /// non-empty and the frame would cross the size limit; allocates the segment's space
+    /// Seals and writes one encoded frame (its payload after [`FRAME_HEADER_LEN`] reserved
+    /// bytes, its events' offsets in [`Tail::offsets`]); returns its LSN. Rolls first if the
+    /// active segment is non-empty and the frame would cross the size limit — then seals it,
+    /// so the frame takes the layout of the segment it goes to; allocates the segment's space
     /// ahead when the frame would pass what is allocated.
     pub(crate) fn write_frame(
         &mut self,
         storage: &dyn Storage,
         segments: &SegmentList,
-        frame: &[u8],
-        crc: u32,
+        kind: RecordKind,
+        frame: &mut [u8],
         now: &crate::limits::Now<'_>,
     ) -> Result<u64> {
         self.roll_if_full(storage, segments, frame.len(), now)?;
+        let crc = seal_frame(kind, frame, self.layout, &self.offsets);
+        let frame = &*frame;
         let lsn = self.next_lsn;
         let at = self.active.offset_of(lsn);
         let end = at + frame.len() as u64;
@@ -151,10 +155,9 @@ impl Tail {
         Ok(lsn)
     }
 
-    /// Rolls first if the active segment is non-empty and a frame of `frame_len` bytes would
-    /// cross the size limit. The write path asks before it seals the frame: the frame is then
-    /// sealed in the layout of the segment it goes to ([`Tail::layout`]).
-    pub(crate) fn roll_if_full(
+    /// Rolls if the active segment is non-empty and a frame of `frame_len` bytes would cross
+    /// the size limit.
+    fn roll_if_full(
         &mut self,
         storage: &dyn Storage,
         segments: &SegmentList,

@@ -8,7 +8,7 @@ use super::catalog::{Batch, SessionEntry, StoredEvents, plan_batch};
 use super::inner::Inner;
 use super::options;
 use super::tail::Tail;
-use crate::codec::frame::{begin_frame, payload_len, payload_offset, seal_frame};
+use crate::codec::frame::{begin_frame, payload_len, payload_offset};
 use crate::codec::record::{BodyRef, encode_into};
 use crate::event::Event;
 use crate::limits::Now;
@@ -95,13 +95,7 @@ impl Inner {
         for (o, _) in &mut tail.offsets {
             *o = payload_offset(*o);
         }
-        // A roll first, if the frame will not fit: it is sealed in the layout of the segment
-        // it goes to.
-        if let Err(e) = tail.roll_if_full(&*self.storage, &self.segments, frame.len(), now) {
-            return self.poison(e);
-        }
-        let crc = seal_frame(kind, frame, tail.layout, &tail.offsets);
-        match tail.write_frame(&*self.storage, &self.segments, frame, crc, now) {
+        match tail.write_frame(&*self.storage, &self.segments, kind, frame, now) {
             Ok(lsn) => {
                 // A roll changed the active file: group commit syncs the new one.
                 self.commit.written(tail);
