@@ -274,9 +274,13 @@ class Store {
     }
     const follower = syncCall(() =>
       this.inner.follow(id, from, pollMs, (err, lines) => {
+        // An error leaves the batch as it is: the events not yet yielded come first, then the
+        // error, and none of them twice.
         if (err) failure = translate(err)
-        else batch = batch.slice(at).concat(lines)
-        at = 0
+        else {
+          batch = batch.slice(at).concat(lines)
+          at = 0
+        }
         rouse()
       }),
     )

@@ -6,7 +6,7 @@ use postgres::Client;
 use crate::{Error, Result};
 
 /// The layout version of the tables this crate writes and reads.
-pub const LAYOUT_VERSION: i32 = 2;
+pub const LAYOUT_VERSION: i32 = 3;
 
 /// The whole schema, as created in an empty database.
 pub const DDL: &str = "CREATE TABLE sessdb_layout (
@@ -36,6 +36,14 @@ CREATE TABLE sessdb_sessions (
   store_created_lsn bigint,
   history bytea NOT NULL,
   last_event bytea
+);
+CREATE TABLE sessdb_erased (
+  store_id text NOT NULL,
+  session_id text NOT NULL,
+  store_created_lsn bigint NOT NULL,
+  erased_lsn bigint NOT NULL,
+  erased_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (store_id, session_id, store_created_lsn)
 );
 CREATE TABLE sessdb_events (
   session_id text NOT NULL REFERENCES sessdb_sessions(id) ON DELETE CASCADE,
@@ -70,7 +78,20 @@ CREATE VIEW sessdb_messages AS
     AND jsonb_array_length(e.data -> 'message' -> 'content') = 0);
 ";
 
-/// Creates the tables in a database that has none; checks the layout of one that has them.
+/// What layout 3 adds to layout 2: the sessions a store's lineage erased (§4.2).
+const FROM_2: &str = "CREATE TABLE sessdb_erased (
+  store_id text NOT NULL,
+  session_id text NOT NULL,
+  store_created_lsn bigint NOT NULL,
+  erased_lsn bigint NOT NULL,
+  erased_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (store_id, session_id, store_created_lsn)
+);
+UPDATE sessdb_layout SET version = 3;
+";
+
+/// Creates the tables in a database that has none; checks the layout of one that has them,
+/// bringing layout 2 to 3 (one table added: nothing of layout 2 changes).
 ///
 /// # Errors
 /// `Layout` for another layout version, PostgreSQL errors.
@@ -94,10 +115,17 @@ pub fn ensure(client: &mut Client) -> Result<()> {
         )
         .map_err(Error::pg("record the layout version"))?;
     }
-    let version: i32 = tx
+    let mut version: i32 = tx
         .query_one("SELECT version FROM sessdb_layout", &[])
         .map_err(Error::pg("read the layout version"))?
         .get(0);
+    if version == 2 {
+        // A shipper of layout 2 knows nothing of erasures and would ship an erased session
+        // again from a restored backup: the bump keeps it out (bump-and-reject).
+        tx.batch_execute(FROM_2)
+            .map_err(Error::pg("bring the tables from layout 2 to 3"))?;
+        version = LAYOUT_VERSION;
+    }
     if version != LAYOUT_VERSION {
         return Err(Error::Layout {
             found: version,

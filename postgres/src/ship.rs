@@ -33,6 +33,14 @@ struct Shipped {
     surface: Vec<u64>,
 }
 
+/// An erasure PostgreSQL remembers (`sessdb_erased`): which incarnation, and the store's log
+/// position when the round that removed it read the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Erased {
+    created_lsn: u64,
+    erased_lsn: u64,
+}
+
 /// What one [`Shipper::ship`] did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ShipReport {
@@ -48,6 +56,9 @@ pub struct ShipReport {
     /// more events than the store, or its last shipped event differs: the store was
     /// restored from a backup, or salvage cut the session), with why. The others are
     /// shipped; [`Shipper::reset`] replaces PostgreSQL's copy of one with the store's.
+    /// Also refused: a session this store's lineage deleted and PostgreSQL erased, which
+    /// the store holds again as it was (a backup from before the deletion restored):
+    /// shipping it would bring the erased text back.
     pub refused: Vec<(String, String)>,
     /// Sessions PostgreSQL holds of this store that the store lacks while its log no longer
     /// holds the newest record the last round read (restored from an older backup, or
@@ -63,6 +74,9 @@ pub struct Shipper {
     client: Client,
     store_id: String,
     known: BTreeMap<String, Shipped>,
+    /// Sessions this store's lineage erased from PostgreSQL: id → the newest erased
+    /// incarnation (the log position of the record that created it).
+    erased: BTreeMap<String, Erased>,
     recheck_every: Duration,
     rechecked: Instant,
 }
@@ -143,6 +157,7 @@ impl Shipper {
             client,
             store_id: store_id.to_owned(),
             known: BTreeMap::new(),
+            erased: BTreeMap::new(),
             recheck_every: RECHECK_EVERY,
             rechecked: Instant::now(),
         };
@@ -181,6 +196,26 @@ impl Shipper {
                         events: r.get::<_, i64>(2).unsigned_abs(),
                         created_lsn: r.get::<_, Option<i64>>(3).map(i64::unsigned_abs),
                         surface: surface.into_iter().map(i64::unsigned_abs).collect(),
+                    },
+                )
+            })
+            .collect();
+        let rows = self
+            .client
+            .query(
+                "SELECT session_id, max(store_created_lsn), max(erased_lsn) FROM sessdb_erased
+                 WHERE store_id = $1 GROUP BY session_id",
+                &[&self.store_id],
+            )
+            .map_err(Error::pg("read the erased sessions"))?;
+        self.erased = rows
+            .iter()
+            .map(|r| {
+                (
+                    r.get::<_, String>(0),
+                    Erased {
+                        created_lsn: r.get::<_, i64>(1).unsigned_abs(),
+                        erased_lsn: r.get::<_, i64>(2).unsigned_abs(),
                     },
                 )
             })
@@ -246,7 +281,9 @@ impl Shipper {
     /// [`Shipper::ship`] ships the store's copy whole: the way on for a session the ship
     /// refused because PostgreSQL's copy is not this store's history (`ShipReport::refused`:
     /// the store was restored from a backup, or salvage cut the session). Returns the ids
-    /// PostgreSQL held; one it does not hold is left out.
+    /// PostgreSQL held; one it does not hold is left out. Also the way on for a session
+    /// refused as erased (a backup from before its deletion restored): PostgreSQL forgets
+    /// the erasure, and the next ship ships the store's copy whole.
     ///
     /// # Errors
     /// `Conflict` for a session another store owns (pull it here instead), PostgreSQL errors;
@@ -264,7 +301,18 @@ impl Shipper {
                     &[id],
                 )
                 .map_err(Error::pg("lock a session's row"))?;
-            let Some(row) = row else { continue };
+            let forgot = tx
+                .execute(
+                    "DELETE FROM sessdb_erased WHERE store_id = $1 AND session_id = $2",
+                    &[&self.store_id, id],
+                )
+                .map_err(Error::pg("forget a session's erasure"))?;
+            let Some(row) = row else {
+                if forgot > 0 {
+                    reset.push(id.clone());
+                }
+                continue;
+            };
             let owner: String = row.get(0);
             if owner != self.store_id {
                 return Err(Error::Conflict {
@@ -281,6 +329,7 @@ impl Shipper {
         tx.commit().map_err(Error::pg("commit"))?;
         for id in &reset {
             self.known.remove(id);
+            self.erased.remove(id);
         }
         Ok(reset)
     }
@@ -319,6 +368,7 @@ impl Shipper {
         };
         let lost_owner = format!("lost/{}", self.store_id);
         let mut given_away: Vec<String> = Vec::new();
+        let mut erased: Vec<(String, Erased)> = Vec::new();
         // Sessions deleted from the store since they were shipped — or, when the log is not
         // the one shipped from, sessions it never had: those are kept, given to `lost/ID`.
         for (id, s) in &self.known {
@@ -329,6 +379,15 @@ impl Shipper {
                         &[id, &self.store_id],
                     )
                     .map_err(Error::pg("remove a deleted session"))?;
+                    // Remembered, so that a backup from before the deletion does not ship
+                    // it again. A row without its incarnation (none is written so) counts
+                    // as created before this round's position.
+                    let gone = Erased {
+                        created_lsn: s.created_lsn.unwrap_or(lsn.unsigned_abs()),
+                        erased_lsn: lsn.unsigned_abs(),
+                    };
+                    remember_erased(&mut tx, &self.store_id, id, gone)?;
+                    erased.push((id.clone(), gone));
                     removed.push(id.clone());
                 } else {
                     if given_away.is_empty() {
@@ -363,6 +422,20 @@ impl Shipper {
             if report.refused.iter().any(|(i, _)| i == id) {
                 continue;
             }
+            // This incarnation was erased from PostgreSQL: the store holds it again only
+            // because its log is behind the deletion (a backup restored).
+            if let Some(gone) = self.erased.get(id)
+                && info.incarnation.get() <= gone.created_lsn
+            {
+                report.refused.push((
+                    id.clone(),
+                    format!(
+                        "this store deleted it (the copy created at log position {}) and PostgreSQL erased it when the store's log was at position {}; this store holds it again as it was, so its log is behind that deletion (restored from a backup taken before it?): it is not shipped, or the erased text would be back; `sessdb ship --reset {id}` ships it all the same",
+                        gone.created_lsn, gone.erased_lsn
+                    ),
+                ));
+                continue;
+            }
             // The surface changes only with an event, and a round that ships a session's last
             // event ships its surface: a session with every event shipped, by this very
             // incarnation, has nothing new (and its surface is not read, every round, for
@@ -384,6 +457,7 @@ impl Shipper {
                 info,
                 remembered,
                 &mut budget,
+                lsn.unsigned_abs(),
             )? {
                 Step::OwnedElsewhere(owner, held) => {
                     report.owned_elsewhere.push((id.clone(), owner.clone()));
@@ -403,7 +477,8 @@ impl Shipper {
                     recreated,
                     now,
                 } => {
-                    if recreated {
+                    if let Some(gone) = recreated {
+                        erased.push((id.clone(), gone));
                         removed.push(id.clone());
                     }
                     report.events += events;
@@ -444,6 +519,11 @@ impl Shipper {
                 s.owner.clone_from(&lost_owner);
             }
         }
+        for (id, gone) in erased {
+            let e = self.erased.entry(id).or_insert(gone);
+            e.created_lsn = e.created_lsn.max(gone.created_lsn);
+            e.erased_lsn = e.erased_lsn.max(gone.erased_lsn);
+        }
         report.removed.extend(removed);
         report.kept.extend(given_away);
         self.known.extend(changed);
@@ -461,6 +541,7 @@ fn ship_session(
     info: &SessionInfo,
     mut shipped: Option<Shipped>,
     budget: &mut u64,
+    lsn: u64,
 ) -> Result<Step> {
     let id = &info.header.id;
     let now = tx
@@ -470,7 +551,7 @@ fn ship_session(
             &[id],
         )
         .map_err(Error::pg("lock a session's row"))?;
-    let mut recreated = false;
+    let mut recreated = None;
     let mut stale_surface = false;
     let (from, history) = match now {
         // Another store pulled it since (ownership moved).
@@ -488,7 +569,12 @@ fn ship_session(
         {
             tx.execute("DELETE FROM sessdb_sessions WHERE id = $1", &[id])
                 .map_err(Error::pg("remove a re-created session"))?;
-            recreated = true;
+            let gone = Erased {
+                created_lsn: row.get::<_, Option<i64>>(2).unwrap_or(0).unsigned_abs(),
+                erased_lsn: lsn,
+            };
+            remember_erased(tx, store_id, id, gone)?;
+            recreated = Some(gone);
             shipped = None;
             (0, None)
         }
@@ -572,10 +658,10 @@ enum Step {
     OwnedElsewhere(String, u64),
     /// Not shipped: PostgreSQL's copy is not this store's history (why, for the user).
     Refused(String),
-    /// Shipped `events` more (after removing a copy of an earlier incarnation).
+    /// Shipped `events` more (after removing and erasing a copy of an earlier incarnation).
     Shipped {
         events: u64,
-        recreated: bool,
+        recreated: Option<Erased>,
         now: Shipped,
     },
 }
@@ -616,6 +702,27 @@ fn diverged(
         )));
     }
     Ok(None)
+}
+
+/// Records in `sessdb_erased` that `store_id` erased this incarnation of `id`.
+fn remember_erased(
+    tx: &mut postgres::Transaction<'_>,
+    store_id: &str,
+    id: &str,
+    gone: Erased,
+) -> Result<()> {
+    tx.execute(
+        "INSERT INTO sessdb_erased (store_id, session_id, store_created_lsn, erased_lsn)
+         VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+        &[
+            &store_id,
+            &id,
+            &to_i64(gone.created_lsn),
+            &to_i64(gone.erased_lsn),
+        ],
+    )
+    .map_err(Error::pg("remember an erased session"))?;
+    Ok(())
 }
 
 pub(crate) fn to_i64(v: u64) -> i64 {

@@ -99,15 +99,15 @@ fn reads_and_appends_go_on_while_a_due_checkpoint_is_written() {
     // Meanwhile, on another thread: a read and appends. The wait below only tells a hang
     // (the read waiting for the checkpoint's file) from a pass.
     let (done_tx, done) = mpsc::channel();
-    {
+    let beside = {
         let store = Arc::clone(&store);
         std::thread::spawn(move || {
             let events = store.events("other", ..).map(|e| e.len());
             support::note(&store, "other", "written beside the checkpoint");
             let after = store.events("other", ..).map(|e| e.len());
             done_tx.send((events, after)).unwrap();
-        });
-    }
+        })
+    };
     let (before, after) = done
         .recv_timeout(Duration::from_secs(120))
         .expect("a read or an append waited for a checkpoint's file write");
@@ -115,7 +115,15 @@ fn reads_and_appends_go_on_while_a_due_checkpoint_is_written() {
     release.send(()).unwrap();
     let notes = writer.join().unwrap();
     assert!(notes > 0);
+    // Joined, not only heard from: its clone of the store is dropped before the reopen below
+    // (a clone left alive holds the writer lock: the reopen would be refused as locked).
+    beside.join().unwrap();
     let dump = support::dump(&store);
+    assert_eq!(
+        Arc::strong_count(&store),
+        1,
+        "every other holder of the store is gone"
+    );
     drop(store);
     let reopened = Store::open_with(Arc::new(gate.clone()), options()).unwrap();
     assert_eq!(support::dump(&reopened), dump);

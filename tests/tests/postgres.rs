@@ -326,7 +326,39 @@ fn tables_of_another_layout_version_are_refused() {
         .execute("UPDATE sessdb_layout SET version = 1", &[])
         .unwrap();
     match Shipper::new(&pg.url(), "store-b") {
-        Err(Error::Layout { found, expected }) => assert_eq!((found, expected), (1, 2)),
+        Err(Error::Layout { found, expected }) => assert_eq!((found, expected), (1, 3)),
         other => panic!("{other:?}"),
     }
+}
+
+/// Tables of layout 2 (before `sessdb_erased`) are brought to 3: the table added, the rows
+/// kept, and the shipper goes on where it was.
+#[test]
+fn tables_of_layout_2_are_brought_to_3() {
+    let Some(pg) = Cluster::start() else { return };
+    let store = workload_store(5, 2);
+    Shipper::new(&pg.url(), "store-a")
+        .unwrap()
+        .ship(&store)
+        .unwrap();
+    let mut client = sql(&pg.url());
+    client
+        .batch_execute("DROP TABLE sessdb_erased; UPDATE sessdb_layout SET version = 2")
+        .unwrap();
+    let report = Shipper::new(&pg.url(), "store-a")
+        .unwrap()
+        .ship(&store)
+        .unwrap();
+    assert_eq!(report.events, 0, "{report:?}");
+    let version: i32 = client
+        .query_one("SELECT version FROM sessdb_layout", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(version, 3);
+    let erased: i64 = client
+        .query_one("SELECT count(*) FROM sessdb_erased", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(erased, 0);
+    assert_rows_match(&mut client, &store);
 }

@@ -579,3 +579,116 @@ fn a_restored_store_that_compacted_is_still_not_the_one_shipped_from() {
     assert_eq!(owner(&mut client, "z"), "lost/store-a");
     assert_eq!(rows(&mut client, "z").len(), 6);
 }
+
+/// Before: `ship A; backup; delete S1 S2; compact A; ship A` removed S1 and S2 from
+/// PostgreSQL, and the backup restored, given a new session and shipped, put them back whole
+/// (exit 0) — and `ship A` then kept them under `lost/` for good: the deleted text stayed.
+/// Now PostgreSQL remembers what the store's lineage erased (ids and positions, no content):
+/// the restored store ships its new session and refuses the erased two, naming `--reset`.
+#[test]
+fn regression_a_restored_backup_does_not_ship_erased_sessions_again() {
+    let Some(pg) = Cluster::start() else { return };
+    let options = StoreOptions::default().with_compaction(None);
+    let a = Backend::fs();
+    let mut store = open_as(&a, options.clone());
+    workload(&mut store, 21, 4);
+    let ids: Vec<String> = store.list().iter().map(|i| i.header.id.clone()).collect();
+    let erased = [ids[0].clone(), ids[1].clone()];
+    let mut shipper = Shipper::new(&pg.url(), "store-a").unwrap();
+    shipper.ship(&store).unwrap();
+    store.close().unwrap();
+    drop(store);
+    let backup = a.image(a.files());
+
+    let store = open_as(&a, options.clone());
+    for id in &erased {
+        store.delete_session(id).unwrap();
+    }
+    store.compact().unwrap();
+    let report = shipper.ship(&store).unwrap();
+    let mut removed = report.removed.clone();
+    removed.sort();
+    assert_eq!(removed, erased.to_vec(), "{report:?}");
+    store.close().unwrap();
+    drop(store);
+    drop(shipper);
+
+    let restored = backup.image(backup.files());
+    let store = open_as(&restored, options.clone());
+    store
+        .create_session(
+            sessdb::SessionHeader::new("new-after-restore", 0),
+            Vec::new(),
+        )
+        .unwrap();
+    turns(&store, "new-after-restore", 0, 3);
+    let mut shipper = Shipper::new(&pg.url(), "store-a").unwrap();
+    let report = shipper.ship(&store).unwrap();
+    let mut refused: Vec<&str> = report.refused.iter().map(|(i, _)| i.as_str()).collect();
+    refused.sort_unstable();
+    assert_eq!(
+        refused,
+        vec![erased[0].as_str(), erased[1].as_str()],
+        "{report:?}"
+    );
+    for (_, why) in &report.refused {
+        assert!(why.contains("--reset") && why.contains("erased"), "{why}");
+    }
+    let mut client = sql(&pg.url());
+    for id in &erased {
+        assert!(rows(&mut client, id).is_empty(), "{id} shipped again");
+    }
+    assert_eq!(rows(&mut client, "new-after-restore").len(), 4);
+    // Every later round refuses them again.
+    assert_eq!(shipper.ship(&store).unwrap().refused.len(), 2);
+    let erasures: i64 = client
+        .query_one("SELECT count(*) FROM sessdb_erased", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(erasures, 2);
+    // The way on, when the restored copy is wanted: a reset forgets the erasure.
+    assert_eq!(
+        shipper.reset(std::slice::from_ref(&erased[0])).unwrap(),
+        vec![erased[0].clone()]
+    );
+    let after = shipper.ship(&store).unwrap();
+    assert_eq!(after.refused.len(), 1, "{after:?}");
+    assert_eq!(
+        rows(&mut client, &erased[0]),
+        store_rows(&store, &erased[0])
+    );
+}
+
+/// A session deleted, erased from PostgreSQL and then created again under its id (a later
+/// incarnation) ships: only the erased incarnation is refused.
+#[test]
+fn a_session_created_again_after_its_erasure_ships() {
+    let Some(pg) = Cluster::start() else { return };
+    let store = mem_store();
+    store
+        .create_session(sessdb::SessionHeader::new("again", 0), Vec::new())
+        .unwrap();
+    turns(&store, "again", 0, 3);
+    let mut shipper = Shipper::new(&pg.url(), "store-a").unwrap();
+    shipper.ship(&store).unwrap();
+    store.delete_session("again").unwrap();
+    assert_eq!(
+        shipper.ship(&store).unwrap().removed,
+        vec!["again".to_owned()]
+    );
+    store
+        .create_session(sessdb::SessionHeader::new("again", 0), Vec::new())
+        .unwrap();
+    turns(&store, "again", 10, 5);
+    let report = shipper.ship(&store).unwrap();
+    assert!(report.refused.is_empty(), "{report:?}");
+    let mut client = sql(&pg.url());
+    assert_eq!(rows(&mut client, "again"), store_rows(&store, "again"));
+    // A shipper made afresh (positions and erasures read back) agrees.
+    drop(shipper);
+    let again = Shipper::new(&pg.url(), "store-a")
+        .unwrap()
+        .ship(&store)
+        .unwrap();
+    assert!(again.refused.is_empty() && again.events == 0, "{again:?}");
+}

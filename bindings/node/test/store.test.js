@@ -224,6 +224,42 @@ test('bad subscribe options are refused, and an abort ends a waiting subscriber'
   await store.close()
 })
 
+// Before: an error that ended a subscription (the store closed, the session deleted) made the
+// loop yield the last batch again before it threw: every event twice, then the error.
+test('a subscription that ends with an error yields each event once, then the error', async () => {
+  for (const from of [0, 1]) {
+    const store = await Store.open(tempDir())
+    await store.createSession(header('x'), [turnStart(0, 1), user(1, 'u1', 'a'), user(2, 'u2', 'b')], {
+      exact: true,
+    })
+    const seen = []
+    await assert.rejects(
+      (async () => {
+        for await (const e of store.subscribe('x', from, { pollMs: 20 })) {
+          seen.push(e.seq)
+          if (e.seq === 2) await store.close()
+        }
+      })(),
+      { code: 'CLOSED' },
+    )
+    assert.deepEqual(seen, from === 0 ? [0, 1, 2] : [1, 2])
+  }
+  const store = await Store.open(tempDir())
+  await store.createSession(header('x'), [turnStart(0, 1)], { exact: true })
+  const seen = []
+  await assert.rejects(
+    (async () => {
+      for await (const e of store.subscribe('x', 0, { pollMs: 20 })) {
+        seen.push(e.seq)
+        await store.deleteSession('x')
+      }
+    })(),
+    { code: 'NOT_FOUND' },
+  )
+  assert.deepEqual(seen, [0])
+  await store.close()
+})
+
 // Before: a JSON line given as a string with a lone surrogate was stored with U+FFFD in its
 // place, and nothing said so.
 test('a JSON text with a lone surrogate is refused, not changed', async () => {
