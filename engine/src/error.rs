@@ -91,6 +91,23 @@ pub enum Error {
         /// The underlying error.
         source: std::io::Error,
     },
+    /// A file could not be written for want of disk space: what it needed and what was free.
+    /// Nothing is lost (the file was written under a temp name, now removed); the store is
+    /// as it was before the file.
+    #[error(
+        "{op} {path}: the disk is full: this file needs {needed} bytes and {} are free; free that much (or move the store) and run it again",
+        available.map_or_else(|| "an unknown number of bytes".to_owned(), |a| a.to_string())
+    )]
+    NoSpace {
+        /// What was being done.
+        op: &'static str,
+        /// The file.
+        path: String,
+        /// The file's size.
+        needed: u64,
+        /// Bytes free on its file system, when known.
+        available: Option<u64>,
+    },
     /// Stored bytes are damaged.
     #[error("corruption in {segment} at byte {offset}: {kind}")]
     Corruption {
@@ -343,6 +360,32 @@ impl Error {
             op,
             path: path.into(),
             source,
+        }
+    }
+
+    /// A failed write of a file of `needed` bytes: [`Error::NoSpace`] when the disk is full,
+    /// with what `storage` has free (asked now: a caller first removes its partial file), else
+    /// [`Error::Io`].
+    pub(crate) fn write_failed(
+        storage: &dyn crate::storage::Storage,
+        op: &'static str,
+        path: impl Into<String>,
+        source: std::io::Error,
+        needed: u64,
+    ) -> Self {
+        let path = path.into();
+        if source.kind() != std::io::ErrorKind::StorageFull {
+            return Self::io(op, path, source);
+        }
+        let available = storage
+            .available_bytes(crate::storage::parent_dir(&path))
+            .ok()
+            .flatten();
+        Self::NoSpace {
+            op,
+            path,
+            needed,
+            available,
         }
     }
 

@@ -25,6 +25,7 @@ fn code(e: &sessdb::Error) -> String {
         E::SessionNotFound { .. } => "NOT_FOUND".into(),
         E::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => "NOT_FOUND".into(),
         E::Io { .. } => "IO".into(),
+        E::NoSpace { .. } => "NO_SPACE".into(),
         E::Corruption { .. } => "CORRUPTION".into(),
         E::Locked { .. } => "LOCKED".into(),
         E::Poisoned { .. } => "POISONED".into(),

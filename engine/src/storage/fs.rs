@@ -97,6 +97,11 @@ impl Storage for FsStorage {
     fn describe(&self, path: &str) -> String {
         self.path(path).display().to_string()
     }
+
+    fn available_bytes(&self, dir: &str) -> io::Result<Option<u64>> {
+        let s = rustix::fs::statvfs(self.path(dir))?;
+        Ok(Some(s.f_bavail.saturating_mul(s.f_frsize)))
+    }
 }
 
 #[derive(Debug)]

@@ -24,4 +24,5 @@ pub(crate) use mmap::Prefault;
 pub use mmap::WriteWindow;
 #[doc(hidden)]
 pub use replace::{FileWriter, Replacement, temp_name};
+pub(crate) use seam::parent_dir;
 pub use seam::{FileView, LockGuard, OpenMode, Storage, StorageFile};

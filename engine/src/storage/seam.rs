@@ -90,6 +90,15 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
     fn try_lock(&self, path: &str) -> io::Result<Option<LockGuard>>;
     /// A description of where the files are, for messages.
     fn describe(&self, path: &str) -> String;
+    /// Bytes the file system holding `dir` has free for this process (`statvfs`'s
+    /// `f_bavail` blocks), or `None` where that is not known (the default: a storage in
+    /// memory). Compaction stages no more files ahead than this allows.
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn available_bytes(&self, _dir: &str) -> io::Result<Option<u64>> {
+        Ok(None)
+    }
 }
 
 /// One open file, read and written at explicit offsets.

@@ -181,12 +181,22 @@ pub(crate) fn write(storage: &dyn Storage, meta: &CheckpointMeta, body: &[u8]) -
     let path = checkpoint_path(meta.generation);
     let io = |op: &'static str| move |e| Error::io(op, checkpoint_path(meta.generation), e);
     let file = Replacement::create(storage, &path).map_err(io("create"))?;
-    file.file()
+    let written = file
+        .file()
         .write_at(&meta.encode_header(body), 0)
-        .map_err(io("write"))?;
-    file.file()
-        .write_at(body, CHECKPOINT_HEADER_LEN as u64)
-        .map_err(io("write"))?;
+        .and_then(|()| file.file().write_at(body, CHECKPOINT_HEADER_LEN as u64));
+    if let Err(e) = written {
+        // The temp file removed first, so that the figure of free space is true.
+        drop(file);
+        let needed = (CHECKPOINT_HEADER_LEN + body.len()) as u64;
+        return Err(Error::write_failed(
+            storage,
+            "write a checkpoint",
+            path,
+            e,
+            needed,
+        ));
+    }
     file.commit().map_err(io("replace"))
 }
 

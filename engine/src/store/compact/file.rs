@@ -70,7 +70,17 @@ pub(super) fn stage<'s>(
         .ok_or_else(|| Error::corruption(path, 0, CorruptionKind::RunTable("footer")))?;
     let io = |op: &'static str| move |e| Error::io(op, path, e);
     let replacement = Replacement::create(storage, path).map_err(io("create"))?;
-    replacement.file().write_at(out, 0).map_err(io("write"))?;
+    if let Err(e) = replacement.file().write_at(out, 0) {
+        // The temp file removed first, so that the figure of free space is true.
+        drop(replacement);
+        return Err(Error::write_failed(
+            storage,
+            "compact: write",
+            path,
+            e,
+            file_len,
+        ));
+    }
     replacement.file().start_writeback(0, file_len);
     Ok(Staged {
         replacement,

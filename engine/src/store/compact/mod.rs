@@ -143,10 +143,26 @@ impl Inner {
         // snapshot's end, and this compaction leaves out nothing there.
         let named = self.tail.lock().as_ref().and_then(|t| t.last_record);
         let tombstones = Tombstones { cutoff, named };
+        let releaser = pipeline::Releaser::new();
+        // The second step finds its segments by first LSN (the first step writes new files).
+        let first_lsns: Vec<u64> = segments.iter().map(|s| s.first_lsn).collect();
         // The checkpoint is written while the first files are staged (nothing a reader or an
         // open sees changes until a rename), and is durable before the first rename.
+        // On a disk with less room than the files staged ahead may take, the checkpoint is
+        // written first, alone: written beside them, it could take the room the file the
+        // putter waits for needs.
+        let staged_max = self.policy(scope).staged_bytes_max;
+        let short = self
+            .storage
+            .available_bytes("segments")
+            .ok()
+            .flatten()
+            .is_some_and(|free| free < staged_max.saturating_mul(2));
+        if short {
+            self.checkpoint_alone()?;
+        }
         std::thread::scope(|s| {
-            let mut checkpoint = Some(s.spawn(|| self.checkpoint_alone()));
+            let mut checkpoint = (!short).then(|| s.spawn(|| self.checkpoint_alone()));
             let mut before_first_rename = || match checkpoint.take() {
                 Some(h) => match h.join() {
                     Ok(done) => done.map(|_| ()),
@@ -155,16 +171,17 @@ impl Inner {
                 None => Ok(()),
             };
             let pass = pipeline::Pass {
-                segments: &segments,
+                segments,
                 records: &drops.records,
                 refresh: &refresh,
+                releaser: &releaser,
             };
             let written = self.rewrite_all(
                 pass,
                 end_lsn,
                 tombstones,
                 report,
-                self.policy(scope).staged_bytes_max,
+                staged_max,
                 &mut before_first_rename,
             );
             // Joined whatever happened: its error comes second to the rewrite's.
@@ -182,7 +199,7 @@ impl Inner {
                 .deletions_after
                 .iter()
                 .filter_map(|r| {
-                    let first = segments.get(r.seg)?.first_lsn;
+                    let first = *first_lsns.get(r.seg)?;
                     let mut r = *r;
                     r.seg = now.iter().position(|s| s.first_lsn == first)?;
                     Some(r)
@@ -190,22 +207,22 @@ impl Inner {
                 .collect();
             report.deletions_dropped = records.len();
             let pass = pipeline::Pass {
-                segments: &now,
+                segments: now,
                 records: &records,
                 refresh: &[],
+                releaser: &releaser,
             };
             self.rewrite_all(
                 pass,
                 end_lsn,
                 tombstones,
                 report,
-                self.policy(scope).staged_bytes_max,
+                staged_max,
                 &mut || Ok(()),
             )?;
         }
-        self.merge_small(tombstones, report)?;
+        self.merge_small(tombstones, report, &releaser)?;
         report.segments = merged(std::mem::take(&mut report.segments));
-        release(segments);
         Ok(out)
     }
 
@@ -245,23 +262,60 @@ impl Inner {
     /// Writes each group of neighbouring small compacted segments as one file (`merge.rs`),
     /// so the file count falls with the bytes. The list takes the merged file before the
     /// others' files go.
-    fn merge_small(&self, tombstones: Tombstones, report: &mut CompactReport) -> Result<()> {
+    fn merge_small(
+        &self,
+        tombstones: Tombstones,
+        report: &mut CompactReport,
+        releaser: &pipeline::Releaser,
+    ) -> Result<()> {
         let segments = self.segments.all();
         let groups: Vec<Vec<Arc<super::segments::Segment>>> =
             merge::groups(&segments, self.options.segment_bytes_max)
                 .into_iter()
                 .map(|g| g.iter().filter_map(|&i| segments.get(i).cloned()).collect())
                 .collect();
-        // Every merged file staged first (its writeback started), then each put in place.
-        let mut staged = Vec::with_capacity(groups.len());
-        for members in &groups {
+        releaser.release(segments);
+        // Merged files staged ahead (their writeback started) while the disk has room for
+        // the next beside them, then each put in place: one at a time at worst.
+        let mut staged: Vec<(Vec<Arc<super::segments::Segment>>, file::Staged<'_>)> = Vec::new();
+        for members in groups {
             if self.is_closed() {
                 return Err(crate::Error::Closed);
             }
+            let estimate = pipeline::disk_bytes(
+                members
+                    .iter()
+                    .map(|m| m.stored_bytes().ok())
+                    .try_fold(0u64, |sum, b| Some(sum.saturating_add(b?))),
+            );
+            let ahead: u64 = staged.iter().map(|(_, m)| m.file_len()).sum();
+            let fits = self
+                .storage
+                .available_bytes("segments")
+                .ok()
+                .flatten()
+                .is_none_or(|free| estimate <= free);
+            if !staged.is_empty() && (!fits || ahead > self.policy(Scope::All).staged_bytes_max) {
+                self.put_merged(std::mem::take(&mut staged), report, releaser)?;
+            }
+            if !fits {
+                releaser.settle();
+            }
             let now = self.options.clock.now_ms();
-            staged.push(merge::merge(&*self.storage, members, now, tombstones)?);
+            let merged = merge::merge(&*self.storage, &members, now, tombstones)?;
+            staged.push((members, merged));
         }
-        for (members, staged) in groups.iter().zip(staged) {
+        self.put_merged(staged, report, releaser)
+    }
+
+    /// Puts merged files in place, in order, each group's old files removed and let go.
+    fn put_merged(
+        &self,
+        staged: Vec<(Vec<Arc<super::segments::Segment>>, file::Staged<'_>)>,
+        report: &mut CompactReport,
+        releaser: &pipeline::Releaser,
+    ) -> Result<()> {
+        for (members, staged) in staged {
             if self.is_closed() {
                 return Err(crate::Error::Closed);
             }
@@ -273,13 +327,10 @@ impl Inner {
                     *slot = merged;
                 }
             }
-            merge::remove_merged(&*self.storage, members)?;
+            merge::remove_merged(&*self.storage, &members)?;
             report.segments_merged += members.len() - 1;
+            releaser.release(members);
         }
-        // One thread lets go of the old list and the merged groups' files.
-        let mut held = segments;
-        held.extend(groups.into_iter().flatten());
-        release(held);
         Ok(())
     }
 
@@ -349,17 +400,6 @@ impl Inner {
             })?;
         Ok(meta.last_record)
     }
-}
-
-/// Lets go of the segments a compaction replaced on a thread of its own: the last reference
-/// to a replaced file unmaps it and closes it, and the kernel then frees its pages and blocks
-/// (~2 ms a 4 MiB segment here, a fifth of a compaction's time — `docs/PERFORMANCE.md`), work
-/// the caller need not wait for: the files are already gone from the store's directory.
-/// When no thread can be started, the closure holding them is dropped here: inline.
-fn release(held: Vec<Arc<super::segments::Segment>>) {
-    let _ = std::thread::Builder::new()
-        .name("sessdb-release".into())
-        .spawn(move || drop(held));
 }
 
 /// One entry per segment, oldest first: a segment both passes wrote is reported once (its

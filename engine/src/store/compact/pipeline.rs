@@ -8,12 +8,17 @@
 //! ~70 ms of the DSH mix's 97 MB on one thread), putting in place mostly the device's; the
 //! workers stage the next files while the device writes and the putter waits for it. At most
 //! `staged_max` bytes (one file at least) are staged and not yet in place: the disk space a
-//! compaction takes beside the files it replaces.
+//! compaction takes beside the files it replaces. Fewer when the disk has less room
+//! (`Storage::available_bytes`): a file is staged ahead only when it fits in what is free,
+//! and the one the putter waits for is always staged, so a compaction needs room for one
+//! output file at a time, not for many. Each old file is let go (`Releaser`) as soon as its
+//! replacement is in place, so its blocks are free for the next.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
+use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 
@@ -25,53 +30,181 @@ use crate::store::inner::Inner;
 use crate::store::report::SegmentCompaction;
 use crate::store::segments::Segment;
 
-/// What one pass of a compaction writes again: the segments of a snapshot that hold one of
-/// `records` (sorted by LSN) or are in `refresh`.
-#[derive(Clone, Copy)]
+/// What one pass of a compaction writes again: the segments of a snapshot (owned, so that
+/// each old one can be let go once replaced) that hold one of `records` (sorted by LSN) or
+/// are in `refresh`.
 pub(super) struct Pass<'a> {
-    pub(super) segments: &'a [Arc<Segment>],
+    pub(super) segments: Vec<Arc<Segment>>,
     pub(super) records: &'a [Rec],
     pub(super) refresh: &'a [usize],
+    /// Where each old segment goes once replaced.
+    pub(super) releaser: &'a Releaser,
+}
+
+/// Lets go of old segments on a thread of its own, as they are handed over: unmapping and
+/// the kernel freeing the blocks of a replaced file take time the compaction need not wait
+/// for, and the blocks come free for its next file as soon as the last holder lets go.
+pub(crate) struct Releaser {
+    tx: Option<mpsc::Sender<Vec<Arc<Segment>>>>,
+    /// Hand-overs not yet dropped.
+    pending: Arc<(Mutex<usize>, Condvar)>,
+}
+
+impl Releaser {
+    pub(crate) fn new() -> Self {
+        let (tx, rx) = mpsc::channel::<Vec<Arc<Segment>>>();
+        let pending = Arc::new((Mutex::new(0usize), Condvar::new()));
+        let count = Arc::clone(&pending);
+        let spawned = std::thread::Builder::new()
+            .name("sessdb-release".into())
+            .spawn(move || {
+                for held in rx {
+                    drop(held);
+                    let mut n = count.0.lock();
+                    *n = n.saturating_sub(1);
+                    count.1.notify_all();
+                }
+            });
+        Self {
+            tx: spawned.is_ok().then_some(tx),
+            pending,
+        }
+    }
+
+    /// Hands `held` over (dropped here when no thread could be started).
+    pub(crate) fn release(&self, held: Vec<Arc<Segment>>) {
+        if let Some(tx) = &self.tx {
+            *self.pending.0.lock() += 1;
+            if let Err(mpsc::SendError(held)) = tx.send(held) {
+                *self.pending.0.lock() -= 1;
+                drop(held);
+            }
+        }
+    }
+
+    /// Waits until everything handed over is let go: before a file that does not fit in
+    /// the free space is written, the space the old files held is free (what no reader
+    /// holds). At most a few seconds: then the write is tried all the same.
+    pub(crate) fn settle(&self) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        let mut n = self.pending.0.lock();
+        while *n > 0 {
+            if self.pending.1.wait_until(&mut n, deadline).timed_out() {
+                return;
+            }
+        }
+    }
 }
 
 /// A segment whose new file is staged, with what putting it in place needs.
 struct Pending<'a, 's> {
-    seg: &'a Arc<Segment>,
+    seg: Arc<Segment>,
     drops: &'a [Rec],
     done: rewrite::Rewritten<'s>,
 }
 
-/// Bytes staged and not yet in place, and how many files; the workers wait on it.
+/// What is staged and not yet in place, and what is being staged; the workers wait on it.
+#[derive(Default)]
+struct AheadState {
+    /// Files staged, not yet in place.
+    files: usize,
+    /// Their bytes.
+    bytes: u64,
+    /// The estimated bytes of the files being written now (not yet seen as used space).
+    writing: u64,
+    /// The index of the file the putter waits for.
+    next_put: usize,
+    /// Files let through to be written (in the putter's order: a later file never takes
+    /// the room an earlier one needs).
+    admitted: usize,
+}
+
 #[derive(Default)]
 struct Ahead {
-    state: Mutex<(usize, u64)>,
+    state: Mutex<AheadState>,
     room: Condvar,
 }
 
+/// The blocks a file of `len` bytes (after the segment header) takes at most, counted in
+/// 4 KiB blocks (a file system's usual block): every file takes at least one. Unknown: all.
+pub(super) fn disk_bytes(len: Option<u64>) -> u64 {
+    const BLOCK: u64 = 4096;
+    len.map_or(u64::MAX, |l| {
+        (l + crate::codec::segment::SEGMENT_HEADER_LEN as u64)
+            .div_ceil(BLOCK)
+            .max(1)
+            .saturating_mul(BLOCK)
+    })
+}
+
+/// How often a worker waiting for disk space looks again: space comes free as the releaser
+/// lets old files go, which wakes nobody.
+const SPACE_POLL: Duration = Duration::from_millis(20);
+
 impl Ahead {
-    /// Waits until a file may be staged: none ahead, or fewer than `max` bytes; `false`
-    /// when the putter stopped.
-    fn wait_for_room(&self, max: u64, stopped: &dyn Fn() -> bool) -> bool {
+    /// Waits until file `k`, of about `estimate` bytes, may be staged: after every earlier
+    /// file, and when it is the one the putter waits for (always: one file at a time at
+    /// worst), or it fits both beside what is ahead (`max` bytes) and in the disk's free
+    /// space (`available`, when known). `false` when the putter stopped.
+    fn wait_for_room(
+        &self,
+        k: usize,
+        estimate: u64,
+        max: u64,
+        available: &dyn Fn() -> Option<u64>,
+        stopped: &dyn Fn() -> bool,
+        settle: &dyn Fn(),
+    ) -> bool {
         let mut state = self.state.lock();
-        while state.0 > 0 && state.1 > max {
+        loop {
             if stopped() {
                 return false;
             }
-            self.room.wait(&mut state);
+            if k > state.admitted {
+                self.room.wait(&mut state);
+                continue;
+            }
+            if k <= state.next_put {
+                if available().is_some_and(|free| estimate > free) {
+                    // The space the replaced files held comes free with the releaser.
+                    parking_lot::MutexGuard::unlocked(&mut state, settle);
+                }
+                break;
+            }
+            let beside = state.files == 0 || state.bytes.saturating_add(state.writing) <= max;
+            let fits =
+                available().is_none_or(|free| state.writing.saturating_add(estimate) <= free);
+            if beside && fits {
+                break;
+            }
+            if fits {
+                self.room.wait(&mut state);
+            } else {
+                let _ = self.room.wait_for(&mut state, SPACE_POLL);
+            }
         }
-        !stopped()
+        state.writing = state.writing.saturating_add(estimate);
+        state.admitted = k + 1;
+        self.room.notify_all();
+        true
     }
 
-    fn staged(&self, len: u64) {
+    /// A file of about `estimate` bytes was written: `len` bytes, or none when it failed.
+    fn staged(&self, estimate: u64, len: Option<u64>) {
         let mut state = self.state.lock();
-        state.0 += 1;
-        state.1 += len;
+        state.writing = state.writing.saturating_sub(estimate);
+        if let Some(len) = len {
+            state.files += 1;
+            state.bytes += len;
+        }
+        self.room.notify_all();
     }
 
     fn put(&self, len: u64) {
         let mut state = self.state.lock();
-        state.0 = state.0.saturating_sub(1);
-        state.1 = state.1.saturating_sub(len);
+        state.files = state.files.saturating_sub(1);
+        state.bytes = state.bytes.saturating_sub(len);
+        state.next_put += 1;
         self.room.notify_all();
     }
 
@@ -118,6 +251,7 @@ impl Inner {
             segments,
             records,
             refresh,
+            releaser,
         } = pass;
         let mut touched: Vec<usize> = records.iter().map(|r| r.seg).collect();
         touched.extend_from_slice(refresh);
@@ -129,28 +263,54 @@ impl Inner {
             .map_or(1, std::num::NonZero::get)
             .clamp(1, 4)
             .min(touched.len().max(1));
+        // Each old segment in a slot of its own, emptied once its replacement is in place.
+        let slots: Vec<parking_lot::Mutex<Option<Arc<Segment>>>> = segments
+            .into_iter()
+            .map(|seg| parking_lot::Mutex::new(Some(seg)))
+            .collect();
         let next = AtomicUsize::new(0);
         let ahead = Ahead::default();
         let stopped = std::sync::atomic::AtomicBool::new(false);
-        std::thread::scope(|s| {
+        let available = || self.storage.available_bytes("segments").ok().flatten();
+        let written = std::thread::scope(|s| {
             let (staged_tx, staged) = mpsc::channel::<(usize, Result<Pending<'_, '_>>)>();
             for _ in 0..workers {
                 let staged_tx = staged_tx.clone();
-                let (next, ahead, stopped, touched) = (&next, &ahead, &stopped, &touched);
+                let (next, ahead, stopped, touched, slots) =
+                    (&next, &ahead, &stopped, &touched, &slots);
+                let available = &available;
                 s.spawn(move || {
                     // A worker that panics stops the others (they may wait for room that
                     // only its file would make); the scope then passes the panic on.
                     let _guard = StopOnPanic { stopped, ahead };
                     let mut buf = Vec::new();
                     let is_stopped = || stopped.load(Ordering::Acquire);
-                    while ahead.wait_for_room(staged_max, &is_stopped) {
+                    loop {
                         let k = next.fetch_add(1, Ordering::Relaxed);
                         let Some(&si) = touched.get(k) else { break };
-                        let pending =
-                            self.stage(segments, records, si, checked_to, tombstones, &mut buf);
-                        if let Ok(p) = &pending {
-                            ahead.staged(p.done.staged.file_len());
+                        let Some(seg) = slots.get(si).and_then(|s| s.lock().clone()) else {
+                            break;
+                        };
+                        // The new file holds at most the old one's bytes (the records kept,
+                        // and a table of 12 bytes for each record left out).
+                        let estimate = disk_bytes(seg.stored_bytes().ok());
+                        let settle = || releaser.settle();
+                        if !ahead.wait_for_room(
+                            k,
+                            estimate,
+                            staged_max,
+                            available,
+                            &is_stopped,
+                            &settle,
+                        ) {
+                            break;
                         }
+                        let pending =
+                            self.stage(seg, records, si, checked_to, tombstones, &mut buf);
+                        ahead.staged(
+                            estimate,
+                            pending.as_ref().ok().map(|p| p.done.staged.file_len()),
+                        );
                         if staged_tx.send((k, pending)).is_err() {
                             break;
                         }
@@ -182,7 +342,16 @@ impl Inner {
                     }
                     before_first_rename()?;
                     let len = pending.done.staged.file_len();
-                    report.segments.push(self.put_in_place(pending)?);
+                    let si = touched.get(k).copied();
+                    let (done, old) = self.put_in_place(pending)?;
+                    report.segments.push(done);
+                    // Its blocks free once the last reader lets go too.
+                    let mut held = vec![old];
+                    held.extend(
+                        si.and_then(|si| slots.get(si))
+                            .and_then(|s| s.lock().take()),
+                    );
+                    releaser.release(held);
                     ahead.put(len);
                 }
                 Ok(())
@@ -190,42 +359,42 @@ impl Inner {
             stopped.store(true, Ordering::Release);
             ahead.wake();
             put
-        })
+        });
+        releaser.release(slots.into_iter().filter_map(|s| s.into_inner()).collect());
+        written
     }
 
-    /// Stages segment `si` of the snapshot written again without its records in `records`.
+    /// Stages `seg`, segment `si` of the snapshot, written again without its records in
+    /// `records`.
     fn stage<'a>(
         &'a self,
-        segments: &'a [Arc<Segment>],
+        seg: Arc<Segment>,
         records: &'a [Rec],
         si: usize,
         checked_to: u64,
         tombstones: Tombstones,
         buf: &mut Vec<u8>,
     ) -> Result<Pending<'a, 'a>> {
-        let seg = segments.get(si).ok_or(crate::Error::Closed)?;
         // The records of one segment are neighbours in LSN order.
         let from = records.partition_point(|r| r.lsn < seg.first_lsn);
         let to = from + records[from..].partition_point(|r| r.seg == si);
+        let drops: &'a [Rec] = &records[from..to];
         let job = rewrite::Job {
-            seg,
-            drops: &records[from..to],
+            seg: &seg,
+            drops,
             checked_to,
             record_bytes_max: self.options.record_bytes_max,
             now_ms: self.options.clock.now_ms(),
             tombstones,
         };
         let done = rewrite::rewrite(&*self.storage, &job, buf)?;
-        Ok(Pending {
-            seg,
-            drops: job.drops,
-            done,
-        })
+        Ok(Pending { seg, drops, done })
     }
 
     /// Puts a staged segment in place of the old one: the file, then the list (a reader
-    /// holding the old one reads it to the end), then the writer's last record.
-    fn put_in_place(&self, p: Pending<'_, '_>) -> Result<SegmentCompaction> {
+    /// holding the old one reads it to the end), then the writer's last record. Returns the
+    /// old segment, to be let go.
+    fn put_in_place(&self, p: Pending<'_, '_>) -> Result<(SegmentCompaction, Arc<Segment>)> {
         let Pending { seg, drops, done } = p;
         let segment = done.staged.commit(&*self.storage)?;
         {
@@ -248,11 +417,12 @@ impl Inner {
                 t.last_record = Some(void);
             }
         }
-        Ok(SegmentCompaction {
+        let report = SegmentCompaction {
             segment: seg.path.clone(),
             bytes_before: done.bytes_before,
             bytes_after: done.bytes_after,
             records_dropped: done.records_dropped,
-        })
+        };
+        Ok((report, seg))
     }
 }
