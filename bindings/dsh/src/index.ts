@@ -88,19 +88,46 @@ async function abortable<T>(signal: AbortSignal | undefined, work: () => Promise
   }
 }
 
+/** The error every call after `close()` rejects with: nothing is taken and then dropped. */
+function closedError(path: string): Error {
+  const e = new Error(
+    `session-persistence-sessdb: the backend of ${path} is closed (DSH's coordinator closes it after its final drain); ` +
+      'a call after that is refused rather than reopening the store behind the shutdown',
+  ) as Error & { code: string }
+  e.code = 'CLOSED'
+  return e
+}
+
 /** The storage primitives DSH's coordinator calls, over one sessdb store. */
 class SessdbBackend implements PersistenceBackend<never> {
   readonly name = 'session-persistence-sessdb'
   private opened?: Promise<SessdbStore>
+  private closed = false
+  /** Calls under way: `close()` waits for every one before it closes the store. */
+  private readonly inFlight = new Set<Promise<unknown>>()
   private readonly refused: RefusedSessions
 
   constructor(private readonly config: Config) {
     this.refused = new RefusedSessions(config.path)
   }
 
+  /** The store, opened on first use; after `close()`, a `CLOSED` error (never a reopen). */
   store(): Promise<SessdbStore> {
+    if (this.closed) return Promise.reject(closedError(this.config.path))
     this.opened ??= this.open()
     return this.opened
+  }
+
+  /** Runs one backend call, counted as in flight until it settles; refused once closed. */
+  private run<T>(work: () => Promise<T>): Promise<T> {
+    if (this.closed) return Promise.reject(closedError(this.config.path))
+    const p = work()
+    this.inFlight.add(p)
+    const forget = (): void => {
+      this.inFlight.delete(p)
+    }
+    p.then(forget, forget)
+    return p
   }
 
   private async open(): Promise<SessdbStore> {
@@ -124,7 +151,7 @@ class SessdbBackend implements PersistenceBackend<never> {
   }
 
   loadStored(id: SessionId, signal?: AbortSignal): Promise<StoredPrefix<never> | undefined> {
-    return abortable(signal, async () => {
+    return this.run(() => abortable(signal, async () => {
       const refused = await this.refused.read(id)
       if (refused !== undefined) {
         return { meta: toMeta(refused.header), events: refused.events, revision: SessionPersistenceRevision(refused.revision) }
@@ -139,20 +166,20 @@ class SessdbBackend implements PersistenceBackend<never> {
         if (isNotFound(error)) return undefined
         throw error
       }
-    })
+    }))
   }
 
   readStoredRevision(id: SessionId, signal?: AbortSignal): Promise<SessionPersistenceRevision | undefined> {
-    return abortable(signal, async () => {
+    return this.run(() => abortable(signal, async () => {
       const refused = await this.refused.read(id)
       if (refused !== undefined) return SessionPersistenceRevision(refused.revision)
       const revision = await (await this.store()).revision(id)
       return revision === null ? undefined : SessionPersistenceRevision(revision)
-    })
+    }))
   }
 
   loadStoredFrom(id: SessionId, fromSeq: number, signal?: AbortSignal): Promise<StoredSuffix | undefined> {
-    return abortable(signal, async () => {
+    return this.run(() => abortable(signal, async () => {
       const refused = await this.refused.read(id)
       if (refused !== undefined) {
         return { meta: toMeta(refused.header), events: refused.events.filter(e => e.seq >= fromSeq) }
@@ -165,10 +192,14 @@ class SessdbBackend implements PersistenceBackend<never> {
         if (isNotFound(error)) return undefined
         throw error
       }
-    })
+    }))
   }
 
-  async appendBatch(meta: SessionHeader, events: readonly SessionEvent[], isMaterialized: boolean): Promise<void> {
+  appendBatch(meta: SessionHeader, events: readonly SessionEvent[], isMaterialized: boolean): Promise<void> {
+    return this.run(() => this.appendBatchNow(meta, events, isMaterialized))
+  }
+
+  private async appendBatchNow(meta: SessionHeader, events: readonly SessionEvent[], isMaterialized: boolean): Promise<void> {
     if (await this.refused.has(meta.id)) {
       await this.refused.append(meta.id, events)
       return
@@ -189,22 +220,24 @@ class SessdbBackend implements PersistenceBackend<never> {
     }
   }
 
-  async commitRepair(meta: SessionHeader, _torn: never | undefined, closers: readonly SessionEvent[]): Promise<void> {
-    // sessdb cut any torn tail when it opened the store: only the closers are left to write.
-    if (closers.length === 0) return
-    if (await this.refused.has(meta.id)) await this.refused.append(meta.id, closers)
-    else await (await this.store()).appendBatch(meta.id, closers, { batchStart: true })
-  }
-
-  list(signal?: AbortSignal): Promise<SessionHeader[]> {
-    return abortable(signal, async () => {
-      const refused = (await this.refused.all()).map(r => toMeta(r.header))
-      return [...(await (await this.store()).list()).map(r => toMeta(r.header)), ...refused]
+  commitRepair(meta: SessionHeader, _torn: never | undefined, closers: readonly SessionEvent[]): Promise<void> {
+    return this.run(async () => {
+      // sessdb cut any torn tail when it opened the store: only the closers are left to write.
+      if (closers.length === 0) return
+      if (await this.refused.has(meta.id)) await this.refused.append(meta.id, closers)
+      else await (await this.store()).appendBatch(meta.id, closers, { batchStart: true })
     })
   }
 
+  list(signal?: AbortSignal): Promise<SessionHeader[]> {
+    return this.run(() => abortable(signal, async () => {
+      const refused = (await this.refused.all()).map(r => toMeta(r.header))
+      return [...(await (await this.store()).list()).map(r => toMeta(r.header)), ...refused]
+    }))
+  }
+
   listSnapshots(signal?: AbortSignal): Promise<SessionPersistenceSnapshot[]> {
-    return abortable(signal, async () => {
+    return this.run(() => abortable(signal, async () => {
       const refused = (await this.refused.all()).map(r => ({
         header: toMeta(r.header),
         revision: SessionPersistenceRevision(r.revision),
@@ -213,24 +246,37 @@ class SessdbBackend implements PersistenceBackend<never> {
         header: toMeta(r.header),
         revision: SessionPersistenceRevision(r.revision),
       })), ...refused]
-    })
+    }))
   }
 
   readRaw(id: SessionId, signal?: AbortSignal): Promise<SessionRawArtifact | undefined> {
-    return abortable(signal, async () => {
+    return this.run(() => abortable(signal, async () => {
       const refused = await this.refused.read(id)
       if (refused !== undefined) return { meta: toMeta(refused.header), filename: 'session.jsonl', content: refused.text }
       const content = await (await this.store()).rawJsonl(id, { pack: this.config.packChunks ?? true })
       if (content === null) return undefined
       const header = JSON.parse(content.slice(0, content.indexOf('\n'))) as Record<string, unknown>
       return { meta: toMeta(header), filename: 'session.jsonl', content }
-    })
+    }))
   }
 
+  /**
+   * Refuses every later call (`CLOSED`), waits for the calls under way to settle, then
+   * closes the store: nothing DSH handed over before is cut short, and nothing after is
+   * taken silently and dropped when the process exits.
+   */
   async close(): Promise<void> {
+    this.closed = true
+    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight])
     if (this.opened === undefined) return
-    const store = await this.opened
+    const opened = this.opened
     this.opened = undefined
+    let store: SessdbStore
+    try {
+      store = await opened
+    } catch {
+      return // it never opened: nothing to close
+    }
     await store.close()
   }
 }

@@ -358,6 +358,32 @@ describe('sessdb backend', () => {
     }
   })
 
+  // Before: a call after the coordinator's close reopened the store behind the shutdown (and
+  // kept its writer lock while the process exited); a read under way when close came was cut
+  // short by it. Now close waits for what is in flight, and a later call is refused loudly.
+  it('close waits for the calls under way, and a call after it is refused with CLOSED, not reopened', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'dsh-sessdb-close-'))
+    const path = join(dir, 'store')
+    const { ctx, fiber } = await mount(path)
+    try {
+      const persistence = ctx.sessionPersistence
+      const id = SessionId('closing')
+      await persistence.create(meta(id, '/w'))
+      await persistence.append(id, oneTurnLog())
+      const underway = persistence.listSnapshots()
+      await fiber.dispose()
+      expect((await underway).map(s => s.header.id)).toContain(id)
+      await expect(persistence.list()).rejects.toMatchObject({ code: 'CLOSED' })
+      await expect(persistence.readRaw(id)).rejects.toMatchObject({ code: 'CLOSED' })
+      // The store was closed, and not opened again: another mount takes it at once.
+      const again = await mount(path)
+      expect((await again.ctx.sessionPersistence.load(id)).events.length).toBe(oneTurnLog().length)
+      await again.fiber.dispose()
+    } finally {
+      await rm(dir, { recursive: true, force: true })
+    }
+  })
+
   // The README's configurations run as they stand (their store path replaced by a temp dir).
   it('the README\'s examples mount the backend as written', async () => {
     const readme = await readFile(join(import.meta.dirname, '..', 'README.md'), 'utf8')
