@@ -247,6 +247,62 @@ describe('sessdb backend', () => {
     }
   })
 
+  // Before: a session imported from DSH's uncompressed file and continued here had its chunk
+  // runs packed across the batches written here (the export followed batch marks only when the
+  // session's first event had one). Now each batch mark starts a row, wherever it is.
+  it.skipIf(installed)('readRaw equals DSH\'s file for a session imported from DSH\'s uncompressed JSONL and continued here in batches', async () => {
+    const cli = ['release', 'debug'].map(p => join(repo, 'target', p, 'sessdb')).find(existsSync)
+    expect(cli, 'the sessdb binary is built (cargo build -p sessdb-cli)').toBeDefined()
+    const texts = ['a', 'b', 'c', 'd', 'e', 'f', 'g']
+    // One turn with a run of chunks, its events from `first` on.
+    const turn = (n: number, first: number): SessionEvent[] => {
+      const log = JSON.parse(JSON.stringify(oneTurnLog()).replaceAll('"turn":1', `"turn":${n}`)
+        .replaceAll('one-turn-', `turn-${n}-`)) as SessionEvent[]
+      const chunks = texts.map((text, i) => ({
+        type: 'assistant/chunk', seq: 0, time: 10,
+        data: { turn: n, step: 1, chunk: { type: 'text-delta', index: 0, text } },
+      } as unknown as SessionEvent))
+      return [...log.slice(0, 3), ...chunks, ...log.slice(3)]
+        .map((e, i) => ({ ...e, seq: first + i, time: first + i + 1 }))
+    }
+    const one = turn(1, 0)
+    const two = turn(2, one.length)
+    // DSH writes the first turn in two batches and sessdb imports its file; then both go on
+    // with a second turn in three batches, its run of chunks cut by two of them.
+    const batches = [one.slice(0, 5), one.slice(5), two.slice(0, 5), two.slice(5, 8), two.slice(8)]
+    for (const packChunks of [true, false]) {
+      const dir = await mkdtemp(join(tmpdir(), 'dsh-sessdb-imported-'))
+      try {
+        const id = SessionId('imported')
+        const theirs = new Context()
+        await theirs.plugin(SessionStore)
+        const jsonl = await theirs.plugin(JsonlSessionPersistence, { root: join(dir, 'jsonl'), compression: 'none', packChunks })
+        try {
+          await theirs.sessionPersistence.create(meta(id, '/w'))
+          for (const batch of batches.slice(0, 2)) await theirs.sessionPersistence.append(id, batch)
+          const file = theirs.sessionPersistence.locate(meta(id, '/w'))!.path
+          execFileSync(cli!, ['import', join(dir, 'store'), '--jsonl', file, '--quiet'])
+          const ours = await mount(join(dir, 'store'), { packChunks })
+          try {
+            for (const ctx of [ours.ctx, theirs]) {
+              for (const batch of batches.slice(2)) await ctx.sessionPersistence.append(id, batch)
+            }
+            const mine = await ours.ctx.sessionPersistence.readRaw(id)
+            const dsh = await theirs.sessionPersistence.readRaw(id)
+            expect(mine?.content, `packChunks ${packChunks}`).toBe(dsh?.content)
+            expect((await ours.ctx.sessionPersistence.load(id)).events).toEqual((await theirs.sessionPersistence.load(id)).events)
+          } finally {
+            await ours.fiber.dispose()
+          }
+        } finally {
+          await jsonl.dispose()
+        }
+      } finally {
+        await rm(dir, { recursive: true, force: true })
+      }
+    }
+  })
+
   it('a batch sessdb refuses moves its session, whole, beside the store; DSH refuses it at load', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'dsh-sessdb-refused-'))
     const store = join(dir, 'store')

@@ -234,17 +234,19 @@ fn write_session<W: Write>(
     let mut packer = Packer::new(pack);
     let mut out = Vec::new();
     let mut from = 0;
-    // A session imported from DSH's zstd file remembers where DSH's frames (its write
-    // batches) began: frames begin there and only there, so the file comes out byte for
-    // byte. Otherwise a frame ends at each `turn/end` or after `FRAME_BYTES`.
-    let mut dsh_frames = None;
+    // Where a writer's batch began (an event marked so: a DSH zstd frame imported, a batch
+    // DSH's backend wrote) a packed row and a frame begin, wherever in the session it is —
+    // also after events that came without marks (imported from an uncompressed file). Before
+    // the first mark, a frame ends at each `turn/end` or after `FRAME_BYTES`; from it on,
+    // frames begin at marks and only there, so DSH's file comes out byte for byte.
+    let mut dsh = false;
     let mut io_error = None;
     while from < info.events {
         let to = (from + WINDOW).min(info.events);
         // Events are written from the bytes read (borrowed), not decoded into owned events.
         store.visit_events(&info.header.id, from..to, |event| {
-            let dsh = *dsh_frames.get_or_insert(event.frame_start());
-            if dsh && event.frame_start() {
+            if event.frame_start() {
+                dsh = true;
                 packer.flush(&mut out);
                 if let Err(e) = sink.write(&out) {
                     io_error.get_or_insert(e);
