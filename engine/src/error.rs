@@ -91,6 +91,16 @@ pub enum Error {
         /// The underlying error.
         source: std::io::Error,
     },
+    /// The store holds what a salvage that was interrupted left (its `SALVAGING` marker) and
+    /// its log does not read as one: finish the salvage (`sessdb repair --salvage`, or
+    /// [`StoreOptions::salvage`](crate::StoreOptions)) to open it.
+    #[error(
+        "a salvage of this store was interrupted (its SALVAGING marker is there) and the log reads as damaged; a salvage run again finishes it (the damage found: {damage})"
+    )]
+    SalvageInterrupted {
+        /// The damage the open found.
+        damage: Box<Error>,
+    },
     /// A file could not be written for want of disk space: what it needed and what was free.
     /// Nothing is lost (the file was written under a temp name, now removed); the store is
     /// as it was before the file.

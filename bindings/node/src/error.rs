@@ -27,6 +27,7 @@ fn code(e: &sessdb::Error) -> String {
         E::Io { .. } => "IO".into(),
         E::NoSpace { .. } => "NO_SPACE".into(),
         E::Corruption { .. } => "CORRUPTION".into(),
+        E::SalvageInterrupted { .. } => "SALVAGE_INTERRUPTED".into(),
         E::Locked { .. } => "LOCKED".into(),
         E::Poisoned { .. } => "POISONED".into(),
         E::ReadOnly => "READ_ONLY".into(),

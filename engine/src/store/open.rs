@@ -42,6 +42,23 @@ pub(super) fn open(
     read_only: bool,
     stop_lsn: u64,
 ) -> Result<Inner> {
+    let interrupted = super::marker::is_set(&*storage);
+    match open_log(Arc::clone(&storage), options, read_only, stop_lsn) {
+        // Damage found while a salvage's marker is there: the log is likely half rewritten
+        // by a salvage that died, and the way on is to finish it, not to look for damage.
+        Err(damage @ Error::Corruption { .. }) if interrupted => Err(Error::SalvageInterrupted {
+            damage: Box::new(damage),
+        }),
+        other => other,
+    }
+}
+
+fn open_log(
+    storage: Arc<dyn Storage>,
+    options: StoreOptions,
+    read_only: bool,
+    stop_lsn: u64,
+) -> Result<Inner> {
     let lock = if read_only {
         None
     } else {

@@ -1481,3 +1481,32 @@ fn compact_says_why_a_deleted_parent_of_a_live_fork_reclaims_nothing() {
         "{again}"
     );
 }
+
+/// Before: after a salvage killed midway (its `SALVAGING` marker left), `ls` and `show` said
+/// only "record contradicts the log" (exit 3). Now they name the interrupted salvage and the
+/// command that finishes it; that command then makes the store readable again.
+#[test]
+fn regression_an_interrupted_salvage_is_named_with_the_way_to_finish_it() {
+    let dir = tempfile::tempdir().unwrap();
+    demo(dir.path());
+    // The checkpoint goes too: the open then reads the whole log, as after a salvage's cut.
+    for e in std::fs::read_dir(dir.path().join("store/checkpoints")).unwrap() {
+        std::fs::remove_file(e.unwrap().path()).unwrap();
+    }
+    flip_record_byte(dir.path(), 55_000);
+    std::fs::write(dir.path().join("store/SALVAGING"), b"").unwrap();
+    for args in [&["ls", "store"][..], &["show", "store", "session-0c9d4078-0001"]] {
+        let text = fails(args, dir.path(), 3);
+        assert!(
+            text.contains("salvage") && text.contains("interrupted") && text.contains("repair store --salvage"),
+            "{args:?}: {text}"
+        );
+    }
+    let out = sessdb(&["ls", "store", "--json"], dir.path());
+    assert_eq!(out.status.code(), Some(3));
+    let json_err = String::from_utf8(out.stdout).unwrap();
+    assert!(json_err.contains("\"code\":\"CORRUPTION\""), "{json_err}");
+    ok(&["repair", "store", "--salvage"], dir.path());
+    assert!(!dir.path().join("store/SALVAGING").exists());
+    ok(&["ls", "store"], dir.path());
+}
