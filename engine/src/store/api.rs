@@ -224,10 +224,11 @@ impl Store {
         self.inner.compact(false, Scope::All).map(|o| o.report)
     }
 
-    /// What [`Store::compact`] would leave out, per segment; changes nothing.
+    /// What [`Store::compact`] would leave out, per segment, with the figures the run would
+    /// report; changes nothing, so a read-only store (beside a writer) answers it too.
     ///
     /// # Errors
-    /// `ReadOnly`, `Corruption`, I/O errors.
+    /// `Closed`, `Corruption`, I/O errors.
     pub fn compact_plan(&self) -> Result<CompactReport> {
         self.inner.compact(true, Scope::All).map(|o| o.report)
     }
@@ -261,10 +262,11 @@ impl Store {
     }
 
     /// Deletes every session whose last event (its creation, when it has none) is older than
-    /// `age` by the store's clock; with `dry_run`, only says which.
+    /// `age` by the store's clock; with `dry_run`, only says which (a read-only store
+    /// answers that too).
     ///
     /// # Errors
-    /// `ReadOnly`, `Closed`, write errors.
+    /// `ReadOnly` (unless `dry_run`), `Closed`, write errors.
     pub fn delete_older_than(
         &self,
         age: std::time::Duration,

@@ -74,7 +74,14 @@ impl Inner {
         age: std::time::Duration,
         dry_run: bool,
     ) -> Result<RetentionReport> {
-        self.check_writable()?;
+        // A dry run changes nothing: read-only stores answer it too.
+        if dry_run {
+            if self.is_closed() {
+                return Err(crate::Error::Closed);
+            }
+        } else {
+            self.check_writable()?;
+        }
         let now = self.options.clock.now_ms();
         let cutoff = now.saturating_sub(i64::try_from(age.as_millis()).unwrap_or(i64::MAX));
         let deleted = self.sessions_before(cutoff);

@@ -1495,10 +1495,15 @@ fn regression_an_interrupted_salvage_is_named_with_the_way_to_finish_it() {
     }
     flip_record_byte(dir.path(), 55_000);
     std::fs::write(dir.path().join("store/SALVAGING"), b"").unwrap();
-    for args in [&["ls", "store"][..], &["show", "store", "session-0c9d4078-0001"]] {
+    for args in [
+        &["ls", "store"][..],
+        &["show", "store", "session-0c9d4078-0001"],
+    ] {
         let text = fails(args, dir.path(), 3);
         assert!(
-            text.contains("salvage") && text.contains("interrupted") && text.contains("repair store --salvage"),
+            text.contains("salvage")
+                && text.contains("interrupted")
+                && text.contains("repair store --salvage"),
             "{args:?}: {text}"
         );
     }
@@ -1509,4 +1514,47 @@ fn regression_an_interrupted_salvage_is_named_with_the_way_to_finish_it() {
     ok(&["repair", "store", "--salvage"], dir.path());
     assert!(!dir.path().join("store/SALVAGING").exists());
     ok(&["ls", "store"], dir.path());
+}
+
+/// Before: `compact --dry-run` and `delete --older-than … --dry-run` exited 5 while an
+/// application held the store, and the compaction's dry run predicted other figures than the
+/// run (the tables and the void the run writes were left out: 65,350 bytes and 333 records
+/// against 61,301 and 334 on the demo); `compact -q` printed a line per segment. Now the dry
+/// runs read the store beside its writer and say what the run then does, figure for figure.
+#[test]
+fn regression_dry_runs_go_beside_a_writer_and_predict_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    demo(dir.path());
+    ok(&["delete", "store", "session-0c9d4078-0001"], dir.path());
+    let writer = Store::open(dir.path().join("store"), StoreOptions::default()).unwrap();
+    let plan = ok(&["compact", "store", "--dry-run", "--json"], dir.path());
+    let older = ok(
+        &[
+            "delete",
+            "store",
+            "--older-than",
+            "1s",
+            "--dry-run",
+            "--json",
+        ],
+        dir.path(),
+    );
+    assert!(older.contains("\"dryRun\":true"), "{older}");
+    assert!(older.contains("session-2feb6e95-0000"), "{older}");
+    // Refused for real while the writer holds it.
+    fails(&["compact", "store"], dir.path(), 5);
+    writer.close().unwrap();
+    drop(writer);
+    let done = ok(&["compact", "store", "--json"], dir.path());
+    assert_eq!(
+        plan.replace("\"dryRun\":true", "\"dryRun\":false"),
+        done,
+        "the dry run's figures are the run's"
+    );
+    assert!(done.contains("\"recordsDropped\":334"), "{done}");
+    // Quiet: nothing on stdout, nothing on stderr.
+    ok(&["delete", "store", "session-2e7deb97-0002"], dir.path());
+    let out = sessdb(&["compact", "store", "-q"], dir.path());
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stdout.is_empty() && out.stderr.is_empty(), "{out:?}");
 }

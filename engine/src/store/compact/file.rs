@@ -50,19 +50,9 @@ pub(super) fn stage<'s>(
     out: &mut Vec<u8>,
     layout: Layout,
 ) -> Result<Staged<'s>> {
-    let Layout {
-        first_lsn,
-        end_lsn,
-        runs,
-        mut tombstones,
-        now_ms,
-    } = layout;
-    tombstones.sort_unstable_by_key(|t| t.lsn);
-    let records_end = out.len() as u64;
-    let runs = Runs::new(runs, first_lsn, records_end, end_lsn)
-        .and_then(|r| r.with_tombstones(tombstones))
-        .map_err(|why| Error::corruption(path, 0, CorruptionKind::RunTable(why)))?;
-    out.extend_from_slice(&runs.encode());
+    let first_lsn = layout.first_lsn;
+    let now_ms = layout.now_ms;
+    out.extend_from_slice(&tables(path, out.len() as u64, layout)?);
     let file_len = out.len() as u64;
     let footer = out
         .get(out.len() - FOOTER_LEN..)
@@ -90,6 +80,32 @@ pub(super) fn stage<'s>(
         file_len,
         now_ms,
     })
+}
+
+/// The run and tombstone tables and the footer that follow `records_end` bytes of header and
+/// frames.
+fn tables(path: &str, records_end: u64, layout: Layout) -> Result<Vec<u8>> {
+    let Layout {
+        first_lsn,
+        end_lsn,
+        runs,
+        mut tombstones,
+        now_ms: _,
+    } = layout;
+    tombstones.sort_unstable_by_key(|t| t.lsn);
+    let runs = Runs::new(runs, first_lsn, records_end, end_lsn)
+        .and_then(|r| r.with_tombstones(tombstones))
+        .map_err(|why| Error::corruption(path, 0, CorruptionKind::RunTable(why)))?;
+    Ok(runs.encode())
+}
+
+/// The length [`stage`] would give the file of `out_len` bytes of header and frames with
+/// `layout`'s tables: what a dry run reports, written nowhere.
+///
+/// # Errors
+/// As [`stage`]'s `Corruption`.
+pub(super) fn measure(path: &str, out_len: u64, layout: Layout) -> Result<u64> {
+    Ok(out_len + tables(path, out_len, layout)?.len() as u64)
 }
 
 impl Staged<'_> {

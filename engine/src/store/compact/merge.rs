@@ -21,13 +21,33 @@ use crate::{Error, Result};
 /// in one): each group of two or more becomes one file. Files stay fewer than four per
 /// `max_bytes` of what is kept, plus the segments appends wrote.
 pub(super) fn groups(segments: &[Arc<Segment>], max_bytes: u64) -> Vec<Vec<usize>> {
+    let sizes: Vec<Size> = segments
+        .iter()
+        .map(|seg| Size {
+            compacted: seg.is_compacted(),
+            bytes: seg.stored_bytes().unwrap_or(u64::MAX),
+        })
+        .collect();
+    groups_of(&sizes, max_bytes)
+}
+
+/// What [`groups`] looks at of a segment.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Size {
+    pub(super) compacted: bool,
+    /// Its bytes after the header.
+    pub(super) bytes: u64,
+}
+
+/// [`groups`] of segments given by their sizes (a dry run's, as the run would leave them).
+pub(super) fn groups_of(segments: &[Size], max_bytes: u64) -> Vec<Vec<usize>> {
     let mut out: Vec<Vec<usize>> = Vec::new();
     let mut current: Vec<usize> = Vec::new();
     let mut bytes = 0u64;
     let sealed = segments.len().saturating_sub(1);
     for (i, seg) in segments.iter().enumerate().take(sealed) {
-        let size = seg.stored_bytes().unwrap_or(u64::MAX);
-        let fits = seg.is_compacted() && size <= max_bytes / 4;
+        let size = seg.bytes;
+        let fits = seg.compacted && size <= max_bytes / 4;
         if fits && !current.is_empty() && bytes.saturating_add(size) <= max_bytes {
             current.push(i);
             bytes += size;

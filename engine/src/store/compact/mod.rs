@@ -26,6 +26,18 @@ use crate::Result;
 use crate::codec::checkpoint::checkpoint_path;
 use crate::codec::frame::RecordLink;
 
+/// What a dry run measures: the snapshot and what the run would leave out of it.
+#[derive(Clone, Copy)]
+struct Plan<'a> {
+    segments: &'a [Arc<super::segments::Segment>],
+    end_lsn: u64,
+    drops: &'a history::Drops,
+    refresh: &'a [usize],
+    tombstones: Tombstones,
+    /// The run seals the active segment first.
+    rolls: bool,
+}
+
 /// Which segments a compaction writes again.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Scope {
@@ -73,7 +85,12 @@ pub(super) struct Outcome {
 impl Inner {
     /// Compacts the log; in a dry run, only reads it and reports what would go.
     pub(super) fn compact(&self, dry_run: bool, scope: Scope) -> Result<Outcome> {
-        self.check_writable()?;
+        // A dry run writes nothing: it runs read-only too, beside the store's writer.
+        if !dry_run {
+            self.check_writable()?;
+        } else if self.is_closed() {
+            return Err(crate::Error::Closed);
+        }
         let _one = self.compacting.lock();
         let mut out = Outcome {
             report: CompactReport {
@@ -84,7 +101,11 @@ impl Inner {
         };
         let report = &mut out.report;
         let cutoff = self.tombstone_cutoff(scope);
-        let (segments, end_lsn) = self.snapshot()?;
+        let (segments, end_lsn) = if self.read_only {
+            (self.segments.all(), self.read_end.lock().0)
+        } else {
+            self.snapshot()?
+        };
         let history = read::read(&segments, end_lsn, self.options.record_bytes_max)?;
         let every = history.plan(|_| true);
         let dead = dead_by_segment(&segments, &every, cutoff);
@@ -117,24 +138,32 @@ impl Inner {
         if drops.records.is_empty() && refresh.is_empty() {
             return Ok(out);
         }
-        if dry_run {
-            report.sessions_erased = drops.sessions_erased;
-            report.segments = planned(&segments, end_lsn, &drops, &refresh, cutoff);
-            report.rolled = drops.records.iter().any(|r| r.seg + 1 == segments.len());
-            return Ok(out);
-        }
         report.sessions_erased = drops.sessions_erased;
         // The active segment sealed when it holds something that goes, then a full
         // checkpoint, and every older one removed, before any record goes: it holds no
         // session this compaction erases (their deletions are before it), so an open never
         // falls back to a chain that would bring one back, whichever renames a crash keeps.
         let last = segments.len().saturating_sub(1);
-        if drops
+        let rolls = drops
             .records
             .iter()
             .chain(&drops.deletions_after)
-            .any(|r| r.seg == last)
-        {
+            .any(|r| r.seg == last);
+        if dry_run {
+            let named = self.tail.lock().as_ref().and_then(|t| t.last_record);
+            let plan = Plan {
+                segments: &segments,
+                end_lsn,
+                drops: &drops,
+                refresh: &refresh,
+                tombstones: Tombstones { cutoff, named },
+                rolls,
+            };
+            self.measure_plan(&plan, report)?;
+            report.rolled = rolls;
+            return Ok(out);
+        }
+        if rolls {
             self.roll()?;
             report.rolled = true;
         }
@@ -334,6 +363,77 @@ impl Inner {
         Ok(())
     }
 
+    /// A dry run's report: every segment the run writes, measured as the run writes it —
+    /// both passes' records left out, the tables and the void that ends a segment — and
+    /// the files it then merges. Nothing is written.
+    fn measure_plan(&self, plan: &Plan<'_>, report: &mut CompactReport) -> Result<()> {
+        let Plan {
+            segments,
+            end_lsn,
+            drops,
+            refresh,
+            tombstones,
+            rolls,
+        } = *plan;
+        let last = segments.len().saturating_sub(1);
+        let mut by_segment: BTreeMap<usize, Vec<history::Rec>> = BTreeMap::new();
+        for r in drops.records.iter().chain(&drops.deletions_after) {
+            by_segment.entry(r.seg).or_default().push(*r);
+        }
+        for &si in refresh {
+            by_segment.entry(si).or_default();
+        }
+        report.deletions_dropped = drops.deletions_after.len();
+        let mut buf = Vec::new();
+        let mut after: BTreeMap<usize, u64> = BTreeMap::new();
+        for (si, mut recs) in by_segment {
+            let Some(seg) = segments.get(si) else {
+                continue;
+            };
+            recs.sort_unstable_by_key(|r| r.lsn);
+            let job = rewrite::Job {
+                seg,
+                drops: &recs,
+                checked_to: end_lsn,
+                record_bytes_max: self.options.record_bytes_max,
+                now_ms: self.options.clock.now_ms(),
+                tombstones,
+                sealed_at: (si == last && rolls && !seg.is_compacted()).then_some(end_lsn),
+            };
+            let measured = rewrite::measure(&job, &mut buf)?;
+            after.insert(si, measured.bytes_after);
+            report.segments.push(measured);
+        }
+        report.segments.sort_by(|a, b| a.segment.cmp(&b.segment));
+        // The files the run merges afterwards: the list as the run leaves it.
+        let mut sizes: Vec<merge::Size> = segments
+            .iter()
+            .enumerate()
+            .map(|(si, seg)| match after.get(&si) {
+                Some(&bytes) => merge::Size {
+                    compacted: true,
+                    bytes,
+                },
+                None => merge::Size {
+                    compacted: seg.is_compacted(),
+                    bytes: seg.stored_bytes().unwrap_or(u64::MAX),
+                },
+            })
+            .collect();
+        if rolls {
+            // The new active segment the roll starts: never merged.
+            sizes.push(merge::Size {
+                compacted: false,
+                bytes: 0,
+            });
+        }
+        report.segments_merged = merge::groups_of(&sizes, self.options.segment_bytes_max)
+            .iter()
+            .map(|g| g.len() - 1)
+            .sum();
+        Ok(())
+    }
+
     /// The policy a compaction follows: its own, else the store's, else the default.
     fn policy(&self, scope: Scope) -> CompactionPolicy {
         match scope {
@@ -496,56 +596,4 @@ fn record_bytes(segments: &[Arc<super::segments::Segment>], si: usize, end_lsn: 
     seg.records_end().map_or(0, |e| {
         e.saturating_sub(crate::codec::segment::SEGMENT_HEADER_LEN as u64)
     })
-}
-
-/// What a dry run reports per segment.
-fn planned(
-    segments: &[Arc<super::segments::Segment>],
-    end_lsn: u64,
-    drops: &history::Drops,
-    refresh: &[usize],
-    cutoff: i64,
-) -> Vec<SegmentCompaction> {
-    let mut out: Vec<SegmentCompaction> = refresh
-        .iter()
-        .filter_map(|&si| segments.get(si))
-        .map(|seg| {
-            let before = seg.records_end().map_or(0, |e| {
-                e.saturating_sub(crate::codec::segment::SEGMENT_HEADER_LEN as u64)
-            });
-            SegmentCompaction {
-                segment: seg.path.clone(),
-                bytes_before: before + seg.expired_tombstone_bytes(cutoff),
-                bytes_after: before,
-                records_dropped: 0,
-            }
-        })
-        .collect();
-    for r in &drops.records {
-        let Some(seg) = segments.get(r.seg) else {
-            continue;
-        };
-        if out.last().is_none_or(|s| s.segment != seg.path) {
-            // The active segment's file runs on past its records (space allocated ahead).
-            let before = if r.seg + 1 == segments.len() {
-                end_lsn.saturating_sub(seg.first_lsn)
-            } else {
-                seg.records_end().map_or(0, |e| {
-                    e.saturating_sub(crate::codec::segment::SEGMENT_HEADER_LEN as u64)
-                })
-            };
-            out.push(SegmentCompaction {
-                segment: seg.path.clone(),
-                bytes_before: before,
-                bytes_after: before,
-                records_dropped: 0,
-            });
-        }
-        if let Some(s) = out.last_mut() {
-            s.records_dropped += 1;
-            s.bytes_after = s.bytes_after.saturating_sub(r.len);
-        }
-    }
-    out.sort_by(|a, b| a.segment.cmp(&b.segment));
-    out
 }

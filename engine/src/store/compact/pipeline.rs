@@ -386,6 +386,7 @@ impl Inner {
             record_bytes_max: self.options.record_bytes_max,
             now_ms: self.options.clock.now_ms(),
             tombstones,
+            sealed_at: None,
         };
         let done = rewrite::rewrite(&*self.storage, &job, buf)?;
         Ok(Pending { seg, drops, done })

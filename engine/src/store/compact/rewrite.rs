@@ -20,6 +20,7 @@ use crate::storage::Storage;
 use crate::store::log::cursor::{LogCursor, SegmentFacts, StopAction};
 use crate::store::log::map::LsnMap;
 use crate::store::log::walk::{Go, Met, walk};
+use crate::store::report::SegmentCompaction;
 use crate::store::segments::Segment;
 use crate::{Error, Result};
 
@@ -47,6 +48,9 @@ pub(super) struct Job<'a> {
     pub(super) record_bytes_max: u32,
     pub(super) now_ms: i64,
     pub(super) tombstones: super::Tombstones,
+    /// The end LSN a roll would seal the segment at: the active segment measured by a dry
+    /// run (the run rolls it first, cutting the space allocated ahead). `None`: as it is.
+    pub(super) sealed_at: Option<u64>,
 }
 
 /// Writes `job.seg` again without `job.drops`, staged beside the old file (`file.rs`); `buf`
@@ -61,6 +65,43 @@ pub(super) fn rewrite<'s>(
     buf: &mut Vec<u8>,
 ) -> Result<Rewritten<'s>> {
     let seg = job.seg;
+    let (layout, end_void) = build(job, buf)?;
+    let staged = super::file::stage(storage, &seg.path, buf, layout)?;
+    let bytes_after = staged.file_len() - SEGMENT_HEADER_LEN as u64;
+    Ok(Rewritten {
+        staged,
+        bytes_before: seg.stored_bytes()?,
+        bytes_after,
+        records_dropped: job.drops.len() as u64,
+        end_void,
+    })
+}
+
+/// What [`rewrite`] would make of `job.seg`, measured and written nowhere: a dry run's
+/// figures are the run's.
+///
+/// # Errors
+/// As [`rewrite`]'s `Corruption`.
+pub(super) fn measure(job: &Job<'_>, buf: &mut Vec<u8>) -> Result<SegmentCompaction> {
+    let seg = job.seg;
+    let (layout, _) = build(job, buf)?;
+    let file_len = super::file::measure(&seg.path, buf.len() as u64, layout)?;
+    let bytes_before = match job.sealed_at {
+        Some(end) => end.saturating_sub(seg.first_lsn),
+        None => seg.stored_bytes()?,
+    };
+    Ok(SegmentCompaction {
+        segment: seg.path.clone(),
+        bytes_before,
+        bytes_after: file_len - SEGMENT_HEADER_LEN as u64,
+        records_dropped: job.drops.len() as u64,
+    })
+}
+
+/// The header and kept frames of `job.seg` written again into `buf`, with the tables that go
+/// after them and the void frame that ends it when its last record goes.
+fn build(job: &Job<'_>, buf: &mut Vec<u8>) -> Result<(super::file::Layout, Option<RecordLink>)> {
+    let seg = job.seg;
     let map = seg.map()?;
     // What an earlier compaction of this segment left out stays named — until its time is
     // out (`CompactionPolicy::tombstone_ttl`).
@@ -68,8 +109,13 @@ pub(super) fn rewrite<'s>(
         LsnMap::Runs(r) => job.tombstones.kept(seg, r.tombstones()),
         LsnMap::Plain { .. } => Vec::new(),
     };
-    let records_end = seg.records_end()?;
-    let end_lsn = seg.end_lsn()?;
+    let (records_end, end_lsn) = match job.sealed_at {
+        Some(end) => (
+            SEGMENT_HEADER_LEN as u64 + end.saturating_sub(seg.first_lsn),
+            end,
+        ),
+        None => (seg.records_end()?, seg.end_lsn()?),
+    };
     if end_lsn > job.checked_to {
         check_tail(seg, map, job.checked_to, records_end, job.record_bytes_max)?;
     }
@@ -151,26 +197,14 @@ pub(super) fn rewrite<'s>(
     if let Some(v) = end_void {
         tombstones.retain(|t| t.lsn != v.lsn);
     }
-    let staged = super::file::stage(
-        storage,
-        &seg.path,
-        buf,
-        super::file::Layout {
-            first_lsn: seg.first_lsn,
-            end_lsn,
-            runs,
-            tombstones,
-            now_ms: job.now_ms,
-        },
-    )?;
-    let bytes_after = staged.file_len() - SEGMENT_HEADER_LEN as u64;
-    Ok(Rewritten {
-        staged,
-        bytes_before: seg.stored_bytes()?,
-        bytes_after,
-        records_dropped: job.drops.len() as u64,
-        end_void,
-    })
+    let layout = super::file::Layout {
+        first_lsn: seg.first_lsn,
+        end_lsn,
+        runs,
+        tombstones,
+        now_ms: job.now_ms,
+    };
+    Ok((layout, end_void))
 }
 
 /// A stretch of the log a segment holds contiguously: `len` bytes from `lsn`, at file

@@ -2,13 +2,13 @@
 
 use sessdb::StoreOptions;
 
-use crate::cmd::{PathArg, open_store_writer};
+use crate::cmd::{PathArg, open_existing, open_store_writer};
 use crate::error::{CliResult, code};
 use crate::out::{note, print_json, println};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The store directory (no writer may hold it).
+    /// The store directory (no writer may hold it, except for a dry run).
     pub store: PathArg,
     /// Print what would be reclaimed per segment; change nothing.
     #[arg(long)]
@@ -42,8 +42,13 @@ struct SegmentJson {
 }
 
 pub fn run(a: &Args, quiet: bool) -> CliResult {
-    // One compaction, the command's own: no background one beside it.
-    let store = open_store_writer(&a.store, StoreOptions::default().with_compaction(None))?;
+    // One compaction, the command's own: no background one beside it. A dry run changes
+    // nothing: it reads the store read-only, beside an application that holds it.
+    let store = if a.dry_run {
+        open_existing(&a.store)?
+    } else {
+        open_store_writer(&a.store, StoreOptions::default().with_compaction(None))?
+    };
     let result = if a.dry_run {
         store.compact_plan()
     } else {
@@ -77,7 +82,8 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
     } else {
         "reclaimed"
     };
-    for s in &report.segments {
+    // `-q`: the summary line alone goes too (a warning about data never would).
+    for s in report.segments.iter().filter(|_| !quiet) {
         println(&format!(
             "{}\t{} -> {} bytes\t{} record(s) left out",
             s.segment, s.bytes_before, s.bytes_after, s.records_dropped

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use sessdb::StoreOptions;
 
-use crate::cmd::{PathArg, open_store_writer};
+use crate::cmd::{PathArg, open_existing, open_store_writer};
 use crate::error::{CliError, CliResult, code};
 use crate::out::{iso_time, note, print_json, println, shown};
 
@@ -67,7 +67,12 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 
 pub fn run(a: &Args, quiet: bool) -> CliResult {
     // Compacting is `sessdb compact`'s: a deletion here writes one record and nothing else.
-    let store = open_store_writer(&a.store, StoreOptions::default().with_compaction(None))?;
+    // A dry run changes nothing: it reads the store read-only, beside its writer.
+    let store = if a.dry_run {
+        open_existing(&a.store)?
+    } else {
+        open_store_writer(&a.store, StoreOptions::default().with_compaction(None))?
+    };
     let result = delete(&store, a);
     let close = store.close();
     let listed = result?;

@@ -144,7 +144,7 @@ pub(crate) fn is_store(dir: &Path) -> bool {
 }
 
 /// Opens an existing store read-only (works beside a live writer).
-fn open_existing(dir: &Path) -> CliResult<Store> {
+pub(crate) fn open_existing(dir: &Path) -> CliResult<Store> {
     if !is_store(dir) {
         return Err(no_store(dir));
     }
