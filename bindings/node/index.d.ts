@@ -91,7 +91,10 @@ export interface Stats {
   sessions: number
   events: number
   segments: number
-  logBytes: number
+  /** The log's end position (a position, not a size: compaction leaves gaps where records went). */
+  endLsn: number
+  /** The bytes the store's files take (segments and checkpoints), from their metadata. */
+  diskBytes: number
   checkpointGeneration: number
 }
 

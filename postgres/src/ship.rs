@@ -337,7 +337,7 @@ impl Shipper {
     /// One transaction: returns whether more is left to ship, and whether it committed one.
     fn round(&mut self, store: &Store, report: &mut ShipReport) -> Result<(bool, bool)> {
         let list: Vec<SessionInfo> = store.list();
-        let lsn = i64::try_from(store.stats().log_bytes).unwrap_or(i64::MAX);
+        let lsn = i64::try_from(store.stats().end_lsn).unwrap_or(i64::MAX);
         let local: BTreeSet<&str> = list.iter().map(|i| i.header.id.as_str()).collect();
         let mut budget = EVENTS_PER_TRANSACTION;
         let mut changed: Vec<(String, Shipped)> = Vec::new();

@@ -125,7 +125,7 @@ proptest! {
         let log_end = Store::open_read_only_with(Arc::new(segments_and(&files, &[])), options())
             .unwrap()
             .stats()
-            .log_bytes;
+            .end_lsn;
         let covered = u64::from_le_bytes(chosen.1[32..40].try_into().unwrap());
         match Store::open_with(Arc::new(segments_and(&files, &[chosen])), options()) {
             Ok(store) => {

@@ -234,7 +234,7 @@ fn preallocated_space_is_a_clean_end_not_a_torn_tail(storage: &Backend) {
     let mut store = Store::open_with(storage.storage(), options.clone()).unwrap();
     workload(&mut store);
     let before = dump(&store);
-    let log_bytes = store.stats().log_bytes;
+    let log_bytes = store.stats().end_lsn;
     drop(store);
     let mut segments: Vec<(String, Vec<u8>)> = storage
         .files()
@@ -260,7 +260,7 @@ fn preallocated_space_is_a_clean_end_not_a_torn_tail(storage: &Backend) {
     // A reader sees a clean end; a writer reopens without cutting anything.
     let reader = Store::open_read_only_with(storage.storage(), options.clone()).unwrap();
     assert_eq!(reader.open_report().torn_tail_ignored, 0);
-    assert_eq!(reader.stats().log_bytes, log_bytes);
+    assert_eq!(reader.stats().end_lsn, log_bytes);
     assert_eq!(dump(&reader), before);
     drop(reader);
     let report = verify(storage.storage()).unwrap();

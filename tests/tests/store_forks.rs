@@ -24,12 +24,12 @@ fn fork_by_reference_adds_a_small_record(storage: &Backend) {
     let mut store = open(storage);
     let summary = workload(&mut store);
     let parent = &summary.sessions[1];
-    let before = store.stats().log_bytes;
+    let before = store.stats().end_lsn;
     let parent_len = store.session_len(parent).unwrap();
     let child = store
         .fork(parent, ForkSpec::default().with_child_id("child"))
         .unwrap();
-    let grown = store.stats().log_bytes - before;
+    let grown = store.stats().end_lsn - before;
     assert!(grown < 400, "the fork record is {grown} bytes");
     assert_eq!(store.session_len(&child).unwrap(), parent_len + 1);
     assert_eq!(

@@ -147,7 +147,7 @@ fn open_reports_its_scan_progress() {
             )
             .unwrap();
     }
-    let log_bytes = store.stats().log_bytes;
+    let log_bytes = store.stats().end_lsn;
     drop(store);
     let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
     let sink = Arc::clone(&seen);
@@ -241,7 +241,7 @@ fn the_log_holds_the_record_it_last_wrote_and_an_older_copy_does_not() {
         ..mark
     }));
     assert!(!store.holds_record(sessdb::store::LogMark {
-        lsn: store.stats().log_bytes + 1_000,
+        lsn: store.stats().end_lsn + 1_000,
         ..mark
     }));
     store.close().unwrap();

@@ -164,7 +164,7 @@ fn a_refused_event_writes_nothing(storage: &Backend) {
     store
         .create_session(SessionHeader::new("s", 0), Vec::new())
         .unwrap();
-    let bytes = store.stats().log_bytes;
+    let bytes = store.stats().end_lsn;
     let batch = vec![
         Draft::log(&LogType::TURN_START, &br#"{"turn":1}"#[..]),
         Draft::dynamic(
@@ -176,7 +176,7 @@ fn a_refused_event_writes_nothing(storage: &Backend) {
         store.append_batch("s", batch),
         Err(Error::Rejected { seq: 2, .. })
     ));
-    assert_eq!(store.stats().log_bytes, bytes);
+    assert_eq!(store.stats().end_lsn, bytes);
     assert_eq!(store.session_len("s").unwrap(), 1);
 }
 

@@ -126,8 +126,10 @@ pub struct Stats {
     pub events: i64,
     /// Segment files.
     pub segments: i64,
-    /// Log bytes.
-    pub log_bytes: i64,
+    /// The log's end position (a position, not a size: compaction leaves gaps).
+    pub end_lsn: i64,
+    /// The bytes the store's files take (segments and checkpoints), from their metadata.
+    pub disk_bytes: i64,
     /// The newest checkpoint generation (0: none).
     pub checkpoint_generation: i64,
 }
@@ -649,11 +651,13 @@ impl NativeStore {
                 return Err(sessdb::Error::Closed);
             }
             let st = s.stats();
+            let disk = s.disk_usage()?;
             Ok(Stats {
                 sessions: n(st.sessions as u64),
                 events: n(st.events),
                 segments: n(st.segments as u64),
-                log_bytes: n(st.log_bytes),
+                end_lsn: n(st.end_lsn),
+                disk_bytes: n(disk.total()),
                 checkpoint_generation: n(st.checkpoint_generation),
             })
         })

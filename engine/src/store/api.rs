@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 
 use super::catalog::{Batch, SessionEntry};
 use super::compact::{Scope, Space};
-use super::info::{CheckpointInfo, MemoryUsage, SessionInfo, StoreStats};
+use super::info::{CheckpointInfo, DiskUsage, MemoryUsage, SessionInfo, StoreStats};
 use super::inner::Inner;
 use super::maintenance::MaintenanceStatus;
 use super::marks::LogMark;
@@ -450,7 +450,7 @@ impl Store {
         };
         let segs = self.inner.segments.all();
         // Read-only: where the last scan ended (the file may hold allocated space beyond).
-        let log_bytes = self
+        let end_lsn = self
             .inner
             .tail
             .lock()
@@ -461,10 +461,45 @@ impl Store {
             sessions,
             events,
             segments: segs.len(),
-            log_bytes,
+            end_lsn,
             checkpoint_lsn: chain.covered_lsn,
             checkpoint_generation: chain.generation,
         }
+    }
+
+    /// The bytes the store's files take on disk (segments, with compaction's tables and the
+    /// space allocated ahead of appends, and checkpoints), from their metadata: no record
+    /// is read.
+    ///
+    /// # Errors
+    /// `Closed`, I/O errors of listing or opening a file.
+    pub fn disk_usage(&self) -> Result<DiskUsage> {
+        self.check_open()?;
+        let storage = &*self.inner.storage;
+        let stat = |path: &str| -> Result<u64> {
+            let file = storage
+                .open(path, crate::storage::OpenMode::Read)
+                .map_err(|e| Error::io("open", path, e))?;
+            file.len().map_err(|e| Error::io("stat", path, e))
+        };
+        let mut usage = DiskUsage::default();
+        for seg in self.inner.segments.all() {
+            usage.segment_bytes += seg
+                .file
+                .len()
+                .map_err(|e| Error::io("stat", &seg.path, e))?;
+        }
+        let dir = crate::codec::checkpoint::CHECKPOINTS_DIR;
+        let names = storage.list(dir).map_err(|e| Error::io("list", dir, e))?;
+        for name in names {
+            match stat(&format!("{dir}/{name}")) {
+                Ok(len) => usage.checkpoint_bytes += len,
+                // Removed by the writer meanwhile (a newer checkpoint replaced it).
+                Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(usage)
     }
 
     /// The newest record this store (or read-only view) holds, by position and checksum;

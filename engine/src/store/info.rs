@@ -61,12 +61,31 @@ pub struct StoreStats {
     pub events: u64,
     /// Segment files.
     pub segments: usize,
-    /// Log bytes (record bytes, without segment headers).
-    pub log_bytes: u64,
+    /// The log's end position: the LSN the next record takes. A position, not a size:
+    /// compaction leaves gaps where records went, so it does not shrink (the bytes the
+    /// store's files take are [`Store::disk_usage`](super::Store::disk_usage)).
+    pub end_lsn: u64,
     /// The log position covered by the newest checkpoint.
     pub checkpoint_lsn: u64,
     /// The newest checkpoint generation (0: none).
     pub checkpoint_generation: u64,
+}
+
+/// The bytes the store's files take, from their metadata ([`Store::disk_usage`](super::Store::disk_usage)).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DiskUsage {
+    /// Segment files: records, compaction's tables, and the space allocated ahead of the
+    /// active segment's appends.
+    pub segment_bytes: u64,
+    /// Checkpoint files.
+    pub checkpoint_bytes: u64,
+}
+
+impl DiskUsage {
+    /// Every file's bytes.
+    pub fn total(&self) -> u64 {
+        self.segment_bytes + self.checkpoint_bytes
+    }
 }
 
 /// Resident memory of the per-event index and the surfaces ([`Store::memory_usage`](super::Store::memory_usage)).

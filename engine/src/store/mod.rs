@@ -43,7 +43,7 @@ mod write;
 
 pub use api::{EventIter, Store};
 pub use compact::{SegmentSpace, Space};
-pub use info::{CheckpointInfo, Incarnation, MemoryUsage, SessionInfo, StoreStats};
+pub use info::{CheckpointInfo, DiskUsage, Incarnation, MemoryUsage, SessionInfo, StoreStats};
 pub use maintenance::MaintenanceStatus;
 pub use marks::LogMark;
 pub use options::{CompactionPolicy, Durability, OpenProgress, RetentionPolicy, StoreOptions};

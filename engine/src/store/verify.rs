@@ -53,7 +53,7 @@ pub fn verify_with_progress(
     };
     let stats = full.stats();
     report.segments = stats.segments;
-    report.log_bytes = stats.log_bytes;
+    report.log_bytes = stats.end_lsn;
     report.records = full.open_report().records_replayed;
     report.incomplete_tail_bytes = full.open_report().torn_tail_ignored;
     let checked = match checked {

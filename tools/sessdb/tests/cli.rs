@@ -1356,7 +1356,7 @@ fn delete_takes_several_ids_or_an_age_and_stats_says_what_is_dead() {
     let dir = tempfile::tempdir().unwrap();
     let ids = demo(dir.path());
     let stats = |dir: &Path| {
-        let text = ok(&["stats", "store", "--json"], dir);
+        let text = ok(&["stats", "store", "--json", "--space"], dir);
         json(&text);
         text
     };
@@ -1421,7 +1421,7 @@ fn delete_takes_several_ids_or_an_age_and_stats_says_what_is_dead() {
             .is_some_and(|n| n >= 12),
         "{after}"
     );
-    let text = ok(&["stats", "store"], dir.path());
+    let text = ok(&["stats", "store", "--space"], dir.path());
     assert!(text.contains("tables             "), "{text}");
     // --json: the deleted sessions as objects, an error as one too.
     let none = ok(
@@ -1557,4 +1557,47 @@ fn regression_dry_runs_go_beside_a_writer_and_predict_the_run() {
     let out = sessdb(&["compact", "store", "-q"], dir.path());
     assert_eq!(out.status.code(), Some(0));
     assert!(out.stdout.is_empty() && out.stderr.is_empty(), "{out:?}");
+}
+
+/// Before: `stats` read the whole log (seconds and a GB of memory on a large store) and its
+/// "log bytes" was the log's end position, unchanged by a compaction that freed much. Now it
+/// reads metadata only, says the bytes on disk, names the position a position, and reads the
+/// log for the live and dead bytes only with `--space`.
+#[test]
+fn regression_stats_reads_metadata_and_says_the_bytes_on_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    demo(dir.path());
+    let files = |sub: &str| -> u64 {
+        std::fs::read_dir(dir.path().join("store").join(sub))
+            .unwrap()
+            .map(|e| e.unwrap().metadata().unwrap().len())
+            .sum()
+    };
+    let field = |text: &str, key: &str| json(text).get(key).unwrap().as_f64().unwrap() as u64;
+    let before = ok(&["stats", "store", "--json"], dir.path());
+    assert_eq!(
+        field(&before, "diskBytes"),
+        files("segments") + files("checkpoints"),
+        "{before}"
+    );
+    assert_eq!(field(&before, "segmentBytes"), files("segments"));
+    assert!(
+        json(&before).get("liveBytes").unwrap().bytes() == b"null",
+        "{before}"
+    );
+    let spaced = ok(&["stats", "store", "--json", "--space"], dir.path());
+    assert!(field(&spaced, "liveBytes") > 0, "{spaced}");
+    ok(&["delete", "store", "session-0c9d4078-0001"], dir.path());
+    ok(&["compact", "store", "-q"], dir.path());
+    let after = ok(&["stats", "store", "--json"], dir.path());
+    assert!(
+        field(&after, "diskBytes") + 40_000 < field(&before, "diskBytes"),
+        "{before}\n{after}"
+    );
+    assert!(field(&after, "endLsn") >= field(&before, "endLsn"));
+    let human = ok(&["stats", "store"], dir.path());
+    assert!(
+        human.contains("on disk") && human.contains("log end position"),
+        "{human}"
+    );
 }

@@ -186,6 +186,7 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
     let reopened = started.elapsed();
     let report = store.open_report().clone();
     let stats = store.stats();
+    let disk = store.disk_usage()?;
     let sessions = store.list();
     store.close()?;
     let store = Store::open_read_only(&a.store, sessdb::StoreOptions::default())?;
@@ -217,12 +218,12 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
     }
     println("");
     println(&format!(
-        "store        {}: {} sessions, {} events, {} segment(s), {} log bytes",
+        "store        {}: {} sessions, {} events, {} segment(s), {} bytes on disk",
         a.store.display(),
         stats.sessions,
         stats.events,
         stats.segments,
-        stats.log_bytes
+        disk.total()
     ));
     println(&format!(
         "workload     {} compaction(s), {} tool-result prune(s), {} fork(s), {} interrupted session(s)",

@@ -11,15 +11,12 @@ pub struct Args {
     /// One JSON object.
     #[arg(long)]
     pub json: bool,
-    /// Read the whole log for the live and dead bytes however long it is (by default only a
-    /// log of at most 1 GiB is read; a longer one's live and dead bytes are not computed).
+    /// Also read the whole log for its live and dead record bytes (what `sessdb compact`
+    /// gives back): the one figure that reads records. Without it, nothing but metadata is
+    /// read.
     #[arg(long)]
     space: bool,
 }
-
-/// The longest log `stats` reads for its live and dead bytes unless `--space` says so: a
-/// figures command should answer at once.
-const SPACE_READ_MAX: u64 = 1 << 30;
 
 /// `stats --json`.
 #[derive(serde::Serialize)]
@@ -28,14 +25,20 @@ struct Stats {
     sessions: usize,
     events: u64,
     segments: usize,
-    log_bytes: u64,
+    /// The bytes the store's files take (segments and checkpoints).
+    disk_bytes: u64,
+    segment_bytes: u64,
+    checkpoint_bytes: u64,
+    /// The log's end position (a position: compaction leaves gaps, so it does not shrink).
+    end_lsn: u64,
     checkpoint_lsn: u64,
     checkpoint_generation: u64,
     open: Open,
     index_bytes: usize,
     mapped_index_bytes: usize,
     surface_bytes: usize,
-    /// Record bytes some session reads (`null` when the log could not be read through).
+    /// Record bytes some session reads (`null` without `--space`, or when the log could not
+    /// be read through).
     live_bytes: Option<u64>,
     /// Record bytes a compaction would give back.
     dead_bytes: Option<u64>,
@@ -58,21 +61,23 @@ pub fn run(a: &Args) -> CliResult {
     let s = store.stats();
     let r = store.open_report();
     let m = store.memory_usage();
-    // One read of the log: what is live and what a compaction would give back.
-    let space = if a.space || s.log_bytes <= SPACE_READ_MAX {
+    let disk = store.disk_usage()?;
+    // Only asked for: one read of the whole log, for what is live and what a compaction
+    // would give back.
+    let space = if a.space {
         store.space().map_err(|e| format!("unknown: {e}"))
     } else {
-        Err(format!(
-            "not computed: the log is {} bytes (`sessdb stats --space` reads it all)",
-            s.log_bytes
-        ))
+        Err("not read (`sessdb stats --space` reads the log for them)".to_owned())
     };
     if a.json {
         print_json(&Stats {
             sessions: s.sessions,
             events: s.events,
             segments: s.segments,
-            log_bytes: s.log_bytes,
+            disk_bytes: disk.total(),
+            segment_bytes: disk.segment_bytes,
+            checkpoint_bytes: disk.checkpoint_bytes,
+            end_lsn: s.end_lsn,
             checkpoint_lsn: s.checkpoint_lsn,
             checkpoint_generation: s.checkpoint_generation,
             open: Open {
@@ -93,7 +98,13 @@ pub fn run(a: &Args) -> CliResult {
     println(&format!("sessions           {}", s.sessions));
     println(&format!("events             {}", s.events));
     println(&format!("segments           {}", s.segments));
-    println(&format!("log bytes          {}", s.log_bytes));
+    println(&format!(
+        "on disk            {} byte(s): segments {}, checkpoints {}",
+        disk.total(),
+        disk.segment_bytes,
+        disk.checkpoint_bytes
+    ));
+    println(&format!("log end position   {}", s.end_lsn));
     match &space {
         Ok(sp) => println(&format!(
             "live / dead        {} / {} record byte(s) (dead: what `sessdb compact` gives back)",
@@ -113,7 +124,7 @@ pub fn run(a: &Args) -> CliResult {
         ));
     }
     println(&format!(
-        "checkpoint         generation {} covering {} byte(s)",
+        "checkpoint         generation {}, covering the log to position {}",
         s.checkpoint_generation, s.checkpoint_lsn
     ));
     println(&format!(
