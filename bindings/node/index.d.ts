@@ -110,7 +110,9 @@ export interface OpenFacts {
  * a fork's DSH code, e.g. `OPEN_TURN`): `CORRUPTION` comes with `segment`, `offset`, `kind`;
  * `LOCKED` with `lockFile`; `NOT_FOUND` and `EXISTS` with `session`; `NOT_A_STORE` for a
  * directory that holds other files and no store (a store is created only in a new or empty one); `FORMAT` is a refusal of
- * the import and migration layer; `ERROR` one of no other kind; `NO_ADDON` (thrown by the
+ * the import and migration layer; `NO_SPACE` a file the disk had no room for (`needed` and
+ * `available` in the message; nothing changed); `SALVAGE_INTERRUPTED` a store a salvage that
+ * died left half rewritten (open it with a salvage to finish it); `ERROR` one of no other kind; `NO_ADDON` (thrown by the
  * `require` itself) when no addon for this platform is installed or it does not load.
  */
 export type SessdbErrorCode =
@@ -123,6 +125,8 @@ export type SessdbErrorCode =
   | 'READ_ONLY'
   | 'CLOSED'
   | 'IO'
+  | 'NO_SPACE'
+  | 'SALVAGE_INTERRUPTED'
   | 'INVALID_EVENT'
   | 'INVALID_HEADER'
   | 'INVALID_TYPE'
