@@ -26,7 +26,7 @@ Exit codes:
   2  usage error
   3  corruption found (verify, or any command reading a damaged store)
   4  input refused (validation, an unreadable or unsupported input file, an import
-     conflict, a refused fork)
+     conflict, a refused fork, a path that is not the command's to overwrite)
   5  store locked by another writer
   6  not found (no store at the path, no such session)";
 
@@ -45,6 +45,17 @@ fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) if e.use_stderr() => {
+            // Asked for JSON: the usage error as JSON too (on stdout, as every other error),
+            // beside clap's own text on stderr.
+            if std::env::args_os().skip(1).any(|a| a == "--json") {
+                let text = e.render().to_string();
+                let first = text.lines().next().unwrap_or_default();
+                let message = first.strip_prefix("error: ").unwrap_or(first);
+                let err = error::CliError::new(error::code::USAGE, message).hint(
+                    "`sessdb --help` lists the commands, `sessdb COMMAND --help` their options",
+                );
+                out::print_json(&err.to_json());
+            }
             let _ = e.print();
             return ExitCode::from(error::code::USAGE);
         }

@@ -1601,3 +1601,79 @@ fn regression_stats_reads_metadata_and_says_the_bytes_on_disk() {
         "{human}"
     );
 }
+
+/// Found trying the CLI as a new user would: `import --dry-run --json` printed text; a usage
+/// error under `--json` printed no JSON; `tail -f … | head -1` waited for the next event
+/// before it noticed the closed pipe; `demo` refusing to overwrite exited 1 where `export`
+/// exits 4; `export --help` left out `left`; `pull --help` had a stray space.
+#[test]
+fn regression_json_usage_errors_a_closed_follow_and_help_texts() {
+    let dir = tempfile::tempdir().unwrap();
+    demo(dir.path());
+    ok(
+        &["export", "store", "--jsonl", "out", "--quiet"],
+        dir.path(),
+    );
+    let planned = ok(
+        &["import", "fresh", "--jsonl", "out", "--dry-run", "--json"],
+        dir.path(),
+    );
+    let plan = json(&planned);
+    assert_eq!(plan.get("dryRun").unwrap().bytes(), b"true", "{planned}");
+    assert_eq!(plan.get("sessions").unwrap().elements().count(), 5);
+    assert!(!dir.path().join("fresh").exists());
+    // A usage error under --json: JSON on stdout, clap's text on stderr, exit 2.
+    let out = sessdb(&["ls", "store", "--json", "--sort", "bogus"], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let err = json(&text);
+    let body = err.get("error").unwrap();
+    assert_eq!(
+        body.get("code").unwrap().as_str().unwrap(),
+        "USAGE",
+        "{text}"
+    );
+    assert!(
+        body.get("message")
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .contains("bogus"),
+        "{text}"
+    );
+    assert!(!out.stderr.is_empty());
+    // One refusal to overwrite, one exit code.
+    std::fs::create_dir(dir.path().join("occupied")).unwrap();
+    std::fs::write(dir.path().join("occupied/notes.txt"), b"mine").unwrap();
+    fails(&["demo", "occupied"], dir.path(), 4);
+    let help = ok(&["export", "--help"], dir.path());
+    assert!(help.contains("\"left\""), "{help}");
+    let help = ok(&["pull", "--help"], dir.path());
+    assert!(
+        help.contains("\"pulled\"|\"extended\"|\"present\""),
+        "{help}"
+    );
+    // `tail -f` whose reader goes: it ends at once, not at the next event.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sessdb"))
+        .args(["tail", "-f", "-n", "1", "store", "session-2feb6e95-0000"])
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 1];
+    std::io::Read::read_exact(&mut stdout, &mut first).unwrap();
+    drop(stdout);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let waiter = std::thread::spawn(move || {
+        let status = child.wait().unwrap();
+        tx.send(status).unwrap();
+    });
+    // The wait only tells a hang (no event ever comes) from an exit.
+    let status = rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("tail -f went on after its reader left");
+    waiter.join().unwrap();
+    assert_eq!(status.code(), Some(0));
+}

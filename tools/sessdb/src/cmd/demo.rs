@@ -53,8 +53,9 @@ fn prepare(store: &Path, jsonl: &Path, sqlite: &Path) -> CliResult<()> {
     if !ours {
         for companion in [jsonl, sqlite] {
             if companion.exists() {
+                // A refusal to overwrite: exit 4, as every command's.
                 return Err(CliError::new(
-                    code::OTHER,
+                    code::REJECTED,
                     format!(
                         "{} exists and was not made by `sessdb demo`",
                         companion.display()
@@ -70,7 +71,7 @@ fn prepare(store: &Path, jsonl: &Path, sqlite: &Path) -> CliResult<()> {
             .unwrap_or(false);
         if !ours && !empty {
             return Err(CliError::new(
-                code::OTHER,
+                code::REJECTED,
                 format!("{} exists and is not a demo store", store.display()),
             )
             .hint("pass another path, e.g. `sessdb demo ./my-demo`"));

@@ -39,8 +39,9 @@ pub struct Args {
     /// Only this session (repeatable); all when absent.
     #[arg(long = "session", value_name = "ID")]
     sessions: Vec<String>,
-    /// JSON output: `{"events": N, "target": PATH, "files": [{"session": ID, "file": PATH}]}`
-    /// (`files` for `--jsonl` only).
+    /// JSON output: `{"events": N, "target": PATH, "files": [{"session": ID, "file": PATH}],
+    /// "left": [PATH]}` (`files` and `left` for `--jsonl` only; `left`: session files already
+    /// under the root that this export did not write and left as they are).
     #[arg(long)]
     pub json: bool,
 }

@@ -31,7 +31,8 @@ pub struct Args {
     #[arg(long)]
     dry_run: bool,
     /// JSON output: `{"sessions": [{"id", "outcome", "events", "added", "tornFromLine",
-    /// "linesDropped", "invalidUtf8Lines", "migratedSeqs"}], "added": N}`.
+    /// "linesDropped", "invalidUtf8Lines", "migratedSeqs"}], "added": N}` (with `--dry-run`,
+    /// what would be, and `"dryRun": true`).
     #[arg(long)]
     pub json: bool,
 }
@@ -192,6 +193,13 @@ fn dry_run(a: &Args) -> CliResult {
         (None, None) => unreachable_source(),
     }
     .map_err(CliError::from)?;
+    if a.json {
+        // The import's own JSON, `"dryRun": true` beside it: what would be added.
+        let mut out = report_json(&report);
+        out["dryRun"] = serde_json::Value::Bool(true);
+        crate::out::print_json(&out);
+        return Ok(code::OK);
+    }
     for s in &report.sessions {
         let what = match s.outcome {
             Outcome::Imported => format!("import  {} ({} events)", s.id, s.events),

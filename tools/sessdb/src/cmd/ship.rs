@@ -51,8 +51,8 @@ pub struct PullArgs {
     /// The sessions to bring (the parents of forks come with them).
     #[arg(long = "session", value_name = "ID", required = true)]
     sessions: Vec<String>,
-    /// One JSON object: `{"storeId", "sessions": [{"id", "outcome": "pulled"|"extended"|
-    /// "present", "events"}]}`.
+    /// One JSON object: `{"storeId", "sessions": [{"id",
+    /// "outcome": "pulled"|"extended"|"present", "events"}]}`.
     #[arg(long)]
     pub json: bool,
 }

@@ -44,6 +44,30 @@ pub fn run(a: &Args) -> CliResult {
         while let Some(e) = sub.try_next()? {
             print(&line(&e));
         }
-        std::thread::sleep(Duration::from_millis(200));
+        // Waits for the next look — or ends at once when stdout's reader is gone
+        // (`tail -f … | head -1`), as GNU tail does, not at the next event's write.
+        if reader_gone(Duration::from_millis(200)) {
+            return Ok(code::OK);
+        }
+    }
+}
+
+/// Waits up to `wait` for stdout's reader to go (a pipe whose read end closed reports an
+/// error to `poll`); `true` when it went. A terminal or a file never does.
+fn reader_gone(wait: Duration) -> bool {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    let stdout = std::io::stdout();
+    // No event asked for: only the error and hang-up `poll` always reports wake it.
+    let mut fds = [PollFd::new(&stdout, PollFlags::empty())];
+    let timeout = Timespec {
+        tv_sec: i64::try_from(wait.as_secs()).unwrap_or(i64::MAX),
+        tv_nsec: i64::from(wait.subsec_nanos()),
+    };
+    match poll(&mut fds, Some(&timeout)) {
+        Ok(n) if n > 0 => fds[0]
+            .revents()
+            .intersects(PollFlags::ERR | PollFlags::HUP | PollFlags::NVAL),
+        // Interrupted, or poll cannot look at it: go on as before.
+        _ => false,
     }
 }
