@@ -28,6 +28,12 @@ if [ ! -f "$platform_dir/package.json" ]; then
 fi
 case "$key" in darwin-*) lib=libsessdb_node.dylib ;; *) lib=libsessdb_node.so ;; esac
 cp "$root/target/release/$lib" "$platform_dir/sessdb.$key.node"
+# The release profile keeps line tables for profiling; a user's addon needs none of them
+# (14.4 MB -> 1.8 MB on linux-x64-gnu).
+case "$key" in
+  darwin-*) strip -x "$platform_dir/sessdb.$key.node" ;;
+  *) strip --strip-unneeded "$platform_dir/sessdb.$key.node" ;;
+esac
 
 # 2. The DSH backend: TypeScript to ESM JavaScript and declarations. DSH's packages are not on
 #    the npm registry, so the compile does not see their types: the diagnostics that follow

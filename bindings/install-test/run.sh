@@ -45,6 +45,13 @@ cp "$here/user.cjs" "$here/user.mjs" "$app/"
     "$node" user.cjs
     "$node" user.mjs
   done
+  # The installed addon is stripped: no debug sections (they were 12 MB of 14).
+  addon=$(ls node_modules/@sessdb/node-*/sessdb.*.node)
+  if command -v readelf >/dev/null && readelf -S "$addon" | grep -q '\.debug_'; then
+    echo "install test: $addon holds debug sections (not stripped)" >&2
+    exit 1
+  fi
+  echo "addon $(basename "$addon"): $(wc -c < "$addon") bytes, stripped"
 )
 
 # DSH's suites on the installed backend.

@@ -131,6 +131,48 @@ function header(h) {
   return typeof h === 'string' ? wellFormed(h, 'header') : JSON.stringify(h)
 }
 
+/**
+ * `value`, a non-negative integer (a seq, a count, milliseconds): a fraction or a number past
+ * 2^53 would be cut silently on its way into the addon, so it is refused here.
+ */
+function whole(value, name) {
+  if (!Number.isSafeInteger(value) || value < 0) {
+    throw coded('INVALID_ARGUMENT', `${name} must be a non-negative integer, not ${value}`)
+  }
+  return value
+}
+
+/** `whole`, or `undefined` as it is. */
+function wholeOrNone(value, name) {
+  return value === undefined ? undefined : whole(value, name)
+}
+
+/**
+ * An options object with only `known` keys (each a nested key set, or `true`): a misspelled
+ * key is refused, as the CLI refuses an unknown flag, rather than ignored.
+ */
+function checked(options, known, what) {
+  if (options === undefined || options === null) return {}
+  if (typeof options !== 'object' || Array.isArray(options)) {
+    throw coded('INVALID_ARGUMENT', `${what} must be an object`)
+  }
+  for (const key of Object.keys(options)) {
+    if (!(key in known)) {
+      const names = Object.keys(known).join(', ')
+      throw coded('INVALID_ARGUMENT', `${what}: unknown option ${JSON.stringify(key)} (known: ${names})`)
+    }
+    if (known[key] !== true && options[key] !== undefined) checked(options[key], known[key], `${what}.${key}`)
+  }
+  return options
+}
+
+const OPEN_OPTIONS = {
+  durability: true,
+  readOnly: true,
+  compaction: { background: true, deadFraction: true, minDeadBytes: true },
+  retention: { maxAgeMs: true, maxLiveBytes: true, checkEveryMs: true },
+}
+
 /** An open sessdb store. */
 class Store {
   /** @param {object} inner the native store */
@@ -145,22 +187,37 @@ class Store {
    */
   static async open(dir, options = {}) {
     if (typeof dir !== 'string') throw coded('INVALID_ARGUMENT', `dir must be a string, not ${typeof dir}`)
+    checked(options, OPEN_OPTIONS, 'open options')
     const inner = await call(() => syncCall(() => native.open(dir, options)))
     return new Store(inner)
   }
 
-  createSession(meta, events = [], { exact = false, migrateLegacy = false, batchStart = false } = {}) {
-    return call(() =>
-      syncCall(() => this.inner.createSession(header(meta), events.map(line), exact, migrateLegacy, batchStart)),
-    )
+  createSession(meta, events = [], options = {}) {
+    return call(() => {
+      const { exact = false, migrateLegacy = false, batchStart = false } = checked(
+        options,
+        { exact: true, migrateLegacy: true, batchStart: true },
+        'createSession options',
+      )
+      return syncCall(() => this.inner.createSession(header(meta), events.map(line), exact, migrateLegacy, batchStart))
+    })
   }
 
-  appendBatch(id, events, { migrateLegacy = false, batchStart = false } = {}) {
-    return call(() => syncCall(() => this.inner.appendBatch(id, events.map(line), migrateLegacy, batchStart)))
+  appendBatch(id, events, options = {}) {
+    return call(() => {
+      const { migrateLegacy = false, batchStart = false } = checked(
+        options,
+        { migrateLegacy: true, batchStart: true },
+        'appendBatch options',
+      )
+      return syncCall(() => this.inner.appendBatch(id, events.map(line), migrateLegacy, batchStart))
+    })
   }
 
   /** Events from `from` (to `to`, exclusive) as JSON lines: one string from the addon, split. */
   async readLines(id, from = 0, to) {
+    whole(from, 'from')
+    wholeOrNone(to, 'to')
     const text = await call(() => syncCall(() => this.inner.readLines(id, from, to)))
     // A JSON line holds no raw newline (JSON escapes it): the joined lines split back exactly.
     return text === '' ? [] : text.split('\n')
@@ -172,6 +229,8 @@ class Store {
    * objects `JSON.parse` of each event's line gives.
    */
   async read(id, from = 0, to) {
+    whole(from, 'from')
+    wholeOrNone(to, 'to')
     const rows = JSON.parse(await call(() => syncCall(() => this.inner.readPacked(id, from, to))))
     const out = []
     for (const row of rows) {
@@ -193,8 +252,11 @@ class Store {
   }
 
   /** The session as its DSH `session.jsonl` text, or `null`; `pack: false` packs no chunk run. */
-  rawJsonl(id, { pack = true } = {}) {
-    return call(() => this.inner.rawJsonl(id, pack))
+  rawJsonl(id, options = {}) {
+    return call(() => {
+      const { pack = true } = checked(options, { pack: true }, 'rawJsonl options')
+      return this.inner.rawJsonl(id, pack)
+    })
   }
 
   async header(id) {
@@ -215,8 +277,11 @@ class Store {
     return { ...r, endSeed: r.endSeed ?? null }
   }
 
-  fork(id, { at, childId } = {}) {
-    return call(() => syncCall(() => this.inner.fork(id, at, childId)))
+  fork(id, options = {}) {
+    return call(() => {
+      const { at, childId } = checked(options, { at: true, childId: true }, 'fork options')
+      return syncCall(() => this.inner.fork(id, wholeOrNone(at, 'at'), childId))
+    })
   }
 
   deleteSession(id) {
@@ -224,13 +289,19 @@ class Store {
   }
 
   /** Deletes every session last written more than `ageMs` ago; resolves to their ids. */
-  deleteOlderThan(ageMs, { dryRun = false } = {}) {
-    return call(() => syncCall(() => this.inner.deleteOlderThan(ageMs, dryRun)))
+  deleteOlderThan(ageMs, options = {}) {
+    return call(() => {
+      const { dryRun = false } = checked(options, { dryRun: true }, 'deleteOlderThan options')
+      return syncCall(() => this.inner.deleteOlderThan(whole(ageMs, 'ageMs'), dryRun))
+    })
   }
 
   /** Writes the log again without the deleted sessions' records (`dryRun`: only says what). */
-  compact({ dryRun = false } = {}) {
-    return call(() => this.inner.compact(dryRun))
+  compact(options = {}) {
+    return call(() => {
+      const { dryRun = false } = checked(options, { dryRun: true }, 'compact options')
+      return this.inner.compact(dryRun)
+    })
   }
 
   /** Live and dead record bytes of the log (one read of it). */
@@ -246,7 +317,7 @@ class Store {
 
   /** Resolves to `true` once the background work is idle, `false` after `timeoutMs`. */
   waitMaintenance(timeoutMs = 60000) {
-    return call(() => syncCall(() => this.inner.waitMaintenance(timeoutMs)))
+    return call(() => syncCall(() => this.inner.waitMaintenance(whole(timeoutMs, 'timeoutMs'))))
   }
 
   /**
@@ -255,7 +326,9 @@ class Store {
    * own waits on the store's notification (an append in this process wakes it at once; a
    * writer in another process is seen every `pollMs`, 1 to 60000) and hands batches over.
    */
-  async *subscribe(id, from = 0, { signal, pollMs = 250 } = {}) {
+  async *subscribe(id, from = 0, options = {}) {
+    const { signal, pollMs = 250 } = checked(options, { signal: true, pollMs: true }, 'subscribe options')
+    whole(from, 'from')
     if (!Number.isInteger(pollMs) || pollMs < 1 || pollMs > 60000) {
       throw coded('INVALID_ARGUMENT', `pollMs must be an integer from 1 to 60000, not ${pollMs}`)
     }

@@ -675,15 +675,26 @@ impl NativeStore {
         }
     }
 
-    /// Makes every acknowledged append durable.
+    /// Makes every acknowledged append durable; `CLOSED` after `close` (as every other call).
     #[napi]
     pub fn sync(&self) -> AsyncTask<Job<()>> {
-        self.job(Store::sync)
+        self.job(|s| {
+            if s.is_closed() {
+                return Err(sessdb::Error::Closed);
+            }
+            s.sync()
+        })
     }
 
-    /// Checkpoints, syncs and releases the writer lock; later calls fail with `CLOSED`.
+    /// Checkpoints, syncs and releases the writer lock; later calls fail with `CLOSED`, a
+    /// second `close` too (the first one's outcome is the one to act on).
     #[napi]
     pub fn close(&self) -> AsyncTask<Job<()>> {
-        self.job(Store::close)
+        self.job(|s| {
+            if s.is_closed() {
+                return Err(sessdb::Error::Closed);
+            }
+            s.close()
+        })
     }
 }

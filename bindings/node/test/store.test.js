@@ -349,9 +349,46 @@ test('after close every call is CLOSED', async () => {
   const store = await Store.open(dir)
   await store.createSession(header('c'), [turnStart(0, 1)], { exact: true })
   await store.close()
-  for (const call of [() => store.read('c'), () => store.list(), () => store.stats(), () => store.revision('c'), () => store.appendBatch('c', [turnEnd(1, 1)])]) {
+  // Before: `sync()` and a second `close()` resolved while every other call rejected.
+  for (const call of [() => store.read('c'), () => store.list(), () => store.stats(), () => store.revision('c'), () => store.appendBatch('c', [turnEnd(1, 1)]), () => store.sync(), () => store.close()]) {
     await assert.rejects(call(), { code: 'CLOSED' }, String(call))
   }
+})
+
+// Before: `read(id, 1.5)` read from seq 1, and a misspelled option key (`{ dryrun: true }`)
+// was ignored: the call did what was not asked. Both are refused now, naming what is wrong.
+test('fractional numbers and unknown option keys are refused, not cut or ignored', async () => {
+  const dir = tempDir()
+  await assert.rejects(Store.open(dir, { readonly: true }), { code: 'INVALID_ARGUMENT', message: /readonly/ })
+  await assert.rejects(Store.open(dir, { compaction: { deadFration: 0.5 } }), { code: 'INVALID_ARGUMENT' })
+  const store = await Store.open(dir)
+  await store.createSession(header('n'), [turnStart(0, 1), user(1, 'u1', 'a'), user(2, 'u2', 'b')], { exact: true })
+  for (const call of [
+    () => store.read('n', 1.5),
+    () => store.read('n', 0, 2.5),
+    () => store.readLines('n', 1.5),
+    () => store.read('n', -1),
+    () => store.read('n', 2 ** 60),
+    () => store.fork('n', { at: 0.5 }),
+    () => store.deleteOlderThan(1.5),
+    () => store.waitMaintenance(0.5),
+    () => store.compact({ dryrun: true }),
+    () => store.deleteOlderThan(1000, { dry_run: true }),
+    () => store.appendBatch('n', [user(3, 'u3', 'c')], { batchstart: true }),
+    () => store.createSession(header('m'), [], { Exact: true }),
+    () => store.rawJsonl('n', { packed: false }),
+  ]) {
+    await assert.rejects(call(), { code: 'INVALID_ARGUMENT' }, String(call))
+  }
+  await assert.rejects(
+    (async () => {
+      for await (const _ of store.subscribe('n', 0, { poll: 5 })) break
+    })(),
+    { code: 'INVALID_ARGUMENT' },
+  )
+  // Nothing of it happened: the session is as it was.
+  assert.deepEqual((await store.read('n')).map((e) => e.seq), [0, 1, 2])
+  assert.deepEqual((await store.read('n', 1, 2)).map((e) => e.seq), [1])
   await store.close()
 })
 
@@ -391,7 +428,6 @@ test('compaction, retention and space: a deleted session leaves no byte, old ses
   // The events were written in 1970: an hour is old enough.
   assert.deepEqual(await store.deleteOlderThan(3600000, { dryRun: true }), ['keep'])
   assert.equal((await store.list()).length, 1)
-  await store.close()
   await store.close()
   await assert.rejects(Store.open(dir, { compaction: { deadFraction: 2 } }), { code: 'INVALID_ARGUMENT' })
   await assert.rejects(Store.open(dir, { retention: { maxAgeMs: -1 } }), { code: 'INVALID_ARGUMENT' })
