@@ -188,9 +188,9 @@ pub fn ship(a: &ShipArgs, quiet: bool) -> CliResult {
     let id = ship_id(&a.store)?;
     let store = open_existing(&a.store)?;
     let mut shipper = if a.follow {
-        reconnect(&url, &id, quiet, Phase::Start)?
+        connect(&url, &id, quiet, Phase::Start)?
     } else {
-        first_shipper(&url, &id)?
+        connect(&url, &id, quiet, Phase::Once)?
     };
     let mut reset = Vec::new();
     if !a.reset.is_empty() {
@@ -238,7 +238,7 @@ pub fn ship(a: &ShipArgs, quiet: bool) -> CliResult {
             Err(sessdb_postgres::Error::Postgres { .. } | sessdb_postgres::Error::Io { .. })
                 if a.follow =>
             {
-                shipper = reconnect(&url, &id, quiet, Phase::Lost)?;
+                shipper = connect(&url, &id, quiet, Phase::Lost)?;
                 continue;
             }
             Err(e) => return Err(e.into()),
@@ -274,71 +274,148 @@ fn refused(list: &[(String, String)]) -> CliResult {
     }
 }
 
-/// The shipper, waiting up to two seconds for the lock of a shipper that was just killed (its
-/// server process lets go when it notices the connection gone); a live one is refused.
-fn first_shipper(url: &str, id: &str) -> CliResult<Shipper> {
-    let started = Instant::now();
-    loop {
-        match Shipper::new(url, id) {
-            Err(sessdb_postgres::Error::Locked { .. })
-                if started.elapsed() < Duration::from_secs(2) =>
-            {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            other => return other.map_err(CliError::from),
-        }
-    }
-}
+/// How long a shipper waits for the lock of a shipper that was just killed (its server
+/// process lets go when it notices the connection gone) before it says a live one has it.
+const LOCK_WAIT: Duration = Duration::from_secs(2);
 
-/// Why [`reconnect`] connects.
+/// Why [`connect`] connects.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Phase {
+    /// A one-off `ship`: a server that does not answer is an error at once.
+    Once,
     /// `--follow` starting: the server may not be up yet; a live second shipper is refused.
     Start,
     /// After a lost connection: the dead connection's lock goes when the server notices.
     Lost,
 }
 
-/// A connection, retried with a growing pause while the server cannot be reached: what
-/// committed before is read back from PostgreSQL, so nothing is lost or doubled.
-fn reconnect(url: &str, id: &str, quiet: bool, phase: Phase) -> CliResult<Shipper> {
-    let started = Instant::now();
+/// The time a connection loop waits by: the clock and the sleep (a test's are its own).
+trait Waiting {
+    fn elapsed(&self) -> Duration;
+    fn sleep(&mut self, pause: Duration);
+}
+
+/// Real time, from when the loop started.
+struct RealTime(Instant);
+
+impl Waiting for RealTime {
+    fn elapsed(&self) -> Duration {
+        self.0.elapsed()
+    }
+    fn sleep(&mut self, pause: Duration) {
+        std::thread::sleep(pause);
+    }
+}
+
+/// A shipper of store `id` on `url`, as [`connect_by`] gets one.
+fn connect(url: &str, id: &str, quiet: bool, phase: Phase) -> CliResult<Shipper> {
+    connect_by(
+        || Shipper::new(url, id),
+        quiet,
+        phase,
+        &mut RealTime(Instant::now()),
+    )
+}
+
+/// A connection by `attempt`: the lock of a shipper just killed is waited for up to
+/// [`LOCK_WAIT`] (for ever after a lost connection: it is this shipper's own), a server that
+/// cannot be reached is retried with a growing pause (not in [`Phase::Once`]); what committed
+/// before is read back from PostgreSQL, so nothing is lost or doubled.
+fn connect_by<S>(
+    mut attempt: impl FnMut() -> Result<S, sessdb_postgres::Error>,
+    quiet: bool,
+    phase: Phase,
+    time: &mut dyn Waiting,
+) -> CliResult<S> {
     let mut pause = Duration::from_millis(100);
     let mut said = false;
     loop {
-        match Shipper::new(url, id) {
+        match attempt() {
             Ok(s) => {
+                let after = time.elapsed().as_secs_f64();
                 if phase == Phase::Lost {
-                    note(
-                        quiet,
-                        &format!("reconnected after {:.1} s", started.elapsed().as_secs_f64()),
-                    );
+                    note(quiet, &format!("reconnected after {after:.1} s"));
                 } else if said {
-                    note(
-                        quiet,
-                        &format!("connected after {:.1} s", started.elapsed().as_secs_f64()),
-                    );
+                    note(quiet, &format!("connected after {after:.1} s"));
                 }
                 return Ok(s);
             }
-            // A live second shipper is refused at the start; the lock of one just killed
-            // (or of this one's lost connection) goes when the server notices.
-            Err(sessdb_postgres::Error::Locked { .. }) => {
-                if phase == Phase::Start && started.elapsed() >= Duration::from_secs(2) {
-                    return first_shipper(url, id);
+            // A live second shipper is refused once LOCK_WAIT has passed, counted from the
+            // first attempt (not once more: before, `--follow` waited twice as long).
+            Err(e @ sessdb_postgres::Error::Locked { .. }) => {
+                if phase != Phase::Lost && time.elapsed() >= LOCK_WAIT {
+                    return Err(e.into());
                 }
-                std::thread::sleep(Duration::from_millis(50));
+                time.sleep(Duration::from_millis(50));
             }
-            Err(e @ sessdb_postgres::Error::Postgres { .. }) => {
+            Err(e @ sessdb_postgres::Error::Postgres { .. }) if phase != Phase::Once => {
                 if !said {
                     note(quiet, &format!("{e}; retrying until it answers"));
                     said = true;
                 }
-                std::thread::sleep(pause);
+                time.sleep(pause);
                 pause = (pause * 2).min(Duration::from_secs(2));
             }
             Err(e) => return Err(e.into()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Time that passes only by the loop's sleeps.
+    struct Fake(Duration);
+
+    impl Waiting for Fake {
+        fn elapsed(&self) -> Duration {
+            self.0
+        }
+        fn sleep(&mut self, pause: Duration) {
+            self.0 += pause;
+        }
+    }
+
+    fn locked() -> Result<(), sessdb_postgres::Error> {
+        Err(sessdb_postgres::Error::Locked {
+            store_id: "s".into(),
+        })
+    }
+
+    /// Before: `ship --follow` beside a live shipper waited two seconds, then two more in a
+    /// second loop, and was refused after ~4.1 s where FORMATS.md says two.
+    #[test]
+    fn a_live_shipper_is_refused_after_the_lock_wait_once() {
+        for phase in [Phase::Once, Phase::Start] {
+            let mut time = Fake(Duration::ZERO);
+            let mut attempts = 0;
+            let got = connect_by(
+                || {
+                    attempts += 1;
+                    locked()
+                },
+                true,
+                phase,
+                &mut time,
+            );
+            assert!(got.is_err_and(|e| e.code == code::LOCKED));
+            assert!(time.0 >= LOCK_WAIT && time.0 < LOCK_WAIT + Duration::from_millis(100));
+            assert_eq!(attempts, 41);
+        }
+        // A lock let go within the wait: connected.
+        let mut time = Fake(Duration::ZERO);
+        let mut left = 5;
+        let got = connect_by(
+            || {
+                left -= 1;
+                if left > 0 { locked() } else { Ok(()) }
+            },
+            true,
+            Phase::Start,
+            &mut time,
+        );
+        assert!(got.is_ok());
     }
 }
 
