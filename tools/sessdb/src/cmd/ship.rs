@@ -361,64 +361,6 @@ fn connect_by<S>(
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Time that passes only by the loop's sleeps.
-    struct Fake(Duration);
-
-    impl Waiting for Fake {
-        fn elapsed(&self) -> Duration {
-            self.0
-        }
-        fn sleep(&mut self, pause: Duration) {
-            self.0 += pause;
-        }
-    }
-
-    fn locked() -> Result<(), sessdb_postgres::Error> {
-        Err(sessdb_postgres::Error::Locked {
-            store_id: "s".into(),
-        })
-    }
-
-    /// Before: `ship --follow` beside a live shipper waited two seconds, then two more in a
-    /// second loop, and was refused after ~4.1 s where FORMATS.md says two.
-    #[test]
-    fn a_live_shipper_is_refused_after_the_lock_wait_once() {
-        for phase in [Phase::Once, Phase::Start] {
-            let mut time = Fake(Duration::ZERO);
-            let mut attempts = 0;
-            let got = connect_by(
-                || {
-                    attempts += 1;
-                    locked()
-                },
-                true,
-                phase,
-                &mut time,
-            );
-            assert!(got.is_err_and(|e| e.code == code::LOCKED));
-            assert!(time.0 >= LOCK_WAIT && time.0 < LOCK_WAIT + Duration::from_millis(100));
-            assert_eq!(attempts, 41);
-        }
-        // A lock let go within the wait: connected.
-        let mut time = Fake(Duration::ZERO);
-        let mut left = 5;
-        let got = connect_by(
-            || {
-                left -= 1;
-                if left > 0 { locked() } else { Ok(()) }
-            },
-            true,
-            Phase::Start,
-            &mut time,
-        );
-        assert!(got.is_ok());
-    }
-}
-
 pub fn pull(a: &PullArgs, quiet: bool) -> CliResult {
     let url = connection(a.postgres.as_deref())?;
     // Read and checked before anything is written here: a refused pull leaves no store, no
@@ -535,4 +477,62 @@ fn connection(given: Option<&str>) -> CliResult<String> {
         ));
     }
     Ok(parts.join(" "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Time that passes only by the loop's sleeps.
+    struct Fake(Duration);
+
+    impl Waiting for Fake {
+        fn elapsed(&self) -> Duration {
+            self.0
+        }
+        fn sleep(&mut self, pause: Duration) {
+            self.0 += pause;
+        }
+    }
+
+    fn locked() -> Result<(), sessdb_postgres::Error> {
+        Err(sessdb_postgres::Error::Locked {
+            store_id: "s".into(),
+        })
+    }
+
+    /// Before: `ship --follow` beside a live shipper waited two seconds, then two more in a
+    /// second loop, and was refused after ~4.1 s where FORMATS.md says two.
+    #[test]
+    fn a_live_shipper_is_refused_after_the_lock_wait_once() {
+        for phase in [Phase::Once, Phase::Start] {
+            let mut time = Fake(Duration::ZERO);
+            let mut attempts = 0;
+            let got = connect_by(
+                || {
+                    attempts += 1;
+                    locked()
+                },
+                true,
+                phase,
+                &mut time,
+            );
+            assert!(got.is_err_and(|e| e.code == code::LOCKED));
+            assert!(time.0 >= LOCK_WAIT && time.0 < LOCK_WAIT + Duration::from_millis(100));
+            assert_eq!(attempts, 41);
+        }
+        // A lock let go within the wait: connected.
+        let mut time = Fake(Duration::ZERO);
+        let mut left = 5;
+        let got = connect_by(
+            || {
+                left -= 1;
+                if left > 0 { locked() } else { Ok(()) }
+            },
+            true,
+            Phase::Start,
+            &mut time,
+        );
+        assert!(got.is_ok());
+    }
 }
