@@ -6,8 +6,8 @@
 #
 #   bindings/pack.sh OUT
 #
-# Needs cargo, node and npm. The TypeScript compiler (pinned) is installed once into
-# $SESSDB_PACK_TOOLS (default ${TMPDIR:-/tmp}/sessdb-pack-tools).
+# Needs cargo, node and npm. The TypeScript compiler and DSH's packages (pinned) are installed
+# once into $SESSDB_PACK_TOOLS (default ${TMPDIR:-/tmp}/sessdb-pack-tools) by dsh/build.sh.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "${1:?usage: bindings/pack.sh OUT}"
@@ -35,25 +35,10 @@ case "$key" in
   *) strip --strip-unneeded "$platform_dir/sessdb.$key.node" ;;
 esac
 
-# 2. The DSH backend: TypeScript to ESM JavaScript and declarations. DSH's packages are not on
-#    the npm registry, so the compile does not see their types: the diagnostics that follow
-#    from that alone (their modules not found; `override` and `this.ctx` of the class that
-#    extends DSH's) are expected, any other fails the pack. The emitted declarations import
-#    DSH's packages by name: a DSH user's compiler checks them against the real ones.
-tools=${SESSDB_PACK_TOOLS:-${TMPDIR:-/tmp}/sessdb-pack-tools}
-if [ ! -x "$tools/node_modules/.bin/tsc" ]; then
-  npm install --prefix "$tools" --no-audit --no-fund --silent typescript@5.9.3 @types/node@22.19.1 >/dev/null
-fi
+# 2. The DSH backend: TypeScript to ESM JavaScript and declarations, type-checked against
+#    DSH's own published packages (`dsh/build.sh`).
 dsh="$here/dsh"
-rm -rf "$dsh/dist"
-diagnostics=$(cd "$dsh" && "$tools/node_modules/.bin/tsc" -p tsconfig.build.json --typeRoots "$tools/node_modules/@types" || true)
-unexpected=$(printf '%s\n' "$diagnostics" | grep 'error TS' \
-  | grep -vE "TS2307: Cannot find module '@deepseek-ai/|TS4112: This member cannot have an 'override' modifier|TS2339: Property 'ctx' does not exist" || true)
-if [ -n "$unexpected" ]; then
-  printf 'pack.sh: the DSH backend does not compile:\n%s\n' "$unexpected" >&2
-  exit 1
-fi
-[ -f "$dsh/dist/index.js" ] && [ -f "$dsh/dist/index.d.ts" ]
+"$dsh/build.sh"
 
 # 3. The tarballs.
 for pkg in "$platform_dir" "$here/node" "$dsh"; do

@@ -61,7 +61,16 @@ function toMeta(header: Record<string, unknown>): SessionHeader {
 }
 
 function toHeaderLine(meta: SessionHeader): StoreHeader {
-  return { type: 'session', ...meta }
+  // The store validates the header line itself (a missing `cwd` is refused there, by name).
+  return { type: 'session', ...meta } as StoreHeader
+}
+
+/**
+ * Events the store read back, as DSH's type: the store holds only events its acceptance
+ * function admitted (DSH's rules), so each is one of DSH's event shapes.
+ */
+function dshEvents(events: readonly unknown[]): SessionEvent[] {
+  return events as SessionEvent[]
 }
 
 function isNotFound(error: unknown): boolean {
@@ -161,7 +170,7 @@ class SessdbBackend implements PersistenceBackend<never> {
       if (revision === null) return undefined
       try {
         const [header, events] = await Promise.all([store.header(id), store.read(id, 0)])
-        return { meta: toMeta(header), events, revision: SessionPersistenceRevision(revision) }
+        return { meta: toMeta(header), events: dshEvents(events), revision: SessionPersistenceRevision(revision) }
       } catch (error) {
         if (isNotFound(error)) return undefined
         throw error
@@ -187,7 +196,7 @@ class SessdbBackend implements PersistenceBackend<never> {
       const store = await this.store()
       try {
         const [header, events] = await Promise.all([store.header(id), store.read(id, fromSeq)])
-        return { meta: toMeta(header), events }
+        return { meta: toMeta(header), events: dshEvents(events) }
       } catch (error) {
         if (isNotFound(error)) return undefined
         throw error
@@ -214,7 +223,7 @@ class SessdbBackend implements PersistenceBackend<never> {
     } catch (error) {
       if (!refusedForContent(error)) throw error
       // Content sessdb refuses: the session moves, whole, to the refused sessions (refused.ts).
-      const stored = isMaterialized ? await store.read(meta.id, 0) : []
+      const stored = isMaterialized ? dshEvents(await store.read(meta.id, 0)) : []
       await this.refused.start(meta, [...stored, ...events])
       if (isMaterialized) await store.deleteSession(meta.id)
     }
