@@ -677,7 +677,7 @@ fn the_demo_is_deterministic_and_touches_only_what_it_made() {
     // A rerun replaces its own files; an unrelated file beside a new demo path is refused.
     ok(&["demo", "a", "--quiet"], dir.path());
     std::fs::write(dir.path().join("c.sqlite"), b"mine").unwrap();
-    let err = fails(&["demo", "c"], dir.path(), 1);
+    let err = fails(&["demo", "c"], dir.path(), 4);
     assert!(err.contains("not made by `sessdb demo`"), "{err}");
     assert_eq!(std::fs::read(dir.path().join("c.sqlite")).unwrap(), b"mine");
 }
