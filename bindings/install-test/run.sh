@@ -4,6 +4,8 @@
 # then used from there:
 #   - a small program, CommonJS and ES module (`user.cjs`, `user.mjs`), on Node 20 (this
 #     machine's) and Node 22;
+#   - DSH's own app installed from npm beside them, running its agent on sessdb
+#     (`bindings/dsh-app/run.sh`);
 #   - DSH's own persistence suites on the installed backend, through DSH's harness
 #     (`../shared/dsh-harness/run.sh`, when it is beside the checkout; DSH needs Node 22, which
 #     the harness brings): the backend's specs run against a package whose `src/index.ts`
@@ -53,6 +55,10 @@ cp "$here/user.cjs" "$here/user.mjs" "$app/"
   fi
   echo "addon $(basename "$addon"): $(wc -c < "$addon") bytes, stripped"
 )
+
+# DSH's own app on the installed packages: headless runs, a kill and a resume, compared with
+# DSH's JSONL backend (its node test lines, `# pass N`, are counted by .ci/run).
+"$root/bindings/dsh-app/run.sh" "$work/tgz"
 
 # DSH's suites on the installed backend.
 harness="$root/../shared/dsh-harness/run.sh"
