@@ -14,6 +14,7 @@ import { spawn, execFileSync } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
 import { startModel } from './model.mjs'
+import { place } from './profile.mjs'
 
 const bin = process.env.DSH_APP_BIN
 const tgz = process.env.SESSDB_TGZ
@@ -22,87 +23,13 @@ const work = process.env.DSH_APP_WORK
 for (const [k, v] of Object.entries({ DSH_APP_BIN: bin, SESSDB_TGZ: tgz, SESSDB_CLI: cli, DSH_APP_WORK: work })) {
   if (!v) throw new Error(`${k} is not set (run bindings/dsh-app/run.sh)`)
 }
-const here = path.dirname(new URL(import.meta.url).pathname)
 const model = await startModel()
 after(() => model.close())
 
 /** How many times the short run is repeated on each backend (with the two others: 20 runs). */
 const REPEATS = Number(process.env.DSH_APP_REPEATS ?? 18)
 
-const workspace = path.join(work, 'workspace')
-fs.mkdirSync(workspace, { recursive: true })
-fs.writeFileSync(path.join(workspace, 'notes.txt'), 'line one of the notes\nline two\n')
-
-/** A DSH home with the headless profile set up for `backend` ('jsonl' or 'sessdb'). */
-function home(backend) {
-  const dir = path.join(work, `home-${backend}`)
-  const env = {
-    ...process.env,
-    DSH_HOME: dir,
-    DEEPSEEK_BASE_URL: model.url,
-    DEEPSEEK_API_KEY: 'scripted',
-    DSH_TELEMETRY_DISABLED: '1',
-  }
-  const store = path.join(dir, 'sessdb-store')
-  return { backend, dir, env, store, sessions: path.join(dir, 'sessions'), profile: path.join(dir, 'profiles', 'headless') }
-}
-
-function dsh(h, args, options = {}) {
-  // stdin closed: a headless run reads a piped stdin as more of its task.
-  return execFileSync(bin, args, {
-    cwd: workspace,
-    env: h.env,
-    encoding: 'utf8',
-    timeout: 120_000,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    ...options,
-  })
-}
-
-/**
- * One run of DSH that talks to the model: asynchronous, since the model answers from this
- * process's event loop. Resolves to its stdout; rejects on a failure or after two minutes.
- */
-function run(h, args) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(bin, args, { cwd: workspace, env: h.env, stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.setEncoding('utf8').on('data', (d) => (stdout += d))
-    child.stderr.setEncoding('utf8').on('data', (d) => (stderr += d))
-    const limit = setTimeout(() => child.kill('SIGKILL'), 120_000)
-    child.on('exit', (code, signal) => {
-      clearTimeout(limit)
-      if (code === 0) resolve(stdout)
-      else reject(new Error(`dsh ${args.join(' ')}: ${signal ?? code}\n${stderr}`))
-    })
-  })
-}
-
-/** The profile, as a DSH user sets it up (bindings/dsh/README.md, "Use from DSH"). */
-function setUp(h) {
-  // The first boot makes the profile (its patch layer, package.json, pnpm workspace).
-  dsh(h, ['--profile', 'headless', '--dump-config'])
-  // DSH's own quirk at 0.1.0-rc.8: the launcher watches the profile's patch file and needs its
-  // HMR service, which the headless bundle disables. The title model is left out of the
-  // comparison: DSH aborts it when a headless run exits, whichever backend (a race of DSH's).
-  let patch = '- id: hmr\n  disabled: false\n- id: session-title-llm\n  disabled: true\n'
-  if (h.backend === 'sessdb') {
-    // Until sessdb's packages are on the npm registry, pnpm takes them from the tarballs.
-    const files = fs.readdirSync(tgz)
-    const file = (prefix) => path.join(tgz, files.find((f) => f.startsWith(prefix)))
-    fs.appendFileSync(
-      path.join(h.profile, 'pnpm-workspace.yaml'),
-      `overrides:\n  "@sessdb/node": "file:${file('sessdb-node-0')}"\n` +
-        `  "@sessdb/node-linux-x64-gnu": "file:${file('sessdb-node-linux')}"\n`,
-    )
-    dsh(h, ['plugin', '--profile', 'headless', 'add', file('sessdb-dsh-session-persistence')])
-    // The rows as bindings/dsh/README.md gives them, word for word.
-    const readme = fs.readFileSync(path.join(here, '..', 'dsh', 'README.md'), 'utf8')
-    patch += readme.split('```yaml\n')[1].split('```')[0]
-  }
-  fs.writeFileSync(path.join(h.profile, 'cordis.patch.yml'), patch)
-}
+const { workspace, home, run, setUp, resume } = place({ work, bin, tgz, url: model.url })
 
 /** Every session `h`'s backend holds, as DSH's event lines, one event a line (no packing). */
 function sessionsOf(h) {
@@ -205,18 +132,7 @@ for (const backend of ['jsonl', 'sessdb']) {
     }
     // DSH's resume: its coordinator closes the open turn through the backend.
     const id = slow[0].id
-    const [pkg, config] =
-      backend === 'sessdb'
-        ? ['@sessdb/dsh-session-persistence', { path: h.store }]
-        : ['@deepseek-ai/dsh-session-persistence-jsonl', { root: h.sessions }]
-    fs.copyFileSync(path.join(here, 'resume.mjs'), path.join(h.profile, 'resume.mjs'))
-    const types = JSON.parse(
-      execFileSync(process.execPath, ['resume.mjs', pkg, JSON.stringify(config), id], {
-        cwd: h.profile,
-        env: h.env,
-        encoding: 'utf8',
-      }),
-    )
+    const types = await resume(h, id)
     assert.equal(types.at(-1), 'turn/end', `${backend}: ${types.slice(-4)}`)
     const after = sessionsOf(h).find((s) => s[0].id === id)
     assert.deepEqual(after.slice(1).map((e) => e.type), types, `${backend}: the closers are stored`)
@@ -245,6 +161,12 @@ test("the same script gives the same sessions on sessdb as on DSH's JSONL backen
     assert.ok(events.length > 10, `${task}: ${events.length} events`)
     assert.deepEqual(sessdb.get(task), events, task)
   }
+  // What DSH printed is what the store holds: each run's last assistant message.
+  const answers = [...sessdb.values()].map((events) => {
+    const last = events.findLast((e) => e.type === 'assistant/message')
+    return last.data.message.content.map((c) => c.text ?? '').join('').trim()
+  })
+  assert.deepEqual(answers.sort(), [...printed.sessdb].sort())
   // The killed runs: the same events around a run of chunks cut where the kill fell.
   const shape = (events) =>
     events

@@ -8,7 +8,7 @@
 //   read    a call of DSH's `read` tool on notes.txt, then an answer quoting its first line
 //   long    a long answer streamed in `longChunks` pieces
 //   slow    an answer streamed a piece every `slowMs` until the client goes (to be killed)
-//   turnN   a short answer naming N (many turns of one session)
+//   steps N a call of `read` at each of N steps, then an answer (a long session: the benchmark)
 // A title request (DSH's title model) gets a fixed title.
 
 import http from 'node:http'
@@ -93,8 +93,22 @@ export function startModel({ maxRequests = 2000, lifetimeMs = 20 * 60_000, longC
         chunksSent++
       }, slowMs)
       res.on('close', () => clearInterval(tick))
-    } else if (/^turn\d+$/.test(word)) {
-      text(res, ['Answer ', 'to ', word, '.'])
+    } else if (word === 'steps') {
+      const n = Number(task.split(/\s+/)[1] ?? 1)
+      const done = messages.filter((m) => m.role === 'tool').length
+      if (done < n) {
+        const s = stream(res, requests)
+        s.delta({ role: 'assistant', content: `Step ${done + 1}. ` })
+        s.delta({
+          tool_calls: [
+            { index: 0, id: `call_${done}`, type: 'function', function: { name: 'read', arguments: '{"file_path":"notes.txt"}' } },
+          ],
+        })
+        s.delta({}, 'tool_calls')
+        s.end()
+      } else {
+        text(res, ['Done ', 'after ', `${n} `, 'steps.'])
+      }
     } else {
       res.writeHead(400, { 'content-type': 'application/json' })
       res.end(JSON.stringify({ error: { message: `no script for ${JSON.stringify(word)}` } }))

@@ -4,7 +4,8 @@
 # own commands (app.test.mjs): headless runs against a scripted model on 127.0.0.1, a run
 # killed mid-stream and resumed, and the same script on DSH's JSONL backend for comparison.
 #
-#   bindings/dsh-app/run.sh TARBALLS_DIR     (bindings/install-test/run.sh calls it)
+#   bindings/dsh-app/run.sh TARBALLS_DIR            (bindings/install-test/run.sh calls it)
+#   bindings/dsh-app/run.sh TARBALLS_DIR --bench [ROUNDS]   (bench.mjs instead of the test)
 #
 # Skips, saying so, only when the npm registry cannot be reached.
 set -euo pipefail
@@ -53,6 +54,10 @@ mkdir -p "$app"
   npm install --no-audit --no-fund --silent --legacy-peer-deps "${packages[@]}" 2>&1 | grep -v EBADENGINE || true
   [ -x node_modules/.bin/dsh ] || { echo "dsh-app: DSH's app did not install" >&2; exit 1; }
 )
-PATH="$app/node_modules/.bin:$(dirname "$node22"):/usr/bin:/bin" \
-  DSH_APP_BIN="$app/node_modules/.bin/dsh" SESSDB_TGZ="$tgz" SESSDB_CLI="$cli" DSH_APP_WORK="$work" \
+export PATH="$app/node_modules/.bin:$(dirname "$node22"):/usr/bin:/bin"
+export DSH_APP_BIN="$app/node_modules/.bin/dsh" SESSDB_TGZ="$tgz" SESSDB_CLI="$cli" DSH_APP_WORK="$work"
+if [ "${2:-}" = "--bench" ]; then
+  "$node22" "$here/bench.mjs" "${3:-5}"
+else
   "$node22" --test --test-concurrency=1 "$here/app.test.mjs"
+fi
