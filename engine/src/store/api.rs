@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use super::catalog::{Batch, SessionEntry};
-use super::compact::{Scope, Space};
+use super::compact::{Run, Scope, Space};
 use super::info::{CheckpointInfo, DiskUsage, MemoryUsage, SessionInfo, StoreStats};
 use super::inner::Inner;
 use super::maintenance::MaintenanceStatus;
@@ -114,7 +114,7 @@ impl Store {
     /// # Errors
     /// As [`Store::open`].
     pub fn open_with(storage: Arc<dyn Storage>, options: StoreOptions) -> Result<Store> {
-        open::open(storage, options, false, u64::MAX).map(Store::from_inner)
+        open::open(storage, options, open::Access::Write, open::Horizon::End).map(Store::from_inner)
     }
 
     /// Opens a store on any storage backend read-only.
@@ -122,7 +122,7 @@ impl Store {
     /// # Errors
     /// As [`Store::open_read_only`].
     pub fn open_read_only_with(storage: Arc<dyn Storage>, options: StoreOptions) -> Result<Store> {
-        open::open(storage, options, true, u64::MAX).map(Store::from_inner)
+        open::open(storage, options, open::Access::Read, open::Horizon::End).map(Store::from_inner)
     }
 
     /// What the open found and did.
@@ -221,7 +221,7 @@ impl Store {
     /// # Errors
     /// `ReadOnly`, `Corruption` when the log is damaged (repair first), write errors.
     pub fn compact(&self) -> Result<CompactReport> {
-        self.inner.compact(false, Scope::All).map(|o| o.report)
+        self.inner.compact(Run::Apply, Scope::All).map(|o| o.report)
     }
 
     /// What [`Store::compact`] would leave out, per segment, with the figures the run would
@@ -230,7 +230,7 @@ impl Store {
     /// # Errors
     /// `Closed`, `Corruption`, I/O errors.
     pub fn compact_plan(&self) -> Result<CompactReport> {
-        self.inner.compact(true, Scope::All).map(|o| o.report)
+        self.inner.compact(Run::Plan, Scope::All).map(|o| o.report)
     }
 
     /// The log's live and dead record bytes, per segment: one read of the whole log (works
@@ -611,11 +611,14 @@ impl Store {
     /// # Errors
     /// Write errors.
     pub fn checkpoint(&self) -> Result<Option<CheckpointInfo>> {
-        Ok(self.inner.checkpoint(false)?.map(|m| CheckpointInfo {
-            generation: m.generation,
-            covered_lsn: m.covered_lsn,
-            full: m.base == 0,
-        }))
+        Ok(self
+            .inner
+            .checkpoint(super::checkpoint::CheckpointKind::Delta)?
+            .map(|m| CheckpointInfo {
+                generation: m.generation,
+                covered_lsn: m.covered_lsn,
+                full: m.base == 0,
+            }))
     }
 
     /// Whether [`Store::close`] was called (on this store or a clone). After it every call
@@ -640,10 +643,11 @@ impl Store {
         let result = if self.inner.read_only {
             Ok(())
         } else {
-            self.inner
-                .poison
-                .check()
-                .and_then(|()| self.inner.checkpoint_unchecked(false).map(|_| ()))
+            self.inner.poison.check().and_then(|()| {
+                self.inner
+                    .checkpoint_unchecked(super::checkpoint::CheckpointKind::Delta)
+                    .map(|_| ())
+            })
         };
         self.inner.quiesce();
         self.inner.lock.lock().take();

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::compact::Scope;
+use super::compact::{Run, Scope};
 use super::inner::Inner;
 
 /// Starts the thread of a writable store that has a policy.
@@ -42,7 +42,7 @@ fn run(inner: &Arc<Inner>) {
             m.retention_done(done, policy.check_every);
         }
         if compact && let Some(policy) = inner.options.compaction {
-            match inner.compact(false, Scope::Policy(policy)) {
+            match inner.compact(Run::Apply, Scope::Policy(policy)) {
                 Ok(out) => m.compaction_done(Ok((
                     out.report.segments.len() as u64,
                     out.report.reclaimed_bytes(),

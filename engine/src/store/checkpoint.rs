@@ -53,7 +53,18 @@ pub(crate) struct LoadedBody {
 
 /// Encodes the body of a checkpoint: every session (`full`) or the changed ones with the
 /// locations added since the last checkpoint, and the ids deleted since.
-pub(crate) fn encode(catalog: &Catalog, full: bool) -> Result<Vec<u8>> {
+/// What a checkpoint holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CheckpointKind {
+    /// The sessions changed since the previous checkpoint, and the deletions: a link of the
+    /// chain (or a full one, when the chain says one is due).
+    Delta,
+    /// Every session, naming no earlier checkpoint: what a compaction writes first.
+    Full,
+}
+
+pub(crate) fn encode(catalog: &Catalog, kind: CheckpointKind) -> Result<Vec<u8>> {
+    let full = kind == CheckpointKind::Full;
     let too_large = |why: &'static str| {
         Error::io(
             "encode checkpoint",

@@ -10,11 +10,12 @@ use super::checkpoint;
 use super::inner::Inner;
 use crate::Result;
 use crate::codec::checkpoint::{CheckpointMeta, checkpoint_path};
+pub(super) use crate::store::checkpoint::CheckpointKind;
 
 impl Inner {
-    pub(super) fn checkpoint(&self, full: bool) -> Result<Option<CheckpointMeta>> {
+    pub(super) fn checkpoint(&self, kind: CheckpointKind) -> Result<Option<CheckpointMeta>> {
         self.check_writable()?;
-        self.checkpoint_unchecked(full)
+        self.checkpoint_unchecked(kind)
     }
 
     /// The checkpoint an append found due, unless one is being written already (it covers
@@ -22,22 +23,27 @@ impl Inner {
     /// never waits for another's checkpoint.
     pub(super) fn checkpoint_due(&self) -> Result<()> {
         match self.chain_state.try_lock() {
-            Some(chain) => self.checkpoint_holding(chain, false).map(|_| ()),
+            Some(chain) => self
+                .checkpoint_holding(chain, CheckpointKind::Delta)
+                .map(|_| ()),
             None => Ok(()),
         }
     }
 
-    pub(super) fn checkpoint_unchecked(&self, full: bool) -> Result<Option<CheckpointMeta>> {
+    pub(super) fn checkpoint_unchecked(
+        &self,
+        kind: CheckpointKind,
+    ) -> Result<Option<CheckpointMeta>> {
         // The chain's lock before the writer lock: a checkpoint waiting for another one
         // holds nothing appends need.
         let chain = self.chain_state.lock();
-        self.checkpoint_holding(chain, full)
+        self.checkpoint_holding(chain, kind)
     }
 
     fn checkpoint_holding(
         &self,
         mut chain: parking_lot::MutexGuard<'_, super::checkpoint_state::CheckpointState>,
-        full: bool,
+        asked: CheckpointKind,
     ) -> Result<Option<CheckpointMeta>> {
         let tail_guard = self.tail.lock();
         let Some(tail) = tail_guard.as_ref() else {
@@ -45,10 +51,16 @@ impl Inner {
         };
         // Under the tail lock, as every write: nothing is checkpointed after a failure.
         self.poison.check()?;
-        if chain.nothing_new(tail.next_lsn) && !full {
+        if chain.nothing_new(tail.next_lsn) && asked == CheckpointKind::Delta {
             return Ok(None);
         }
-        let full = full || chain.next_is_full(self.options.checkpoint_merge_every);
+        // A delta becomes full every `checkpoint_merge_every`-th time (the chain's rule).
+        let kind = if chain.next_is_full(self.options.checkpoint_merge_every) {
+            CheckpointKind::Full
+        } else {
+            asked
+        };
+        let full = kind == CheckpointKind::Full;
         let meta = CheckpointMeta {
             generation: chain.generation + 1,
             base: if full { 0 } else { chain.generation },
@@ -59,7 +71,7 @@ impl Inner {
         // lock held here. What changes after it is marked for the next delta.
         let bytes = {
             let mut cat = self.catalog.write();
-            let bytes = checkpoint::encode(&cat, full)?;
+            let bytes = checkpoint::encode(&cat, kind)?;
             for e in cat.sessions.values_mut() {
                 e.checkpointed_locs = e.locs.len();
                 e.dirty = false;

@@ -34,14 +34,41 @@ use crate::codec::{CorruptionKind, LOCK_FILE};
 use crate::storage::Storage;
 use crate::{Error, Result};
 
-/// Opens the store; a read-only open with `stop_lsn` other than `u64::MAX` sees the log only up
-/// to that position (a snapshot: `verify` compares two views of the same log prefix).
+/// How a store is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Access {
+    /// The one writer: takes the lock, cuts a torn tail, writes.
+    Write,
+    /// A reader (beside a writer, or alone): takes no lock, changes nothing.
+    Read,
+}
+
+/// How far an open replays the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Horizon {
+    /// To its end.
+    End,
+    /// Up to this position only (read-only: a snapshot — `verify` compares two views of the
+    /// same log prefix).
+    Lsn(u64),
+}
+
+/// Opens the store with `access`, replaying the log to `horizon`.
 pub(super) fn open(
     storage: Arc<dyn Storage>,
     options: StoreOptions,
-    read_only: bool,
-    stop_lsn: u64,
+    access: Access,
+    horizon: Horizon,
 ) -> Result<Inner> {
+    let read_only = access == Access::Read;
+    let stop_lsn = match horizon {
+        Horizon::End => u64::MAX,
+        Horizon::Lsn(lsn) => lsn,
+    };
+    debug_assert!(
+        read_only || horizon == Horizon::End,
+        "a writer opens to the end"
+    );
     let interrupted = super::marker::is_set(&*storage);
     match open_log(Arc::clone(&storage), options, read_only, stop_lsn) {
         // Damage found while a salvage's marker is there: the log is likely half rewritten

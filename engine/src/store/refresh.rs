@@ -82,8 +82,8 @@ fn rebuild(inner: &Inner) -> Result<u64> {
     let fresh = open::open(
         Arc::clone(&inner.storage),
         inner.options.clone(),
-        true,
-        u64::MAX,
+        open::Access::Read,
+        open::Horizon::End,
     );
     if marker::is_set(storage) {
         return Ok(0);

@@ -37,16 +37,30 @@ pub fn verify_with_progress(
     let checked = open::open(
         Arc::clone(&storage),
         StoreOptions::default(),
-        true,
-        u64::MAX,
+        open::Access::Read,
+        open::Horizon::End,
     );
-    let stop = checked
-        .as_ref()
-        .map_or(u64::MAX, |inner| inner.read_end.lock().0);
-    let full = match open::open(Arc::clone(&storage), full_options, true, stop) {
+    let horizon = checked.as_ref().map_or(open::Horizon::End, |inner| {
+        open::Horizon::Lsn(inner.read_end.lock().0)
+    });
+    let full = match open::open(
+        Arc::clone(&storage),
+        full_options,
+        open::Access::Read,
+        horizon,
+    ) {
         Ok(inner) => Store::from_inner(inner),
         Err(e @ Error::Corruption { .. }) => {
             every_damage(&*storage, &e, &mut report);
+            return Ok(report);
+        }
+        // The damage a salvage that died left: reported as damage, with the way on.
+        Err(Error::SalvageInterrupted { damage }) => {
+            report.problems.push(
+                "a salvage of this store was interrupted (its SALVAGING marker is there): `sessdb repair --salvage` finishes it"
+                    .to_owned(),
+            );
+            every_damage(&*storage, &damage, &mut report);
             return Ok(report);
         }
         Err(e) => return Err(e),

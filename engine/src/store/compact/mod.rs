@@ -38,6 +38,15 @@ struct Plan<'a> {
     rolls: bool,
 }
 
+/// Whether a compaction writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Run {
+    /// Measures what the run would do and reports it; writes nothing (read-only stores too).
+    Plan,
+    /// Writes the segments again.
+    Apply,
+}
+
 /// Which segments a compaction writes again.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Scope {
@@ -84,7 +93,8 @@ pub(super) struct Outcome {
 
 impl Inner {
     /// Compacts the log; in a dry run, only reads it and reports what would go.
-    pub(super) fn compact(&self, dry_run: bool, scope: Scope) -> Result<Outcome> {
+    pub(super) fn compact(&self, run: Run, scope: Scope) -> Result<Outcome> {
+        let dry_run = run == Run::Plan;
         // A dry run writes nothing: it runs read-only too, beside the store's writer.
         if !dry_run {
             self.check_writable()?;
@@ -477,7 +487,7 @@ impl Inner {
     /// A full checkpoint, then every older checkpoint file removed: they may hold what was
     /// left out (a deleted session's header and state, before its deletion).
     fn checkpoint_alone(&self) -> Result<Option<RecordLink>> {
-        let Some(meta) = self.checkpoint_unchecked(true)? else {
+        let Some(meta) = self.checkpoint_unchecked(super::checkpoint::CheckpointKind::Full)? else {
             return Ok(None);
         };
         for generation in super::checkpoint::list(&*self.storage)?
