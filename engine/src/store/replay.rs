@@ -38,6 +38,12 @@ fn replay_events(
             len: e.len,
         });
     }
+    // The pair of write.rs's: what a replay puts in the catalog is what the write did.
+    debug_assert_eq!(
+        locs.len(),
+        state.next_seq(),
+        "{id}: locations after a replay"
+    );
     Ok(())
 }
 

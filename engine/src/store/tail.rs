@@ -145,6 +145,13 @@ impl Tail {
         let crc = seal_frame(kind, frame, self.layout, &self.offsets);
         let frame = &*frame;
         let lsn = self.next_lsn;
+        // The frame goes where the log ends, inside the active segment, after the last record.
+        debug_assert!(lsn >= self.active.first_lsn, "a frame before its segment");
+        debug_assert!(
+            self.last_record.is_none_or(|l| l.lsn < lsn),
+            "LSNs ascend: the last record {:?}, this one {lsn}",
+            self.last_record
+        );
         let at = self.active.offset_of(lsn);
         let end = at + frame.len() as u64;
         self.make_room(at, end)?;
@@ -152,6 +159,11 @@ impl Tail {
         self.copy(at, frame)?;
         self.next_lsn += frame.len() as u64;
         self.last_record = Some(RecordLink { lsn, crc });
+        debug_assert_eq!(
+            self.active.offset_of(self.next_lsn),
+            end,
+            "the log's end is where the frame ends"
+        );
         Ok(lsn)
     }
 

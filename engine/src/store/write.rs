@@ -253,6 +253,18 @@ impl Inner {
         if let Some(entry) = cat.sessions.get_mut(session) {
             planned.commit(&mut entry.state, &events);
             tail.push_locations(lsn, |l| entry.locs.push(l));
+            // Where the batch crosses into the catalog: one location per event, the session's
+            // length its next seq.
+            debug_assert_eq!(
+                entry.locs.len(),
+                entry.state.next_seq(),
+                "{session}: locations"
+            );
+            debug_assert_eq!(
+                entry.state.next_seq(),
+                range.end,
+                "{session}: the batch's seqs"
+            );
             entry.dirty = true;
         }
         Ok((range, Some(end)))

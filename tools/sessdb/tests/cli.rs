@@ -1511,7 +1511,10 @@ fn regression_an_interrupted_salvage_is_named_with_the_way_to_finish_it() {
     let verified = sessdb(&["verify", "store"], dir.path());
     assert_eq!(verified.status.code(), Some(3));
     let text = String::from_utf8(verified.stdout).unwrap();
-    assert!(text.contains("interrupted") && text.contains("repair --salvage"), "{text}");
+    assert!(
+        text.contains("interrupted") && text.contains("repair --salvage"),
+        "{text}"
+    );
     let out = sessdb(&["ls", "store", "--json"], dir.path());
     assert_eq!(out.status.code(), Some(3));
     let json_err = String::from_utf8(out.stdout).unwrap();
