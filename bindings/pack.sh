@@ -17,10 +17,7 @@ root=$(cd "$here/.." && pwd)
 # 1. The addon, for this platform only (the others are built by a release pipeline on their
 #    own machines: the targets are listed in node/package.json's napi.targets).
 (cd "$root" && cargo build --locked --release -q -p sessdb-node)
-key=$(node -e '
-  const { platform, arch } = process
-  const glibc = platform === "linux" && process.report.getReport().header.glibcVersionRuntime
-  console.log(platform === "linux" ? `linux-${arch}-${glibc ? "gnu" : "musl"}` : platform === "win32" ? `win32-${arch}-msvc` : `${platform}-${arch}`)')
+key=$(node "$here/node/platform.js")   # as index.js computes it
 platform_dir="$here/node/npm/$key"
 if [ ! -f "$platform_dir/package.json" ]; then
   echo "pack.sh: no platform package for $key (bindings/node/npm/$key/package.json)" >&2

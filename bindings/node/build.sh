@@ -14,10 +14,7 @@ case "$(uname -s)" in
   Darwin) lib=libsessdb_node.dylib ;;
   *) lib=libsessdb_node.so ;;
 esac
-# index.js cannot load before an addon exists: the platform key is computed here the same way.
-key=$(node -e '
-  const { platform, arch } = process
-  const glibc = platform === "linux" && process.report.getReport().header.glibcVersionRuntime
-  console.log(platform === "linux" ? `linux-${arch}-${glibc ? "gnu" : "musl"}` : platform === "win32" ? `win32-${arch}-msvc` : `${platform}-${arch}`)')
+# The platform key as index.js computes it (platform.js: it loads no addon).
+key=$(node "$here/platform.js")
 cp "target/$profile/$lib" "$here/sessdb.$key.node"
 echo "bindings/node/sessdb.$key.node (from target/$profile/$lib)"

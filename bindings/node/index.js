@@ -8,20 +8,7 @@
 const fs = require('node:fs')
 const path = require('node:path')
 
-/**
- * This machine's platform as the prebuilt packages are named (napi-rs's names):
- * `linux-x64-gnu`, `linux-arm64-musl`, `darwin-arm64`, `win32-x64-msvc`, ...
- */
-function platformKey() {
-  const { platform, arch } = process
-  if (platform === 'linux') {
-    const report = typeof process.report?.getReport === 'function' ? process.report.getReport() : null
-    const glibc = report?.header?.glibcVersionRuntime
-    return `linux-${arch}-${glibc ? 'gnu' : 'musl'}`
-  }
-  if (platform === 'win32') return `win32-${arch}-msvc`
-  return `${platform}-${arch}`
-}
+const { platformKey } = require('./platform.js')
 
 /**
  * The addon: `$SESSDB_NODE_ADDON` when set; else `sessdb.<platform>.node` beside this file

@@ -448,7 +448,11 @@ test('compaction, retention and space: a deleted session leaves no byte, old ses
 test('no addon for the platform: NO_ADDON names the platform and what to do', () => {
   const { spawnSync } = require('node:child_process')
   const dir = tempDir()
-  for (const f of ['index.js', 'package.json']) fs.copyFileSync(path.join(__dirname, '..', f), path.join(dir, f))
+  // The package's own files, as npm installs them (no addon beside them).
+  const pkg = JSON.parse(fs.readFileSync(path.join(__dirname, '..', 'package.json'), 'utf8'))
+  for (const f of [...pkg.files.filter((f) => f.endsWith('.js')), 'package.json']) {
+    fs.copyFileSync(path.join(__dirname, '..', f), path.join(dir, f))
+  }
   const env = { ...process.env }
   delete env.SESSDB_NODE_ADDON
   const script = "try { require('./index.js') } catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message })) }"
