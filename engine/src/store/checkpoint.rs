@@ -211,6 +211,39 @@ pub(crate) fn write(storage: &dyn Storage, meta: &CheckpointMeta, body: &[u8]) -
     file.commit().map_err(io("replace"))
 }
 
+/// Which checkpoint files [`remove`] removes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Older {
+    /// Those of a generation below this one.
+    Than(u64),
+    /// Every one.
+    All,
+}
+
+/// Removes checkpoint files (`which`), then syncs their directory: the one way checkpoints go.
+/// Whether a failure matters is the caller's: compaction's and salvage's must go (they may hold
+/// what was erased or cut), a chain's obsolete links need not. Returns how many went.
+///
+/// # Errors
+/// I/O errors of listing, removing or syncing (the files before the failure are gone).
+pub(crate) fn remove(storage: &dyn Storage, which: Older) -> Result<u64> {
+    let mut removed = 0;
+    for generation in list(storage)?.into_iter().filter(|&g| match which {
+        Older::Than(keep_from) => g < keep_from,
+        Older::All => true,
+    }) {
+        let path = checkpoint_path(generation);
+        storage
+            .remove(&path)
+            .map_err(|e| Error::io("remove", &path, e))?;
+        removed += 1;
+    }
+    storage
+        .sync_dir(CHECKPOINTS_DIR)
+        .map_err(|e| Error::io("sync directory", CHECKPOINTS_DIR, e))?;
+    Ok(removed)
+}
+
 /// Generations present, oldest first.
 pub(crate) fn list(storage: &dyn Storage) -> Result<Vec<u64>> {
     let names = storage

@@ -9,7 +9,7 @@
 use super::checkpoint;
 use super::inner::Inner;
 use crate::Result;
-use crate::codec::checkpoint::{CheckpointMeta, checkpoint_path};
+use crate::codec::checkpoint::CheckpointMeta;
 pub(super) use crate::store::checkpoint::CheckpointKind;
 
 impl Inner {
@@ -106,12 +106,10 @@ impl Inner {
         }
         let obsolete_below = chain.after_write(&meta, full);
         if let Some(keep_from) = obsolete_below {
-            for generation in checkpoint::list(&*self.storage)?
-                .into_iter()
-                .filter(|&g| g < keep_from)
-            {
-                let _ = self.storage.remove(&checkpoint_path(generation));
-            }
+            // The chain no longer needs them; one left behind by a failure here is harmless
+            // (an open takes the newest whole chain) and is removed by the next checkpoint,
+            // so the append that found this checkpoint due is not failed for it.
+            let _ = checkpoint::remove(&*self.storage, checkpoint::Older::Than(keep_from));
         }
         Ok(Some(meta))
     }

@@ -23,7 +23,6 @@ use super::inner::Inner;
 use super::options::CompactionPolicy;
 use super::report::{CompactReport, SegmentCompaction};
 use crate::Result;
-use crate::codec::checkpoint::checkpoint_path;
 use crate::codec::frame::RecordLink;
 
 /// What a dry run measures: the snapshot and what the run would leave out of it.
@@ -490,24 +489,10 @@ impl Inner {
         let Some(meta) = self.checkpoint_unchecked(super::checkpoint::CheckpointKind::Full)? else {
             return Ok(None);
         };
-        for generation in super::checkpoint::list(&*self.storage)?
-            .into_iter()
-            .filter(|&g| g < meta.generation)
-        {
-            let path = checkpoint_path(generation);
-            self.storage
-                .remove(&path)
-                .map_err(|e| crate::Error::io("remove", &path, e))?;
-        }
-        self.storage
-            .sync_dir(crate::codec::checkpoint::CHECKPOINTS_DIR)
-            .map_err(|e| {
-                crate::Error::io(
-                    "sync directory",
-                    crate::codec::checkpoint::CHECKPOINTS_DIR,
-                    e,
-                )
-            })?;
+        super::checkpoint::remove(
+            &*self.storage,
+            super::checkpoint::Older::Than(meta.generation),
+        )?;
         Ok(meta.last_record)
     }
 }

@@ -5,7 +5,6 @@
 
 use super::edits::{Edit, Plan, read_whole};
 use crate::codec::CorruptionKind;
-use crate::codec::checkpoint::{CHECKPOINTS_DIR, checkpoint_path};
 use crate::codec::frame::encode_voids;
 use crate::codec::segment::{SEGMENT_HEADER_LEN, SEGMENTS_DIR, SegmentHeader, segment_path};
 use crate::storage::{Replacement, Storage};
@@ -29,16 +28,7 @@ pub(crate) fn apply(storage: &dyn Storage, options: &StoreOptions, plan: &mut Pl
 
 /// The checkpoints removed, the segments removed and rewritten (see the module docs).
 fn apply_edits(storage: &dyn Storage, options: &StoreOptions, plan: &mut Plan) -> Result<()> {
-    for generation in checkpoint::list(storage)? {
-        let path = checkpoint_path(generation);
-        storage
-            .remove(&path)
-            .map_err(|e| Error::io("remove", &path, e))?;
-        plan.report.checkpoints_removed += 1;
-    }
-    storage
-        .sync_dir(CHECKPOINTS_DIR)
-        .map_err(|e| Error::io("sync directory", CHECKPOINTS_DIR, e))?;
+    plan.report.checkpoints_removed += checkpoint::remove(storage, checkpoint::Older::All)?;
     // Later segments first: a crash leaves a log that still continues.
     for (lsn, _) in plan.edits.iter().rev().filter(|(_, e)| *e == Edit::Remove) {
         let path = segment_path(*lsn);
