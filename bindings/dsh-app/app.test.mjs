@@ -167,6 +167,19 @@ test("the same script gives the same sessions on sessdb as on DSH's JSONL backen
     return last.data.message.content.map((c) => c.text ?? '').join('').trim()
   })
   assert.deepEqual(answers.sort(), [...printed.sessdb].sort())
+  // And as `sessdb` reads the store DSH wrote: `ls` lists every run, `show --messages` ends
+  // each with the answer DSH printed, `verify` finds nothing wrong.
+  const store = homes.sessdb.store
+  const listed = JSON.parse(execFileSync(cli, ['ls', store, '--json'], { encoding: 'utf8' }))
+  assert.equal(listed.length, REPEATS + 3, 'every run, the killed one too')
+  assert.ok(listed.every((s) => !s.turnOpen), 'no turn left open (the killed one resumed)')
+  const shown = listed.map((s) => {
+    const messages = JSON.parse(execFileSync(cli, ['show', store, s.id, '--messages', '--json'], { encoding: 'utf8' }))
+    const last = messages.at(-1).message
+    return last.role === 'assistant' ? last.content.map((c) => c.text ?? '').join('').trim() : null
+  })
+  for (const answer of printed.sessdb) assert.ok(shown.includes(answer), answer.slice(0, 60))
+  assert.equal(JSON.parse(execFileSync(cli, ['verify', store, '--json'], { encoding: 'utf8' })).ok, true)
   // The killed runs: the same events around a run of chunks cut where the kill fell.
   const shape = (events) =>
     events
