@@ -235,12 +235,13 @@ impl Shipper {
         }
         let mut report = ShipReport::default();
         loop {
-            let (more, round) = self.round(store, &mut report)?;
-            if round {
-                report.transactions += 1;
-            }
-            if !more {
-                return Ok(report);
+            match self.round(store, &mut report)? {
+                Round::Nothing => return Ok(report),
+                Round::Committed => {
+                    report.transactions += 1;
+                    return Ok(report);
+                }
+                Round::CommittedMoreLeft => report.transactions += 1,
             }
         }
     }
@@ -334,8 +335,8 @@ impl Shipper {
         Ok(reset)
     }
 
-    /// One transaction: returns whether more is left to ship, and whether it committed one.
-    fn round(&mut self, store: &Store, report: &mut ShipReport) -> Result<(bool, bool)> {
+    /// One transaction, and whether more is left to ship (`Round`).
+    fn round(&mut self, store: &Store, report: &mut ShipReport) -> Result<Round> {
         let list: Vec<SessionInfo> = store.list();
         let lsn = i64::try_from(store.stats().end_lsn).unwrap_or(i64::MAX);
         let local: BTreeSet<&str> = list.iter().map(|i| i.header.id.as_str()).collect();
@@ -496,7 +497,7 @@ impl Shipper {
             }
         }
         if !wrote {
-            return Ok((false, false));
+            return Ok(Round::Nothing);
         }
         let mark = store.last_record();
         tx.execute(
@@ -527,7 +528,11 @@ impl Shipper {
         report.removed.extend(removed);
         report.kept.extend(given_away);
         self.known.extend(changed);
-        Ok((more, true))
+        Ok(if more {
+            Round::CommittedMoreLeft
+        } else {
+            Round::Committed
+        })
     }
 }
 
@@ -650,6 +655,17 @@ fn ship_session(
             surface: new_surface,
         },
     })
+}
+
+/// What one round of [`Shipper::ship`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Round {
+    /// Nothing to write: no transaction committed, nothing left.
+    Nothing,
+    /// One transaction committed; nothing left.
+    Committed,
+    /// One transaction committed; its budget ran out with more to ship.
+    CommittedMoreLeft,
 }
 
 /// What [`ship_session`] did with one session.

@@ -33,15 +33,19 @@ pub(crate) fn left_dead(inner: &Inner, bytes: &std::collections::BTreeMap<u64, u
 
 fn run(inner: &Arc<Inner>) {
     let m = &inner.maintenance;
-    while let Some((retain, compact)) = m.next_step() {
-        if retain && let Some(policy) = inner.options.retention {
+    while let Some(due) = m.next_step() {
+        if due.retention
+            && let Some(policy) = inner.options.retention
+        {
             let done = match inner.apply_retention(&policy, false) {
                 Ok(r) => Ok(r.deleted.len() as u64),
                 Err(e) => Err(e.to_string()),
             };
             m.retention_done(done, policy.check_every);
         }
-        if compact && let Some(policy) = inner.options.compaction {
+        if due.compaction
+            && let Some(policy) = inner.options.compaction
+        {
             match inner.compact(Run::Apply, Scope::Policy(policy)) {
                 Ok(out) => m.compaction_done(Ok((
                     out.report.segments.len() as u64,

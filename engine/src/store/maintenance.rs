@@ -66,11 +66,22 @@ pub(crate) struct Maintenance {
 
 impl State {
     /// Whether a step is due at `now`: (retention, compaction).
-    fn due_at(&self, now: Instant) -> (bool, bool) {
-        let retain = self.retention_at.is_some_and(|t| t <= now);
+    fn due_at(&self, now: Instant) -> Due {
         let first = self.first_read_at.is_some_and(|t| t <= now);
-        (retain, first || self.due)
+        Due {
+            retention: self.retention_at.is_some_and(|t| t <= now),
+            compaction: first || self.due,
+        }
     }
+}
+
+/// Which background steps are due ([`Maintenance::next_step`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Due {
+    /// The retention policy's step.
+    pub(crate) retention: bool,
+    /// A compaction by the policy (its first read of the log, or dead bytes past the line).
+    pub(crate) compaction: bool,
 }
 
 impl Maintenance {
@@ -94,21 +105,21 @@ impl Maintenance {
         }
     }
 
-    /// Blocks until a step is due: `(retention, compaction)`; `None` once stopped.
-    pub(crate) fn next_step(&self) -> Option<(bool, bool)> {
+    /// Blocks until a step is due, and says which; `None` once stopped.
+    pub(crate) fn next_step(&self) -> Option<Due> {
         let mut st = self.state.lock();
         loop {
             if st.stop {
                 return None;
             }
-            let (retain, compact) = st.due_at(Instant::now());
-            if retain || compact {
+            let due = st.due_at(Instant::now());
+            if due.retention || due.compaction {
                 st.busy = true;
                 st.due = false;
-                if compact {
+                if due.compaction {
                     st.first_read_at = None;
                 }
-                return Some((retain, compact));
+                return Some(due);
             }
             match [st.retention_at, st.first_read_at]
                 .into_iter()
@@ -227,8 +238,8 @@ impl Maintenance {
         let deadline = Instant::now() + timeout;
         let mut st = self.state.lock();
         let pending = |st: &State| {
-            let (r, c) = st.due_at(Instant::now());
-            st.busy || r || c
+            let due = st.due_at(Instant::now());
+            st.busy || due.retention || due.compaction
         };
         while pending(&st) && !st.stop {
             if self.cv.wait_until(&mut st, deadline).timed_out() {
