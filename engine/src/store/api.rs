@@ -136,7 +136,7 @@ impl Store {
     /// # Errors
     /// As [`Store::create_session`].
     pub fn restore_session(&self, header: SessionHeader, events: Vec<Event>) -> Result<u64> {
-        self.inner.create(header, events, false)
+        self.inner.create(header, events, super::write::Seed::Exact)
     }
 
     /// Appends one event; returns its seq.

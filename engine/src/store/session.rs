@@ -113,7 +113,8 @@ impl Store {
         seed: Vec<Event>,
     ) -> Result<SessionHandle<'_>> {
         let id = header.id.clone();
-        self.inner.create(header, seed, true)?;
+        self.inner
+            .create(header, seed, super::write::Seed::EndMarked)?;
         Ok(SessionHandle::new(self, id))
     }
 

@@ -17,6 +17,15 @@ use crate::model::{
 };
 use crate::{Error, Result};
 
+/// How a new session's first events are taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Seed {
+    /// As given, every event, nothing added: a session restored (import, DSH materializing).
+    Exact,
+    /// A seed: `session/end-seed` is appended unless it ends with one (DSH's `create`).
+    EndMarked,
+}
+
 impl Inner {
     pub(super) fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Acquire)
@@ -148,12 +157,12 @@ impl Inner {
         &self,
         header: SessionHeader,
         events: Vec<Event>,
-        end_seed: bool,
+        seed: Seed,
     ) -> Result<u64> {
         // Closed before invalid, as every call says.
         self.check_writable()?;
         header.validate()?;
-        self.write_with(|tail, now| self.create_in(tail, now, header, events, end_seed))
+        self.write_with(|tail, now| self.create_in(tail, now, header, events, seed))
     }
 
     fn create_in(
@@ -162,13 +171,13 @@ impl Inner {
         now: &Now<'_>,
         header: SessionHeader,
         mut events: Vec<Event>,
-        end_seed: bool,
+        seed: Seed,
     ) -> Result<(u64, Option<u64>)> {
         let id = header.id.clone();
         if self.catalog.read().sessions.contains_key(&id) {
             return Err(Error::SessionExists { id });
         }
-        if end_seed {
+        if seed == Seed::EndMarked {
             let last = events.last().map(Event::event_type);
             let marker = end_seed_after(last, events.len() as u64, now.get());
             events.extend(marker);
