@@ -196,6 +196,8 @@ impl Inner {
             .ok()
             .flatten()
             .is_some_and(|free| free < staged_max.saturating_mul(2));
+        // Short of room, one file at a time: none is staged ahead of the one put in place.
+        let staged_max = if short { 0 } else { staged_max };
         if short {
             self.checkpoint_alone()?;
         }

@@ -171,7 +171,9 @@ impl Ahead {
                 }
                 break;
             }
-            let beside = state.files == 0 || state.bytes.saturating_add(state.writing) <= max;
+            // `max` 0: none ahead (a disk short of room: one file at a time).
+            let beside =
+                max > 0 && (state.files == 0 || state.bytes.saturating_add(state.writing) <= max);
             let fits =
                 available().is_none_or(|free| state.writing.saturating_add(estimate) <= free);
             if beside && fits {
@@ -334,7 +336,23 @@ impl Inner {
                             Err(_) => return Err(crate::Error::Closed),
                         }
                     };
-                    let pending: Pending<'_, '_> = pending?;
+                    let pending: Pending<'_, '_> = match pending {
+                        // The disk was fuller than the file's admission saw (a replaced
+                        // file's blocks not yet given back): once everything handed to the
+                        // releaser is let go, this file — the one every later one waits
+                        // for — is written once more, here.
+                        Err(crate::Error::NoSpace { .. }) => {
+                            releaser.settle();
+                            let si = touched.get(k).copied().ok_or(crate::Error::Closed)?;
+                            let seg = slots
+                                .get(si)
+                                .and_then(|s| s.lock().clone())
+                                .ok_or(crate::Error::Closed)?;
+                            let mut buf = Vec::new();
+                            self.stage(seg, records, si, checked_to, tombstones, &mut buf)?
+                        }
+                        other => other?,
+                    };
                     // A store closing stops its compaction between two renames: every
                     // state between two of them replays (what is staged is removed).
                     if self.is_closed() {
