@@ -25,6 +25,22 @@ use super::report::{CompactReport, SegmentCompaction};
 use crate::Result;
 use crate::codec::frame::RecordLink;
 
+/// What a compaction leaves out ([`Inner::choose`]).
+struct Work {
+    drops: history::Drops,
+    /// Segments written again only for their expired tombstones.
+    refresh: Vec<usize>,
+}
+
+/// How a pass writes: to the snapshot's end, with these tombstones, up to `staged_max`
+/// bytes staged ahead (0: none).
+#[derive(Clone, Copy)]
+struct Written {
+    end_lsn: u64,
+    tombstones: Tombstones,
+    staged_max: u64,
+}
+
 /// What a dry run measures: the snapshot and what the run would leave out of it.
 #[derive(Clone, Copy)]
 struct Plan<'a> {
@@ -93,35 +109,82 @@ pub(super) struct Outcome {
 impl Inner {
     /// Compacts the log; in a dry run, only reads it and reports what would go.
     pub(super) fn compact(&self, run: Run, scope: Scope) -> Result<Outcome> {
-        let dry_run = run == Run::Plan;
         // A dry run writes nothing: it runs read-only too, beside the store's writer.
-        if !dry_run {
-            self.check_writable()?;
-        } else if self.is_closed() {
-            return Err(crate::Error::Closed);
+        match run {
+            Run::Apply => self.check_writable()?,
+            Run::Plan if self.is_closed() => return Err(crate::Error::Closed),
+            Run::Plan => {}
         }
         let _one = self.compacting.lock();
         let mut out = Outcome {
             report: CompactReport {
-                dry_run,
+                dry_run: run == Run::Plan,
                 ..CompactReport::default()
             },
             dead_left: BTreeMap::new(),
         };
-        let report = &mut out.report;
         let cutoff = self.tombstone_cutoff(scope);
         let (segments, end_lsn) = if self.read_only {
             (self.segments.all(), self.read_end.lock().0)
         } else {
             self.snapshot()?
         };
-        let history = read::read(&segments, end_lsn, self.options.record_bytes_max)?;
+        let Some(work) = self.choose(&segments, end_lsn, scope, cutoff, &mut out)? else {
+            return Ok(out);
+        };
+        let report = &mut out.report;
+        report.sessions_erased = work.drops.sessions_erased;
+        // The active segment sealed when it holds something that goes, then a full
+        // checkpoint, and every older one removed, before any record goes: it holds no
+        // session this compaction erases (their deletions are before it), so an open never
+        // falls back to a chain that would bring one back, whichever renames a crash keeps.
+        let last = segments.len().saturating_sub(1);
+        let rolls = work
+            .drops
+            .records
+            .iter()
+            .chain(&work.drops.deletions_after)
+            .any(|r| r.seg == last);
+        if run == Run::Plan {
+            let named = self.tail.lock().as_ref().and_then(|t| t.last_record);
+            let plan = Plan {
+                segments: &segments,
+                end_lsn,
+                drops: &work.drops,
+                refresh: &work.refresh,
+                tombstones: Tombstones { cutoff, named },
+                rolls,
+            };
+            self.measure_plan(&plan, report)?;
+            report.rolled = rolls;
+            return Ok(out);
+        }
+        if rolls {
+            self.roll()?;
+            report.rolled = true;
+        }
+        self.apply(segments, end_lsn, &work, scope, cutoff, report)?;
+        Ok(out)
+    }
+
+    /// What goes, from one read of the log: the records of deleted sessions no live one
+    /// reads (in the segments `scope` wants), and the segments written again only for their
+    /// expired tombstones; `None` when nothing goes. Fills in what is reported either way.
+    fn choose(
+        &self,
+        segments: &[Arc<super::segments::Segment>],
+        end_lsn: u64,
+        scope: Scope,
+        cutoff: i64,
+        out: &mut Outcome,
+    ) -> Result<Option<Work>> {
+        let history = read::read(segments, end_lsn, self.options.record_bytes_max)?;
         let every = history.plan(|_| true);
-        let dead = dead_by_segment(&segments, &every, cutoff);
+        let dead = dead_by_segment(segments, &every, cutoff);
         let chosen = match scope {
             Scope::All => vec![true; segments.len()],
             Scope::Policy(p) => history.closure(segments.len(), |si| {
-                p.wants(dead[si], record_bytes(&segments, si, end_lsn))
+                p.wants(dead[si], record_bytes(segments, si, end_lsn))
             }),
         };
         let wanted = |si: usize| chosen.get(si).copied().unwrap_or(false);
@@ -130,7 +193,7 @@ impl Inner {
             Scope::Policy(_) => history.plan(wanted),
         };
         // Reported whether or not anything goes: a deletion a fork keeps reclaims nothing.
-        report.sessions_kept = drops.sessions_kept;
+        out.report.sessions_kept = drops.sessions_kept;
         for (si, seg) in segments.iter().enumerate() {
             if dead[si] > 0 && !wanted(si) {
                 out.dead_left.insert(seg.first_lsn, dead[si]);
@@ -145,37 +208,22 @@ impl Inner {
             })
             .collect();
         if drops.records.is_empty() && refresh.is_empty() {
-            return Ok(out);
+            return Ok(None);
         }
-        report.sessions_erased = drops.sessions_erased;
-        // The active segment sealed when it holds something that goes, then a full
-        // checkpoint, and every older one removed, before any record goes: it holds no
-        // session this compaction erases (their deletions are before it), so an open never
-        // falls back to a chain that would bring one back, whichever renames a crash keeps.
-        let last = segments.len().saturating_sub(1);
-        let rolls = drops
-            .records
-            .iter()
-            .chain(&drops.deletions_after)
-            .any(|r| r.seg == last);
-        if dry_run {
-            let named = self.tail.lock().as_ref().and_then(|t| t.last_record);
-            let plan = Plan {
-                segments: &segments,
-                end_lsn,
-                drops: &drops,
-                refresh: &refresh,
-                tombstones: Tombstones { cutoff, named },
-                rolls,
-            };
-            self.measure_plan(&plan, report)?;
-            report.rolled = rolls;
-            return Ok(out);
-        }
-        if rolls {
-            self.roll()?;
-            report.rolled = true;
-        }
+        Ok(Some(Work { drops, refresh }))
+    }
+
+    /// Writes what `work` leaves out: the full checkpoint, the first pass (the records), the
+    /// second (the deletions of the sessions the first erased), then the merges.
+    fn apply(
+        &self,
+        segments: Vec<Arc<super::segments::Segment>>,
+        end_lsn: u64,
+        work: &Work,
+        scope: Scope,
+        cutoff: i64,
+        report: &mut CompactReport,
+    ) -> Result<()> {
         // The record that checkpoint names: its tombstone, if it has one, outlives its expiry.
         // Read before the checkpoint is taken: one the writer appends meanwhile is past the
         // snapshot's end, and this compaction leaves out nothing there.
@@ -184,11 +232,9 @@ impl Inner {
         let releaser = pipeline::Releaser::new();
         // The second step finds its segments by first LSN (the first step writes new files).
         let first_lsns: Vec<u64> = segments.iter().map(|s| s.first_lsn).collect();
-        // The checkpoint is written while the first files are staged (nothing a reader or an
-        // open sees changes until a rename), and is durable before the first rename.
         // On a disk with less room than the files staged ahead may take, the checkpoint is
-        // written first, alone: written beside them, it could take the room the file the
-        // putter waits for needs.
+        // written first, alone (beside them, it could take the room the file the putter
+        // waits for needs), and no file is staged ahead: one at a time.
         let staged_max = self.policy(scope).staged_bytes_max;
         let short = self
             .storage
@@ -196,46 +242,31 @@ impl Inner {
             .ok()
             .flatten()
             .is_some_and(|free| free < staged_max.saturating_mul(2));
-        // Short of room, one file at a time: none is staged ahead of the one put in place.
         let staged_max = if short { 0 } else { staged_max };
         if short {
             self.checkpoint_alone()?;
         }
-        std::thread::scope(|s| {
-            let mut checkpoint = (!short).then(|| s.spawn(|| self.checkpoint_alone()));
-            let mut before_first_rename = || match checkpoint.take() {
-                Some(h) => match h.join() {
-                    Ok(done) => done.map(|_| ()),
-                    Err(panic) => std::panic::resume_unwind(panic),
-                },
-                None => Ok(()),
-            };
-            let pass = pipeline::Pass {
-                segments,
-                records: &drops.records,
-                refresh: &refresh,
-                releaser: &releaser,
-            };
-            let written = self.rewrite_all(
-                pass,
-                end_lsn,
-                tombstones,
-                report,
-                staged_max,
-                &mut before_first_rename,
-            );
-            // Joined whatever happened: its error comes second to the rewrite's.
-            let checkpointed = before_first_rename();
-            written.and(checkpointed)
-        })?;
+        let first = pipeline::Pass {
+            segments,
+            records: &work.drops.records,
+            refresh: &work.refresh,
+            releaser: &releaser,
+        };
+        let written = Written {
+            end_lsn,
+            tombstones,
+            staged_max,
+        };
+        self.first_pass(first, written, !short, report)?;
         // The second step leaves out the deletions of the sessions the first erased: a
         // deletion goes only once nothing of its session is left (`history.rs`), so that a
         // replay of the log from its start, at any state between two renames, never finds a
         // session's records without its deletion. They are known from the one read of the
         // log: by segment first LSN, since the segments the first step wrote are new files.
-        if !drops.deletions_after.is_empty() {
+        if !work.drops.deletions_after.is_empty() {
             let now = self.segments.all();
-            let records: Vec<history::Rec> = drops
+            let records: Vec<history::Rec> = work
+                .drops
                 .deletions_after
                 .iter()
                 .filter_map(|r| {
@@ -252,18 +283,37 @@ impl Inner {
                 refresh: &[],
                 releaser: &releaser,
             };
-            self.rewrite_all(
-                pass,
-                end_lsn,
-                tombstones,
-                report,
-                staged_max,
-                &mut || Ok(()),
-            )?;
+            self.rewrite_all(pass, written, report, &mut || Ok(()))?;
         }
         self.merge_small(tombstones, report, &releaser)?;
         report.segments = merged(std::mem::take(&mut report.segments));
-        Ok(out)
+        Ok(())
+    }
+
+    /// The first pass, with the full checkpoint written `beside` its first files (joined and
+    /// durable before the first rename: nothing a reader or an open sees changes until a
+    /// rename) unless it was written before.
+    fn first_pass(
+        &self,
+        pass: pipeline::Pass<'_>,
+        w: Written,
+        beside: bool,
+        report: &mut CompactReport,
+    ) -> Result<()> {
+        std::thread::scope(|s| {
+            let mut checkpoint = beside.then(|| s.spawn(|| self.checkpoint_alone()));
+            let mut before_first_rename = || match checkpoint.take() {
+                Some(h) => match h.join() {
+                    Ok(done) => done.map(|_| ()),
+                    Err(panic) => std::panic::resume_unwind(panic),
+                },
+                None => Ok(()),
+            };
+            let written = self.rewrite_all(pass, w, report, &mut before_first_rename);
+            // Joined whatever happened: its error comes second to the rewrite's.
+            let checkpointed = before_first_rename();
+            written.and(checkpointed)
+        })
     }
 
     /// Live and dead record bytes, per segment: one read of the log, nothing written (a

@@ -243,12 +243,15 @@ impl Inner {
     pub(super) fn rewrite_all(
         &self,
         pass: Pass<'_>,
-        checked_to: u64,
-        tombstones: Tombstones,
+        written: super::Written,
         report: &mut crate::store::report::CompactReport,
-        staged_max: u64,
         before_first_rename: &mut (dyn FnMut() -> Result<()> + Send),
     ) -> Result<()> {
+        let super::Written {
+            end_lsn: checked_to,
+            tombstones,
+            staged_max,
+        } = written;
         let Pass {
             segments,
             records,
