@@ -338,78 +338,146 @@ impl Shipper {
     /// One transaction, and whether more is left to ship (`Round`).
     fn round(&mut self, store: &Store, report: &mut ShipReport) -> Result<Round> {
         let list: Vec<SessionInfo> = store.list();
-        let lsn = i64::try_from(store.stats().end_lsn).unwrap_or(i64::MAX);
-        let local: BTreeSet<&str> = list.iter().map(|i| i.header.id.as_str()).collect();
-        let mut budget = EVENTS_PER_TRANSACTION;
-        let mut changed: Vec<(String, Shipped)> = Vec::new();
-        let mut removed: Vec<String> = Vec::new();
+        let lsn = store.stats().end_lsn;
+        let view = Known {
+            store_id: &self.store_id,
+            known: &self.known,
+            erased: &self.erased,
+        };
         let mut tx = self
             .client
             .transaction()
             .map_err(Error::pg("begin a transaction"))?;
-        let mut wrote = false;
-        // Is the store's log still the one the last round read? It must hold the record that
-        // was its newest then. A store restored from an older backup does not, and neither
-        // does one whose log salvage rewrote there.
-        let last_read = tx
-            .query_one(
-                "SELECT record_lsn, record_crc FROM sessdb_stores WHERE store_id = $1 FOR UPDATE",
-                &[&self.store_id],
-            )
-            .map_err(Error::pg("read the store's shipped position"))?;
-        let continues = match (
-            last_read.get::<_, Option<i64>>(0),
-            last_read.get::<_, Option<i64>>(1),
-        ) {
-            (Some(lsn), Some(crc)) => store.holds_record(LogMark {
-                lsn: lsn.unsigned_abs(),
-                crc: u32::try_from(crc).unwrap_or(0),
-            }),
-            _ => true,
-        };
-        let lost_owner = format!("lost/{}", self.store_id);
-        let mut given_away: Vec<String> = Vec::new();
-        let mut erased: Vec<(String, Erased)> = Vec::new();
-        // Sessions deleted from the store since they were shipped — or, when the log is not
-        // the one shipped from, sessions it never had: those are kept, given to `lost/ID`.
-        for (id, s) in &self.known {
-            if s.owner == self.store_id && !local.contains(id.as_str()) {
-                if continues {
-                    tx.execute(
-                        "DELETE FROM sessdb_sessions WHERE id = $1 AND owner_store = $2",
-                        &[id, &self.store_id],
-                    )
-                    .map_err(Error::pg("remove a deleted session"))?;
-                    // Remembered, so that a backup from before the deletion does not ship
-                    // it again. A row without its incarnation (none is written so) counts
-                    // as created before this round's position.
-                    let gone = Erased {
-                        created_lsn: s.created_lsn.unwrap_or(lsn.unsigned_abs()),
-                        erased_lsn: lsn.unsigned_abs(),
-                    };
-                    remember_erased(&mut tx, &self.store_id, id, gone)?;
-                    erased.push((id.clone(), gone));
-                    removed.push(id.clone());
-                } else {
-                    if given_away.is_empty() {
-                        tx.execute(
-                            "INSERT INTO sessdb_stores (store_id) VALUES ($1) ON CONFLICT DO NOTHING",
-                            &[&lost_owner],
-                        )
-                        .map_err(Error::pg("register the lost sessions' owner"))?;
-                    }
-                    tx.execute(
-                        "UPDATE sessdb_sessions SET owner_store = $3 WHERE id = $1 AND owner_store = $2",
-                        &[id, &self.store_id, &lost_owner],
-                    )
-                    .map_err(Error::pg("keep a session the store lacks"))?;
-                    given_away.push(id.clone());
-                }
-                wrote = true;
+        let continues = log_continues(&mut tx, view.store_id, store)?;
+        let mut changes = Changes::default();
+        let local: BTreeSet<&str> = list.iter().map(|i| i.header.id.as_str()).collect();
+        view.settle_missing(&mut tx, &local, continues, lsn, &mut changes)?;
+        view.ship_sessions(&mut tx, store, &list, lsn, report, &mut changes)?;
+        if !changes.wrote {
+            return Ok(Round::Nothing);
+        }
+        let mark = store.last_record();
+        tx.execute(
+            "UPDATE sessdb_stores SET shipped_lsn = $2, shipped_at = now(), record_lsn = $3, record_crc = $4 WHERE store_id = $1",
+            &[
+                &view.store_id,
+                &to_i64(lsn),
+                &mark.map(|m| to_i64(m.lsn)),
+                &mark.map(|m| i64::from(m.crc)),
+            ],
+        )
+        .map_err(Error::pg("record the store's shipped position"))?;
+        tx.commit().map_err(Error::pg("commit"))?;
+        // Only what committed is known to be there.
+        let more = changes.more;
+        self.remember(changes, report);
+        Ok(if more {
+            Round::CommittedMoreLeft
+        } else {
+            Round::Committed
+        })
+    }
+
+    /// What a committed round changed, remembered and reported.
+    fn remember(&mut self, changes: Changes, report: &mut ShipReport) {
+        let lost_owner = lost_owner(&self.store_id);
+        for id in &changes.removed {
+            self.known.remove(id);
+        }
+        for id in &changes.given_away {
+            if let Some(s) = self.known.get_mut(id) {
+                s.owner.clone_from(&lost_owner);
             }
         }
-        let mut more = false;
-        for info in &list {
+        for (id, gone) in changes.erased {
+            let e = self.erased.entry(id).or_insert(gone);
+            e.created_lsn = e.created_lsn.max(gone.created_lsn);
+            e.erased_lsn = e.erased_lsn.max(gone.erased_lsn);
+        }
+        report.removed.extend(changes.removed);
+        report.kept.extend(changes.given_away);
+        self.known.extend(changes.changed);
+    }
+}
+
+/// The owner of the sessions a diverged store lacked.
+fn lost_owner(store_id: &str) -> String {
+    format!("lost/{store_id}")
+}
+
+/// What a round reads of the shipper's memory while its transaction holds the connection.
+struct Known<'a> {
+    store_id: &'a str,
+    known: &'a BTreeMap<String, Shipped>,
+    erased: &'a BTreeMap<String, Erased>,
+}
+
+impl Known<'_> {
+    /// Sessions deleted from the store since they were shipped are removed (and their
+    /// erasure remembered) — or, when the log is not the one shipped from, sessions it never
+    /// had: those are kept, given to `lost/ID`.
+    fn settle_missing(
+        &self,
+        tx: &mut postgres::Transaction<'_>,
+        local: &BTreeSet<&str>,
+        continues: bool,
+        lsn: u64,
+        changes: &mut Changes,
+    ) -> Result<()> {
+        let lost_owner = lost_owner(self.store_id);
+        for (id, s) in self.known {
+            if s.owner != self.store_id || local.contains(id.as_str()) {
+                continue;
+            }
+            if continues {
+                tx.execute(
+                    "DELETE FROM sessdb_sessions WHERE id = $1 AND owner_store = $2",
+                    &[id, &self.store_id],
+                )
+                .map_err(Error::pg("remove a deleted session"))?;
+                // Remembered, so that a backup from before the deletion does not ship it
+                // again. A row without its incarnation (none is written so) counts as
+                // created before this round's position.
+                let gone = Erased {
+                    created_lsn: s.created_lsn.unwrap_or(lsn),
+                    erased_lsn: lsn,
+                };
+                remember_erased(tx, self.store_id, id, gone)?;
+                changes.erased.push((id.clone(), gone));
+                changes.removed.push(id.clone());
+            } else {
+                if changes.given_away.is_empty() {
+                    tx.execute(
+                        "INSERT INTO sessdb_stores (store_id) VALUES ($1) ON CONFLICT DO NOTHING",
+                        &[&lost_owner],
+                    )
+                    .map_err(Error::pg("register the lost sessions' owner"))?;
+                }
+                tx.execute(
+                    "UPDATE sessdb_sessions SET owner_store = $3 WHERE id = $1 AND owner_store = $2",
+                    &[id, &self.store_id, &lost_owner],
+                )
+                .map_err(Error::pg("keep a session the store lacks"))?;
+                changes.given_away.push(id.clone());
+            }
+            changes.wrote = true;
+        }
+        Ok(())
+    }
+
+    /// Ships the sessions of `list` that have something new, within one transaction's
+    /// budget of events.
+    fn ship_sessions(
+        &self,
+        tx: &mut postgres::Transaction<'_>,
+        store: &Store,
+        list: &[SessionInfo],
+        lsn: u64,
+        report: &mut ShipReport,
+        changes: &mut Changes,
+    ) -> Result<()> {
+        let mut budget = EVENTS_PER_TRANSACTION;
+        for info in list {
             let id = &info.header.id;
             let shipped = self.known.get(id);
             if let Some(s) = shipped
@@ -423,18 +491,8 @@ impl Shipper {
             if report.refused.iter().any(|(i, _)| i == id) {
                 continue;
             }
-            // This incarnation was erased from PostgreSQL: the store holds it again only
-            // because its log is behind the deletion (a backup restored).
-            if let Some(gone) = self.erased.get(id)
-                && info.incarnation.get() <= gone.created_lsn
-            {
-                report.refused.push((
-                    id.clone(),
-                    format!(
-                        "this store deleted it (the copy created at log position {}) and PostgreSQL erased it when the store's log was at position {}; this store holds it again as it was, so its log is behind that deletion (restored from a backup taken before it?): it is not shipped, or the erased text would be back; `sessdb ship --reset {id}` ships it all the same",
-                        gone.created_lsn, gone.erased_lsn
-                    ),
-                ));
+            if let Some(why) = self.erased_again(info) {
+                report.refused.push((id.clone(), why));
                 continue;
             }
             // The surface changes only with an event, and a round that ships a session's last
@@ -447,22 +505,14 @@ impl Shipper {
                 continue;
             }
             if budget == 0 {
-                more = true;
-                break;
+                changes.more = true;
+                return Ok(());
             }
             let remembered = shipped.cloned();
-            match ship_session(
-                &mut tx,
-                &self.store_id,
-                store,
-                info,
-                remembered,
-                &mut budget,
-                lsn.unsigned_abs(),
-            )? {
+            match ship_session(tx, self.store_id, store, info, remembered, &mut budget, lsn)? {
                 Step::OwnedElsewhere(owner, held) => {
                     report.owned_elsewhere.push((id.clone(), owner.clone()));
-                    changed.push((
+                    changes.changed.push((
                         id.clone(),
                         Shipped {
                             owner,
@@ -479,61 +529,84 @@ impl Shipper {
                     now,
                 } => {
                     if let Some(gone) = recreated {
-                        erased.push((id.clone(), gone));
-                        removed.push(id.clone());
+                        changes.erased.push((id.clone(), gone));
+                        changes.removed.push(id.clone());
                     }
                     report.events += events;
                     if events > 0 && !report.sessions.contains(id) {
                         report.sessions.push(id.clone());
                     }
                     let partial = now.events < info.events;
-                    changed.push((id.clone(), now));
-                    wrote = true;
+                    changes.changed.push((id.clone(), now));
+                    changes.wrote = true;
                     if partial {
-                        more = true;
-                        break;
+                        changes.more = true;
+                        return Ok(());
                     }
                 }
             }
         }
-        if !wrote {
-            return Ok(Round::Nothing);
-        }
-        let mark = store.last_record();
-        tx.execute(
-            "UPDATE sessdb_stores SET shipped_lsn = $2, shipped_at = now(), record_lsn = $3, record_crc = $4 WHERE store_id = $1",
-            &[
-                &self.store_id,
-                &lsn,
-                &mark.map(|m| to_i64(m.lsn)),
-                &mark.map(|m| i64::from(m.crc)),
-            ],
-        )
-        .map_err(Error::pg("record the store's shipped position"))?;
-        tx.commit().map_err(Error::pg("commit"))?;
-        // Only what committed is known to be there.
-        for id in &removed {
-            self.known.remove(id);
-        }
-        for id in &given_away {
-            if let Some(s) = self.known.get_mut(id) {
-                s.owner.clone_from(&lost_owner);
-            }
-        }
-        for (id, gone) in erased {
-            let e = self.erased.entry(id).or_insert(gone);
-            e.created_lsn = e.created_lsn.max(gone.created_lsn);
-            e.erased_lsn = e.erased_lsn.max(gone.erased_lsn);
-        }
-        report.removed.extend(removed);
-        report.kept.extend(given_away);
-        self.known.extend(changed);
-        Ok(if more {
-            Round::CommittedMoreLeft
-        } else {
-            Round::Committed
+        Ok(())
+    }
+
+    /// Why a session is refused as erased: this incarnation was erased from PostgreSQL, and
+    /// the store holds it again only because its log is behind the deletion (a backup
+    /// restored). `None` when it was not.
+    fn erased_again(&self, info: &SessionInfo) -> Option<String> {
+        let id = &info.header.id;
+        let gone = self.erased.get(id)?;
+        (info.incarnation.get() <= gone.created_lsn).then(|| {
+            format!(
+                "this store deleted it (the copy created at log position {}) and PostgreSQL erased it when the store's log was at position {}; this store holds it again as it was, so its log is behind that deletion (restored from a backup taken before it?): it is not shipped, or the erased text would be back; `sessdb ship --reset {id}` ships it all the same",
+                gone.created_lsn, gone.erased_lsn
+            )
         })
     }
+}
+
+/// What one round changes, applied to the shipper's memory once it commits.
+#[derive(Default)]
+struct Changes {
+    /// Sessions shipped (their new positions) or found owned elsewhere.
+    changed: Vec<(String, Shipped)>,
+    /// Sessions removed from PostgreSQL.
+    removed: Vec<String>,
+    /// Sessions given to `lost/ID`.
+    given_away: Vec<String>,
+    /// Erasures recorded.
+    erased: Vec<(String, Erased)>,
+    /// Something was written: the round commits.
+    wrote: bool,
+    /// The budget ran out with more to ship.
+    more: bool,
+}
+
+/// Whether the store's log is still the one the last round read: it must hold the record
+/// that was its newest then. A store restored from an older backup does not, and neither
+/// does one whose log salvage rewrote there.
+fn log_continues(
+    tx: &mut postgres::Transaction<'_>,
+    store_id: &str,
+    store: &Store,
+) -> Result<bool> {
+    let last_read = tx
+        .query_one(
+            "SELECT record_lsn, record_crc FROM sessdb_stores WHERE store_id = $1 FOR UPDATE",
+            &[&store_id],
+        )
+        .map_err(Error::pg("read the store's shipped position"))?;
+    Ok(
+        match (
+            last_read.get::<_, Option<i64>>(0),
+            last_read.get::<_, Option<i64>>(1),
+        ) {
+            (Some(lsn), Some(crc)) => store.holds_record(LogMark {
+                lsn: lsn.unsigned_abs(),
+                crc: u32::try_from(crc).unwrap_or(0),
+            }),
+            _ => true,
+        },
+    )
 }
 
 /// Ships what PostgreSQL lacks of one session, inside the round's transaction: its row
