@@ -8,8 +8,24 @@ use crate::{Error, Result};
 /// The layout version of the tables this crate writes and reads.
 pub const LAYOUT_VERSION: i32 = 3;
 
+/// The table of erasures (§4.2): in the schema, and what layout 3 added to layout 2.
+macro_rules! erased_table {
+    () => {
+        "CREATE TABLE sessdb_erased (
+  store_id text NOT NULL,
+  session_id text NOT NULL,
+  store_created_lsn bigint NOT NULL,
+  erased_lsn bigint NOT NULL,
+  erased_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (store_id, session_id, store_created_lsn)
+);
+"
+    };
+}
+
 /// The whole schema, as created in an empty database.
-pub const DDL: &str = "CREATE TABLE sessdb_layout (
+pub const DDL: &str = concat!(
+    "CREATE TABLE sessdb_layout (
   singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
   version integer NOT NULL
 );
@@ -37,15 +53,9 @@ CREATE TABLE sessdb_sessions (
   history bytea NOT NULL,
   last_event bytea
 );
-CREATE TABLE sessdb_erased (
-  store_id text NOT NULL,
-  session_id text NOT NULL,
-  store_created_lsn bigint NOT NULL,
-  erased_lsn bigint NOT NULL,
-  erased_at timestamptz NOT NULL DEFAULT now(),
-  PRIMARY KEY (store_id, session_id, store_created_lsn)
-);
-CREATE TABLE sessdb_events (
+",
+    erased_table!(),
+    "CREATE TABLE sessdb_events (
   session_id text NOT NULL REFERENCES sessdb_sessions(id) ON DELETE CASCADE,
   seq bigint NOT NULL,
   type text NOT NULL,
@@ -76,19 +86,11 @@ CREATE VIEW sessdb_messages AS
   JOIN sessdb_events e ON e.session_id = s.session_id AND e.seq = s.seq
   WHERE NOT (e.type = 'assistant/message'
     AND jsonb_array_length(e.data -> 'message' -> 'content') = 0);
-";
+"
+);
 
 /// What layout 3 adds to layout 2: the sessions a store's lineage erased (§4.2).
-const FROM_2: &str = "CREATE TABLE sessdb_erased (
-  store_id text NOT NULL,
-  session_id text NOT NULL,
-  store_created_lsn bigint NOT NULL,
-  erased_lsn bigint NOT NULL,
-  erased_at timestamptz NOT NULL DEFAULT now(),
-  PRIMARY KEY (store_id, session_id, store_created_lsn)
-);
-UPDATE sessdb_layout SET version = 3;
-";
+const FROM_2: &str = concat!(erased_table!(), "UPDATE sessdb_layout SET version = 3;\n");
 
 /// Creates the tables in a database that has none; checks the layout of one that has them,
 /// bringing layout 2 to 3 (one table added: nothing of layout 2 changes).

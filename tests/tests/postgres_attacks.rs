@@ -54,6 +54,26 @@ fn turns(store: &Store, id: &str, first: u64, n: u64) {
     }
 }
 
+/// A store on files with `sessions` sessions of workload `seed`, shipped as `store-a`, then
+/// closed: the store, a backup of its files, the shipper, and the session ids.
+fn shipped_and_backed_up(
+    pg: &Cluster,
+    options: &StoreOptions,
+    seed: u64,
+    sessions: usize,
+) -> (Backend, Backend, Shipper, Vec<String>) {
+    let a = Backend::fs();
+    let mut store = open_as(&a, options.clone());
+    workload(&mut store, seed, sessions);
+    let ids: Vec<String> = store.list().iter().map(|i| i.header.id.clone()).collect();
+    let mut shipper = Shipper::new(&pg.url(), "store-a").unwrap();
+    shipper.ship(&store).unwrap();
+    store.close().unwrap();
+    drop(store);
+    let backup = a.image(a.files());
+    (a, backup, shipper, ids)
+}
+
 /// `(seq, data_text)` of every row PostgreSQL holds of `id`.
 fn rows(client: &mut postgres::Client, id: &str) -> Vec<(i64, String)> {
     client
@@ -106,16 +126,8 @@ fn regression_a_store_restored_from_a_backup_never_ships_onto_the_lost_history()
 
 fn restored_from_a_backup(options: StoreOptions, segments_at_least: usize) {
     let Some(pg) = Cluster::start() else { return };
-    let a = Backend::fs();
-    let mut store = open_as(&a, options.clone());
-    workload(&mut store, 11, 3);
-    let ids: Vec<String> = store.list().iter().map(|i| i.header.id.clone()).collect();
+    let (a, backup, mut shipper, ids) = shipped_and_backed_up(&pg, &options, 11, 3);
     let (s, other) = (ids[0].clone(), ids[1].clone());
-    let mut shipper = Shipper::new(&pg.url(), "store-a").unwrap();
-    shipper.ship(&store).unwrap();
-    store.close().unwrap();
-    drop(store);
-    let backup = a.image(a.files());
 
     let store = open_as(&a, options.clone());
     turns(&store, &s, 0, 10);
@@ -541,14 +553,7 @@ fn a_retention_deletion_compacted_away_is_shipped() {
 fn a_restored_store_that_compacted_is_still_not_the_one_shipped_from() {
     let Some(pg) = Cluster::start() else { return };
     let options = StoreOptions::default().with_compaction(None);
-    let a = Backend::fs();
-    let mut store = open_as(&a, options.clone());
-    workload(&mut store, 14, 2);
-    let mut shipper = Shipper::new(&pg.url(), "store-a").unwrap();
-    shipper.ship(&store).unwrap();
-    store.close().unwrap();
-    drop(store);
-    let backup = a.image(a.files());
+    let (a, backup, mut shipper, _) = shipped_and_backed_up(&pg, &options, 14, 2);
     let store = open_as(&a, options.clone());
     store
         .create_session(sessdb::SessionHeader::new("z", 0), Vec::new())
@@ -589,16 +594,8 @@ fn a_restored_store_that_compacted_is_still_not_the_one_shipped_from() {
 fn regression_a_restored_backup_does_not_ship_erased_sessions_again() {
     let Some(pg) = Cluster::start() else { return };
     let options = StoreOptions::default().with_compaction(None);
-    let a = Backend::fs();
-    let mut store = open_as(&a, options.clone());
-    workload(&mut store, 21, 4);
-    let ids: Vec<String> = store.list().iter().map(|i| i.header.id.clone()).collect();
+    let (a, backup, mut shipper, ids) = shipped_and_backed_up(&pg, &options, 21, 4);
     let erased = [ids[0].clone(), ids[1].clone()];
-    let mut shipper = Shipper::new(&pg.url(), "store-a").unwrap();
-    shipper.ship(&store).unwrap();
-    store.close().unwrap();
-    drop(store);
-    let backup = a.image(a.files());
 
     let store = open_as(&a, options.clone());
     for id in &erased {
