@@ -9,9 +9,10 @@
 //! workers stage the next files while the device writes and the putter waits for it. At most
 //! `staged_max` bytes (one file at least) are staged and not yet in place: the disk space a
 //! compaction takes beside the files it replaces. Fewer when the disk has less room
-//! (`Storage::available_bytes`): a file is staged ahead only when it fits in what is free,
-//! and the one the putter waits for is always staged, so a compaction needs room for one
-//! output file at a time, not for many. Each old file is let go (`Releaser`) as soon as its
+//! (`Storage::available_bytes`): a file is staged ahead only when it fits in what is free
+//! (none at all when the disk is short of room: `staged_max` 0), and the one the putter waits
+//! for is always staged — written once more after the releaser let go of everything if it
+//! met a full disk — so a compaction needs room for one output file at a time, not for many. Each old file is let go (`Releaser`) as soon as its
 //! replacement is in place, so its blocks are free for the next.
 
 use std::collections::BTreeMap;
