@@ -229,12 +229,14 @@ impl Inner {
         // snapshot's end, and this compaction leaves out nothing there.
         let named = self.tail.lock().as_ref().and_then(|t| t.last_record);
         let tombstones = Tombstones { cutoff, named };
-        let releaser = pipeline::Releaser::new();
         // The second step finds its segments by first LSN (the first step writes new files).
         let first_lsns: Vec<u64> = segments.iter().map(|s| s.first_lsn).collect();
         // On a disk with less room than the files staged ahead may take, the checkpoint is
         // written first, alone (beside them, it could take the room the file the putter
-        // waits for needs), and no file is staged ahead: one at a time.
+        // waits for needs), no file is staged ahead (one at a time), and each replaced file
+        // is let go at once, so its blocks are there for the next. With room, the old files
+        // are let go when the compaction is done: unmapping them beside it slowed it (two
+        // `--only compact` runs: 129 and 135 ms against 123 and 125 ms before).
         let staged_max = self.policy(scope).staged_bytes_max;
         let short = self
             .storage
@@ -242,6 +244,11 @@ impl Inner {
             .ok()
             .flatten()
             .is_some_and(|free| free < staged_max.saturating_mul(2));
+        let releaser = pipeline::Releaser::new(if short {
+            pipeline::Release::AtOnce
+        } else {
+            pipeline::Release::AtEnd
+        });
         let staged_max = if short { 0 } else { staged_max };
         if short {
             self.checkpoint_alone()?;

@@ -49,10 +49,31 @@ pub(crate) struct Releaser {
     tx: Option<mpsc::Sender<Vec<Arc<Segment>>>>,
     /// Hand-overs not yet dropped.
     pending: Arc<(Mutex<usize>, Condvar)>,
+    when: Release,
+    /// With [`Release::AtEnd`], what was handed over, sent when the releaser is dropped.
+    held: Mutex<Vec<Arc<Segment>>>,
+}
+
+/// When a [`Releaser`] lets go of what it is handed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Release {
+    /// As each is handed over: a disk short of room needs the blocks back for the next file.
+    AtOnce,
+    /// When the compaction is done: the unmapping then does not take the CPU from it.
+    AtEnd,
+}
+
+impl Drop for Releaser {
+    fn drop(&mut self) {
+        let held = std::mem::take(&mut *self.held.lock());
+        if !held.is_empty() {
+            self.send(held);
+        }
+    }
 }
 
 impl Releaser {
-    pub(crate) fn new() -> Self {
+    pub(crate) fn new(when: Release) -> Self {
         let (tx, rx) = mpsc::channel::<Vec<Arc<Segment>>>();
         let pending = Arc::new((Mutex::new(0usize), Condvar::new()));
         let count = Arc::clone(&pending);
@@ -69,11 +90,21 @@ impl Releaser {
         Self {
             tx: spawned.is_ok().then_some(tx),
             pending,
+            when,
+            held: Mutex::new(Vec::new()),
         }
     }
 
-    /// Hands `held` over (dropped here when no thread could be started).
+    /// Hands `held` over: let go of now, or when the compaction is done (`Release`).
     pub(crate) fn release(&self, held: Vec<Arc<Segment>>) {
+        match self.when {
+            Release::AtOnce => self.send(held),
+            Release::AtEnd => self.held.lock().extend(held),
+        }
+    }
+
+    /// Sends `held` to the thread (dropped here when no thread could be started).
+    fn send(&self, held: Vec<Arc<Segment>>) {
         if let Some(tx) = &self.tx {
             *self.pending.0.lock() += 1;
             if let Err(mpsc::SendError(held)) = tx.send(held) {
