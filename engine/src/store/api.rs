@@ -5,18 +5,6 @@ use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use super::catalog::{Batch, SessionEntry};
-use super::compact::{Run, Scope, Space};
-use super::info::{CheckpointInfo, DiskUsage, MemoryUsage, SessionInfo, StoreStats};
-use super::inner::Inner;
-use super::maintenance::MaintenanceStatus;
-use super::marks::LogMark;
-use super::options::RetentionPolicy;
-use super::options::StoreOptions;
-use super::report::{CompactReport, OpenReport};
-use super::retention::RetentionReport;
-use super::subscribe::Subscription;
-use super::{open, refresh};
 use crate::codec::EventLoc;
 use crate::event::Event;
 use crate::event::view::EventRef;
@@ -25,6 +13,18 @@ use crate::model::{
     resume_events,
 };
 use crate::storage::{FsStorage, Storage};
+use crate::store::catalog::entries::{Batch, SessionEntry};
+use crate::store::compact::{Run, Scope, Space};
+use crate::store::info::{CheckpointInfo, DiskUsage, MemoryUsage, SessionInfo, StoreStats};
+use crate::store::inner::Inner;
+use crate::store::log::marks::LogMark;
+use crate::store::maintenance::MaintenanceStatus;
+use crate::store::maintenance::retention::RetentionReport;
+use crate::store::open::{self, refresh};
+use crate::store::options::RetentionPolicy;
+use crate::store::options::StoreOptions;
+use crate::store::report::{CompactReport, OpenReport};
+use crate::store::subscribe::Subscription;
 use crate::{Draft, Error, Result};
 
 /// An open store. Clones share it; it is `Send + Sync`. The writer lock is released when the
@@ -56,7 +56,7 @@ impl Store {
     /// A store over an open `Inner`.
     pub(super) fn from_inner(inner: Inner) -> Store {
         let inner = Arc::new(inner);
-        super::background::start(&inner);
+        crate::store::maintenance::background::start(&inner);
         Store {
             _handle: Arc::new(Handle(Arc::clone(&inner))),
             inner,
@@ -136,7 +136,8 @@ impl Store {
     /// # Errors
     /// As [`Store::create_session`].
     pub fn restore_session(&self, header: SessionHeader, events: Vec<Event>) -> Result<u64> {
-        self.inner.create(header, events, super::write::Seed::Exact)
+        self.inner
+            .create(header, events, crate::store::write::Seed::Exact)
     }
 
     /// Appends one event; returns its seq.
@@ -525,8 +526,8 @@ impl Store {
     /// for a store restored from a backup older than the record, or one whose log was
     /// rewritten there (salvage voids damaged and dropped records).
     pub fn holds_record(&self, mark: LogMark) -> bool {
-        super::marks::crc_field_at(&self.inner.segments, mark.lsn) == Some(mark.crc)
-            || super::marks::left_out(&self.inner.segments, mark.lsn, mark.crc)
+        crate::store::log::marks::crc_field_at(&self.inner.segments, mark.lsn) == Some(mark.crc)
+            || crate::store::log::marks::left_out(&self.inner.segments, mark.lsn, mark.crc)
     }
 
     /// What the resident index and the surfaces cost in memory.
@@ -613,7 +614,7 @@ impl Store {
     pub fn checkpoint(&self) -> Result<Option<CheckpointInfo>> {
         Ok(self
             .inner
-            .checkpoint(super::checkpoint::CheckpointKind::Delta)?
+            .checkpoint(crate::store::checkpoint::files::CheckpointKind::Delta)?
             .map(|m| CheckpointInfo {
                 generation: m.generation,
                 covered_lsn: m.covered_lsn,
@@ -645,7 +646,7 @@ impl Store {
         } else {
             self.inner.poison.check().and_then(|()| {
                 self.inner
-                    .checkpoint_unchecked(super::checkpoint::CheckpointKind::Delta)
+                    .checkpoint_unchecked(crate::store::checkpoint::files::CheckpointKind::Delta)
                     .map(|_| ())
             })
         };
@@ -678,7 +679,7 @@ fn info_of(e: &SessionEntry) -> SessionInfo {
         surface_len: e.state.surface().seqs().len(),
         last_time: e.state.last_time(),
         turn_open: e.state.repair().turn_is_open(),
-        incarnation: super::info::Incarnation(e.created_lsn),
+        incarnation: crate::store::info::Incarnation(e.created_lsn),
     }
 }
 

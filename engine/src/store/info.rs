@@ -2,7 +2,7 @@
 
 use crate::model::SessionHeader;
 
-/// One row of [`Store::list`](super::Store::list).
+/// One row of [`Store::list`](crate::store::Store::list).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionInfo {
     /// The header.
@@ -40,7 +40,7 @@ impl std::fmt::Display for Incarnation {
     }
 }
 
-/// What [`Store::checkpoint`](super::Store::checkpoint) wrote.
+/// What [`Store::checkpoint`](crate::store::Store::checkpoint) wrote.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct CheckpointInfo {
@@ -52,7 +52,7 @@ pub struct CheckpointInfo {
     pub full: bool,
 }
 
-/// Figures of [`Store::stats`](super::Store::stats).
+/// Figures of [`Store::stats`](crate::store::Store::stats).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoreStats {
     /// Live sessions.
@@ -63,7 +63,7 @@ pub struct StoreStats {
     pub segments: usize,
     /// The log's end position: the LSN the next record takes. A position, not a size:
     /// compaction leaves gaps where records went, so it does not shrink (the bytes the
-    /// store's files take are [`Store::disk_usage`](super::Store::disk_usage)).
+    /// store's files take are [`Store::disk_usage`](crate::store::Store::disk_usage)).
     pub end_lsn: u64,
     /// The log position covered by the newest checkpoint.
     pub checkpoint_lsn: u64,
@@ -71,7 +71,7 @@ pub struct StoreStats {
     pub checkpoint_generation: u64,
 }
 
-/// The bytes the store's files take, from their metadata ([`Store::disk_usage`](super::Store::disk_usage)).
+/// The bytes the store's files take, from their metadata ([`Store::disk_usage`](crate::store::Store::disk_usage)).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DiskUsage {
     /// Segment files: records, compaction's tables, and the space allocated ahead of the
@@ -88,7 +88,7 @@ impl DiskUsage {
     }
 }
 
-/// Resident memory of the per-event index and the surfaces ([`Store::memory_usage`](super::Store::memory_usage)).
+/// Resident memory of the per-event index and the surfaces ([`Store::memory_usage`](crate::store::Store::memory_usage)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MemoryUsage {
     /// Events of live sessions, each counted once even when forks share it.

@@ -76,7 +76,7 @@ pub struct StoreOptions {
     pub clock: Clock,
     /// Told how far open's log scan has come.
     pub progress: OpenProgress,
-    /// When the writer compacts in the background (`None`: only [`Store::compact`](super::Store::compact)).
+    /// When the writer compacts in the background (`None`: only [`Store::compact`](crate::store::Store::compact)).
     /// Default: a segment is written again once half of its bytes are dead.
     pub compaction: Option<CompactionPolicy>,
     /// Which sessions the writer deletes by itself (`None`, the default: none).
@@ -167,7 +167,7 @@ impl CompactionPolicy {
     }
 }
 
-/// Which sessions a writer deletes by itself ([`Store::apply_retention`](super::Store::apply_retention)),
+/// Which sessions a writer deletes by itself ([`Store::apply_retention`](crate::store::Store::apply_retention)),
 /// at open and then every [`RetentionPolicy::check_every`]. A deleted session's bytes go at
 /// the next compaction.
 ///

@@ -96,7 +96,7 @@ pub struct SessionLoss {
     pub lost_through: Option<u64>,
 }
 
-/// What [`verify`](super::verify) checked and found.
+/// What [`verify`](crate::store::verify) checked and found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct VerifyReport {
     /// Segment files read.
@@ -128,7 +128,7 @@ impl VerifyReport {
     }
 }
 
-/// What a compaction did ([`Store::compact`](super::Store::compact)), or in a dry run would do.
+/// What a compaction did ([`Store::compact`](crate::store::Store::compact)), or in a dry run would do.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CompactReport {
     /// Only planned: no file changed.

@@ -3,11 +3,11 @@
 
 use std::ops::RangeBounds;
 
-use super::api::Store;
-use super::info::SessionInfo;
-use super::subscribe::Subscription;
 use crate::event::Event;
 use crate::model::{ForkSpec, SessionHeader};
+use crate::store::api::Store;
+use crate::store::info::SessionInfo;
+use crate::store::subscribe::Subscription;
 use crate::{Draft, Error, Result};
 
 /// One session of a store: every method is the [`Store`] method of the same name for this
@@ -114,7 +114,7 @@ impl Store {
     ) -> Result<SessionHandle<'_>> {
         let id = header.id.clone();
         self.inner
-            .create(header, seed, super::write::Seed::EndMarked)?;
+            .create(header, seed, crate::store::write::Seed::EndMarked)?;
         Ok(SessionHandle::new(self, id))
     }
 

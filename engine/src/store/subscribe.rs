@@ -4,8 +4,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::inner::Inner;
 use crate::event::Event;
+use crate::store::inner::Inner;
 use crate::{Error, Result};
 
 /// A cursor over a session's events from a seq on; waits for new ones.
@@ -61,7 +61,7 @@ impl Subscription {
 /// Blocking iteration: each event as it is appended; the iteration ends when the store is
 /// closed (after every event already there). An append in this process wakes it at once; a
 /// read-only store sees another process's appends only when something calls
-/// [`Store::refresh`](super::Store::refresh) on it (a follower thread, say).
+/// [`Store::refresh`](crate::store::Store::refresh) on it (a follower thread, say).
 impl Iterator for Subscription {
     type Item = Result<Event>;
 

@@ -3,11 +3,11 @@
 
 use std::sync::Arc;
 
-use super::api::Store;
-use super::open;
-use super::options::StoreOptions;
-use super::report::VerifyReport;
 use crate::storage::Storage;
+use crate::store::api::Store;
+use crate::store::open;
+use crate::store::options::StoreOptions;
+use crate::store::report::VerifyReport;
 use crate::{Error, Result};
 
 /// Verifies the store on `storage` without writing to it (works beside a live writer).
@@ -15,7 +15,7 @@ use crate::{Error, Result};
 /// # Errors
 /// I/O errors only; damage is reported in [`VerifyReport::problems`].
 pub fn verify(storage: Arc<dyn Storage>) -> Result<VerifyReport> {
-    verify_with_progress(storage, super::OpenProgress::default())
+    verify_with_progress(storage, crate::store::OpenProgress::default())
 }
 
 /// [`verify`], telling `progress` how far the full replay has come.
@@ -24,7 +24,7 @@ pub fn verify(storage: Arc<dyn Storage>) -> Result<VerifyReport> {
 /// As [`verify`].
 pub fn verify_with_progress(
     storage: Arc<dyn Storage>,
-    progress: super::OpenProgress,
+    progress: crate::store::OpenProgress,
 ) -> Result<VerifyReport> {
     let mut report = VerifyReport::default();
     let full_options = StoreOptions {
@@ -142,13 +142,13 @@ pub fn verify_with_progress(
 /// it read intact (records, bytes, sessions, events; the newest checkpoint, not compared).
 fn every_damage(storage: &dyn Storage, first: &Error, report: &mut VerifyReport) {
     report.problems.push(first.to_string());
-    report.checkpoint = super::chain::CheckpointHeaders::load(storage)
+    report.checkpoint = crate::store::checkpoint::chain::CheckpointHeaders::load(storage)
         .ok()
         .and_then(|h| h.newest());
-    let Ok(plan) = super::salvage::plan(storage, &StoreOptions::default()) else {
+    let Ok(plan) = crate::store::salvage::plan(storage, &StoreOptions::default()) else {
         return;
     };
-    report.segments = super::log::discover::segment_lsns(storage).map_or(0, |l| l.len());
+    report.segments = crate::store::log::discover::segment_lsns(storage).map_or(0, |l| l.len());
     report.records = plan.read.records;
     report.log_bytes = plan.read.log_bytes;
     report.sessions = plan.read.sessions;

@@ -4,10 +4,6 @@
 
 use std::sync::atomic::Ordering;
 
-use super::catalog::{Batch, SessionEntry, StoredEvents, plan_batch};
-use super::inner::Inner;
-use super::options;
-use super::tail::Tail;
 use crate::codec::frame::{begin_frame, payload_len, payload_offset};
 use crate::codec::record::{BodyRef, encode_into};
 use crate::event::Event;
@@ -15,6 +11,10 @@ use crate::limits::Now;
 use crate::model::{
     EventSource, ForkPlan, ForkSpec, SessionHeader, SessionState, end_seed_after, plan_fork,
 };
+use crate::store::catalog::entries::{Batch, SessionEntry, StoredEvents, plan_batch};
+use crate::store::inner::Inner;
+use crate::store::options;
+use crate::store::writer::tail::Tail;
 use crate::{Error, Result};
 
 /// How a new session's first events are taken.
@@ -200,7 +200,7 @@ impl Inner {
             },
             now,
         )?;
-        let mut locs = super::locations::Locations::default();
+        let mut locs = crate::store::catalog::locations::Locations::default();
         tail.push_locations(lsn, |l| locs.push(l));
         let len = state.next_seq();
         self.catalog
@@ -371,8 +371,8 @@ impl Inner {
         if self.options.compaction.is_some()
             && let Some(entry) = gone
         {
-            let dead = super::retention::own_bytes_of(self, &entry);
-            super::background::left_dead(self, &dead);
+            let dead = crate::store::maintenance::retention::own_bytes_of(self, &entry);
+            crate::store::maintenance::background::left_dead(self, &dead);
         }
         Ok(())
     }

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use crate::codec::CorruptionKind;
 use crate::codec::compacted::{FOOTER_LEN, Footer, Run, Runs, Tombstone};
 use crate::storage::{OpenMode, Replacement, Storage};
-use crate::store::segments::Segment;
+use crate::store::log::segments::Segment;
 use crate::{Error, Result};
 
 /// What a compacted file holds besides its header and frames.

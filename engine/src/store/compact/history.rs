@@ -96,7 +96,7 @@ pub(super) struct Drops {
 }
 
 impl History {
-    /// An empty history, to which [`read`](super::read) adds the log's records in order.
+    /// An empty history, to which [`read`](crate::store::compact::read) adds the log's records in order.
     pub(super) fn new() -> Self {
         Self {
             incarnations: Vec::new(),

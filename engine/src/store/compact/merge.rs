@@ -12,7 +12,7 @@ use crate::codec::frame::{FRAME_HEADER_LEN, FrameCheck, RecordKind, check_frame}
 use crate::codec::segment::{SEGMENT_HEADER_LEN, SEGMENTS_DIR, SegmentHeader};
 use crate::storage::Storage;
 use crate::store::log::map::LsnMap;
-use crate::store::segments::Segment;
+use crate::store::log::segments::Segment;
 use crate::{Error, Result};
 
 /// Groups of neighbouring small sealed compacted segments — a quarter of `max_bytes` at most
@@ -75,8 +75,8 @@ pub(super) fn merge<'s>(
     storage: &'s dyn Storage,
     group: &[Arc<Segment>],
     now_ms: i64,
-    keep: super::Tombstones,
-) -> Result<super::file::Staged<'s>> {
+    keep: crate::store::compact::Tombstones,
+) -> Result<crate::store::compact::file::Staged<'s>> {
     let first = group.first().ok_or(Error::Closed)?;
     let header = SegmentHeader::new(first.first_lsn, now_ms, true);
     let mut out = header.encode().to_vec();
@@ -152,11 +152,11 @@ pub(super) fn merge<'s>(
         tombstones.extend(keep.kept(seg, &seg_tombs));
         end_lsn = seg_end;
     }
-    super::file::stage(
+    crate::store::compact::file::stage(
         storage,
         &first.path,
         &mut out,
-        super::file::Layout {
+        crate::store::compact::file::Layout {
             first_lsn: first.first_lsn,
             end_lsn,
             runs,

@@ -19,11 +19,11 @@ mod rewrite;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::inner::Inner;
-use super::options::CompactionPolicy;
-use super::report::{CompactReport, SegmentCompaction};
 use crate::Result;
 use crate::codec::frame::RecordLink;
+use crate::store::inner::Inner;
+use crate::store::options::CompactionPolicy;
+use crate::store::report::{CompactReport, SegmentCompaction};
 
 /// What a compaction leaves out ([`Inner::choose`]).
 struct Work {
@@ -44,7 +44,7 @@ struct Written {
 /// What a dry run measures: the snapshot and what the run would leave out of it.
 #[derive(Clone, Copy)]
 struct Plan<'a> {
-    segments: &'a [Arc<super::segments::Segment>],
+    segments: &'a [Arc<crate::store::log::segments::Segment>],
     end_lsn: u64,
     drops: &'a history::Drops,
     refresh: &'a [usize],
@@ -65,7 +65,7 @@ pub(super) enum Run {
 /// Which segments a compaction writes again.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Scope {
-    /// Every segment holding a record no session reads ([`Store::compact`](super::Store::compact)).
+    /// Every segment holding a record no session reads ([`Store::compact`](crate::store::Store::compact)).
     All,
     /// Only the segments the policy wants (the writer's background compaction).
     Policy(CompactionPolicy),
@@ -85,7 +85,7 @@ impl Tombstones {
     /// The tombstones of a segment written again: all while none expired, else only the named.
     pub(super) fn kept(
         self,
-        seg: &super::segments::Segment,
+        seg: &crate::store::log::segments::Segment,
         all: &[crate::codec::compacted::Tombstone],
     ) -> Vec<crate::codec::compacted::Tombstone> {
         if seg.expired_tombstone_bytes(self.cutoff) == 0 {
@@ -172,7 +172,7 @@ impl Inner {
     /// expired tombstones; `None` when nothing goes. Fills in what is reported either way.
     fn choose(
         &self,
-        segments: &[Arc<super::segments::Segment>],
+        segments: &[Arc<crate::store::log::segments::Segment>],
         end_lsn: u64,
         scope: Scope,
         cutoff: i64,
@@ -217,7 +217,7 @@ impl Inner {
     /// second (the deletions of the sessions the first erased), then the merges.
     fn apply(
         &self,
-        segments: Vec<Arc<super::segments::Segment>>,
+        segments: Vec<Arc<crate::store::log::segments::Segment>>,
         end_lsn: u64,
         work: &Work,
         scope: Scope,
@@ -366,7 +366,7 @@ impl Inner {
         releaser: &pipeline::Releaser,
     ) -> Result<()> {
         let segments = self.segments.all();
-        let groups: Vec<Vec<Arc<super::segments::Segment>>> =
+        let groups: Vec<Vec<Arc<crate::store::log::segments::Segment>>> =
             merge::groups(&segments, self.options.segment_bytes_max)
                 .into_iter()
                 .map(|g| g.iter().filter_map(|&i| segments.get(i).cloned()).collect())
@@ -374,7 +374,10 @@ impl Inner {
         releaser.release(segments);
         // Merged files staged ahead (their writeback started) while the disk has room for
         // the next beside them, then each put in place: one at a time at worst.
-        let mut staged: Vec<(Vec<Arc<super::segments::Segment>>, file::Staged<'_>)> = Vec::new();
+        let mut staged: Vec<(
+            Vec<Arc<crate::store::log::segments::Segment>>,
+            file::Staged<'_>,
+        )> = Vec::new();
         for members in groups {
             if self.is_closed() {
                 return Err(crate::Error::Closed);
@@ -408,7 +411,10 @@ impl Inner {
     /// Puts merged files in place, in order, each group's old files removed and let go.
     fn put_merged(
         &self,
-        staged: Vec<(Vec<Arc<super::segments::Segment>>, file::Staged<'_>)>,
+        staged: Vec<(
+            Vec<Arc<crate::store::log::segments::Segment>>,
+            file::Staged<'_>,
+        )>,
         report: &mut CompactReport,
         releaser: &pipeline::Releaser,
     ) -> Result<()> {
@@ -521,7 +527,7 @@ impl Inner {
     }
 
     /// The segments and the log end, under the writer lock.
-    fn snapshot(&self) -> Result<(Vec<Arc<super::segments::Segment>>, u64)> {
+    fn snapshot(&self) -> Result<(Vec<Arc<crate::store::log::segments::Segment>>, u64)> {
         let tail = self.tail.lock();
         self.poison.check()?;
         let end = tail.as_ref().map_or(0, |t| t.next_lsn);
@@ -545,12 +551,14 @@ impl Inner {
     /// A full checkpoint, then every older checkpoint file removed: they may hold what was
     /// left out (a deleted session's header and state, before its deletion).
     fn checkpoint_alone(&self) -> Result<Option<RecordLink>> {
-        let Some(meta) = self.checkpoint_unchecked(super::checkpoint::CheckpointKind::Full)? else {
+        let Some(meta) =
+            self.checkpoint_unchecked(crate::store::checkpoint::files::CheckpointKind::Full)?
+        else {
             return Ok(None);
         };
-        super::checkpoint::remove(
+        crate::store::checkpoint::files::remove(
             &*self.storage,
-            super::checkpoint::Older::Than(meta.generation),
+            crate::store::checkpoint::files::Older::Than(meta.generation),
         )?;
         Ok(meta.last_record)
     }
@@ -574,7 +582,7 @@ fn merged(parts: Vec<SegmentCompaction>) -> Vec<SegmentCompaction> {
     out
 }
 
-/// The live and dead record bytes of a log ([`Store::space`](super::Store::space)).
+/// The live and dead record bytes of a log ([`Store::space`](crate::store::Store::space)).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Space {
     /// Every segment, oldest first.
@@ -623,7 +631,7 @@ pub struct SegmentSpace {
 /// The dead bytes of each segment of a snapshot: what a plan leaves out, the deletions its
 /// second step would, and tombstone tables written before `cutoff`.
 fn dead_by_segment(
-    segments: &[Arc<super::segments::Segment>],
+    segments: &[Arc<crate::store::log::segments::Segment>],
     drops: &history::Drops,
     cutoff: i64,
 ) -> Vec<u64> {
@@ -640,7 +648,11 @@ fn dead_by_segment(
 }
 
 /// The record bytes of segment `si` of a snapshot that ends at `end_lsn`.
-fn record_bytes(segments: &[Arc<super::segments::Segment>], si: usize, end_lsn: u64) -> u64 {
+fn record_bytes(
+    segments: &[Arc<crate::store::log::segments::Segment>],
+    si: usize,
+    end_lsn: u64,
+) -> u64 {
     let Some(seg) = segments.get(si) else {
         return 0;
     };

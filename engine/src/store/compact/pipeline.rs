@@ -23,13 +23,13 @@ use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 
-use super::history::Rec;
-use super::{Tombstones, rewrite};
 use crate::Result;
 use crate::codec::frame::RecordLink;
+use crate::store::compact::history::Rec;
+use crate::store::compact::{Tombstones, rewrite};
 use crate::store::inner::Inner;
+use crate::store::log::segments::Segment;
 use crate::store::report::SegmentCompaction;
-use crate::store::segments::Segment;
 
 /// What one pass of a compaction writes again: the segments of a snapshot (owned, so that
 /// each old one can be let go once replaced) that hold one of `records` (sorted by LSN) or
@@ -275,11 +275,11 @@ impl Inner {
     pub(super) fn rewrite_all(
         &self,
         pass: Pass<'_>,
-        written: super::Written,
+        written: crate::store::compact::Written,
         report: &mut crate::store::report::CompactReport,
         before_first_rename: &mut (dyn FnMut() -> Result<()> + Send),
     ) -> Result<()> {
-        let super::Written {
+        let crate::store::compact::Written {
             end_lsn: checked_to,
             tombstones,
             staged_max,

@@ -14,14 +14,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 
-use super::history::{Current, History, Rec};
 use crate::codec::CorruptionKind;
 use crate::codec::frame::FRAME_HEADER_LEN;
 use crate::codec::record::{RecordSummary, summarize};
 use crate::codec::segment::SEGMENT_HEADER_LEN;
+use crate::store::compact::history::{Current, History, Rec};
 use crate::store::log::cursor::{LogCursor, SegmentFacts, StopAction};
+use crate::store::log::segments::Segment;
 use crate::store::log::walk::{Go, Met, walk};
-use crate::store::segments::Segment;
 use crate::{Error, Result};
 
 /// Reads the records of `segments` that lie before `end_lsn` (a record at or past it was not

@@ -9,7 +9,6 @@
 //! after that read (the active segment sealed for the compaction) are walked and checked
 //! here before they are copied.
 
-use super::history::Rec;
 use crate::codec::CorruptionKind;
 use crate::codec::compacted::{Run, Tombstone};
 use crate::codec::frame::{
@@ -17,17 +16,18 @@ use crate::codec::frame::{
 };
 use crate::codec::segment::{SEGMENT_HEADER_LEN, SegmentHeader};
 use crate::storage::Storage;
+use crate::store::compact::history::Rec;
 use crate::store::log::cursor::{LogCursor, SegmentFacts, StopAction};
 use crate::store::log::map::LsnMap;
+use crate::store::log::segments::Segment;
 use crate::store::log::walk::{Go, Met, walk};
 use crate::store::report::SegmentCompaction;
-use crate::store::segments::Segment;
 use crate::{Error, Result};
 
 /// A segment compacted, its new file staged (not in place yet).
 pub(super) struct Rewritten<'s> {
     /// The new file, written under its temp name.
-    pub(super) staged: super::file::Staged<'s>,
+    pub(super) staged: crate::store::compact::file::Staged<'s>,
     /// The file's bytes after its header before.
     pub(super) bytes_before: u64,
     /// The file's bytes after its header: records, run table, footer.
@@ -47,7 +47,7 @@ pub(super) struct Job<'a> {
     pub(super) checked_to: u64,
     pub(super) record_bytes_max: u32,
     pub(super) now_ms: i64,
-    pub(super) tombstones: super::Tombstones,
+    pub(super) tombstones: crate::store::compact::Tombstones,
     /// The end LSN a roll would seal the segment at: the active segment measured by a dry
     /// run (the run rolls it first, cutting the space allocated ahead). `None`: as it is.
     pub(super) sealed_at: Option<u64>,
@@ -66,7 +66,7 @@ pub(super) fn rewrite<'s>(
 ) -> Result<Rewritten<'s>> {
     let seg = job.seg;
     let (layout, end_void) = build(job, buf)?;
-    let staged = super::file::stage(storage, &seg.path, buf, layout)?;
+    let staged = crate::store::compact::file::stage(storage, &seg.path, buf, layout)?;
     let bytes_after = staged.file_len() - SEGMENT_HEADER_LEN as u64;
     Ok(Rewritten {
         staged,
@@ -85,7 +85,7 @@ pub(super) fn rewrite<'s>(
 pub(super) fn measure(job: &Job<'_>, buf: &mut Vec<u8>) -> Result<SegmentCompaction> {
     let seg = job.seg;
     let (layout, _) = build(job, buf)?;
-    let file_len = super::file::measure(&seg.path, buf.len() as u64, layout)?;
+    let file_len = crate::store::compact::file::measure(&seg.path, buf.len() as u64, layout)?;
     let bytes_before = match job.sealed_at {
         Some(end) => end.saturating_sub(seg.first_lsn),
         None => seg.stored_bytes()?,
@@ -100,7 +100,10 @@ pub(super) fn measure(job: &Job<'_>, buf: &mut Vec<u8>) -> Result<SegmentCompact
 
 /// The header and kept frames of `job.seg` written again into `buf`, with the tables that go
 /// after them and the void frame that ends it when its last record goes.
-fn build(job: &Job<'_>, buf: &mut Vec<u8>) -> Result<(super::file::Layout, Option<RecordLink>)> {
+fn build(
+    job: &Job<'_>,
+    buf: &mut Vec<u8>,
+) -> Result<(crate::store::compact::file::Layout, Option<RecordLink>)> {
     let seg = job.seg;
     let map = seg.map()?;
     // What an earlier compaction of this segment left out stays named — until its time is
@@ -197,7 +200,7 @@ fn build(job: &Job<'_>, buf: &mut Vec<u8>) -> Result<(super::file::Layout, Optio
     if let Some(v) = end_void {
         tombstones.retain(|t| t.lsn != v.lsn);
     }
-    let layout = super::file::Layout {
+    let layout = crate::store::compact::file::Layout {
         first_lsn: seg.first_lsn,
         end_lsn,
         runs,

@@ -4,14 +4,14 @@
 //! that may be in flight, or corruption of a named kind. Open, `refresh`, salvage and (through
 //! open) `verify` read the log only through it.
 
-use super::map::LsnMap;
 use crate::codec::CorruptionKind;
 use crate::codec::Decoded;
 use crate::codec::frame::{
     Checks, FLAG_LAYOUT2, FRAME_HEADER_LEN, FrameCheck, OFF_FLAGS, RecordKind, check_frame_with,
 };
 use crate::codec::record::{RecordBody, decode, decode_checked};
-use crate::store::recovery::{Corrupt, TailAction, TailFacts, decide_row};
+use crate::store::log::map::LsnMap;
+use crate::store::log::recovery::{Corrupt, TailAction, TailFacts, decide_row};
 
 /// What is known of a segment as a whole when its bytes are read.
 #[derive(Debug, Clone, Copy)]

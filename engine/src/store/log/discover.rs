@@ -13,7 +13,7 @@ use crate::codec::segment::{
     parse_segment_name, segment_path,
 };
 use crate::storage::{OpenMode, Storage, StorageFile};
-use crate::store::segments::Segment;
+use crate::store::log::segments::Segment;
 use crate::{Error, Result};
 
 /// What a segment's header says about it.
@@ -78,7 +78,7 @@ pub(crate) fn rest_is_zero(file: &dyn StorageFile, path: &str) -> Result<bool> {
     let mut rest = vec![0u8; usize::try_from(len).unwrap_or(0) - SEGMENT_HEADER_LEN];
     file.read_at(&mut rest, SEGMENT_HEADER_LEN as u64)
         .map_err(|e| Error::io("read", path, e))?;
-    Ok(super::cursor::zeros(&rest))
+    Ok(crate::store::log::cursor::zeros(&rest))
 }
 
 /// A segment found: its first LSN, its file, the file's length, a compacted one's footer.

@@ -4,9 +4,9 @@
 //! and resynchronises past damage; the count of a segment salvage removes resynchronises and
 //! counts. A new consumer of the log (compaction) is one more closure, not another loop.
 
-use super::cursor::{Frame, LogCursor, SegmentFacts, Step, Stop, StopAction};
 use crate::Result;
 use crate::codec::CorruptionKind;
+use crate::store::log::cursor::{Frame, LogCursor, SegmentFacts, Step, Stop, StopAction};
 
 /// What the walk meets.
 pub(crate) enum Met<'c, 'a> {
@@ -62,7 +62,7 @@ pub(crate) fn empty_log(
     record_bytes_max: u32,
 ) -> Option<CorruptionKind> {
     let facts = SegmentFacts {
-        map: super::map::LsnMap::Plain { first_lsn: 0 },
+        map: crate::store::log::map::LsnMap::Plain { first_lsn: 0 },
         sealed: false,
         durable_lsn,
         locked,

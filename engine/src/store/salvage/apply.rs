@@ -3,14 +3,14 @@
 //! first), each changed segment written whole and renamed over the old one, the marker
 //! cleared.
 
-use super::edits::{Edit, Plan, read_whole};
 use crate::codec::CorruptionKind;
 use crate::codec::frame::encode_voids;
 use crate::codec::segment::{SEGMENT_HEADER_LEN, SEGMENTS_DIR, SegmentHeader, segment_path};
 use crate::storage::{Replacement, Storage};
-use crate::store::checkpoint;
-use crate::store::marker;
+use crate::store::checkpoint::files;
 use crate::store::options::StoreOptions;
+use crate::store::salvage::edits::{Edit, Plan, read_whole};
+use crate::store::salvage::marker;
 use crate::{Error, Result};
 
 /// Carries out a plan (see the module docs for the order and why).
@@ -28,7 +28,7 @@ pub(crate) fn apply(storage: &dyn Storage, options: &StoreOptions, plan: &mut Pl
 
 /// The checkpoints removed, the segments removed and rewritten (see the module docs).
 fn apply_edits(storage: &dyn Storage, options: &StoreOptions, plan: &mut Plan) -> Result<()> {
-    plan.report.checkpoints_removed += checkpoint::remove(storage, checkpoint::Older::All)?;
+    plan.report.checkpoints_removed += files::remove(storage, files::Older::All)?;
     // Later segments first: a crash leaves a log that still continues.
     for (lsn, _) in plan.edits.iter().rev().filter(|(_, e)| *e == Edit::Remove) {
         let path = segment_path(*lsn);

@@ -16,6 +16,7 @@
 mod apply;
 mod edits;
 mod losses;
+pub(crate) mod marker;
 mod repair;
 mod segment;
 
@@ -26,14 +27,6 @@ use edits::{Edit, Plan, bytes_of};
 use losses::{remembered_losses, removed_records};
 use segment::{State, damage};
 
-use super::chain::CheckpointHeaders;
-use super::log::cursor::{SegmentFacts, zeros};
-use super::log::discover::{HeaderVerdict, judge_header, read_head, rest_is_zero, segment_lsns};
-use super::log::map::LsnMap;
-use super::log::walk::empty_log;
-use super::options::StoreOptions;
-use super::report::{Damage, DamageRepair, SalvageReport};
-use super::segments::{Segment, SegmentList};
 use crate::codec::compacted::{FOOTER_LEN, Footer, Runs};
 use crate::codec::segment::SegmentHeader;
 use crate::codec::segment::{
@@ -41,6 +34,16 @@ use crate::codec::segment::{
 };
 use crate::codec::{CorruptionKind, LOCK_FILE};
 use crate::storage::{OpenMode, Storage, StorageFile};
+use crate::store::checkpoint::chain::CheckpointHeaders;
+use crate::store::log::cursor::{SegmentFacts, zeros};
+use crate::store::log::discover::{
+    HeaderVerdict, judge_header, read_head, rest_is_zero, segment_lsns,
+};
+use crate::store::log::map::LsnMap;
+use crate::store::log::segments::{Segment, SegmentList};
+use crate::store::log::walk::empty_log;
+use crate::store::options::StoreOptions;
+use crate::store::report::{Damage, DamageRepair, SalvageReport};
 use crate::{Error, Result};
 
 /// Scans the whole log and plans the salvage; changes nothing.

@@ -4,20 +4,20 @@
 
 use std::collections::BTreeSet;
 
-use super::edits::Plan;
-use super::losses::{Losses, attribute, last_seq, session_of};
-use super::repair::{Found, Repair, choose};
 use crate::codec::CorruptionKind;
 use crate::codec::frame::FRAME_HEADER_LEN;
 use crate::codec::record::RecordBody;
 use crate::codec::segment::SEGMENT_HEADER_LEN;
-use crate::store::catalog::Catalog;
+use crate::store::catalog::entries::Catalog;
 use crate::store::log::cursor::{Frame, LogCursor, SegmentFacts, Stop, StopAction};
+use crate::store::log::segments::SegmentList;
 use crate::store::log::walk::{Go, Met, walk};
+use crate::store::open::replay::replay;
 use crate::store::options::StoreOptions;
-use crate::store::replay::replay;
 use crate::store::report::{Damage, DamageRepair};
-use crate::store::segments::SegmentList;
+use crate::store::salvage::edits::Plan;
+use crate::store::salvage::losses::{Losses, attribute, last_seq, session_of};
+use crate::store::salvage::repair::{Found, Repair, choose};
 use crate::{Error, Result};
 
 /// A damaged place of a segment, and what salvage does about it.

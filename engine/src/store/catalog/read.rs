@@ -1,13 +1,13 @@
 //! Reads by location: one event of a session through the resident index.
 
-use super::catalog::SessionEntry;
-use super::inner::Inner;
 use crate::Result;
 use crate::event::Event;
+use crate::store::catalog::entries::SessionEntry;
+use crate::store::inner::Inner;
 
 impl Inner {
     /// The event `seq` of `session`, if it has one.
-    pub(super) fn event_at(&self, session: &str, seq: u64) -> Result<Option<Event>> {
+    pub(in crate::store) fn event_at(&self, session: &str, seq: u64) -> Result<Option<Event>> {
         let loc = {
             let cat = self.catalog.read();
             let e = cat.get(session)?;
@@ -17,7 +17,11 @@ impl Inner {
     }
 
     /// The event `seq` of a session entry the caller holds.
-    pub(super) fn event_at_loc(&self, entry: &SessionEntry, seq: u64) -> Result<Option<Event>> {
+    pub(in crate::store) fn event_at_loc(
+        &self,
+        entry: &SessionEntry,
+        seq: u64,
+    ) -> Result<Option<Event>> {
         entry
             .locs
             .get(seq)?

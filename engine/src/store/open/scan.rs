@@ -8,50 +8,50 @@ use crate::codec::frame::RecordLink;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use super::catalog::Catalog;
-use super::log::cursor::{LogCursor, SegmentFacts, StopAction};
-use super::log::walk::empty_log;
-use super::log::walk::{Go, Met, walk};
-use super::options::StoreOptions;
-use super::replay::replay;
-use super::segments::{Segment, SegmentList};
 use crate::codec::CorruptionKind;
 use crate::codec::segment::SEGMENTS_DIR;
+use crate::store::catalog::entries::Catalog;
+use crate::store::log::cursor::{LogCursor, SegmentFacts, StopAction};
+use crate::store::log::segments::{Segment, SegmentList};
+use crate::store::log::walk::empty_log;
+use crate::store::log::walk::{Go, Met, walk};
+use crate::store::open::replay::replay;
+use crate::store::options::StoreOptions;
 use crate::{Error, Result};
 
 /// Where and how far a scan reads.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Span {
+pub(in crate::store) struct Span {
     /// The LSN to start at (the chosen checkpoint's covered position, or 0).
-    pub(super) start_lsn: u64,
+    pub(in crate::store) start_lsn: u64,
     /// The furthest position a checkpoint header vouches for.
-    pub(super) durable_lsn: u64,
+    pub(in crate::store) durable_lsn: u64,
     /// `u64::MAX`, or the position to treat as the end (a snapshot).
-    pub(super) stop_lsn: u64,
+    pub(in crate::store) stop_lsn: u64,
     /// The reader holds the writer lock.
-    pub(super) locked: bool,
+    pub(in crate::store) locked: bool,
 }
 
 /// A torn tail the scan found: the newest segment holds it from `offset` on.
 #[derive(Debug)]
-pub(super) struct Cut {
-    pub(super) segment: Arc<Segment>,
-    pub(super) offset: u64,
-    pub(super) bytes: u64,
+pub(in crate::store) struct Cut {
+    pub(in crate::store) segment: Arc<Segment>,
+    pub(in crate::store) offset: u64,
+    pub(in crate::store) bytes: u64,
 }
 
 /// What a scan found.
 #[derive(Debug, Default)]
-pub(super) struct Scanned {
+pub(in crate::store) struct Scanned {
     /// The LSN just past the last record.
-    pub(super) end_lsn: u64,
+    pub(in crate::store) end_lsn: u64,
     /// Records replayed.
-    pub(super) records: u64,
+    pub(in crate::store) records: u64,
     /// A torn tail to cut (only where the reader holds the writer lock).
-    pub(super) cut: Option<Cut>,
+    pub(in crate::store) cut: Option<Cut>,
     /// Bytes left after the last record by a reader without the lock: a writer may be in
     /// the middle of appending them.
-    pub(super) pending_bytes: u64,
+    pub(in crate::store) pending_bytes: u64,
 }
 
 /// Scans `span` of the log, replaying onto `catalog`; `last_record` starts as the chosen
@@ -59,7 +59,7 @@ pub(super) struct Scanned {
 ///
 /// # Errors
 /// `Corruption` where the table says so or a record is refused, I/O errors.
-pub(super) fn scan(
+pub(in crate::store) fn scan(
     list: &SegmentList,
     options: &StoreOptions,
     span: Span,

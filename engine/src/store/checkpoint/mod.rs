@@ -6,11 +6,14 @@
 //! write, rename and directory sync run with both released, so appends and reads go on beside
 //! them. Checkpoints stay one at a time and in order under the chain's lock, taken first.
 
-use super::checkpoint;
-use super::inner::Inner;
+pub(crate) mod chain;
+pub(crate) mod files;
+pub(crate) mod state;
+
 use crate::Result;
 use crate::codec::checkpoint::CheckpointMeta;
-pub(super) use crate::store::checkpoint::CheckpointKind;
+pub(super) use crate::store::checkpoint::files::CheckpointKind;
+use crate::store::inner::Inner;
 
 impl Inner {
     pub(super) fn checkpoint(&self, kind: CheckpointKind) -> Result<Option<CheckpointMeta>> {
@@ -42,7 +45,7 @@ impl Inner {
 
     fn checkpoint_holding(
         &self,
-        mut chain: parking_lot::MutexGuard<'_, super::checkpoint_state::CheckpointState>,
+        mut chain: parking_lot::MutexGuard<'_, crate::store::checkpoint::state::CheckpointState>,
         asked: CheckpointKind,
     ) -> Result<Option<CheckpointMeta>> {
         let tail_guard = self.tail.lock();
@@ -71,7 +74,7 @@ impl Inner {
         // lock held here. What changes after it is marked for the next delta.
         let bytes = {
             let mut cat = self.catalog.write();
-            let bytes = checkpoint::encode(&cat, kind)?;
+            let bytes = files::encode(&cat, kind)?;
             for e in cat.sessions.values_mut() {
                 e.checkpointed_locs = e.locs.len();
                 e.dirty = false;
@@ -84,8 +87,8 @@ impl Inner {
         // (what an open confirms).
         debug_assert!(
             matches!(
-                super::chain::confirm(&self.segments, &meta),
-                super::chain::Confirmation::Holds
+                crate::store::checkpoint::chain::confirm(&self.segments, &meta),
+                crate::store::checkpoint::chain::Confirmation::Holds
             ),
             "a checkpoint link that is not the record it names"
         );
@@ -101,7 +104,7 @@ impl Inner {
         // the write poisons the store: the sessions marked clean above are then written by
         // no later checkpoint of this open, and a reopen recovers from what is durable.
         self.sync_to(meta.covered_lsn)?;
-        if let Err(e) = checkpoint::write(&*self.storage, &meta, &bytes) {
+        if let Err(e) = files::write(&*self.storage, &meta, &bytes) {
             return self.poison(e);
         }
         let obsolete_below = chain.after_write(&meta, full);
@@ -109,7 +112,7 @@ impl Inner {
             // The chain no longer needs them; one left behind by a failure here is harmless
             // (an open takes the newest whole chain) and is removed by the next checkpoint,
             // so the append that found this checkpoint due is not failed for it.
-            let _ = checkpoint::remove(&*self.storage, checkpoint::Older::Than(keep_from));
+            let _ = files::remove(&*self.storage, files::Older::Than(keep_from));
         }
         Ok(Some(meta))
     }

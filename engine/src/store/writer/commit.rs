@@ -11,9 +11,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::{Condvar, Mutex};
 
-use super::poison::Poison;
-use super::tail::Tail;
 use crate::storage::StorageFile;
+use crate::store::writer::poison::Poison;
+use crate::store::writer::tail::Tail;
 use crate::{Error, Result};
 
 /// The file group commit syncs, and its path for errors.

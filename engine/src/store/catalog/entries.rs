@@ -5,10 +5,10 @@
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
 
-use super::locations::Locations;
-use super::segments::SegmentList;
 use crate::event::{Event, SurfaceOp};
 use crate::model::{EventSource, SessionHeader, SessionState, Verdict, plan};
+use crate::store::catalog::locations::Locations;
+use crate::store::log::segments::SegmentList;
 use crate::{Limits, Result};
 
 /// One session's resident state.

@@ -4,9 +4,6 @@
 
 use std::sync::Arc;
 
-use super::catalog::Catalog;
-use super::catalog::SessionEntry;
-use super::locations::{Locations, MappedRun};
 use crate::codec::CorruptionKind;
 use crate::codec::checkpoint::{
     Body, BodyWriter, CHECKPOINT_HEADER_LEN, CHECKPOINTS_DIR, CheckpointHeader, CheckpointMeta,
@@ -15,6 +12,9 @@ use crate::codec::checkpoint::{
 };
 use crate::model::SessionHeader;
 use crate::storage::{FileView, OpenMode, Replacement, Storage, StorageFile};
+use crate::store::catalog::entries::Catalog;
+use crate::store::catalog::entries::SessionEntry;
+use crate::store::catalog::locations::{Locations, MappedRun};
 use crate::{Error, Result};
 
 /// Why [`apply`] could not put a checkpoint body into the catalog.

@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use super::compact::{Run, Scope};
-use super::inner::Inner;
+use crate::store::compact::{Run, Scope};
+use crate::store::inner::Inner;
 
 /// Starts the thread of a writable store that has a policy.
 pub(crate) fn start(inner: &Arc<Inner>) {

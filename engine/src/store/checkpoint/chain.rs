@@ -7,26 +7,26 @@
 use crate::codec::frame::RecordLink;
 use std::collections::BTreeMap;
 
-use super::catalog::Catalog;
-use super::checkpoint::LoadedBody;
-use super::checkpoint::{self, Opened};
-use super::segments::SegmentList;
 use crate::Result;
 use crate::codec::checkpoint::{CheckpointMeta, checkpoint_path};
 use crate::storage::Storage;
+use crate::store::catalog::entries::Catalog;
+use crate::store::checkpoint::files::LoadedBody;
+use crate::store::checkpoint::files::{self, Opened};
+use crate::store::log::segments::SegmentList;
 
 /// Every checkpoint header that checks out, by generation.
-pub(super) struct CheckpointHeaders {
+pub(in crate::store) struct CheckpointHeaders {
     by_generation: BTreeMap<u64, Opened>,
     /// A file listed was gone when opened: retention removed it (a reader beside a writer).
     any_gone: bool,
     /// Files whose header does not check out, with the reason.
-    pub(super) discarded: Vec<String>,
+    pub(in crate::store) discarded: Vec<String>,
 }
 
 /// What the log says of a checkpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Confirmation {
+pub(in crate::store) enum Confirmation {
     /// The record it names is there with its checksum, ending where it says.
     Holds,
     /// Another valid record is where it points: it belongs to another log (a stale copy).
@@ -38,22 +38,22 @@ pub(super) enum Confirmation {
 
 /// A chain to apply: the bodies oldest first, the newest member's meta, the full base's
 /// generation.
-pub(super) struct Chosen {
-    pub(super) bodies: Vec<LoadedBody>,
-    pub(super) meta: CheckpointMeta,
-    pub(super) base: u64,
+pub(in crate::store) struct Chosen {
+    pub(in crate::store) bodies: Vec<LoadedBody>,
+    pub(in crate::store) meta: CheckpointMeta,
+    pub(in crate::store) base: u64,
 }
 
 impl CheckpointHeaders {
     /// Lists the checkpoint files and checks their headers (bodies are read on use).
-    pub(super) fn load(storage: &dyn Storage) -> Result<CheckpointHeaders> {
+    pub(in crate::store) fn load(storage: &dyn Storage) -> Result<CheckpointHeaders> {
         let mut out = CheckpointHeaders {
             by_generation: BTreeMap::new(),
             any_gone: false,
             discarded: Vec::new(),
         };
-        for g in checkpoint::list(storage)? {
-            match checkpoint::open_header(storage, g) {
+        for g in files::list(storage)? {
+            match files::open_header(storage, g) {
                 Ok(opened) => {
                     out.by_generation.insert(g, opened);
                 }
@@ -69,13 +69,13 @@ impl CheckpointHeaders {
     }
 
     /// The newest generation listed with a valid header.
-    pub(super) fn newest(&self) -> Option<u64> {
+    pub(in crate::store) fn newest(&self) -> Option<u64> {
         self.by_generation.keys().next_back().copied()
     }
 
     /// The furthest position any checkpoint header vouches for: every one does, whether or
     /// not its state can be used, unless the log holds another valid record where it points.
-    pub(super) fn durable_mark(&self, segments: &SegmentList) -> u64 {
+    pub(in crate::store) fn durable_mark(&self, segments: &SegmentList) -> u64 {
         self.by_generation
             .values()
             .map(|o| o.header.meta)
@@ -114,7 +114,7 @@ impl CheckpointHeaders {
 
     /// The newest chain that the log confirms and whose bodies check out; every checkpoint
     /// passed over on the way is named in `discarded`.
-    pub(super) fn choose(
+    pub(in crate::store) fn choose(
         &self,
         segments: &SegmentList,
         discarded: &mut Vec<String>,
@@ -158,12 +158,12 @@ impl CheckpointHeaders {
 
     /// The sessions the newest chain whose bodies apply remembers (salvage compares them with
     /// what the log still holds).
-    pub(super) fn remembered(&self) -> Option<Catalog> {
+    pub(in crate::store) fn remembered(&self) -> Option<Catalog> {
         self.by_generation.keys().rev().find_map(|&g| {
             let bodies = self.bodies(&self.chain(g)?).ok()?;
             let mut catalog = Catalog::default();
             for body in bodies {
-                checkpoint::apply(body, &mut catalog).ok()?;
+                files::apply(body, &mut catalog).ok()?;
             }
             Some(catalog)
         })
@@ -172,7 +172,7 @@ impl CheckpointHeaders {
 
 /// Whether the log holds the record a checkpoint names, with its checksum, ending where the
 /// checkpoint says.
-pub(super) fn confirm(segments: &SegmentList, meta: &CheckpointMeta) -> Confirmation {
+pub(in crate::store) fn confirm(segments: &SegmentList, meta: &CheckpointMeta) -> Confirmation {
     use Confirmation::Unconfirmed;
     let Some(RecordLink { lsn, crc }) = meta.last_record else {
         return if meta.covered_lsn == 0 {
@@ -181,7 +181,7 @@ pub(super) fn confirm(segments: &SegmentList, meta: &CheckpointMeta) -> Confirma
             Unconfirmed("no record named but a position past 0")
         };
     };
-    match super::marks::frame_at(segments, lsn) {
+    match crate::store::log::marks::frame_at(segments, lsn) {
         Ok((c, frame_len)) if c == crc && lsn + frame_len as u64 == meta.covered_lsn => {
             Confirmation::Holds
         }
@@ -196,7 +196,7 @@ pub(super) fn confirm(segments: &SegmentList, meta: &CheckpointMeta) -> Confirma
 /// Whether compaction left out the record at `lsn` with checksum `crc`, in a segment that
 /// runs on to `covered_lsn` at least.
 fn left_out_before(segments: &SegmentList, lsn: u64, crc: u32, covered_lsn: u64) -> bool {
-    super::marks::left_out(segments, lsn, crc)
+    crate::store::log::marks::left_out(segments, lsn, crc)
         && covered_lsn > lsn
         && segments
             .find(lsn)

@@ -1,18 +1,18 @@
 //! Retention (`docs/DESIGN.md` §3.7): which sessions go by the age of their last event or
 //! because the live bytes are over a bound (oldest last event first), and the deletions
-//! that follow. Each deletion is one Delete record, as [`Store::delete_session`](super::Store::delete_session)
+//! that follow. Each deletion is one Delete record, as [`Store::delete_session`](crate::store::Store::delete_session)
 //! writes; the bytes go at the next compaction.
 
 use std::collections::BTreeMap;
 
-use super::catalog::SessionEntry;
-use super::inner::Inner;
-use super::options::RetentionPolicy;
 use crate::codec::frame::FRAME_HEADER_LEN;
+use crate::store::catalog::entries::SessionEntry;
+use crate::store::inner::Inner;
+use crate::store::options::RetentionPolicy;
 use crate::{Error, Result};
 
-/// What [`Store::apply_retention`](super::Store::apply_retention) or
-/// [`Store::delete_older_than`](super::Store::delete_older_than) deleted, or in a dry run
+/// What [`Store::apply_retention`](crate::store::Store::apply_retention) or
+/// [`Store::delete_older_than`](crate::store::Store::delete_older_than) deleted, or in a dry run
 /// would delete.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -35,7 +35,7 @@ fn last_written(e: &SessionEntry) -> i64 {
 
 impl Inner {
     /// The sessions whose last event is before `cutoff_ms`, oldest first.
-    pub(super) fn sessions_before(&self, cutoff_ms: i64) -> Vec<(String, i64)> {
+    pub(in crate::store) fn sessions_before(&self, cutoff_ms: i64) -> Vec<(String, i64)> {
         let cat = self.catalog.read();
         let mut out: Vec<(String, i64)> = cat
             .sessions
@@ -48,7 +48,7 @@ impl Inner {
     }
 
     /// Deletes every session in `ids` (all checked first: one unknown id deletes nothing).
-    pub(super) fn delete_all(&self, ids: &[&str]) -> Result<()> {
+    pub(in crate::store) fn delete_all(&self, ids: &[&str]) -> Result<()> {
         self.check_writable()?;
         {
             let cat = self.catalog.read();
@@ -69,7 +69,7 @@ impl Inner {
     }
 
     /// Deletes the sessions whose last event is older than `age`.
-    pub(super) fn delete_older_than(
+    pub(in crate::store) fn delete_older_than(
         &self,
         age: std::time::Duration,
         dry_run: bool,
@@ -97,7 +97,7 @@ impl Inner {
     }
 
     /// Applies `policy` once.
-    pub(super) fn apply_retention(
+    pub(in crate::store) fn apply_retention(
         &self,
         policy: &RetentionPolicy,
         dry_run: bool,
@@ -194,7 +194,7 @@ impl Inner {
     /// What deleting `id` would leave dead, by segment (first LSN): the frames of the records
     /// holding its own events (not those a fork inherits from its parent). An estimate: a
     /// live fork may still read some of them, which the next read of the log finds.
-    pub(super) fn own_bytes(&self, id: &str) -> BTreeMap<u64, u64> {
+    pub(in crate::store) fn own_bytes(&self, id: &str) -> BTreeMap<u64, u64> {
         let cat = self.catalog.read();
         cat.sessions
             .get(id)
@@ -204,7 +204,7 @@ impl Inner {
 }
 
 /// [`Inner::own_bytes`] of an entry.
-pub(super) fn own_bytes_of(inner: &Inner, e: &SessionEntry) -> BTreeMap<u64, u64> {
+pub(in crate::store) fn own_bytes_of(inner: &Inner, e: &SessionEntry) -> BTreeMap<u64, u64> {
     let mut out: BTreeMap<u64, u64> = BTreeMap::new();
     let skip = e.parent.as_ref().map_or(0, |(_, n)| *n);
     let Ok(locs) = e.locs.iter() else {
@@ -222,7 +222,7 @@ pub(super) fn own_bytes_of(inner: &Inner, e: &SessionEntry) -> BTreeMap<u64, u64
         }
         last_record = Some(loc.lsn);
         // A record holds one session's events: its whole frame goes with them.
-        let bytes = super::marks::frame_len_at(&inner.segments, loc.lsn)
+        let bytes = crate::store::log::marks::frame_len_at(&inner.segments, loc.lsn)
             .unwrap_or(u64::from(loc.len) + FRAME_HEADER_LEN as u64);
         *out.entry(seg.first_lsn).or_default() += bytes;
     }

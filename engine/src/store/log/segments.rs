@@ -12,7 +12,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::RwLock;
 
-use super::log::map::LsnMap;
 use crate::codec::CorruptionKind;
 pub use crate::codec::EventLoc;
 use crate::codec::compacted::{FOOTER_LEN, Footer, Runs};
@@ -22,6 +21,7 @@ use crate::codec::segment::{SEGMENT_HEADER_LEN, SEGMENTS_DIR, SegmentHeader, seg
 use crate::event::Event;
 use crate::event::view::EventRef;
 use crate::storage::{FileView, OpenMode, Storage, StorageFile};
+use crate::store::log::map::LsnMap;
 use crate::{Error, Result};
 
 /// One segment file.

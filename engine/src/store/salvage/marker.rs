@@ -7,7 +7,7 @@ use crate::storage::{OpenMode, Storage};
 use crate::{Error, Result};
 
 /// Creates the marker, durably.
-pub(super) fn set(storage: &dyn Storage) -> Result<()> {
+pub(in crate::store) fn set(storage: &dyn Storage) -> Result<()> {
     let io = |op| move |e| Error::io(op, SALVAGE_MARKER, e);
     match storage.open(SALVAGE_MARKER, OpenMode::CreateNew) {
         Ok(f) => f.sync_data().map_err(io("sync"))?,
@@ -19,7 +19,7 @@ pub(super) fn set(storage: &dyn Storage) -> Result<()> {
 }
 
 /// Removes the marker, durably (nothing when there is none).
-pub(super) fn clear(storage: &dyn Storage) -> Result<()> {
+pub(in crate::store) fn clear(storage: &dyn Storage) -> Result<()> {
     let io = |op| move |e| Error::io(op, SALVAGE_MARKER, e);
     match storage.remove(SALVAGE_MARKER) {
         Ok(()) => storage.sync_dir("").map_err(io("sync directory")),
@@ -30,7 +30,7 @@ pub(super) fn clear(storage: &dyn Storage) -> Result<()> {
 
 /// Whether a salvage is (or was, when it died) rewriting the log. An error reading is taken
 /// as "yes": a view is kept rather than rebuilt from what cannot be looked at.
-pub(super) fn is_set(storage: &dyn Storage) -> bool {
+pub(in crate::store) fn is_set(storage: &dyn Storage) -> bool {
     match storage.open(SALVAGE_MARKER, OpenMode::Read) {
         Ok(_) => true,
         Err(e) => e.kind() != std::io::ErrorKind::NotFound,

@@ -5,12 +5,12 @@
 
 use std::sync::Arc;
 
-use super::prefault::Job;
-use super::segments::{Segment, SegmentList, create_segment};
 use crate::codec::EventLoc;
 use crate::codec::frame::{FRAME_HEADER_LEN, FrameLayout, RecordKind, RecordLink, seal_frame};
 use crate::codec::segment::{SEGMENT_HEADER_LEN, SegmentHeader};
 use crate::storage::{Storage, WriteWindow};
+use crate::store::log::segments::{Segment, SegmentList, create_segment};
+use crate::store::writer::prefault::Job;
 use crate::{Error, Result};
 
 /// The append position: the active segment and the next LSN, the space allocated ahead, the
@@ -68,7 +68,7 @@ struct Windows {
     /// Fault each new window in on a helper thread (`Buffered` stores).
     prefault: bool,
     /// The helper, started with the first window.
-    helper: Option<super::prefault::Prefaulter>,
+    helper: Option<crate::store::writer::prefault::Prefaulter>,
 }
 
 impl Tail {
@@ -216,7 +216,7 @@ impl Tail {
                 && self.windows.prefault
             {
                 if self.windows.helper.is_none() {
-                    self.windows.helper = super::prefault::Prefaulter::spawn();
+                    self.windows.helper = crate::store::writer::prefault::Prefaulter::spawn();
                     // No thread to be had: fault pages on this thread from now on.
                     self.windows.prefault = self.windows.helper.is_some();
                 }
@@ -313,7 +313,7 @@ impl Tail {
     /// allocates as before, when it needs the space.
     fn start_zero_fill(&mut self, preallocate: u64, segment_bytes_max: u64) {
         if self.windows.helper.is_none() {
-            self.windows.helper = super::prefault::Prefaulter::spawn();
+            self.windows.helper = crate::store::writer::prefault::Prefaulter::spawn();
         }
         let Some(p) = &self.windows.helper else {
             self.space.ahead_failed_at = Some(self.space.allocated);

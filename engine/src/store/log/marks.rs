@@ -3,9 +3,9 @@
 //! store restored from an older backup, or one whose log salvage rewrote, no longer holds
 //! that record there.
 
-use super::log::cursor::zeros;
-use super::segments::SegmentList;
 use crate::codec::frame::{FRAME_HEADER_LEN, FrameCheck, OFF_CRC, check_frame, frame_len_of};
+use crate::store::log::cursor::zeros;
+use crate::store::log::segments::SegmentList;
 
 /// One record of the log: where it starts, and its frame checksum.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -17,7 +17,10 @@ pub struct LogMark {
 }
 
 /// The checksum and length of the intact frame at `lsn`, or why there is none.
-pub(super) fn frame_at(segments: &SegmentList, lsn: u64) -> Result<(u32, usize), &'static str> {
+pub(in crate::store) fn frame_at(
+    segments: &SegmentList,
+    lsn: u64,
+) -> Result<(u32, usize), &'static str> {
     let Some(seg) = segments.find(lsn) else {
         return Err("the record it names is not in the log");
     };
@@ -46,7 +49,7 @@ pub(super) fn frame_at(segments: &SegmentList, lsn: u64) -> Result<(u32, usize),
 
 /// The length of the frame at `lsn` (header included), when a header whose length field
 /// checks starts there: 16 bytes read.
-pub(super) fn frame_len_at(segments: &SegmentList, lsn: u64) -> Option<u64> {
+pub(in crate::store) fn frame_len_at(segments: &SegmentList, lsn: u64) -> Option<u64> {
     let seg = segments.find(lsn)?;
     let at = seg.map().ok()?.offset_of(lsn)?;
     let mut head = [0u8; FRAME_HEADER_LEN];
@@ -57,7 +60,7 @@ pub(super) fn frame_len_at(segments: &SegmentList, lsn: u64) -> Option<u64> {
 /// The checksum field of the frame header at `lsn`, when a header whose length field checks
 /// starts there: 16 bytes read, the payload not (reads, `verify` and salvage check those).
 /// What a consumer asking "is this still that record?" every round needs, cheaply.
-pub(super) fn crc_field_at(segments: &SegmentList, lsn: u64) -> Option<u32> {
+pub(in crate::store) fn crc_field_at(segments: &SegmentList, lsn: u64) -> Option<u32> {
     let seg = segments.find(lsn)?;
     let at = seg.map().ok()?.offset_of(lsn)?;
     crc_in_header(&seg, at)
@@ -65,13 +68,13 @@ pub(super) fn crc_field_at(segments: &SegmentList, lsn: u64) -> Option<u32> {
 
 /// Whether a compaction of this log left out the record at `lsn` whose frame CRC was `crc`
 /// (its segment's tombstones name it).
-pub(super) fn left_out(segments: &SegmentList, lsn: u64, crc: u32) -> bool {
+pub(in crate::store) fn left_out(segments: &SegmentList, lsn: u64, crc: u32) -> bool {
     segments.find(lsn).is_some_and(
-        |seg| matches!(seg.map(), Ok(super::log::map::LsnMap::Runs(r)) if r.left_out(lsn, crc)),
+        |seg| matches!(seg.map(), Ok(crate::store::log::map::LsnMap::Runs(r)) if r.left_out(lsn, crc)),
     )
 }
 
-fn crc_in_header(seg: &super::segments::Segment, at: u64) -> Option<u32> {
+fn crc_in_header(seg: &crate::store::log::segments::Segment, at: u64) -> Option<u32> {
     let mut head = [0u8; FRAME_HEADER_LEN];
     seg.file.read_at(&mut head, at).ok()?;
     frame_len_of(&head)?;

@@ -7,18 +7,18 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use super::inner::Inner;
-use super::log::discover::discover;
-use super::marker;
-use super::open;
-use super::report::OpenReport;
-use super::scan::{Span, scan};
-use super::segments::Segment;
+use crate::store::inner::Inner;
+use crate::store::log::discover::discover;
+use crate::store::log::segments::Segment;
+use crate::store::open;
+use crate::store::open::scan::{Span, scan};
+use crate::store::report::OpenReport;
+use crate::store::salvage::marker;
 use crate::{Error, Result};
 
 /// Catches the view up; returns the records read (at least 1 when the view was rebuilt, 0
 /// when it was kept because a salvage is rewriting the log).
-pub(super) fn refresh(inner: &Inner) -> Result<u64> {
+pub(in crate::store) fn refresh(inner: &Inner) -> Result<u64> {
     match catch_up(inner) {
         Ok(Some(n)) => Ok(n),
         Ok(None) | Err(Error::Corruption { .. }) => rebuild(inner),

@@ -9,6 +9,10 @@
 //! (6) only then, for a writable open: remove leftover temp files, a merge's leftover segments and an interrupted segment
 //! creation, and cut the torn tail.
 
+pub(crate) mod refresh;
+pub(crate) mod replay;
+pub(crate) mod scan;
+
 use crate::codec::frame::RecordLink;
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -16,22 +20,22 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 
 use parking_lot::{Mutex, RwLock};
 
-use super::catalog::Catalog;
-use super::chain::CheckpointHeaders;
-use super::checkpoint;
-use super::checkpoint_state::CheckpointState;
-use super::inner::Inner;
-use super::log::discover::discover;
-use super::options::StoreOptions;
-use super::report::OpenReport;
-use super::salvage;
-use super::scan::{Scanned, Span, scan};
-use super::segments::{SegmentList, create_segment};
-use super::tail::Tail;
 use crate::codec::checkpoint::{CHECKPOINTS_DIR, checkpoint_path};
 use crate::codec::segment::SEGMENTS_DIR;
 use crate::codec::{CorruptionKind, LOCK_FILE};
 use crate::storage::Storage;
+use crate::store::catalog::entries::Catalog;
+use crate::store::checkpoint::chain::CheckpointHeaders;
+use crate::store::checkpoint::files;
+use crate::store::checkpoint::state::CheckpointState;
+use crate::store::inner::Inner;
+use crate::store::log::discover::discover;
+use crate::store::log::segments::{SegmentList, create_segment};
+use crate::store::open::scan::{Scanned, Span, scan};
+use crate::store::options::StoreOptions;
+use crate::store::report::OpenReport;
+use crate::store::salvage;
+use crate::store::writer::tail::Tail;
 use crate::{Error, Result};
 
 /// How a store is opened.
@@ -69,7 +73,7 @@ pub(super) fn open(
         read_only || horizon == Horizon::End,
         "a writer opens to the end"
     );
-    let interrupted = super::marker::is_set(&*storage);
+    let interrupted = crate::store::salvage::marker::is_set(&*storage);
     match open_log(Arc::clone(&storage), options, read_only, stop_lsn) {
         // Damage found while a salvage's marker is there: the log is likely half rewritten
         // by a salvage that died, and the way on is to finish it, not to look for damage.
@@ -159,15 +163,15 @@ fn open_log(
     };
     // A salvage marker left by a salvage that died: this open found the log consistent, so
     // readers may build their views from it again.
-    if !read_only && super::marker::is_set(&*storage) {
-        super::marker::clear(&*storage)?;
+    if !read_only && crate::store::salvage::marker::is_set(&*storage) {
+        crate::store::salvage::marker::clear(&*storage)?;
     }
     // Replay grew vectors by doubling; the resident index keeps only what it holds.
     for e in catalog.sessions.values_mut() {
         e.locs.shrink_to_fit();
         e.state.surface.shrink_to_fit();
     }
-    let commit = super::commit::GroupCommit::new(tail.as_ref());
+    let commit = crate::store::writer::commit::GroupCommit::new(tail.as_ref());
     let checkpoint_due_lsn = scanned
         .end_lsn
         .saturating_add(options.checkpoint_interval_bytes);
@@ -181,12 +185,12 @@ fn open_log(
         read_end: Mutex::new((scanned.end_lsn, last_record)),
         catalog: RwLock::new(catalog),
         commit,
-        poison: super::poison::Poison::default(),
+        poison: crate::store::writer::poison::Poison::default(),
         checkpoint_due_lsn: AtomicU64::new(checkpoint_due_lsn),
         chain_state: Mutex::new(chain_state),
-        changes: super::changes::Changes::default(),
+        changes: crate::store::writer::changes::Changes::default(),
         closed: AtomicBool::new(false),
-        maintenance: super::maintenance::Maintenance::default(),
+        maintenance: crate::store::maintenance::Maintenance::default(),
         compacting: parking_lot::Mutex::new(()),
         report,
     })
@@ -200,7 +204,7 @@ fn finish_writable(
     storage: &dyn Storage,
     options: &StoreOptions,
     list: &SegmentList,
-    strays: super::log::discover::Strays,
+    strays: crate::store::log::discover::Strays,
     scanned: &Scanned,
     last_record: Option<RecordLink>,
     report: &mut OpenReport,
@@ -214,7 +218,7 @@ fn finish_writable(
                 .map_err(|e| Error::io("remove", &path, e))?;
         }
     }
-    let super::log::discover::Strays {
+    let crate::store::log::discover::Strays {
         interrupted,
         leftovers,
     } = strays;
@@ -332,7 +336,7 @@ fn load(from: &Sources<'_>, full_replay: bool, report: &mut OpenReport) -> Resul
     if let Some(chosen) = chosen {
         let meta = chosen.meta;
         for body in chosen.bodies {
-            checkpoint::apply(body, &mut catalog)
+            files::apply(body, &mut catalog)
                 .map_err(|e| Error::corruption(&checkpoint_path(meta.generation), 0, e.kind()))?;
         }
         // `deleted` is what the next delta must say was deleted since the chain: nothing yet.

@@ -3,13 +3,13 @@
 
 use std::collections::BTreeSet;
 
-use super::catalog::{Catalog, StoredEvents, plan_batch};
-use super::locations::Locations;
-use super::options::StoreOptions;
-use super::segments::SegmentList;
 use crate::codec::record::{LocatedEvent, RecordBody};
 use crate::codec::{CorruptionKind, EventLoc};
 use crate::model::{SessionHeader, SessionState};
+use crate::store::catalog::entries::{Catalog, StoredEvents, plan_batch};
+use crate::store::catalog::locations::Locations;
+use crate::store::log::segments::SegmentList;
+use crate::store::options::StoreOptions;
 
 /// Replays a record's events onto a session's state and locations, validating them as a
 /// live write would be. On a refusal nothing changes.
@@ -62,7 +62,7 @@ fn refused(why: &'static str) -> impl Fn(crate::Error) -> CorruptionKind {
 
 /// Applies one decoded record to the catalog, validating it as a live write would be. On a
 /// refusal the catalog is unchanged.
-pub(super) fn replay(
+pub(in crate::store) fn replay(
     list: &SegmentList,
     options: &StoreOptions,
     catalog: &mut Catalog,

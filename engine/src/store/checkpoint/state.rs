@@ -43,19 +43,23 @@ impl CheckpointState {
 
     /// Whether a checkpoint asked for now has nothing to write: the log has not moved since
     /// the last one, which is the newest there is.
-    pub(super) fn nothing_new(&self, next_lsn: u64) -> bool {
+    pub(in crate::store) fn nothing_new(&self, next_lsn: u64) -> bool {
         next_lsn == self.covered_lsn && self.generation > 0 && !self.stale_newer
     }
 
     /// Whether the next checkpoint is a full one.
-    pub(super) fn next_is_full(&self, merge_every: u32) -> bool {
+    pub(in crate::store) fn next_is_full(&self, merge_every: u32) -> bool {
         self.generation == 0 || self.next_full || self.deltas_since_full + 1 >= merge_every
     }
 
     /// After `meta` was written (`full` or a delta): returns the generation below which the
     /// files are no longer needed (a full checkpoint keeps the previous full chain as a
     /// fallback), if any.
-    pub(super) fn after_write(&mut self, meta: &CheckpointMeta, full: bool) -> Option<u64> {
+    pub(in crate::store) fn after_write(
+        &mut self,
+        meta: &CheckpointMeta,
+        full: bool,
+    ) -> Option<u64> {
         self.generation = meta.generation;
         self.covered_lsn = meta.covered_lsn;
         self.stale_newer = false;

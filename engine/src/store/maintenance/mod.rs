@@ -9,15 +9,18 @@
 //! stops it between two steps — a compaction between two segments, every state of which
 //! replays — and joins it before the writer lock is released.
 
+pub(crate) mod background;
+pub(crate) mod retention;
+
 use std::collections::BTreeMap;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
-use super::options::{CompactionPolicy, RetentionPolicy};
+use crate::store::options::{CompactionPolicy, RetentionPolicy};
 
-/// What the background work has done since the open ([`Store::maintenance`](super::Store::maintenance)).
+/// What the background work has done since the open ([`Store::maintenance`](crate::store::Store::maintenance)).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct MaintenanceStatus {
