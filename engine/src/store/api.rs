@@ -3,7 +3,6 @@
 
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use crate::codec::EventLoc;
 use crate::event::Event;
@@ -14,17 +13,18 @@ use crate::model::{
 };
 use crate::storage::{FsStorage, Storage};
 use crate::store::catalog::entries::{Batch, SessionEntry};
-use crate::store::compact::{Run, Scope, Space};
+use crate::store::compact::{Compaction, Run, Scope, Space};
 use crate::store::info::{CheckpointInfo, DiskUsage, MemoryUsage, SessionInfo, StoreStats};
 use crate::store::inner::Inner;
 use crate::store::log::marks::LogMark;
 use crate::store::maintenance::MaintenanceStatus;
-use crate::store::maintenance::retention::RetentionReport;
+use crate::store::maintenance::retention::{Retention, RetentionReport};
 use crate::store::open::{self, refresh};
 use crate::store::options::RetentionPolicy;
 use crate::store::options::StoreOptions;
 use crate::store::report::{CompactReport, OpenReport};
 use crate::store::subscribe::Subscription;
+use crate::store::writer::Access;
 use crate::{Draft, Error, Result};
 
 /// An open store. Clones share it; it is `Send + Sync`. The writer lock is released when the
@@ -44,11 +44,11 @@ impl Drop for Handle {
     fn drop(&mut self) {
         // Nothing more can be written: subscribers see the store closed, the background
         // work and the helper stop, the lock goes.
-        self.0.closed.store(true, Ordering::Release);
+        self.0.writer.close();
         self.0.maintenance.stop();
-        self.0.quiesce();
+        self.0.writer.quiesce();
         self.0.lock.lock().take();
-        self.0.notify();
+        self.0.writer.notify();
     }
 }
 
@@ -137,7 +137,7 @@ impl Store {
     /// As [`Store::create_session`].
     pub fn restore_session(&self, header: SessionHeader, events: Vec<Event>) -> Result<u64> {
         self.inner
-            .create(header, events, crate::store::write::Seed::Exact)
+            .create(header, events, crate::store::catalog::Seed::Exact)
     }
 
     /// Appends one event; returns its seq.
@@ -190,7 +190,7 @@ impl Store {
         let inner = &self.inner;
         inner.write_events(session, |entry, now| {
             let last = match entry.state.next_seq().checked_sub(1) {
-                Some(seq) => inner.event_at_loc(entry, seq)?,
+                Some(seq) => crate::store::catalog::event_of(&inner.segments, entry, seq)?,
                 None => None,
             };
             let (events, r) = resume_events(
@@ -222,7 +222,9 @@ impl Store {
     /// # Errors
     /// `ReadOnly`, `Corruption` when the log is damaged (repair first), write errors.
     pub fn compact(&self) -> Result<CompactReport> {
-        self.inner.compact(Run::Apply, Scope::All).map(|o| o.report)
+        Compaction { store: &self.inner }
+            .compact(Run::Apply, Scope::All)
+            .map(|o| o.report)
     }
 
     /// What [`Store::compact`] would leave out, per segment, with the figures the run would
@@ -231,7 +233,9 @@ impl Store {
     /// # Errors
     /// `Closed`, `Corruption`, I/O errors.
     pub fn compact_plan(&self) -> Result<CompactReport> {
-        self.inner.compact(Run::Plan, Scope::All).map(|o| o.report)
+        Compaction { store: &self.inner }
+            .compact(Run::Plan, Scope::All)
+            .map(|o| o.report)
     }
 
     /// The log's live and dead record bytes, per segment: one read of the whole log (works
@@ -241,7 +245,7 @@ impl Store {
     /// `Closed`, `Corruption` when the log is damaged, I/O errors.
     pub fn space(&self) -> Result<Space> {
         self.check_open()?;
-        self.inner.space()
+        Compaction { store: &self.inner }.space()
     }
 
     /// Deletes a session. Its records stay in the log until a compaction
@@ -259,7 +263,7 @@ impl Store {
     /// # Errors
     /// `SessionNotFound` naming the first unknown id, write errors.
     pub fn delete_sessions(&self, ids: &[&str]) -> Result<()> {
-        self.inner.delete_all(ids)
+        Retention { store: &self.inner }.delete_all(ids)
     }
 
     /// Deletes every session whose last event (its creation, when it has none) is older than
@@ -273,7 +277,7 @@ impl Store {
         age: std::time::Duration,
         dry_run: bool,
     ) -> Result<RetentionReport> {
-        self.inner.delete_older_than(age, dry_run)
+        Retention { store: &self.inner }.delete_older_than(age, dry_run)
     }
 
     /// Applies a retention policy once (the writer applies [`StoreOptions::retention`] by
@@ -287,7 +291,7 @@ impl Store {
         policy: &RetentionPolicy,
         dry_run: bool,
     ) -> Result<RetentionReport> {
-        self.inner.apply_retention(policy, dry_run)
+        Retention { store: &self.inner }.apply_retention(policy, dry_run)
     }
 
     /// What the writer's background work (retention, compaction by policy) has done.
@@ -451,13 +455,8 @@ impl Store {
         };
         let segs = self.inner.segments.all();
         // Read-only: where the last scan ended (the file may hold allocated space beyond).
-        let end_lsn = self
-            .inner
-            .tail
-            .lock()
-            .as_ref()
-            .map_or_else(|| self.inner.read_end.lock().0, |t| t.next_lsn);
-        let chain = self.inner.chain_state.lock();
+        let end_lsn = self.inner.writer.end().lsn;
+        let chain = self.inner.checkpointer.chain();
         StoreStats {
             sessions,
             events,
@@ -507,12 +506,7 @@ impl Store {
     /// `None` for an empty log. With [`Store::holds_record`], a way for a consumer that
     /// remembers how far it read to tell later whether the log is still the one it read.
     pub fn last_record(&self) -> Option<LogMark> {
-        let link = self
-            .inner
-            .tail
-            .lock()
-            .as_ref()
-            .map_or_else(|| self.inner.read_end.lock().1, |t| t.last_record);
+        let link = self.inner.writer.end().last_record;
         link.map(|l| LogMark {
             lsn: l.lsn,
             crc: l.crc,
@@ -572,12 +566,12 @@ impl Store {
     /// with and returns 0.
     pub fn refresh(&self) -> Result<u64> {
         self.check_open()?;
-        if !self.inner.read_only {
+        if !(self.inner.writer.access() == Access::Read) {
             return Ok(0);
         }
         let n = refresh::refresh(&self.inner)?;
         if n > 0 {
-            self.inner.notify();
+            self.inner.writer.notify();
         }
         Ok(n)
     }
@@ -601,9 +595,9 @@ impl Store {
     /// Sync errors (they poison the store); `Poisoned` once a write or sync has failed, until
     /// the store is reopened.
     pub fn sync(&self) -> Result<()> {
-        self.inner.poison.check()?;
-        let end = self.inner.tail.lock().as_ref().map_or(0, |t| t.next_lsn);
-        self.inner.sync_to(end)
+        self.inner.writer.check_poison()?;
+        let end = self.inner.writer.tail().as_ref().map_or(0, |t| t.next_lsn);
+        self.inner.writer.sync_to(end)
     }
 
     /// Writes a checkpoint now (a delta, or a full one every `checkpoint_merge_every`);
@@ -626,7 +620,7 @@ impl Store {
     /// that returns a `Result` is `Closed`; `list`, `info`, `stats` and `memory_usage`
     /// describe the store as it was when closed.
     pub fn is_closed(&self) -> bool {
-        self.inner.is_closed()
+        self.inner.writer.is_closed()
     }
 
     /// Checkpoints, syncs, releases the writer lock. Later calls on any clone that return a
@@ -636,30 +630,30 @@ impl Store {
     /// Checkpoint or sync errors; `Poisoned` when a write or sync had failed (the lock is
     /// released all the same: reopening recovers what is durable).
     pub fn close(&self) -> Result<()> {
-        if self.inner.closed.swap(true, Ordering::AcqRel) {
+        if self.inner.writer.close() {
             return Ok(());
         }
         // The background work stops between two steps before the last checkpoint.
         self.inner.maintenance.stop();
-        let result = if self.inner.read_only {
+        let result = if self.inner.writer.access() == Access::Read {
             Ok(())
         } else {
-            self.inner.poison.check().and_then(|()| {
+            self.inner.writer.check_poison().and_then(|()| {
                 self.inner
                     .checkpoint_unchecked(crate::store::checkpoint::files::CheckpointKind::Delta)
                     .map(|_| ())
             })
         };
-        self.inner.quiesce();
+        self.inner.writer.quiesce();
         self.inner.lock.lock().take();
-        self.inner.notify();
+        self.inner.writer.notify();
         result
     }
 
     /// One rule after [`Store::close`]: every call that can fail is `Closed` (reads as
     /// writes); before, reads went on while appends said `Closed`.
     fn check_open(&self) -> Result<()> {
-        if self.inner.is_closed() {
+        if self.inner.writer.is_closed() {
             return Err(Error::Closed);
         }
         Ok(())

@@ -1,46 +1,148 @@
-//! The shared state of an open store: the storage, the segment list, the write tail, the
-//! catalog, and the bookkeeping of syncs and checkpoints. `write`, `checkpointing`, `refresh`
-//! and `read` add its behaviour; the [`Store`](crate::store::Store) API wraps it.
+//! An open store: one field per owner — the writer, the catalog, the checkpointer,
+//! maintenance — beside the storage, the segment list and the options they share. The one
+//! `impl Inner`: each write sequenced through the owners (`docs/DESIGN.md` §3.2), a
+//! checkpoint handed the parts it reads; the [`Store`](super::api::Store) API wraps it.
 
-use crate::codec::frame::RecordLink;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::Arc;
 
-use parking_lot::{Mutex, RwLock};
+use parking_lot::Mutex;
 
+use crate::Result;
+use crate::codec::checkpoint::CheckpointMeta;
+use crate::event::Event;
+use crate::limits::Now;
+use crate::model::{ForkSpec, SessionHeader};
 use crate::storage::{LockGuard, Storage};
-use crate::store::catalog::entries::Catalog;
+use crate::store::catalog::entries::{Batch, SessionEntry};
+use crate::store::catalog::{Catalog, Seed, WriteTo};
+use crate::store::checkpoint::{CheckpointKind, Checkpointer, Parts};
 use crate::store::log::segments::SegmentList;
-use crate::store::options::StoreOptions;
+use crate::store::maintenance::Maintenance;
+use crate::store::options::{Durability, StoreOptions};
 use crate::store::report::OpenReport;
 use crate::store::writer::tail::Tail;
-use std::sync::Arc;
+use crate::store::writer::{Target, Writer};
 
 #[derive(Debug)]
 pub(crate) struct Inner {
     pub(crate) storage: Arc<dyn Storage>,
     pub(crate) options: StoreOptions,
-    pub(crate) read_only: bool,
+    /// The writer lock (`None` when read-only, and once closed).
     pub(crate) lock: Mutex<Option<LockGuard>>,
     pub(crate) segments: SegmentList,
-    /// The write path: held while a record is planned, written and applied.
-    pub(crate) tail: Mutex<Option<Tail>>,
-    /// Read-only stores: where the last scan stopped, and the last record seen.
-    pub(crate) read_end: Mutex<(u64, Option<RecordLink>)>,
-    pub(crate) catalog: RwLock<Catalog>,
-    /// Group commit: the durable log end, the active file, the round in progress.
-    pub(crate) commit: crate::store::writer::commit::GroupCommit,
-    /// Set by the first failed write or sync; checked under `tail` by every write.
-    pub(crate) poison: crate::store::writer::poison::Poison,
-    /// The log end at which a checkpoint is due: the last checkpoint's end (or the log end at
-    /// open) plus the interval. A plain load per write, where counting the bytes was a locked
-    /// add per record (3.6 % of a buffered append).
-    pub(crate) checkpoint_due_lsn: AtomicU64,
-    pub(crate) chain_state: Mutex<crate::store::checkpoint::state::CheckpointState>,
-    pub(crate) changes: crate::store::writer::changes::Changes,
-    pub(crate) closed: AtomicBool,
-    /// One compaction at a time.
-    pub(crate) compacting: Mutex<()>,
-    /// The writer's background work (retention, compaction by policy).
-    pub(crate) maintenance: crate::store::maintenance::Maintenance,
+    pub(crate) writer: Writer,
+    pub(crate) catalog: Catalog,
+    pub(crate) checkpointer: Checkpointer,
+    /// The background work (retention, compaction by policy) and one compaction at a time.
+    pub(crate) maintenance: Maintenance,
     pub(crate) report: OpenReport,
+}
+
+impl Inner {
+    /// Runs one catalog write through the writer, then what follows its record.
+    fn write<R>(
+        &self,
+        write: impl FnOnce(&Catalog, WriteTo<'_>) -> Result<(R, Option<u64>)>,
+    ) -> Result<R> {
+        let (out, end) = self.writer.write_with(&self.options.clock, |tail, now| {
+            write(&self.catalog, self.write_to(tail, now))
+        })?;
+        if let Some(end) = end {
+            self.after_write(end)?;
+        }
+        Ok(out)
+    }
+
+    fn write_to<'a>(&'a self, tail: &'a mut Tail, now: &'a Now<'a>) -> WriteTo<'a> {
+        WriteTo {
+            writer: &self.writer,
+            tail,
+            target: Target {
+                storage: &*self.storage,
+                segments: &self.segments,
+                record_bytes_max: self.options.record_bytes_max,
+            },
+            limits: &self.options.limits,
+            now,
+        }
+    }
+
+    /// After a write (the tail lock released): wake subscribers, sync if the durability
+    /// asks, checkpoint if due.
+    fn after_write(&self, end_lsn: u64) -> Result<()> {
+        self.writer.notify();
+        if self.options.durability == Durability::Sync {
+            self.writer.sync_to(end_lsn)?;
+        }
+        if self.checkpointer.is_due(end_lsn) {
+            self.writer.check_writable()?;
+            self.checkpointer.take_due(self.parts())?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn create(
+        &self,
+        header: SessionHeader,
+        events: Vec<Event>,
+        seed: Seed,
+    ) -> Result<u64> {
+        // Closed before invalid, as every call says.
+        self.writer.check_writable()?;
+        header.validate()?;
+        self.write(|catalog, to| catalog.create(to, header, events, seed))
+    }
+
+    pub(crate) fn write_events(
+        &self,
+        session: &str,
+        make: impl FnOnce(&SessionEntry, &Now<'_>) -> Result<Batch>,
+    ) -> Result<std::ops::Range<u64>> {
+        self.write(|catalog, to| catalog.append(to, session, make))
+    }
+
+    pub(crate) fn fork(&self, source: &str, spec: ForkSpec) -> Result<String> {
+        self.write(|catalog, to| catalog.fork(to, source, spec))
+    }
+
+    pub(crate) fn delete(&self, session: &str) -> Result<()> {
+        let gone = self.write(|catalog, to| catalog.delete(to, session))?;
+        // What the deletion left dead, for the background compaction (outside the locks).
+        if self.options.compaction.is_some()
+            && let Some(entry) = gone
+        {
+            let dead = crate::store::maintenance::retention::own_bytes_of(self, &entry);
+            crate::store::maintenance::background::left_dead(self, &dead);
+        }
+        Ok(())
+    }
+
+    /// What a checkpoint reads and writes.
+    fn parts(&self) -> Parts<'_> {
+        Parts {
+            storage: &*self.storage,
+            segments: &self.segments,
+            writer: &self.writer,
+            catalog: &self.catalog,
+        }
+    }
+
+    /// A checkpoint of `kind` now, the store writable.
+    pub(crate) fn checkpoint(&self, kind: CheckpointKind) -> Result<Option<CheckpointMeta>> {
+        self.writer.check_writable()?;
+        self.checkpoint_unchecked(kind)
+    }
+
+    /// A checkpoint of `kind` now, also after `close` marked the store closed.
+    pub(crate) fn checkpoint_unchecked(
+        &self,
+        kind: CheckpointKind,
+    ) -> Result<Option<CheckpointMeta>> {
+        self.checkpointer.take(self.parts(), kind)
+    }
+
+    /// The event `seq` of `session`, if it has one.
+    pub(crate) fn event_at(&self, session: &str, seq: u64) -> Result<Option<Event>> {
+        self.catalog.event_at(&self.segments, session, seq)
+    }
 }

@@ -20,7 +20,6 @@ mod salvage;
 mod session;
 mod subscribe;
 mod verify;
-mod write;
 mod writer;
 
 pub use api::{EventIter, Store};

@@ -44,14 +44,14 @@ impl Subscription {
         loop {
             // Read the change counter before looking, so an append between the look and the
             // wait is not missed.
-            let seen = self.inner.changes.seen();
+            let seen = self.inner.writer.changes().seen();
             if let Some(e) = self.try_next()? {
                 return Ok(Some(e));
             }
-            if self.inner.is_closed() {
+            if self.inner.writer.is_closed() {
                 return Err(Error::Closed);
             }
-            if !self.inner.changes.wait_past(seen, deadline) {
+            if !self.inner.writer.changes().wait_past(seen, deadline) {
                 return Ok(None);
             }
         }

@@ -15,7 +15,7 @@ use crate::{Error, Result};
 /// # Errors
 /// I/O errors only; damage is reported in [`VerifyReport::problems`].
 pub fn verify(storage: Arc<dyn Storage>) -> Result<VerifyReport> {
-    verify_with_progress(storage, crate::store::OpenProgress::default())
+    verify_with_progress(storage, crate::store::options::OpenProgress::default())
 }
 
 /// [`verify`], telling `progress` how far the full replay has come.
@@ -24,7 +24,7 @@ pub fn verify(storage: Arc<dyn Storage>) -> Result<VerifyReport> {
 /// As [`verify`].
 pub fn verify_with_progress(
     storage: Arc<dyn Storage>,
-    progress: crate::store::OpenProgress,
+    progress: crate::store::options::OpenProgress,
 ) -> Result<VerifyReport> {
     let mut report = VerifyReport::default();
     let full_options = StoreOptions {
@@ -41,7 +41,7 @@ pub fn verify_with_progress(
         open::Horizon::End,
     );
     let horizon = checked.as_ref().map_or(open::Horizon::End, |inner| {
-        open::Horizon::Lsn(inner.read_end.lock().0)
+        open::Horizon::Lsn(inner.writer.end().lsn)
     });
     let full = match open::open(
         Arc::clone(&storage),

@@ -29,7 +29,7 @@ pub(crate) struct SessionEntry {
 
 /// Every live session, and what changed since the last checkpoint.
 #[derive(Debug, Default)]
-pub(crate) struct Catalog {
+pub(crate) struct Entries {
     /// By id, hashed: every append looks its session up twice (plan, then commit); listings
     /// sort.
     pub(crate) sessions: HashMap<String, SessionEntry, foldhash::fast::RandomState>,
@@ -153,7 +153,16 @@ pub(crate) fn plan_batch(
     Ok(Planned::Many(next))
 }
 
-impl Catalog {
+impl Entries {
+    /// After a checkpoint encoded every change: nothing is new for the next delta.
+    pub(crate) fn mark_checkpointed(&mut self) {
+        for e in self.sessions.values_mut() {
+            e.checkpointed_locs = e.locs.len();
+            e.dirty = false;
+        }
+        self.deleted.clear();
+    }
+
     /// The session `id`, or `SessionNotFound`.
     pub(crate) fn get(&self, id: &str) -> Result<&SessionEntry> {
         self.sessions

@@ -1,5 +1,64 @@
-//! The catalog: every live session's resident state and the plan/commit of a batch.
+//! The catalog (`docs/DESIGN.md` §3.3): every live session's resident state, read under a
+//! shared lock, changed only by the plan/commit of a write (`write.rs`), a replay (open,
+//! `refresh`) or a checkpoint marking what it wrote.
 
 pub(crate) mod entries;
 pub(crate) mod locations;
-pub(crate) mod read;
+mod write;
+
+use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use crate::Result;
+use crate::event::Event;
+use crate::store::log::segments::SegmentList;
+use entries::{Entries, SessionEntry};
+pub(crate) use write::{Seed, WriteTo};
+
+/// The catalog of an open store.
+#[derive(Debug, Default)]
+pub(crate) struct Catalog {
+    entries: RwLock<Entries>,
+}
+
+impl Catalog {
+    pub(crate) fn new(entries: Entries) -> Self {
+        Self {
+            entries: RwLock::new(entries),
+        }
+    }
+
+    /// Every session, read-locked (appends go on beside it until one commits).
+    pub(crate) fn read(&self) -> RwLockReadGuard<'_, Entries> {
+        self.entries.read()
+    }
+
+    /// Every session, write-locked: for a replay (`refresh`) and a checkpoint marking what it
+    /// wrote; writes go through [`Catalog::create`] and its siblings.
+    pub(crate) fn write(&self) -> RwLockWriteGuard<'_, Entries> {
+        self.entries.write()
+    }
+
+    /// The event `seq` of `session`, if it has one.
+    pub(crate) fn event_at(
+        &self,
+        segments: &SegmentList,
+        session: &str,
+        seq: u64,
+    ) -> Result<Option<Event>> {
+        let loc = self.entries.read().get(session)?.locs.get(seq)?;
+        loc.map(|l| segments.read_event(l, seq)).transpose()
+    }
+}
+
+/// The event `seq` of a session entry the caller holds.
+pub(crate) fn event_of(
+    segments: &SegmentList,
+    entry: &SessionEntry,
+    seq: u64,
+) -> Result<Option<Event>> {
+    entry
+        .locs
+        .get(seq)?
+        .map(|l| segments.read_event(l, seq))
+        .transpose()
+}

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use crate::Result;
 use crate::codec::checkpoint::{CheckpointMeta, checkpoint_path};
 use crate::storage::Storage;
-use crate::store::catalog::entries::Catalog;
+use crate::store::catalog::entries::Entries;
 use crate::store::checkpoint::files::LoadedBody;
 use crate::store::checkpoint::files::{self, Opened};
 use crate::store::log::segments::SegmentList;
@@ -158,10 +158,10 @@ impl CheckpointHeaders {
 
     /// The sessions the newest chain whose bodies apply remembers (salvage compares them with
     /// what the log still holds).
-    pub(in crate::store) fn remembered(&self) -> Option<Catalog> {
+    pub(in crate::store) fn remembered(&self) -> Option<Entries> {
         self.by_generation.keys().rev().find_map(|&g| {
             let bodies = self.bodies(&self.chain(g)?).ok()?;
-            let mut catalog = Catalog::default();
+            let mut catalog = Entries::default();
             for body in bodies {
                 files::apply(body, &mut catalog).ok()?;
             }

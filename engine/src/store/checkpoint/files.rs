@@ -12,7 +12,7 @@ use crate::codec::checkpoint::{
 };
 use crate::model::SessionHeader;
 use crate::storage::{FileView, OpenMode, Replacement, Storage, StorageFile};
-use crate::store::catalog::entries::Catalog;
+use crate::store::catalog::entries::Entries;
 use crate::store::catalog::entries::SessionEntry;
 use crate::store::catalog::locations::{Locations, MappedRun};
 use crate::{Error, Result};
@@ -63,7 +63,7 @@ pub(crate) enum CheckpointKind {
     Full,
 }
 
-pub(crate) fn encode(catalog: &Catalog, kind: CheckpointKind) -> Result<Vec<u8>> {
+pub(crate) fn encode(catalog: &Entries, kind: CheckpointKind) -> Result<Vec<u8>> {
     let full = kind == CheckpointKind::Full;
     let too_large = |why: &'static str| {
         Error::io(
@@ -113,7 +113,7 @@ pub(crate) fn encode(catalog: &Catalog, kind: CheckpointKind) -> Result<Vec<u8>>
 fn restore(
     snap: SessionSnap,
     run: MappedRun,
-    catalog: &mut Catalog,
+    catalog: &mut Entries,
 ) -> std::result::Result<(), RestoreError> {
     let header = SessionHeader::from_json(&snap.header_json)
         .map_err(|_| "a session header does not parse")?;
@@ -165,7 +165,7 @@ fn restore(
 /// Applies a checkpoint body to the catalog: deletions, then sessions in creation order.
 pub(crate) fn apply(
     loaded: LoadedBody,
-    catalog: &mut Catalog,
+    catalog: &mut Entries,
 ) -> std::result::Result<(), RestoreError> {
     let LoadedBody { body, view, path } = loaded;
     for id in &body.deleted {

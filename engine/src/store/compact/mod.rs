@@ -24,6 +24,7 @@ use crate::codec::frame::RecordLink;
 use crate::store::inner::Inner;
 use crate::store::options::CompactionPolicy;
 use crate::store::report::{CompactReport, SegmentCompaction};
+use crate::store::writer::Access;
 
 /// What a compaction leaves out ([`Inner::choose`]).
 struct Work {
@@ -106,16 +107,24 @@ pub(super) struct Outcome {
     pub(super) dead_left: BTreeMap<u64, u64>,
 }
 
-impl Inner {
+/// One compaction (or dry run, or space report) of an open store: a procedure over its
+/// owners — the writer's tail for the snapshot and the roll, the checkpointer for the full
+/// checkpoint first, the segment list it replaces files in.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Compaction<'s> {
+    pub(crate) store: &'s Inner,
+}
+
+impl Compaction<'_> {
     /// Compacts the log; in a dry run, only reads it and reports what would go.
     pub(super) fn compact(&self, run: Run, scope: Scope) -> Result<Outcome> {
         // A dry run writes nothing: it runs read-only too, beside the store's writer.
         match run {
-            Run::Apply => self.check_writable()?,
-            Run::Plan if self.is_closed() => return Err(crate::Error::Closed),
+            Run::Apply => self.store.writer.check_writable()?,
+            Run::Plan if self.store.writer.is_closed() => return Err(crate::Error::Closed),
             Run::Plan => {}
         }
-        let _one = self.compacting.lock();
+        let _one = self.store.maintenance.compaction_turn();
         let mut out = Outcome {
             report: CompactReport {
                 dry_run: run == Run::Plan,
@@ -124,8 +133,8 @@ impl Inner {
             dead_left: BTreeMap::new(),
         };
         let cutoff = self.tombstone_cutoff(scope);
-        let (segments, end_lsn) = if self.read_only {
-            (self.segments.all(), self.read_end.lock().0)
+        let (segments, end_lsn) = if self.store.writer.access() == Access::Read {
+            (self.store.segments.all(), self.store.writer.end().lsn)
         } else {
             self.snapshot()?
         };
@@ -146,7 +155,12 @@ impl Inner {
             .chain(&work.drops.deletions_after)
             .any(|r| r.seg == last);
         if run == Run::Plan {
-            let named = self.tail.lock().as_ref().and_then(|t| t.last_record);
+            let named = self
+                .store
+                .writer
+                .tail()
+                .as_ref()
+                .and_then(|t| t.last_record);
             let plan = Plan {
                 segments: &segments,
                 end_lsn,
@@ -178,7 +192,7 @@ impl Inner {
         cutoff: i64,
         out: &mut Outcome,
     ) -> Result<Option<Work>> {
-        let history = read::read(segments, end_lsn, self.options.record_bytes_max)?;
+        let history = read::read(segments, end_lsn, self.store.options.record_bytes_max)?;
         let every = history.plan(|_| true);
         let dead = dead_by_segment(segments, &every, cutoff);
         let chosen = match scope {
@@ -227,7 +241,12 @@ impl Inner {
         // The record that checkpoint names: its tombstone, if it has one, outlives its expiry.
         // Read before the checkpoint is taken: one the writer appends meanwhile is past the
         // snapshot's end, and this compaction leaves out nothing there.
-        let named = self.tail.lock().as_ref().and_then(|t| t.last_record);
+        let named = self
+            .store
+            .writer
+            .tail()
+            .as_ref()
+            .and_then(|t| t.last_record);
         let tombstones = Tombstones { cutoff, named };
         // The second step finds its segments by first LSN (the first step writes new files).
         let first_lsns: Vec<u64> = segments.iter().map(|s| s.first_lsn).collect();
@@ -239,6 +258,7 @@ impl Inner {
         // `--only compact` runs: 129 and 135 ms against 123 and 125 ms before).
         let staged_max = self.policy(scope).staged_bytes_max;
         let short = self
+            .store
             .storage
             .available_bytes("segments")
             .ok()
@@ -271,7 +291,7 @@ impl Inner {
         // session's records without its deletion. They are known from the one read of the
         // log: by segment first LSN, since the segments the first step wrote are new files.
         if !work.drops.deletions_after.is_empty() {
-            let now = self.segments.all();
+            let now = self.store.segments.all();
             let records: Vec<history::Rec> = work
                 .drops
                 .deletions_after
@@ -326,12 +346,12 @@ impl Inner {
     /// Live and dead record bytes, per segment: one read of the log, nothing written (a
     /// read-only store too).
     pub(super) fn space(&self) -> Result<Space> {
-        let (segments, end_lsn) = if self.read_only {
-            (self.segments.all(), self.read_end.lock().0)
+        let (segments, end_lsn) = if self.store.writer.access() == Access::Read {
+            (self.store.segments.all(), self.store.writer.end().lsn)
         } else {
             self.snapshot()?
         };
-        let history = read::read(&segments, end_lsn, self.options.record_bytes_max)?;
+        let history = read::read(&segments, end_lsn, self.store.options.record_bytes_max)?;
         let every = history.plan(|_| true);
         let dead = dead_by_segment(&segments, &every, self.tombstone_cutoff(Scope::All));
         let segments = segments
@@ -365,9 +385,9 @@ impl Inner {
         report: &mut CompactReport,
         releaser: &pipeline::Releaser,
     ) -> Result<()> {
-        let segments = self.segments.all();
+        let segments = self.store.segments.all();
         let groups: Vec<Vec<Arc<crate::store::log::segments::Segment>>> =
-            merge::groups(&segments, self.options.segment_bytes_max)
+            merge::groups(&segments, self.store.options.segment_bytes_max)
                 .into_iter()
                 .map(|g| g.iter().filter_map(|&i| segments.get(i).cloned()).collect())
                 .collect();
@@ -379,7 +399,7 @@ impl Inner {
             file::Staged<'_>,
         )> = Vec::new();
         for members in groups {
-            if self.is_closed() {
+            if self.store.writer.is_closed() {
                 return Err(crate::Error::Closed);
             }
             let estimate = pipeline::disk_bytes(
@@ -390,6 +410,7 @@ impl Inner {
             );
             let ahead: u64 = staged.iter().map(|(_, m)| m.file_len()).sum();
             let fits = self
+                .store
                 .storage
                 .available_bytes("segments")
                 .ok()
@@ -401,8 +422,8 @@ impl Inner {
             if !fits {
                 releaser.settle();
             }
-            let now = self.options.clock.now_ms();
-            let merged = merge::merge(&*self.storage, &members, now, tombstones)?;
+            let now = self.store.options.clock.now_ms();
+            let merged = merge::merge(&*self.store.storage, &members, now, tombstones)?;
             staged.push((members, merged));
         }
         self.put_merged(staged, report, releaser)
@@ -419,18 +440,18 @@ impl Inner {
         releaser: &pipeline::Releaser,
     ) -> Result<()> {
         for (members, staged) in staged {
-            if self.is_closed() {
+            if self.store.writer.is_closed() {
                 return Err(crate::Error::Closed);
             }
-            let merged = staged.commit(&*self.storage)?;
+            let merged = staged.commit(&*self.store.storage)?;
             {
-                let mut list = self.segments.write();
+                let mut list = self.store.segments.write();
                 list.retain(|s| !members.iter().skip(1).any(|m| m.first_lsn == s.first_lsn));
                 if let Some(slot) = list.iter_mut().find(|s| s.first_lsn == merged.first_lsn) {
                     *slot = merged;
                 }
             }
-            merge::remove_merged(&*self.storage, &members)?;
+            merge::remove_merged(&*self.store.storage, &members)?;
             report.segments_merged += members.len() - 1;
             releaser.release(members);
         }
@@ -469,8 +490,8 @@ impl Inner {
                 seg,
                 drops: &recs,
                 checked_to: end_lsn,
-                record_bytes_max: self.options.record_bytes_max,
-                now_ms: self.options.clock.now_ms(),
+                record_bytes_max: self.store.options.record_bytes_max,
+                now_ms: self.store.options.clock.now_ms(),
                 tombstones,
                 sealed_at: (si == last && rolls && !seg.is_compacted()).then_some(end_lsn),
             };
@@ -501,7 +522,7 @@ impl Inner {
                 bytes: 0,
             });
         }
-        report.segments_merged = merge::groups_of(&sizes, self.options.segment_bytes_max)
+        report.segments_merged = merge::groups_of(&sizes, self.store.options.segment_bytes_max)
             .iter()
             .map(|g| g.len() - 1)
             .sum();
@@ -512,7 +533,7 @@ impl Inner {
     fn policy(&self, scope: Scope) -> CompactionPolicy {
         match scope {
             Scope::Policy(p) => p,
-            Scope::All => self.options.compaction.unwrap_or_default(),
+            Scope::All => self.store.options.compaction.unwrap_or_default(),
         }
     }
 
@@ -520,7 +541,8 @@ impl Inner {
     /// `CompactionPolicy::tombstone_ttl` (the policy's, else the default's).
     fn tombstone_cutoff(&self, scope: Scope) -> i64 {
         let ttl = self.policy(scope).tombstone_ttl;
-        self.options
+        self.store
+            .options
             .clock
             .now_ms()
             .saturating_sub(i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX))
@@ -528,36 +550,41 @@ impl Inner {
 
     /// The segments and the log end, under the writer lock.
     fn snapshot(&self) -> Result<(Vec<Arc<crate::store::log::segments::Segment>>, u64)> {
-        let tail = self.tail.lock();
-        self.poison.check()?;
+        let tail = self.store.writer.tail();
+        self.store.writer.check_poison()?;
         let end = tail.as_ref().map_or(0, |t| t.next_lsn);
-        Ok((self.segments.all(), end))
+        Ok((self.store.segments.all(), end))
     }
 
     /// Seals the active segment (when it holds records) so that compaction may write it.
     fn roll(&self) -> Result<()> {
-        let mut guard = self.tail.lock();
-        self.poison.check()?;
+        let mut guard = self.store.writer.tail();
+        self.store.writer.check_poison()?;
         let Some(tail) = guard.as_mut() else {
             return Ok(());
         };
-        if let Err(e) = tail.roll_now(&*self.storage, &self.segments, self.options.clock.now_ms()) {
-            return self.poison(e);
+        if let Err(e) = tail.roll_now(
+            &*self.store.storage,
+            &self.store.segments,
+            self.store.options.clock.now_ms(),
+        ) {
+            return self.store.writer.poison(e);
         }
-        self.commit.written(tail);
+        self.store.writer.publish(tail);
         Ok(())
     }
 
     /// A full checkpoint, then every older checkpoint file removed: they may hold what was
     /// left out (a deleted session's header and state, before its deletion).
     fn checkpoint_alone(&self) -> Result<Option<RecordLink>> {
-        let Some(meta) =
-            self.checkpoint_unchecked(crate::store::checkpoint::files::CheckpointKind::Full)?
+        let Some(meta) = self
+            .store
+            .checkpoint_unchecked(crate::store::checkpoint::files::CheckpointKind::Full)?
         else {
             return Ok(None);
         };
         crate::store::checkpoint::files::remove(
-            &*self.storage,
+            &*self.store.storage,
             crate::store::checkpoint::files::Older::Than(meta.generation),
         )?;
         Ok(meta.last_record)

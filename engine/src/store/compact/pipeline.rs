@@ -25,9 +25,9 @@ use parking_lot::{Condvar, Mutex};
 
 use crate::Result;
 use crate::codec::frame::RecordLink;
+use crate::store::compact::Compaction;
 use crate::store::compact::history::Rec;
 use crate::store::compact::{Tombstones, rewrite};
-use crate::store::inner::Inner;
 use crate::store::log::segments::Segment;
 use crate::store::report::SegmentCompaction;
 
@@ -264,7 +264,7 @@ impl Drop for StopOnPanic<'_> {
     }
 }
 
-impl Inner {
+impl Compaction<'_> {
     /// Writes again the segments of `pass`, newest first, leaving its records out, staged up
     /// to `staged_max` bytes ahead of the one put in place. `before_first_rename` runs before
     /// the first file is put in place (and only then).
@@ -308,7 +308,13 @@ impl Inner {
         let next = AtomicUsize::new(0);
         let ahead = Ahead::default();
         let stopped = std::sync::atomic::AtomicBool::new(false);
-        let available = || self.storage.available_bytes("segments").ok().flatten();
+        let available = || {
+            self.store
+                .storage
+                .available_bytes("segments")
+                .ok()
+                .flatten()
+        };
         let written = std::thread::scope(|s| {
             let (staged_tx, staged) = mpsc::channel::<(usize, Result<Pending<'_, '_>>)>();
             for _ in 0..workers {
@@ -390,7 +396,7 @@ impl Inner {
                     };
                     // A store closing stops its compaction between two renames: every
                     // state between two of them replays (what is staged is removed).
-                    if self.is_closed() {
+                    if self.store.writer.is_closed() {
                         return Err(crate::Error::Closed);
                     }
                     before_first_rename()?;
@@ -436,12 +442,12 @@ impl Inner {
             seg: &seg,
             drops,
             checked_to,
-            record_bytes_max: self.options.record_bytes_max,
-            now_ms: self.options.clock.now_ms(),
+            record_bytes_max: self.store.options.record_bytes_max,
+            now_ms: self.store.options.clock.now_ms(),
             tombstones,
             sealed_at: None,
         };
-        let done = rewrite::rewrite(&*self.storage, &job, buf)?;
+        let done = rewrite::rewrite(&*self.store.storage, &job, buf)?;
         Ok(Pending { seg, drops, done })
     }
 
@@ -450,9 +456,9 @@ impl Inner {
     /// old segment, to be let go.
     fn put_in_place(&self, p: Pending<'_, '_>) -> Result<(SegmentCompaction, Arc<Segment>)> {
         let Pending { seg, drops, done } = p;
-        let segment = done.staged.commit(&*self.storage)?;
+        let segment = done.staged.commit(&*self.store.storage)?;
         {
-            let mut list = self.segments.write();
+            let mut list = self.store.segments.write();
             if let Some(slot) = list.iter_mut().find(|s| s.first_lsn == seg.first_lsn) {
                 *slot = Arc::clone(&segment);
             }
@@ -460,7 +466,7 @@ impl Inner {
         // The writer's last record left out: the next checkpoint names the void that
         // ends the segment instead.
         if let Some(void) = done.end_void {
-            let mut tail = self.tail.lock();
+            let mut tail = self.store.writer.tail();
             let in_segment = |l: RecordLink| {
                 l.lsn >= seg.first_lsn && segment.end_lsn().is_ok_and(|e| l.lsn < e)
             };

@@ -3,13 +3,16 @@
 
 use std::sync::Arc;
 
-use crate::store::compact::{Run, Scope};
+use crate::store::compact::{Compaction, Run, Scope};
 use crate::store::inner::Inner;
+use crate::store::maintenance::retention::Retention;
+use crate::store::writer::Access;
 
 /// Starts the thread of a writable store that has a policy.
 pub(crate) fn start(inner: &Arc<Inner>) {
     let o = &inner.options;
-    if inner.read_only || (o.compaction.is_none() && o.retention.is_none()) {
+    if (inner.writer.access() == Access::Read) || (o.compaction.is_none() && o.retention.is_none())
+    {
         return;
     }
     inner
@@ -37,7 +40,7 @@ fn run(inner: &Arc<Inner>) {
         if due.retention
             && let Some(policy) = inner.options.retention
         {
-            let done = match inner.apply_retention(&policy, false) {
+            let done = match (Retention { store: inner }).apply_retention(&policy, false) {
                 Ok(r) => Ok(r.deleted.len() as u64),
                 Err(e) => Err(e.to_string()),
             };
@@ -46,7 +49,7 @@ fn run(inner: &Arc<Inner>) {
         if due.compaction
             && let Some(policy) = inner.options.compaction
         {
-            match inner.compact(Run::Apply, Scope::Policy(policy)) {
+            match (Compaction { store: inner }).compact(Run::Apply, Scope::Policy(policy)) {
                 Ok(out) => m.compaction_done(Ok((
                     out.report.segments.len() as u64,
                     out.report.reclaimed_bytes(),
@@ -67,7 +70,7 @@ fn segment_record_bytes(inner: &Inner, first: u64) -> u64 {
         return 0;
     };
     if si + 1 == segments.len() {
-        let end = inner.tail.lock().as_ref().map_or(first, |t| t.next_lsn);
+        let end = inner.writer.tail().as_ref().map_or(first, |t| t.next_lsn);
         return end.saturating_sub(first);
     }
     segments[si].records_end().map_or(0, |e| {

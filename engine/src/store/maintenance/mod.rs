@@ -65,6 +65,8 @@ pub(crate) struct Maintenance {
     state: Mutex<State>,
     cv: Condvar,
     thread: Mutex<Option<JoinHandle<()>>>,
+    /// One compaction at a time (by the policy here, or asked for through the API).
+    compacting: Mutex<()>,
 }
 
 impl State {
@@ -88,6 +90,11 @@ pub(crate) struct Due {
 }
 
 impl Maintenance {
+    /// The turn of one compaction: held while it runs.
+    pub(crate) fn compaction_turn(&self) -> parking_lot::MutexGuard<'_, ()> {
+        self.compacting.lock()
+    }
+
     /// Sets the timers of a store about to start its thread.
     pub(crate) fn arm(
         &self,

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use crate::codec::frame::FRAME_HEADER_LEN;
 use crate::store::catalog::entries::SessionEntry;
+use crate::store::compact::Compaction;
 use crate::store::inner::Inner;
 use crate::store::options::RetentionPolicy;
 use crate::{Error, Result};
@@ -33,10 +34,16 @@ fn last_written(e: &SessionEntry) -> i64 {
     e.state.last_time().unwrap_or(e.header.created_at)
 }
 
-impl Inner {
+/// Retention over an open store: which sessions go, deleted through the store's write path.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Retention<'s> {
+    pub(crate) store: &'s Inner,
+}
+
+impl Retention<'_> {
     /// The sessions whose last event is before `cutoff_ms`, oldest first.
     pub(in crate::store) fn sessions_before(&self, cutoff_ms: i64) -> Vec<(String, i64)> {
-        let cat = self.catalog.read();
+        let cat = self.store.catalog.read();
         let mut out: Vec<(String, i64)> = cat
             .sessions
             .iter()
@@ -49,9 +56,9 @@ impl Inner {
 
     /// Deletes every session in `ids` (all checked first: one unknown id deletes nothing).
     pub(in crate::store) fn delete_all(&self, ids: &[&str]) -> Result<()> {
-        self.check_writable()?;
+        self.store.writer.check_writable()?;
         {
-            let cat = self.catalog.read();
+            let cat = self.store.catalog.read();
             if let Some(id) = ids.iter().find(|id| !cat.sessions.contains_key(**id)) {
                 return Err(Error::SessionNotFound {
                     id: (*id).to_owned(),
@@ -59,7 +66,7 @@ impl Inner {
             }
         }
         for id in ids {
-            match self.delete(id) {
+            match self.store.delete(id) {
                 // Deleted beside this call by another: what was asked holds.
                 Ok(()) | Err(Error::SessionNotFound { .. }) => {}
                 Err(e) => return Err(e),
@@ -76,13 +83,13 @@ impl Inner {
     ) -> Result<RetentionReport> {
         // A dry run changes nothing: read-only stores answer it too.
         if dry_run {
-            if self.is_closed() {
+            if self.store.writer.is_closed() {
                 return Err(crate::Error::Closed);
             }
         } else {
-            self.check_writable()?;
+            self.store.writer.check_writable()?;
         }
-        let now = self.options.clock.now_ms();
+        let now = self.store.options.clock.now_ms();
         let cutoff = now.saturating_sub(i64::try_from(age.as_millis()).unwrap_or(i64::MAX));
         let deleted = self.sessions_before(cutoff);
         if !dry_run {
@@ -102,13 +109,13 @@ impl Inner {
         policy: &RetentionPolicy,
         dry_run: bool,
     ) -> Result<RetentionReport> {
-        self.check_writable()?;
+        self.store.writer.check_writable()?;
         let mut report = RetentionReport {
             dry_run,
             ..RetentionReport::default()
         };
         if let Some(age) = policy.max_age {
-            let now = self.options.clock.now_ms();
+            let now = self.store.options.clock.now_ms();
             let cutoff = now.saturating_sub(i64::try_from(age.as_millis()).unwrap_or(i64::MAX));
             report.deleted = self.sessions_before(cutoff);
         }
@@ -141,7 +148,7 @@ impl Inner {
 
     fn delete_listed(&self, listed: &[(String, i64)]) -> Result<()> {
         for (id, _) in listed {
-            match self.delete(id) {
+            match self.store.delete(id) {
                 Ok(()) | Err(Error::SessionNotFound { .. }) => {}
                 Err(e) => return Err(e),
             }
@@ -152,12 +159,13 @@ impl Inner {
     /// The live record bytes: the log less what the writer knows to be dead (read from the
     /// log the first time).
     fn live_bytes(&self) -> Result<u64> {
-        let end = self.tail.lock().as_ref().map_or(0, |t| t.next_lsn);
-        let dead = match self.maintenance.known_dead() {
+        let end = self.store.writer.tail().as_ref().map_or(0, |t| t.next_lsn);
+        let dead = match self.store.maintenance.known_dead() {
             Some(d) => d,
             None => {
-                let space = self.space()?;
+                let space = Compaction { store: self.store }.space()?;
                 let by_first = self
+                    .store
                     .segments
                     .all()
                     .iter()
@@ -165,13 +173,14 @@ impl Inner {
                     .filter(|(_, s)| s.dead_bytes > 0)
                     .map(|(seg, s)| (seg.first_lsn, s.dead_bytes))
                     .collect();
-                self.maintenance.set_exact(by_first);
+                self.store.maintenance.set_exact(by_first);
                 space.dead_bytes()
             }
         };
-        let first = self.segments.all().first().map_or(0, |s| s.first_lsn);
+        let first = self.store.segments.all().first().map_or(0, |s| s.first_lsn);
         // Positions past compacted space are not bytes: count what the segments hold.
         let holes: u64 = self
+            .store
             .segments
             .all()
             .iter()
@@ -195,10 +204,10 @@ impl Inner {
     /// holding its own events (not those a fork inherits from its parent). An estimate: a
     /// live fork may still read some of them, which the next read of the log finds.
     pub(in crate::store) fn own_bytes(&self, id: &str) -> BTreeMap<u64, u64> {
-        let cat = self.catalog.read();
+        let cat = self.store.catalog.read();
         cat.sessions
             .get(id)
-            .map(|e| own_bytes_of(self, e))
+            .map(|e| own_bytes_of(self.store, e))
             .unwrap_or_default()
     }
 }

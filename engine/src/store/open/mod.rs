@@ -16,36 +16,31 @@ pub(crate) mod scan;
 use crate::codec::frame::RecordLink;
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64};
 
-use parking_lot::{Mutex, RwLock};
+use parking_lot::Mutex;
 
 use crate::codec::checkpoint::{CHECKPOINTS_DIR, checkpoint_path};
 use crate::codec::segment::SEGMENTS_DIR;
 use crate::codec::{CorruptionKind, LOCK_FILE};
 use crate::storage::Storage;
-use crate::store::catalog::entries::Catalog;
+use crate::store::catalog::Catalog;
+use crate::store::catalog::entries::Entries;
+use crate::store::checkpoint::Checkpointer;
 use crate::store::checkpoint::chain::CheckpointHeaders;
 use crate::store::checkpoint::files;
 use crate::store::checkpoint::state::CheckpointState;
 use crate::store::inner::Inner;
 use crate::store::log::discover::discover;
 use crate::store::log::segments::{SegmentList, create_segment};
+use crate::store::maintenance::Maintenance;
 use crate::store::open::scan::{Scanned, Span, scan};
 use crate::store::options::StoreOptions;
 use crate::store::report::OpenReport;
 use crate::store::salvage;
+pub(crate) use crate::store::writer::Access;
 use crate::store::writer::tail::Tail;
+use crate::store::writer::{LogEnd, Writer};
 use crate::{Error, Result};
-
-/// How a store is opened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Access {
-    /// The one writer: takes the lock, cuts a torn tail, writes.
-    Write,
-    /// A reader (beside a writer, or alone): takes no lock, changes nothing.
-    Read,
-}
 
 /// How far an open replays the log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -171,27 +166,24 @@ fn open_log(
         e.locs.shrink_to_fit();
         e.state.surface.shrink_to_fit();
     }
-    let commit = crate::store::writer::commit::GroupCommit::new(tail.as_ref());
-    let checkpoint_due_lsn = scanned
-        .end_lsn
-        .saturating_add(options.checkpoint_interval_bytes);
+    let end = LogEnd {
+        lsn: scanned.end_lsn,
+        last_record,
+    };
     Ok(Inner {
+        checkpointer: Checkpointer::new(
+            chain_state,
+            scanned.end_lsn,
+            options.checkpoint_interval_bytes,
+            options.checkpoint_merge_every,
+        ),
         storage,
         options,
-        read_only,
         lock: Mutex::new(lock),
         segments: list,
-        tail: Mutex::new(tail),
-        read_end: Mutex::new((scanned.end_lsn, last_record)),
-        catalog: RwLock::new(catalog),
-        commit,
-        poison: crate::store::writer::poison::Poison::default(),
-        checkpoint_due_lsn: AtomicU64::new(checkpoint_due_lsn),
-        chain_state: Mutex::new(chain_state),
-        changes: crate::store::writer::changes::Changes::default(),
-        closed: AtomicBool::new(false),
-        maintenance: crate::store::maintenance::Maintenance::default(),
-        compacting: parking_lot::Mutex::new(()),
+        writer: Writer::new(tail, end),
+        catalog: Catalog::new(catalog),
+        maintenance: Maintenance::default(),
         report,
     })
 }
@@ -272,7 +264,7 @@ fn finish_writable(
 
 /// What loading the catalog gives.
 struct Loaded {
-    catalog: Catalog,
+    catalog: Entries,
     chain_state: CheckpointState,
     scanned: Scanned,
     /// The last record read (the checkpoint's, when the log after it is empty).
@@ -329,7 +321,7 @@ fn load(from: &Sources<'_>, full_replay: bool, report: &mut OpenReport) -> Resul
     } else {
         headers.choose(list, &mut report.checkpoints_discarded)
     };
-    let mut catalog = Catalog::default();
+    let mut catalog = Entries::default();
     let mut start_lsn = 0;
     let mut last_record = None;
     let mut used = None;

@@ -4,6 +4,7 @@
 //! view holds, the view is built again from the files as they are now, as a fresh read-only
 //! open would; only damage that fresh view sees too is reported.
 
+use crate::store::writer::LogEnd;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -33,8 +34,9 @@ fn catch_up(inner: &Inner) -> Result<Option<u64>> {
         return Ok(None);
     }
     *inner.segments.write() = discovered.segments;
-    let mut read_end = inner.read_end.lock();
-    let (start, mut last_record) = *read_end;
+    let mut scanned_to = inner.writer.scanned();
+    let start = scanned_to.lsn;
+    let mut last_record = scanned_to.last_record;
     let mut catalog = inner.catalog.write();
     let mut touched = BTreeSet::new();
     let span = Span {
@@ -51,7 +53,10 @@ fn catch_up(inner: &Inner) -> Result<Option<u64>> {
         &mut catalog,
         &mut touched,
     )?;
-    *read_end = (scanned.end_lsn, last_record);
+    *scanned_to = LogEnd {
+        lsn: scanned.end_lsn,
+        last_record,
+    };
     Ok(Some(scanned.records))
 }
 
@@ -92,11 +97,11 @@ fn rebuild(inner: &Inner) -> Result<u64> {
         return Ok(0);
     }
     let fresh = fresh?;
-    let mut read_end = inner.read_end.lock();
+    let mut scanned_to = inner.writer.scanned();
     let mut catalog = inner.catalog.write();
     *inner.segments.write() = fresh.segments.all();
     *catalog = std::mem::take(&mut *fresh.catalog.write());
-    *read_end = *fresh.read_end.lock();
+    *scanned_to = fresh.writer.end();
     let OpenReport {
         records_replayed, ..
     } = fresh.report;

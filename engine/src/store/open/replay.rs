@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use crate::codec::record::{LocatedEvent, RecordBody};
 use crate::codec::{CorruptionKind, EventLoc};
 use crate::model::{SessionHeader, SessionState};
-use crate::store::catalog::entries::{Catalog, StoredEvents, plan_batch};
+use crate::store::catalog::entries::{Entries, StoredEvents, plan_batch};
 use crate::store::catalog::locations::Locations;
 use crate::store::log::segments::SegmentList;
 use crate::store::options::StoreOptions;
@@ -65,7 +65,7 @@ fn refused(why: &'static str) -> impl Fn(crate::Error) -> CorruptionKind {
 pub(in crate::store) fn replay(
     list: &SegmentList,
     options: &StoreOptions,
-    catalog: &mut Catalog,
+    catalog: &mut Entries,
     touched: &mut BTreeSet<String>,
     body: RecordBody,
     lsn: u64,

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use crate::codec::CorruptionKind;
 use crate::codec::segment::SEGMENTS_DIR;
-use crate::store::catalog::entries::Catalog;
+use crate::store::catalog::entries::Entries;
 use crate::store::log::cursor::{LogCursor, SegmentFacts, StopAction};
 use crate::store::log::segments::{Segment, SegmentList};
 use crate::store::log::walk::empty_log;
@@ -64,7 +64,7 @@ pub(in crate::store) fn scan(
     options: &StoreOptions,
     span: Span,
     last_record: &mut Option<RecordLink>,
-    catalog: &mut Catalog,
+    catalog: &mut Entries,
     touched: &mut BTreeSet<String>,
 ) -> Result<Scanned> {
     let segs = list.all();

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::codec::frame::FRAME_HEADER_LEN;
 use crate::codec::record::{RecordBody, leading_session_id};
 use crate::codec::segment::SEGMENT_HEADER_LEN;
-use crate::store::catalog::entries::Catalog;
+use crate::store::catalog::entries::Entries;
 use crate::store::checkpoint::chain::CheckpointHeaders;
 use crate::store::log::cursor::{LogCursor, SegmentFacts};
 use crate::store::log::walk::{Go, Met, walk};
@@ -23,7 +23,7 @@ pub(super) struct Losses {
 }
 
 impl Losses {
-    pub(super) fn cut(&mut self, catalog: &Catalog, id: &str, last_seq: Option<u64>) {
+    pub(super) fn cut(&mut self, catalog: &Entries, id: &str, last_seq: Option<u64>) {
         let kept = catalog.sessions.get(id).map_or(0, |e| e.state.next_seq);
         let loss = self
             .by_id
@@ -39,7 +39,7 @@ impl Losses {
 
     /// Whether a valid record must be dropped because it continues a cut session (or forks
     /// past what a cut parent kept); notes the loss.
-    pub(super) fn drops(&mut self, catalog: &Catalog, body: &RecordBody) -> bool {
+    pub(super) fn drops(&mut self, catalog: &Entries, body: &RecordBody) -> bool {
         let last = last_seq(body);
         match body {
             RecordBody::Append { session, .. } if self.cut.contains(session) => {
@@ -87,7 +87,7 @@ pub(super) fn last_seq(body: &RecordBody) -> Option<u64> {
 
 /// The session id a damaged frame's payload seems to name, if it names a known session
 /// (every record kind but void starts with a `str16` id).
-pub(super) fn attribute(catalog: &Catalog, frame: &[u8]) -> Option<String> {
+pub(super) fn attribute(catalog: &Entries, frame: &[u8]) -> Option<String> {
     let id = leading_session_id(frame.get(FRAME_HEADER_LEN..)?)?;
     catalog.sessions.contains_key(&id).then_some(id)
 }
@@ -98,7 +98,7 @@ pub(super) fn removed_records(
     bytes: &[u8],
     lsn: u64,
     options: &StoreOptions,
-    catalog: &Catalog,
+    catalog: &Entries,
     losses: &mut Losses,
 ) {
     let facts = SegmentFacts {
@@ -142,7 +142,7 @@ pub(super) fn removed_records(
 /// where the log now ends.
 pub(super) fn remembered_losses(
     headers: &CheckpointHeaders,
-    catalog: &Catalog,
+    catalog: &Entries,
     deleted: &BTreeSet<String>,
     losses: &mut Losses,
 ) {

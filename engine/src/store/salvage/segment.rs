@@ -8,7 +8,7 @@ use crate::codec::CorruptionKind;
 use crate::codec::frame::FRAME_HEADER_LEN;
 use crate::codec::record::RecordBody;
 use crate::codec::segment::SEGMENT_HEADER_LEN;
-use crate::store::catalog::entries::Catalog;
+use crate::store::catalog::entries::Entries;
 use crate::store::log::cursor::{Frame, LogCursor, SegmentFacts, Stop, StopAction};
 use crate::store::log::segments::SegmentList;
 use crate::store::log::walk::{Go, Met, walk};
@@ -44,7 +44,7 @@ pub(super) struct State {
     pub(super) out: Plan,
     /// The segments kept so far (replay reads earlier events through it).
     pub(super) list: SegmentList,
-    pub(super) catalog: Catalog,
+    pub(super) catalog: Entries,
     pub(super) losses: Losses,
     pub(super) touched: BTreeSet<String>,
     /// Sessions deleted by a record salvage keeps: absent afterwards for a reason.

@@ -78,7 +78,7 @@ impl Tail {
         active: Arc<Segment>,
         next_lsn: u64,
         last_record: Option<RecordLink>,
-        options: &crate::store::StoreOptions,
+        options: &crate::store::options::StoreOptions,
     ) -> Result<Tail> {
         let durability = options.durability;
         let allocated = active
@@ -105,13 +105,13 @@ impl Tail {
             windows: Windows {
                 current: None,
                 next: None,
-                prefault: durability == crate::store::Durability::Buffered,
+                prefault: durability == crate::store::options::Durability::Buffered,
                 helper: None,
             },
             frame: Vec::new(),
             offsets: Vec::new(),
             layout,
-            sync_store: durability == crate::store::Durability::Sync,
+            sync_store: durability == crate::store::options::Durability::Sync,
         })
     }
 
