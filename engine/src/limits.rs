@@ -30,8 +30,8 @@ impl Default for Limits {
 }
 
 /// The clock of one write, read at most once and only when asked: a write whose events all
-/// carry their time and that starts no segment reads no clock (a clock read was 6 % of a
-/// buffered append of DSH's mix, whose events are all stamped by the harness).
+/// carry their time and that starts no segment reads no clock (DSH's events are all
+/// stamped by the harness; PERFORMANCE.md, "The clock read only when needed").
 pub(crate) struct Now<'a> {
     clock: &'a Clock,
     at: std::cell::Cell<Option<i64>>,

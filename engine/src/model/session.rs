@@ -220,7 +220,7 @@ impl Session {
         let mut out = Vec::with_capacity(surface.len());
         // A plain loop with the derivation inlined: through `filter_map` it was an
         // out-of-line call whose result went through the stack (a store-forwarding stall on
-        // every node, 40 % of the samples of `perf annotate`).
+        // every node, the hottest line of `perf annotate`; PERFORMANCE.md).
         for &seq in surface {
             if let Some(m) = self.log.get(seq).and_then(derive_message) {
                 out.push(m);

@@ -137,7 +137,7 @@ impl Store {
     /// As [`Store::create_session`].
     pub fn restore_session(&self, header: SessionHeader, events: Vec<Event>) -> Result<u64> {
         self.inner
-            .create(header, events, crate::store::catalog::Seed::Exact)
+            .create(header, events, crate::store::catalog::write::Seed::Exact)
     }
 
     /// Appends one event; returns its seq.

@@ -13,15 +13,17 @@ use crate::event::Event;
 use crate::limits::Now;
 use crate::model::{ForkSpec, SessionHeader};
 use crate::storage::{LockGuard, Storage};
+use crate::store::catalog::Catalog;
 use crate::store::catalog::entries::{Batch, SessionEntry};
-use crate::store::catalog::{Catalog, Seed, WriteTo};
+use crate::store::catalog::write::{Seed, WriteTo};
 use crate::store::checkpoint::{CheckpointKind, Checkpointer, Parts};
 use crate::store::log::segments::SegmentList;
 use crate::store::maintenance::Maintenance;
 use crate::store::options::{Durability, StoreOptions};
 use crate::store::report::OpenReport;
+use crate::store::writer::Writer;
+use crate::store::writer::seal::Target;
 use crate::store::writer::tail::Tail;
-use crate::store::writer::{Target, Writer};
 
 #[derive(Debug)]
 pub(crate) struct Inner {
@@ -108,11 +110,16 @@ impl Inner {
     pub(crate) fn delete(&self, session: &str) -> Result<()> {
         let gone = self.write(|catalog, to| catalog.delete(to, session))?;
         // What the deletion left dead, for the background compaction (outside the locks).
-        if self.options.compaction.is_some()
+        if let Some(policy) = self.options.compaction
             && let Some(entry) = gone
         {
-            let dead = crate::store::maintenance::retention::own_bytes_of(self, &entry);
-            crate::store::maintenance::background::left_dead(self, &dead);
+            let dead = entry.own_bytes(&self.segments);
+            let end_lsn = self.writer.end().lsn;
+            self.maintenance.left_dead(policy, &dead, |first| {
+                // A file that cannot be measured counts as empty: the compaction it may start
+                // reads the log and reports the error.
+                self.segments.record_bytes_of(first, end_lsn).unwrap_or(0)
+            });
         }
         Ok(())
     }

@@ -114,7 +114,7 @@ impl Store {
     ) -> Result<SessionHandle<'_>> {
         let id = header.id.clone();
         self.inner
-            .create(header, seed, crate::store::catalog::Seed::EndMarked)?;
+            .create(header, seed, crate::store::catalog::write::Seed::EndMarked)?;
         Ok(SessionHandle::new(self, id))
     }
 

@@ -3,8 +3,9 @@
 //! and "state from full replay" cannot drift apart.
 
 use std::borrow::Cow;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use crate::codec::frame::FRAME_HEADER_LEN;
 use crate::event::{Event, SurfaceOp};
 use crate::model::{EventSource, SessionHeader, SessionState, Verdict, plan};
 use crate::store::catalog::locations::Locations;
@@ -25,6 +26,37 @@ pub(crate) struct SessionEntry {
     pub(crate) checkpointed_locs: u64,
     /// Changed since the last checkpoint (a delta writes it).
     pub(crate) dirty: bool,
+}
+
+impl SessionEntry {
+    /// What deleting the session would leave dead, by segment (first LSN): the frames of
+    /// the records holding its own events (not those a fork inherits from its parent). An
+    /// estimate: a live fork may still read some of them, which the next read of the log
+    /// finds.
+    pub(crate) fn own_bytes(&self, list: &SegmentList) -> BTreeMap<u64, u64> {
+        let mut out: BTreeMap<u64, u64> = BTreeMap::new();
+        let skip = self.parent.as_ref().map_or(0, |(_, n)| *n);
+        let Ok(locs) = self.locs.iter() else {
+            return out;
+        };
+        let segments = list.all();
+        let mut last_record = None;
+        for loc in locs.skip(usize::try_from(skip).unwrap_or(usize::MAX)) {
+            let at = segments.partition_point(|s| s.first_lsn <= loc.lsn);
+            let Some(seg) = at.checked_sub(1).and_then(|i| segments.get(i)) else {
+                continue;
+            };
+            if last_record == Some(loc.lsn) {
+                continue;
+            }
+            last_record = Some(loc.lsn);
+            // A record holds one session's events: its whole frame goes with them.
+            let bytes = crate::store::log::marks::frame_len_at(list, loc.lsn)
+                .unwrap_or(u64::from(loc.len) + FRAME_HEADER_LEN as u64);
+            *out.entry(seg.first_lsn).or_default() += bytes;
+        }
+        out
+    }
 }
 
 /// Every live session, and what changed since the last checkpoint.

@@ -4,7 +4,7 @@
 
 pub(crate) mod entries;
 pub(crate) mod locations;
-mod write;
+pub(crate) mod write;
 
 use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -12,7 +12,6 @@ use crate::Result;
 use crate::event::Event;
 use crate::store::log::segments::SegmentList;
 use entries::{Entries, SessionEntry};
-pub(crate) use write::{Seed, WriteTo};
 
 /// The catalog of an open store.
 #[derive(Debug, Default)]

@@ -13,8 +13,9 @@ use crate::limits::Now;
 use crate::model::{
     EventSource, ForkPlan, ForkSpec, SessionHeader, SessionState, end_seed_after, plan_fork,
 };
+use crate::store::writer::Writer;
+use crate::store::writer::seal::{Sealed, Target};
 use crate::store::writer::tail::Tail;
-use crate::store::writer::{Sealed, Target, Writer};
 use crate::{Error, Limits, Result};
 
 /// How a new session's first events are taken.
@@ -96,8 +97,8 @@ impl Catalog {
         make: impl FnOnce(&SessionEntry, &Now<'_>) -> Result<Batch>,
     ) -> Result<(std::ops::Range<u64>, Option<u64>)> {
         // Upgradable, then upgraded for the commit: one lock taken instead of a read lock and
-        // a write lock (`perf annotate`: their four locked operations were about 40 % of this
-        // function's own time). Every other catalog writer holds the tail lock too, so the
+        // a write lock (their locked operations
+        // led this function's `perf annotate`). Every other catalog writer holds the tail lock too, so the
         // upgrade never waits for one; readers go on beside it until the upgrade.
         let cat = self.entries.upgradable_read();
         let (events, planned, first) = {

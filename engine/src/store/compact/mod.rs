@@ -22,9 +22,9 @@ use std::sync::Arc;
 use crate::Result;
 use crate::codec::frame::RecordLink;
 use crate::store::inner::Inner;
+use crate::store::log::segments::Segment;
 use crate::store::options::CompactionPolicy;
 use crate::store::report::{CompactReport, SegmentCompaction};
-use crate::store::writer::Access;
 
 /// What a compaction leaves out ([`Inner::choose`]).
 struct Work {
@@ -45,7 +45,7 @@ struct Written {
 /// What a dry run measures: the snapshot and what the run would leave out of it.
 #[derive(Clone, Copy)]
 struct Plan<'a> {
-    segments: &'a [Arc<crate::store::log::segments::Segment>],
+    segments: &'a [Arc<Segment>],
     end_lsn: u64,
     drops: &'a history::Drops,
     refresh: &'a [usize],
@@ -86,7 +86,7 @@ impl Tombstones {
     /// The tombstones of a segment written again: all while none expired, else only the named.
     pub(super) fn kept(
         self,
-        seg: &crate::store::log::segments::Segment,
+        seg: &Segment,
         all: &[crate::codec::compacted::Tombstone],
     ) -> Vec<crate::codec::compacted::Tombstone> {
         if seg.expired_tombstone_bytes(self.cutoff) == 0 {
@@ -133,11 +133,7 @@ impl Compaction<'_> {
             dead_left: BTreeMap::new(),
         };
         let cutoff = self.tombstone_cutoff(scope);
-        let (segments, end_lsn) = if self.store.writer.access() == Access::Read {
-            (self.store.segments.all(), self.store.writer.end().lsn)
-        } else {
-            self.snapshot()?
-        };
+        let (segments, end_lsn) = self.snapshot()?;
         let Some(work) = self.choose(&segments, end_lsn, scope, cutoff, &mut out)? else {
             return Ok(out);
         };
@@ -186,7 +182,7 @@ impl Compaction<'_> {
     /// expired tombstones; `None` when nothing goes. Fills in what is reported either way.
     fn choose(
         &self,
-        segments: &[Arc<crate::store::log::segments::Segment>],
+        segments: &[Arc<Segment>],
         end_lsn: u64,
         scope: Scope,
         cutoff: i64,
@@ -197,9 +193,12 @@ impl Compaction<'_> {
         let dead = dead_by_segment(segments, &every, cutoff);
         let chosen = match scope {
             Scope::All => vec![true; segments.len()],
-            Scope::Policy(p) => history.closure(segments.len(), |si| {
-                p.wants(dead[si], record_bytes(segments, si, end_lsn))
-            }),
+            Scope::Policy(p) => {
+                let records = (0..segments.len())
+                    .map(|si| Segment::record_bytes_in(segments, si, end_lsn))
+                    .collect::<Result<Vec<u64>>>()?;
+                history.closure(segments.len(), |si| p.wants(dead[si], records[si]))
+            }
         };
         let wanted = |si: usize| chosen.get(si).copied().unwrap_or(false);
         let drops = match scope {
@@ -231,7 +230,7 @@ impl Compaction<'_> {
     /// second (the deletions of the sessions the first erased), then the merges.
     fn apply(
         &self,
-        segments: Vec<Arc<crate::store::log::segments::Segment>>,
+        segments: Vec<Arc<Segment>>,
         end_lsn: u64,
         work: &Work,
         scope: Scope,
@@ -346,11 +345,7 @@ impl Compaction<'_> {
     /// Live and dead record bytes, per segment: one read of the log, nothing written (a
     /// read-only store too).
     pub(super) fn space(&self) -> Result<Space> {
-        let (segments, end_lsn) = if self.store.writer.access() == Access::Read {
-            (self.store.segments.all(), self.store.writer.end().lsn)
-        } else {
-            self.snapshot()?
-        };
+        let (segments, end_lsn) = self.snapshot()?;
         let history = read::read(&segments, end_lsn, self.store.options.record_bytes_max)?;
         let every = history.plan(|_| true);
         let dead = dead_by_segment(&segments, &every, self.tombstone_cutoff(Scope::All));
@@ -358,21 +353,21 @@ impl Compaction<'_> {
             .iter()
             .enumerate()
             .map(|(si, seg)| {
-                let records = record_bytes(&segments, si, end_lsn);
+                let records = Segment::record_bytes_in(&segments, si, end_lsn)?;
                 // A compacted segment's file holds its tables after the records.
                 let table_bytes = if seg.is_compacted() {
-                    seg.stored_bytes().map_or(0, |b| b.saturating_sub(records))
+                    seg.stored_bytes()?.saturating_sub(records)
                 } else {
                     0
                 };
-                SegmentSpace {
+                Ok(SegmentSpace {
                     segment: seg.path.clone(),
                     record_bytes: records,
                     dead_bytes: dead[si],
                     table_bytes,
-                }
+                })
             })
-            .collect();
+            .collect::<Result<_>>()?;
         Ok(Space { segments })
     }
 
@@ -386,7 +381,7 @@ impl Compaction<'_> {
         releaser: &pipeline::Releaser,
     ) -> Result<()> {
         let segments = self.store.segments.all();
-        let groups: Vec<Vec<Arc<crate::store::log::segments::Segment>>> =
+        let groups: Vec<Vec<Arc<Segment>>> =
             merge::groups(&segments, self.store.options.segment_bytes_max)
                 .into_iter()
                 .map(|g| g.iter().filter_map(|&i| segments.get(i).cloned()).collect())
@@ -394,10 +389,7 @@ impl Compaction<'_> {
         releaser.release(segments);
         // Merged files staged ahead (their writeback started) while the disk has room for
         // the next beside them, then each put in place: one at a time at worst.
-        let mut staged: Vec<(
-            Vec<Arc<crate::store::log::segments::Segment>>,
-            file::Staged<'_>,
-        )> = Vec::new();
+        let mut staged: Vec<(Vec<Arc<Segment>>, file::Staged<'_>)> = Vec::new();
         for members in groups {
             if self.store.writer.is_closed() {
                 return Err(crate::Error::Closed);
@@ -432,10 +424,7 @@ impl Compaction<'_> {
     /// Puts merged files in place, in order, each group's old files removed and let go.
     fn put_merged(
         &self,
-        staged: Vec<(
-            Vec<Arc<crate::store::log::segments::Segment>>,
-            file::Staged<'_>,
-        )>,
+        staged: Vec<(Vec<Arc<Segment>>, file::Staged<'_>)>,
         report: &mut CompactReport,
         releaser: &pipeline::Releaser,
     ) -> Result<()> {
@@ -548,11 +537,18 @@ impl Compaction<'_> {
             .saturating_sub(i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX))
     }
 
-    /// The segments and the log end, under the writer lock.
-    fn snapshot(&self) -> Result<(Vec<Arc<crate::store::log::segments::Segment>>, u64)> {
-        let tail = self.store.writer.tail();
-        self.store.writer.check_poison()?;
-        let end = tail.as_ref().map_or(0, |t| t.next_lsn);
+    /// The segments and the log end: a writer's under its tail lock (nothing is appended
+    /// between the two), a reader's where its last scan stopped.
+    fn snapshot(&self) -> Result<(Vec<Arc<Segment>>, u64)> {
+        let writer = &self.store.writer;
+        let tail = writer.tail();
+        let end = match tail.as_ref() {
+            Some(t) => {
+                writer.check_poison()?;
+                t.next_lsn
+            }
+            None => writer.scanned().lsn,
+        };
         Ok((self.store.segments.all(), end))
     }
 
@@ -657,11 +653,7 @@ pub struct SegmentSpace {
 
 /// The dead bytes of each segment of a snapshot: what a plan leaves out, the deletions its
 /// second step would, and tombstone tables written before `cutoff`.
-fn dead_by_segment(
-    segments: &[Arc<crate::store::log::segments::Segment>],
-    drops: &history::Drops,
-    cutoff: i64,
-) -> Vec<u64> {
+fn dead_by_segment(segments: &[Arc<Segment>], drops: &history::Drops, cutoff: i64) -> Vec<u64> {
     let mut dead: Vec<u64> = segments
         .iter()
         .map(|s| s.expired_tombstone_bytes(cutoff))
@@ -672,21 +664,4 @@ fn dead_by_segment(
         }
     }
     dead
-}
-
-/// The record bytes of segment `si` of a snapshot that ends at `end_lsn`.
-fn record_bytes(
-    segments: &[Arc<crate::store::log::segments::Segment>],
-    si: usize,
-    end_lsn: u64,
-) -> u64 {
-    let Some(seg) = segments.get(si) else {
-        return 0;
-    };
-    if si + 1 == segments.len() && !seg.is_compacted() {
-        return end_lsn.saturating_sub(seg.first_lsn);
-    }
-    seg.records_end().map_or(0, |e| {
-        e.saturating_sub(crate::codec::segment::SEGMENT_HEADER_LEN as u64)
-    })
 }

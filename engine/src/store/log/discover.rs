@@ -81,8 +81,76 @@ pub(crate) fn rest_is_zero(file: &dyn StorageFile, path: &str) -> Result<bool> {
     Ok(crate::store::log::cursor::zeros(&rest))
 }
 
-/// A segment found: its first LSN, its file, the file's length, a compacted one's footer.
-type Found = (u64, Box<dyn StorageFile>, u64, Option<(Footer, i64)>);
+/// A segment found and kept.
+struct Found {
+    lsn: u64,
+    file: Box<dyn StorageFile>,
+    len: u64,
+    /// A compacted segment's footer and its header's creation time.
+    compacted: Option<(Footer, i64)>,
+}
+
+impl Found {
+    /// The segment as the next one's judge sees it.
+    fn as_prev(&self) -> Prev {
+        Prev {
+            lsn: self.lsn,
+            end_lsn: match &self.compacted {
+                Some((f, _)) => f.end_lsn,
+                None => self.lsn + self.len.saturating_sub(SEGMENT_HEADER_LEN as u64),
+            },
+            compacted: self.compacted.is_some(),
+        }
+    }
+}
+
+/// The segment before the one being judged: where it starts and ends, and whether compaction
+/// wrote it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Prev {
+    pub(crate) lsn: u64,
+    pub(crate) end_lsn: u64,
+    pub(crate) compacted: bool,
+}
+
+/// How a segment stands against the one before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Continuation {
+    /// It starts where the previous one ends (or it is the first).
+    Continues,
+    /// A merge's leftover: compacted, wholly inside the compacted segment before it, which
+    /// holds its records — a merge was cut before it removed this file
+    /// (`store/compact/merge.rs`).
+    MergeLeftover,
+    /// It does not continue the log: the previous segment ends at `expected`.
+    Gap { expected: u64 },
+}
+
+/// **The one judge of the segment list** (open here, salvage in `salvage/mod.rs`): whether
+/// the segment at `lsn` — compacted and ending at `compacted_end`, or written by appends —
+/// continues the log after `prev`.
+pub(crate) fn continuation(
+    prev: Option<Prev>,
+    lsn: u64,
+    compacted_end: Option<u64>,
+) -> Continuation {
+    let Some(prev) = prev else {
+        return Continuation::Continues;
+    };
+    if lsn == prev.end_lsn {
+        return Continuation::Continues;
+    }
+    match compacted_end {
+        Some(end)
+            if prev.compacted && prev.lsn < lsn && lsn < prev.end_lsn && end <= prev.end_lsn =>
+        {
+            Continuation::MergeLeftover
+        }
+        _ => Continuation::Gap {
+            expected: prev.end_lsn,
+        },
+    }
+}
 
 /// The segments found.
 #[derive(Debug, Default)]
@@ -171,17 +239,15 @@ fn discover_once(storage: &dyn Storage, read_only: bool) -> Result<Discovered> {
             }
         }
         let len = file.len().map_err(|e| Error::io("stat", &path, e))?;
-        let footer = compacted_footer(&*file, &path, &head, len)?;
-        if let Some((prev, _, prev_len, prev_footer)) = kept.last() {
-            let expected = match prev_footer {
-                Some((f, _)) => f.end_lsn,
-                None => prev + prev_len.saturating_sub(SEGMENT_HEADER_LEN as u64),
-            };
-            if lsn != expected {
-                if merge_leftover(*prev, prev_footer.as_ref(), lsn, footer.as_ref()) {
-                    out.strays.leftovers.push(path);
-                    continue;
-                }
+        let compacted = compacted_footer(&*file, &path, &head, len)?;
+        let prev = kept.last().map(Found::as_prev);
+        match continuation(prev, lsn, compacted.as_ref().map(|(f, _)| f.end_lsn)) {
+            Continuation::Continues => {}
+            Continuation::MergeLeftover => {
+                out.strays.leftovers.push(path);
+                continue;
+            }
+            Continuation::Gap { expected } => {
                 return Err(Error::corruption(
                     &path,
                     0,
@@ -189,36 +255,36 @@ fn discover_once(storage: &dyn Storage, read_only: bool) -> Result<Discovered> {
                 ));
             }
         }
-        kept.push((lsn, file, len, footer));
+        kept.push(Found {
+            lsn,
+            file,
+            len,
+            compacted,
+        });
     }
     // Sealed: every segment but the last one kept (an interrupted newest one is not kept).
     let n = kept.len();
     out.segments = kept
         .into_iter()
         .enumerate()
-        .map(|(i, (lsn, file, len, footer))| {
-            Arc::new(match footer {
-                Some((f, at)) => Segment::compacted(lsn, Arc::from(file), f, len, at),
-                None => Segment::new(lsn, Arc::from(file), i + 1 < n),
-            })
-        })
+        .map(
+            |(
+                i,
+                Found {
+                    lsn,
+                    file,
+                    len,
+                    compacted,
+                },
+            )| {
+                Arc::new(match compacted {
+                    Some((f, at)) => Segment::compacted(lsn, Arc::from(file), f, len, at),
+                    None => Segment::new(lsn, Arc::from(file), i + 1 < n),
+                })
+            },
+        )
         .collect();
     Ok(out)
-}
-
-/// Whether the compacted segment at `lsn` ending at its footer's end LSN lies wholly inside
-/// the previous one, compacted too: a merge wrote its records into that one and was cut
-/// before it removed this file (`store/compact/merge.rs`).
-pub(crate) fn merge_leftover(
-    prev_lsn: u64,
-    prev: Option<&(Footer, i64)>,
-    lsn: u64,
-    this: Option<&(Footer, i64)>,
-) -> bool {
-    match (prev, this) {
-        (Some((p, _)), Some((t, _))) => prev_lsn < lsn && lsn < p.end_lsn && t.end_lsn <= p.end_lsn,
-        _ => false,
-    }
 }
 
 /// A compacted segment's footer, checked (`None` for a segment appends wrote); its run table
@@ -248,4 +314,53 @@ fn compacted_footer(
     footer
         .map(|f| Some((f, created_ms)))
         .map_err(|why| Error::corruption(path, len, CorruptionKind::RunTable(why)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_segment_list_judge_decides_every_case_once() {
+        let compacted = Prev {
+            lsn: 100,
+            end_lsn: 500,
+            compacted: true,
+        };
+        let plain = Prev {
+            compacted: false,
+            ..compacted
+        };
+        // The first segment, and one starting where the previous one ends.
+        assert_eq!(continuation(None, 7, None), Continuation::Continues);
+        assert_eq!(
+            continuation(Some(plain), 500, None),
+            Continuation::Continues
+        );
+        assert_eq!(
+            continuation(Some(compacted), 500, Some(900)),
+            Continuation::Continues
+        );
+        // A compacted file wholly inside the compacted one before it: a merge's leftover.
+        assert_eq!(
+            continuation(Some(compacted), 300, Some(500)),
+            Continuation::MergeLeftover
+        );
+        // Anything else that does not start at the end is a gap: past the previous end, a
+        // plain predecessor, a file appends wrote, one reaching past the predecessor.
+        let gap = Continuation::Gap { expected: 500 };
+        for (prev, lsn, end) in [
+            (compacted, 300, Some(501)),
+            (compacted, 100, Some(400)),
+            (compacted, 300, None),
+            (plain, 300, Some(400)),
+            (compacted, 600, Some(700)),
+        ] {
+            assert_eq!(
+                continuation(Some(prev), lsn, end),
+                gap,
+                "{prev:?} {lsn} {end:?}"
+            );
+        }
+    }
 }

@@ -91,6 +91,26 @@ impl Segment {
         })
     }
 
+    /// The bytes of its records when it is segment `si` of `segments` and the log ends at
+    /// `end_lsn`: the active segment's (the last, written by appends) up to the log's end —
+    /// its file runs on past it, allocated ahead — any other's up to its records' end. The
+    /// one rule compaction's choice, its space report and the background's dead-byte ratio
+    /// read.
+    pub(crate) fn record_bytes_in(
+        segments: &[Arc<Segment>],
+        si: usize,
+        end_lsn: u64,
+    ) -> Result<u64> {
+        let Some(seg) = segments.get(si) else {
+            return Ok(0);
+        };
+        if si + 1 == segments.len() && !seg.is_compacted() {
+            return Ok(end_lsn.saturating_sub(seg.first_lsn));
+        }
+        let header = crate::codec::segment::SEGMENT_HEADER_LEN as u64;
+        Ok(seg.records_end()?.saturating_sub(header))
+    }
+
     /// The file's bytes after its header: the records, and a compacted segment's tables and
     /// footer.
     pub(crate) fn stored_bytes(&self) -> Result<u64> {
@@ -251,6 +271,16 @@ impl SegmentList {
 
     pub(crate) fn write(&self) -> parking_lot::RwLockWriteGuard<'_, Vec<Arc<Segment>>> {
         self.list.write()
+    }
+
+    /// The record bytes of the segment whose first LSN is `first` (0 when it is gone), the
+    /// log ending at `end_lsn` ([`Segment::record_bytes_in`]).
+    pub(crate) fn record_bytes_of(&self, first: u64, end_lsn: u64) -> Result<u64> {
+        let segments = self.all();
+        match segments.iter().position(|s| s.first_lsn == first) {
+            Some(si) => Segment::record_bytes_in(&segments, si, end_lsn),
+            None => Ok(0),
+        }
     }
 
     pub(crate) fn all(&self) -> Vec<Arc<Segment>> {

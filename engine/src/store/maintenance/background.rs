@@ -25,15 +25,6 @@ pub(crate) fn start(inner: &Arc<Inner>) {
     inner.maintenance.started(spawned);
 }
 
-/// Tells the background work what a deletion left dead.
-pub(crate) fn left_dead(inner: &Inner, bytes: &std::collections::BTreeMap<u64, u64>) {
-    inner
-        .maintenance
-        .left_dead(inner.options.compaction, bytes, |seg| {
-            segment_record_bytes(inner, seg)
-        });
-}
-
 fn run(inner: &Arc<Inner>) {
     let m = &inner.maintenance;
     while let Some(due) = m.next_step() {
@@ -61,19 +52,4 @@ fn run(inner: &Arc<Inner>) {
         }
         m.idle();
     }
-}
-
-/// The record bytes of the segment whose first LSN is `first` (0 when it is gone).
-fn segment_record_bytes(inner: &Inner, first: u64) -> u64 {
-    let segments = inner.segments.all();
-    let Some(si) = segments.iter().position(|s| s.first_lsn == first) else {
-        return 0;
-    };
-    if si + 1 == segments.len() {
-        let end = inner.writer.tail().as_ref().map_or(first, |t| t.next_lsn);
-        return end.saturating_sub(first);
-    }
-    segments[si].records_end().map_or(0, |e| {
-        e.saturating_sub(crate::codec::segment::SEGMENT_HEADER_LEN as u64)
-    })
 }

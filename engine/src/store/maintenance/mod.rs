@@ -198,7 +198,7 @@ impl Maintenance {
     /// thread when that segment now passes the policy.
     pub(crate) fn left_dead(
         &self,
-        policy: Option<CompactionPolicy>,
+        policy: CompactionPolicy,
         bytes: &BTreeMap<u64, u64>,
         record_bytes: impl Fn(u64) -> u64,
     ) {
@@ -211,12 +211,10 @@ impl Maintenance {
             }
         }
         // The estimate is at most what is dead: a segment it says passes, passes.
-        if let Some(policy) = policy
-            && bytes.keys().any(|seg| {
-                let dead = st.dead.get(seg).copied().unwrap_or(0);
-                policy.wants(dead, record_bytes(*seg))
-            })
-        {
+        if bytes.keys().any(|seg| {
+            let dead = st.dead.get(seg).copied().unwrap_or(0);
+            policy.wants(dead, record_bytes(*seg))
+        }) {
             st.due = true;
             self.cv.notify_all();
         }

@@ -5,7 +5,6 @@
 
 use std::collections::BTreeMap;
 
-use crate::codec::frame::FRAME_HEADER_LEN;
 use crate::store::catalog::entries::SessionEntry;
 use crate::store::compact::Compaction;
 use crate::store::inner::Inner;
@@ -207,33 +206,7 @@ impl Retention<'_> {
         let cat = self.store.catalog.read();
         cat.sessions
             .get(id)
-            .map(|e| own_bytes_of(self.store, e))
+            .map(|e| e.own_bytes(&self.store.segments))
             .unwrap_or_default()
     }
-}
-
-/// [`Inner::own_bytes`] of an entry.
-pub(in crate::store) fn own_bytes_of(inner: &Inner, e: &SessionEntry) -> BTreeMap<u64, u64> {
-    let mut out: BTreeMap<u64, u64> = BTreeMap::new();
-    let skip = e.parent.as_ref().map_or(0, |(_, n)| *n);
-    let Ok(locs) = e.locs.iter() else {
-        return out;
-    };
-    let segments = inner.segments.all();
-    let mut last_record = None;
-    for loc in locs.skip(usize::try_from(skip).unwrap_or(usize::MAX)) {
-        let at = segments.partition_point(|s| s.first_lsn <= loc.lsn);
-        let Some(seg) = at.checked_sub(1).and_then(|i| segments.get(i)) else {
-            continue;
-        };
-        if last_record == Some(loc.lsn) {
-            continue;
-        }
-        last_record = Some(loc.lsn);
-        // A record holds one session's events: its whole frame goes with them.
-        let bytes = crate::store::log::marks::frame_len_at(&inner.segments, loc.lsn)
-            .unwrap_or(u64::from(loc.len) + FRAME_HEADER_LEN as u64);
-        *out.entry(seg.first_lsn).or_default() += bytes;
-    }
-    out
 }

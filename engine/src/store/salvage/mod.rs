@@ -37,7 +37,8 @@ use crate::storage::{OpenMode, Storage, StorageFile};
 use crate::store::checkpoint::chain::CheckpointHeaders;
 use crate::store::log::cursor::{SegmentFacts, zeros};
 use crate::store::log::discover::{
-    HeaderVerdict, judge_header, read_head, rest_is_zero, segment_lsns,
+    Continuation, HeaderVerdict, Prev, continuation, judge_header, read_head, rest_is_zero,
+    segment_lsns,
 };
 use crate::store::log::map::LsnMap;
 use crate::store::log::segments::{Segment, SegmentList};
@@ -58,9 +59,8 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
             .collect(),
     ));
     let mut state = State::default();
-    let mut expected: Option<u64> = None;
-    // The previous segment's first LSN, when compaction wrote it.
-    let mut prev_compacted: Option<u64> = None;
+    // The segment kept before this one, for the one judge of the list (`log/discover.rs`).
+    let mut prev: Option<Prev> = None;
     let mut removing = false;
     // A newest segment whose creation was interrupted is no segment of the log (open removes
     // it).
@@ -88,36 +88,25 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
                 expected: SEGMENT_FORMAT_VERSION,
             });
         }
+        let compacted_end = match compacted_runs(lsn, &bytes) {
+            Some(Ok((_, footer))) => Some(footer.end_lsn),
+            _ => None,
+        };
+        let continuation = continuation(prev, lsn, compacted_end);
         // A merge's leftover: wholly inside the compacted segment before it, which holds its
         // records (`compact/merge.rs`). It goes, and nothing is lost.
-        if !removing
-            && let (Some(prev), Some(end)) = (prev_compacted, expected)
-            && lsn < end
-            && let Some(Ok((_, footer))) = compacted_runs(lsn, &bytes)
-            && crate::store::log::discover::merge_leftover(
-                prev,
-                Some(&(
-                    Footer {
-                        end_lsn: end,
-                        ..footer
-                    },
-                    0,
-                )),
-                lsn,
-                Some(&(footer, 0)),
-            )
-        {
+        if !removing && continuation == Continuation::MergeLeftover {
             state.out.edits.push((lsn, Edit::Remove));
             continue;
         }
-        if removing || expected.is_some_and(|e| e != lsn) || bytes.len() < SEGMENT_HEADER_LEN {
+        if removing || continuation != Continuation::Continues || bytes.len() < SEGMENT_HEADER_LEN {
             // The first segment that does not continue the log goes, and every later one.
             if !removing {
                 state.out.report.damage.push(damage(
                     &path,
                     0,
                     bytes.len(),
-                    not_continuing(expected, lsn),
+                    not_continuing(continuation),
                     DamageRepair::SegmentRemoved,
                 ));
             }
@@ -189,11 +178,14 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
         let (voids, cut_at) = state.walk_segment(options, facts, &path, records, last)?;
         state.touched.clear();
         let end = cut_at.unwrap_or(bytes.len());
-        expected = Some(match &runs {
-            Some((r, _)) => r.end_lsn(),
-            None => lsn + (end - SEGMENT_HEADER_LEN) as u64,
+        prev = Some(Prev {
+            lsn,
+            end_lsn: match &runs {
+                Some((r, _)) => r.end_lsn(),
+                None => lsn + (end - SEGMENT_HEADER_LEN) as u64,
+            },
+            compacted,
         });
-        prev_compacted = compacted.then_some(lsn);
         if header || !voids.is_empty() || cut_at.is_some() {
             state.out.edits.push((
                 lsn,
@@ -320,10 +312,10 @@ fn compacted_runs(
     Some(Runs::decode(table, &footer, lsn, records_end).map(|r| (r, footer)))
 }
 
-/// Why the segment at `lsn` does not continue the log that `expected` ends at.
-fn not_continuing(expected: Option<u64>, lsn: u64) -> CorruptionKind {
-    match expected {
-        Some(e) if e != lsn => CorruptionKind::SegmentGap { expected: e },
+/// Why a segment goes: it does not continue the log, or its header is cut short.
+fn not_continuing(continuation: Continuation) -> CorruptionKind {
+    match continuation {
+        Continuation::Gap { expected } => CorruptionKind::SegmentGap { expected },
         _ => CorruptionKind::SegmentHeader(SegmentHeaderError::Short),
     }
 }

@@ -7,7 +7,7 @@ pub(crate) mod changes;
 pub(crate) mod commit;
 pub(crate) mod poison;
 pub(crate) mod prefault;
-mod seal;
+pub(crate) mod seal;
 pub(crate) mod tail;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,7 +20,6 @@ use crate::{Error, Result};
 use changes::Changes;
 use commit::GroupCommit;
 use poison::Poison;
-pub(crate) use seal::{Sealed, Target};
 use tail::Tail;
 
 /// How a store is opened.

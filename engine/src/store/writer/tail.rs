@@ -244,8 +244,8 @@ impl Tail {
         {
             self.map_ahead(preallocate, max);
         }
-        // A `Sync` store: allocated, written with zeros and synced (in `perf` of `Sync`
-        // batches the zero-fill's `pwrite` was 28 % of the appender's CPU).
+        // A `Sync` store: allocated, written with zeros and synced (the zero-fill's `pwrite`
+        // led the appender's profile: PERFORMANCE.md).
         if due
             && self.sync_store
             && preallocate > 0
