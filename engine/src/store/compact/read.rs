@@ -19,6 +19,7 @@ use crate::codec::frame::FRAME_HEADER_LEN;
 use crate::codec::record::{RecordSummary, summarize};
 use crate::codec::segment::SEGMENT_HEADER_LEN;
 use crate::store::compact::history::{Current, History, Rec};
+use crate::store::log::cursor::Pass;
 use crate::store::log::cursor::{LogCursor, SegmentFacts, StopAction};
 use crate::store::log::segments::Segment;
 use crate::store::log::walk::{Go, Met, walk};
@@ -173,7 +174,7 @@ fn walk_segment(seg: &Segment, bytes: &[u8], record_bytes_max: u32) -> Result<Ve
     let facts = SegmentFacts::sealed_under_lock(map, record_bytes_max);
     let seg_end = seg.end_lsn()?;
     let mut seen = Vec::with_capacity(bytes.len() / 128);
-    let mut cursor = LogCursor::new(facts, SEGMENT_HEADER_LEN, bytes, false);
+    let mut cursor = LogCursor::new(facts, SEGMENT_HEADER_LEN, bytes, Pass::First);
     let stop = walk(&mut cursor, |met| {
         let Met::Record(frame) = met else {
             return Ok(Go::Finish);

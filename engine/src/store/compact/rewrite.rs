@@ -17,6 +17,7 @@ use crate::codec::frame::{
 use crate::codec::segment::{SEGMENT_HEADER_LEN, SegmentHeader};
 use crate::storage::Storage;
 use crate::store::compact::history::Rec;
+use crate::store::log::cursor::Pass;
 use crate::store::log::cursor::{LogCursor, SegmentFacts, StopAction};
 use crate::store::log::map::LsnMap;
 use crate::store::log::segments::Segment;
@@ -259,7 +260,7 @@ fn check_tail(
     let base = usize::try_from(start).unwrap_or(usize::MAX);
     let facts = SegmentFacts::sealed_under_lock(map, record_bytes_max);
     let stop = seg.with_bytes(start, len, |bytes| {
-        let mut cursor = LogCursor::new(facts, base, bytes, false);
+        let mut cursor = LogCursor::new(facts, base, bytes, Pass::First);
         walk(&mut cursor, |met| match met {
             Met::Record(_) => Ok(Go::On),
             _ => Ok(Go::Finish),

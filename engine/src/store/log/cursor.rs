@@ -11,26 +11,71 @@ use crate::codec::frame::{
 };
 use crate::codec::record::{RecordBody, decode, decode_checked};
 use crate::store::log::map::LsnMap;
-use crate::store::log::recovery::{Corrupt, TailAction, TailFacts, decide_row};
+use crate::store::log::recovery::{Corrupt, FrameAction, FrameFacts, decide_row};
 
 /// What is known of a segment as a whole when its bytes are read.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct SegmentFacts<'m> {
     /// How the segment's file offsets are LSNs.
     pub(crate) map: LsnMap<'m>,
-    /// Not the newest segment: synced whole before its successor was created.
-    pub(crate) sealed: bool,
+    /// Sealed (synced whole before its successor was created) or the log's newest.
+    pub(crate) place: Place,
     /// The furthest log position a checkpoint header vouches for.
     pub(crate) durable_lsn: u64,
-    /// The reader holds the writer lock: no write is in flight anywhere in the log.
-    pub(crate) locked: bool,
+    /// Whether a write may be in flight beside the reader.
+    pub(crate) writers: Writers,
     /// The largest payload a valid frame has.
     pub(crate) record_bytes_max: u32,
     /// How much of each frame is checked: every byte, but for compaction (`Checks::Frame`).
     pub(crate) checks: Checks,
 }
 
+/// Where a segment stands in the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Place {
+    /// Synced whole before its successor was created (or written whole by compaction).
+    Sealed,
+    /// The log's newest segment: its end may be torn.
+    Newest,
+}
+
+/// Whether a write may be in flight beside a reader of the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Writers {
+    /// The reader holds the writer lock (the writer's open, salvage, compaction).
+    Excluded,
+    /// A writer may be appending beside it (a read-only open, `refresh`).
+    Beside,
+}
+
+/// How a walk reads a segment's bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pass {
+    /// For the first time.
+    First,
+    /// Again at its base, after a [`StopAction::Reread`].
+    Reread,
+}
+
 impl<'a> SegmentFacts<'a> {
+    /// Every byte checked: how an open, `refresh` and salvage read a segment.
+    pub(crate) fn checked(
+        map: LsnMap<'a>,
+        place: Place,
+        durable_lsn: u64,
+        writers: Writers,
+        record_bytes_max: u32,
+    ) -> Self {
+        Self {
+            map,
+            place,
+            durable_lsn,
+            writers,
+            record_bytes_max,
+            checks: Checks::Every,
+        }
+    }
+
     /// A sealed segment read under the writer lock, past every durable mark: what compaction
     /// reads (nothing is in flight, nothing is cut). Compaction uses only what a frame's own
     /// CRC covers and copies the events' bytes as they are: it checks the frame CRC alone
@@ -38,9 +83,9 @@ impl<'a> SegmentFacts<'a> {
     pub(crate) fn sealed_under_lock(map: LsnMap<'a>, record_bytes_max: u32) -> Self {
         Self {
             map,
-            sealed: true,
+            place: Place::Sealed,
             durable_lsn: 0,
-            locked: true,
+            writers: Writers::Excluded,
             record_bytes_max,
             checks: Checks::Frame,
         }
@@ -150,15 +195,14 @@ pub(crate) fn zeros(b: &[u8]) -> bool {
 }
 
 impl<'a> LogCursor<'a> {
-    /// A cursor at file offset `base`, which `bytes[0]` is; `reread` when these bytes were
-    /// read again at `base` after a [`StopAction::Reread`].
-    pub(crate) fn new(facts: SegmentFacts<'a>, base: usize, bytes: &'a [u8], reread: bool) -> Self {
+    /// A cursor at file offset `base`, which `bytes[0]` is, on its `pass` over them.
+    pub(crate) fn new(facts: SegmentFacts<'a>, base: usize, bytes: &'a [u8], pass: Pass) -> Self {
         Self {
             facts,
             base,
             bytes,
             pos: base,
-            reread_at: reread.then_some(base),
+            reread_at: (pass == Pass::Reread).then_some(base),
             run_ends_at: 0,
         }
     }
@@ -237,12 +281,12 @@ impl<'a> LogCursor<'a> {
         };
         let lsn = self.lsn();
         let tail_zeros = zeros(rest.get(after..).unwrap_or_default());
-        let facts = TailFacts::from_check(
+        let facts = FrameFacts::from_check(
             &check,
             [
-                self.facts.sealed,
+                self.facts.place == Place::Sealed,
                 lsn < self.facts.durable_lsn,
-                self.facts.locked || self.reread_at == Some(self.pos),
+                self.facts.writers == Writers::Excluded || self.reread_at == Some(self.pos),
             ],
             tail_zeros,
             tail_zeros && zeros(rest.get(..after).unwrap_or(rest)),
@@ -250,17 +294,17 @@ impl<'a> LogCursor<'a> {
         let (row, action) = match decide_row(facts) {
             Ok(decided) => decided,
             // The cursor never produces such facts (the table's tests prove it total).
-            Err(_) => ("impossible facts", TailAction::Corrupt(Corrupt::AsFound)),
+            Err(_) => ("impossible facts", FrameAction::Corrupt(Corrupt::AsFound)),
         };
         let action = match action {
-            TailAction::End => return Step::End,
+            FrameAction::End => return Step::End,
             // Only a valid frame is accepted, and that was replayed above.
-            TailAction::Accept => StopAction::Corrupt(CorruptionKind::Inconsistent(
+            FrameAction::Accept => StopAction::Corrupt(CorruptionKind::Inconsistent(
                 "the recovery table accepted a damaged frame",
             )),
-            TailAction::Truncate => StopAction::Truncate,
-            TailAction::Reread => StopAction::Reread,
-            TailAction::Corrupt(why) => StopAction::Corrupt(match why {
+            FrameAction::Truncate => StopAction::Truncate,
+            FrameAction::Reread => StopAction::Reread,
+            FrameAction::Corrupt(why) => StopAction::Corrupt(match why {
                 Corrupt::DataAfterDamage => CorruptionKind::DataAfterDamage,
                 Corrupt::MissingRecords => CorruptionKind::MissingRecords {
                     vouched_to: self.facts.durable_lsn,
@@ -325,14 +369,17 @@ mod tests {
     use crate::codec::frame::encode_frame;
 
     fn facts(sealed: bool, durable_lsn: u64, locked: bool) -> SegmentFacts<'static> {
-        SegmentFacts {
-            map: LsnMap::Plain { first_lsn: 0 },
-            sealed,
+        SegmentFacts::checked(
+            LsnMap::Plain { first_lsn: 0 },
+            if sealed { Place::Sealed } else { Place::Newest },
             durable_lsn,
-            locked,
-            record_bytes_max: 1 << 20,
-            checks: crate::codec::frame::Checks::Every,
-        }
+            if locked {
+                Writers::Excluded
+            } else {
+                Writers::Beside
+            },
+            1 << 20,
+        )
     }
 
     /// A segment's bytes from its first record: two frames, then `tail`.
@@ -393,7 +440,7 @@ mod tests {
         use crate::codec::record::EVENT_CHECKSUM;
         for (layout, checked) in [(FrameLayout::Split, true), (FrameLayout::Whole, false)] {
             let b = one_event(layout, false);
-            let mut c = LogCursor::new(facts(true, 0, true), H, &b, false);
+            let mut c = LogCursor::new(facts(true, 0, true), H, &b, Pass::First);
             let Step::Record(frame) = c.step() else {
                 panic!("{layout:?}: no record");
             };
@@ -404,20 +451,20 @@ mod tests {
         // A layout-1 frame whose checksum holds over an event whose own does not: the decode
         // still checks the event (the frame's check did not).
         let b = one_event(FrameLayout::Whole, true);
-        let mut c = LogCursor::new(facts(true, 0, true), H, &b, false);
+        let mut c = LogCursor::new(facts(true, 0, true), H, &b, Pass::First);
         let Step::Record(frame) = c.step() else {
             panic!("no record");
         };
         assert_eq!(frame.decode().unwrap_err(), EVENT_CHECKSUM);
         // In layout 2 the same slip is no valid frame at all.
         let b = one_event(FrameLayout::Split, true);
-        let mut c = LogCursor::new(facts(true, 0, true), H, &b, false);
+        let mut c = LogCursor::new(facts(true, 0, true), H, &b, Pass::First);
         assert!(matches!(c.step(), Step::Stop(_)));
         // Compaction's frame-only check leaves the events to the decode.
         let b = one_event(FrameLayout::Split, false);
         let mut compacting = facts(true, 0, true);
         compacting.checks = crate::codec::frame::Checks::Frame;
-        let mut c = LogCursor::new(compacting, H, &b, false);
+        let mut c = LogCursor::new(compacting, H, &b, Pass::First);
         let Step::Record(frame) = c.step() else {
             panic!("no record");
         };
@@ -428,7 +475,7 @@ mod tests {
     fn records_then_the_clean_end_or_zeros() {
         for tail in [&[][..], &[0; 100]] {
             let b = log(tail);
-            let mut c = LogCursor::new(facts(false, 0, true), H, &b, false);
+            let mut c = LogCursor::new(facts(false, 0, true), H, &b, Pass::First);
             assert!(matches!(walk(&mut c), (2, Step::End)));
             assert_eq!(c.offset(), H + 44);
         }
@@ -437,7 +484,7 @@ mod tests {
     #[test]
     fn zeros_below_a_durable_mark_are_missing_records() {
         let b = log(&[0; 100]);
-        let mut c = LogCursor::new(facts(false, 500, true), H, &b, false);
+        let mut c = LogCursor::new(facts(false, 500, true), H, &b, Pass::First);
         let (n, step) = walk(&mut c);
         assert_eq!(n, 2);
         let Step::Stop(stop) = step else {
@@ -449,10 +496,10 @@ mod tests {
         );
         // A sealed segment's exact end is its end; zeros in it are damage.
         let b = log(&[]);
-        let mut c = LogCursor::new(facts(true, 500, true), H, &b, false);
+        let mut c = LogCursor::new(facts(true, 500, true), H, &b, Pass::First);
         assert!(matches!(walk(&mut c), (2, Step::End)));
         let b = log(&[0; 20]);
-        let mut c = LogCursor::new(facts(true, 0, true), H, &b, false);
+        let mut c = LogCursor::new(facts(true, 0, true), H, &b, Pass::First);
         assert!(
             matches!(walk(&mut c), (2, Step::Stop(s)) if s.action == StopAction::Corrupt(CorruptionKind::BadLength))
         );
@@ -464,7 +511,7 @@ mod tests {
         tail[0] = 7; // a damaged header
         tail[29] = 1; // data after it
         let b = log(&tail);
-        let mut c = LogCursor::new(facts(false, 0, false), H, &b, false);
+        let mut c = LogCursor::new(facts(false, 0, false), H, &b, Pass::First);
         let (_, step) = walk(&mut c);
         let Step::Stop(stop) = step else {
             panic!("{step:?}")
@@ -473,12 +520,12 @@ mod tests {
         // Read again at that offset: now the decision is final.
         let at = stop.offset;
         let again = &b[at - H..];
-        let mut c = LogCursor::new(facts(false, 0, false), at, again, true);
+        let mut c = LogCursor::new(facts(false, 0, false), at, again, Pass::Reread);
         assert!(
             matches!(c.step(), Step::Stop(s) if s.action == StopAction::Corrupt(CorruptionKind::DataAfterDamage))
         );
         // With the writer lock held it is final at once.
-        let mut c = LogCursor::new(facts(false, 0, true), H, &b, false);
+        let mut c = LogCursor::new(facts(false, 0, true), H, &b, Pass::First);
         assert!(
             matches!(walk(&mut c), (2, Step::Stop(s)) if s.action == StopAction::Corrupt(CorruptionKind::DataAfterDamage))
         );
@@ -490,7 +537,7 @@ mod tests {
         let mut f = Vec::new();
         encode_frame(RecordKind::Void, &[0; 4], &mut f);
         b.extend_from_slice(&f);
-        let mut c = LogCursor::new(facts(true, 0, true), H, &b, false);
+        let mut c = LogCursor::new(facts(true, 0, true), H, &b, Pass::First);
         assert!(matches!(c.step(), Step::Stop(_)));
         assert_eq!(c.resync(), H + 24);
         assert!(matches!(c.step(), Step::Record(r) if r.lsn == 24));

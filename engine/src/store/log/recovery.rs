@@ -17,7 +17,7 @@ use crate::codec::frame::FrameCheck;
 
 /// The observable facts at the position where the cursor reads a frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct TailFacts {
+pub struct FrameFacts {
     /// The segment is sealed (not the newest): it was synced whole before its successor was
     /// created.
     pub sealed: bool,
@@ -48,7 +48,7 @@ pub struct TailFacts {
 
 /// What recovery does at that position.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum TailAction {
+pub enum FrameAction {
     /// A valid record: replay it and go on.
     Accept,
     /// The end of the segment's records: go on with the next segment, or stop at the log's
@@ -98,16 +98,16 @@ impl Is {
     }
 }
 
-/// A row: its name, conditions in [`TailFacts`] field order, and its action.
+/// A row: its name, conditions in [`FrameFacts`] field order, and its action.
 #[derive(Debug)]
 struct Row {
     name: &'static str,
     cond: [Is; 11],
-    act: TailAction,
+    act: FrameAction,
 }
 
 impl Row {
-    fn matches(&self, f: &TailFacts) -> bool {
+    fn matches(&self, f: &FrameFacts) -> bool {
         self.cond
             .iter()
             .zip(f.as_array())
@@ -115,7 +115,7 @@ impl Row {
     }
 }
 
-impl TailFacts {
+impl FrameFacts {
     /// The facts in field order (the table's columns).
     fn as_array(&self) -> [bool; 11] {
         [
@@ -134,13 +134,13 @@ impl TailFacts {
     }
 }
 
-const fn row(name: &'static str, cond: [Is; 11], act: TailAction) -> Row {
+const fn row(name: &'static str, cond: [Is; 11], act: FrameAction) -> Row {
     Row { name, cond, act }
 }
 
 use Corrupt::{AsFound, DataAfterDamage, MissingRecords};
 use Is::{Any as __, No as NO, Yes as YE};
-use TailAction::{Accept, Corrupt as Bad, End, Reread, Truncate};
+use FrameAction::{Accept, Corrupt as Bad, End, Reread, Truncate};
 
 /// The decision table. Columns: sealed, vouched, settled, header complete, length valid,
 /// frame fits, checksum valid, kind known, zeros after, at end, zeros only.
@@ -177,7 +177,7 @@ const TABLE: &[Row] = &[
 ];
 
 /// A named constraint: `true` when the facts satisfy it.
-type Constraint = (&'static str, fn(&TailFacts) -> bool);
+type Constraint = (&'static str, fn(&FrameFacts) -> bool);
 
 /// Combinations the cursor cannot produce, by the order in which it checks a frame.
 const CONSTRAINTS: &[Constraint] = &[
@@ -211,7 +211,7 @@ const CONSTRAINTS: &[Constraint] = &[
     ),
 ];
 
-impl TailFacts {
+impl FrameFacts {
     /// The facts for a frame check at a position. `zeros_after` and `zeros_only` are the
     /// cursor's reading of the bytes after the frame and from the position.
     pub fn from_check(
@@ -248,7 +248,7 @@ impl TailFacts {
 ///
 /// # Errors
 /// [`Impossible`] naming the constraint the facts break.
-pub fn decide_row(f: TailFacts) -> Result<(&'static str, TailAction), Impossible> {
+pub fn decide_row(f: FrameFacts) -> Result<(&'static str, FrameAction), Impossible> {
     if let Some((name, _)) = CONSTRAINTS.iter().find(|(_, holds)| !holds(&f)) {
         return Err(Impossible(name));
     }
@@ -263,10 +263,10 @@ pub fn decide_row(f: TailFacts) -> Result<(&'static str, TailAction), Impossible
 mod tests {
     use super::*;
 
-    fn all_facts() -> impl Iterator<Item = TailFacts> {
+    fn all_facts() -> impl Iterator<Item = FrameFacts> {
         (0u32..2048).map(|bits| {
             let b = |i: u32| bits & (1 << i) != 0;
-            TailFacts {
+            FrameFacts {
                 sealed: b(0),
                 vouched: b(1),
                 settled: b(2),
@@ -333,7 +333,7 @@ mod tests {
 
     #[test]
     fn named_rows() {
-        let tail = TailFacts {
+        let tail = FrameFacts {
             sealed: false,
             vouched: false,
             settled: true,
@@ -352,14 +352,14 @@ mod tests {
             ("tail: bad checksum, data after", Bad(DataAfterDamage))
         );
         assert_eq!(
-            decide(TailFacts {
+            decide(FrameFacts {
                 settled: false,
                 ..tail
             }),
             ("tail: bad checksum, in flight?", Reread)
         );
         assert_eq!(
-            decide(TailFacts {
+            decide(FrameFacts {
                 zeros_after: true,
                 ..tail
             })
@@ -369,7 +369,7 @@ mod tests {
         // The defect this table was first built for: a damaged last record that a
         // checkpoint covers is corruption, not a torn tail.
         assert_eq!(
-            decide(TailFacts {
+            decide(FrameFacts {
                 vouched: true,
                 zeros_after: true,
                 ..tail
@@ -378,27 +378,27 @@ mod tests {
             Bad(AsFound)
         );
         // A log cut at a record boundary below a checkpoint's coverage: records are missing.
-        let end = TailFacts::from_check(&FrameCheck::End, [false, true, true], true, true);
+        let end = FrameFacts::from_check(&FrameCheck::End, [false, true, true], true, true);
         assert_eq!(
             decide(end),
             ("vouched: log ends early", Bad(MissingRecords))
         );
         assert_eq!(
-            decide(TailFacts {
+            decide(FrameFacts {
                 vouched: false,
                 ..end
             }),
             ("clean end", End)
         );
         assert_eq!(
-            decide(TailFacts {
+            decide(FrameFacts {
                 sealed: true,
                 ..end
             }),
             ("sealed: end", End)
         );
         // An unknown kind with valid checksums is never cut, even at the tail.
-        let unknown = TailFacts::from_check(
+        let unknown = FrameFacts::from_check(
             &FrameCheck::UnknownKind {
                 kind: 9,
                 frame_len: 20,
@@ -409,7 +409,7 @@ mod tests {
         );
         assert_eq!(decide(unknown), ("unknown kind", Bad(AsFound)));
         assert_eq!(
-            decide_row(TailFacts {
+            decide_row(FrameFacts {
                 header_complete: false,
                 ..tail
             }),

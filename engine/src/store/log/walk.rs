@@ -7,6 +7,7 @@
 use crate::Result;
 use crate::codec::CorruptionKind;
 use crate::store::log::cursor::{Frame, LogCursor, SegmentFacts, Step, Stop, StopAction};
+use crate::store::log::cursor::{Pass, Place, Writers};
 
 /// What the walk meets.
 pub(crate) enum Met<'c, 'a> {
@@ -58,18 +59,17 @@ pub(crate) fn walk<'a>(
 /// mark at `durable_lsn`: nothing (an empty log may be the end), or the corruption it is.
 pub(crate) fn empty_log(
     durable_lsn: u64,
-    locked: bool,
+    writers: Writers,
     record_bytes_max: u32,
 ) -> Option<CorruptionKind> {
-    let facts = SegmentFacts {
-        map: crate::store::log::map::LsnMap::Plain { first_lsn: 0 },
-        sealed: false,
+    let facts = SegmentFacts::checked(
+        crate::store::log::map::LsnMap::Plain { first_lsn: 0 },
+        Place::Newest,
         durable_lsn,
-        locked,
+        writers,
         record_bytes_max,
-        checks: crate::codec::frame::Checks::Every,
-    };
-    match LogCursor::new(facts, 0, &[], false).step() {
+    );
+    match LogCursor::new(facts, 0, &[], Pass::First).step() {
         Step::Stop(stop) => match stop.action {
             StopAction::Corrupt(kind) => Some(kind),
             _ => None,
@@ -85,14 +85,13 @@ mod tests {
     use crate::codec::segment::SEGMENT_HEADER_LEN;
 
     fn facts() -> SegmentFacts<'static> {
-        SegmentFacts {
-            map: crate::store::log::map::LsnMap::Plain { first_lsn: 0 },
-            sealed: true,
-            durable_lsn: 0,
-            locked: true,
-            record_bytes_max: 1 << 20,
-            checks: crate::codec::frame::Checks::Every,
-        }
+        SegmentFacts::checked(
+            crate::store::log::map::LsnMap::Plain { first_lsn: 0 },
+            Place::Sealed,
+            0,
+            Writers::Excluded,
+            1 << 20,
+        )
     }
 
     #[test]
@@ -104,7 +103,7 @@ mod tests {
         bytes[damaged_at + 20] ^= 0xff;
         encode_frame(RecordKind::Void, &[1; 8], &mut bytes);
         let mut met = Vec::new();
-        let mut cursor = LogCursor::new(facts(), SEGMENT_HEADER_LEN, &bytes, false);
+        let mut cursor = LogCursor::new(facts(), SEGMENT_HEADER_LEN, &bytes, Pass::First);
         let end = walk(&mut cursor, |m| {
             Ok(match m {
                 Met::Record(f) => {
@@ -130,7 +129,7 @@ mod tests {
             ]
         );
         // A consumer that does not move on at a stop finishes there.
-        let mut cursor = LogCursor::new(facts(), SEGMENT_HEADER_LEN, &bytes, false);
+        let mut cursor = LogCursor::new(facts(), SEGMENT_HEADER_LEN, &bytes, Pass::First);
         let stop = walk(&mut cursor, |_| Ok(Go::On)).unwrap().unwrap();
         assert_eq!(stop.offset, at + damaged_at);
     }

@@ -14,6 +14,7 @@ pub(crate) mod replay;
 pub(crate) mod scan;
 
 use crate::codec::frame::RecordLink;
+use crate::store::log::cursor::Writers;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -350,7 +351,11 @@ fn load(from: &Sources<'_>, full_replay: bool, report: &mut OpenReport) -> Resul
         // A snapshot ends at its stop: a checkpoint written since vouches past it.
         durable_lsn: durable_lsn.max(start_lsn).min(stop_lsn),
         stop_lsn,
-        locked: !read_only,
+        writers: if read_only {
+            Writers::Beside
+        } else {
+            Writers::Excluded
+        },
     };
     let scanned = scan(
         list,

@@ -4,6 +4,7 @@
 //! view holds, the view is built again from the files as they are now, as a fresh read-only
 //! open would; only damage that fresh view sees too is reported.
 
+use crate::store::log::cursor::Writers;
 use crate::store::writer::LogEnd;
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -43,7 +44,7 @@ fn catch_up(inner: &Inner) -> Result<Option<u64>> {
         start_lsn: start,
         durable_lsn: start,
         stop_lsn: u64::MAX,
-        locked: false,
+        writers: Writers::Beside,
     };
     let scanned = scan(
         &inner.segments,

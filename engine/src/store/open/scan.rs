@@ -5,6 +5,7 @@
 //! Open and `refresh` go through here.
 
 use crate::codec::frame::RecordLink;
+use crate::store::log::cursor::{Pass, Place, Writers};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -28,8 +29,8 @@ pub(in crate::store) struct Span {
     pub(in crate::store) durable_lsn: u64,
     /// `u64::MAX`, or the position to treat as the end (a snapshot).
     pub(in crate::store) stop_lsn: u64,
-    /// The reader holds the writer lock.
-    pub(in crate::store) locked: bool,
+    /// Whether a writer may append beside the scan.
+    pub(in crate::store) writers: Writers,
 }
 
 /// A torn tail the scan found: the newest segment holds it from `offset` on.
@@ -72,17 +73,18 @@ pub(in crate::store) fn scan(
         end_lsn: span.start_lsn,
         ..Scanned::default()
     };
-    let facts_of = |map, sealed| SegmentFacts {
-        map,
-        sealed,
-        durable_lsn: span.durable_lsn,
-        locked: span.locked,
-        record_bytes_max: options.record_bytes_max,
-        checks: crate::codec::frame::Checks::Every,
+    let facts_of = |map, place| {
+        SegmentFacts::checked(
+            map,
+            place,
+            span.durable_lsn,
+            span.writers,
+            options.record_bytes_max,
+        )
     };
     let Some(first) = segs.iter().rposition(|s| s.first_lsn <= span.start_lsn) else {
         // No segment at all: the table decides whether an empty log may be the end.
-        return match empty_log(span.durable_lsn, span.locked, options.record_bytes_max) {
+        return match empty_log(span.durable_lsn, span.writers, options.record_bytes_max) {
             Some(kind) => Err(Error::corruption(SEGMENTS_DIR, 0, kind)),
             None => Ok(out),
         };
@@ -102,14 +104,14 @@ pub(in crate::store) fn scan(
             && segs.get(i + 1).is_none_or(|n| n.first_lsn > span.stop_lsn);
         let newest = i + 1 == segs.len() || stops_here;
         let map = seg.map()?;
-        let facts = facts_of(map, !newest);
+        let facts = facts_of(map, if newest { Place::Newest } else { Place::Sealed });
         let limit = stops_here.then(|| map.offset_at_or_after(span.stop_lsn));
         let mut offset = to_usize(seg, map.offset_at_or_after(out.end_lsn.max(seg.first_lsn)))?;
-        let mut reread = false;
+        let mut pass = Pass::First;
         loop {
             // Only the bytes from where the scan is: what a checkpoint covers is not re-read.
             let bytes = read_from(seg, offset, limit)?;
-            let mut cursor = LogCursor::new(facts, offset, &bytes, reread);
+            let mut cursor = LogCursor::new(facts, offset, &bytes, pass);
             // Every record replayed; the first stop ends the walk and is decided below.
             let stop = walk(&mut cursor, |met| {
                 let Met::Record(frame) = met else {
@@ -138,11 +140,11 @@ pub(in crate::store) fn scan(
                 None => break,
                 Some((stop, _)) if stop.action == StopAction::Reread => {
                     // Read the bytes from the stop again: settled there.
-                    reread = true;
+                    pass = Pass::Reread;
                 }
                 Some((stop, end)) if stop.action == StopAction::Truncate => {
                     let bytes = (end - stop.offset) as u64;
-                    if span.locked {
+                    if span.writers == Writers::Excluded {
                         out.cut = Some(Cut {
                             segment: Arc::clone(seg),
                             offset: stop.offset as u64,

@@ -9,6 +9,7 @@ use crate::codec::segment::SEGMENT_HEADER_LEN;
 use crate::store::catalog::entries::Entries;
 use crate::store::checkpoint::chain::CheckpointHeaders;
 use crate::store::log::cursor::{LogCursor, SegmentFacts};
+use crate::store::log::cursor::{Pass, Place, Writers};
 use crate::store::log::walk::{Go, Met, walk};
 use crate::store::options::StoreOptions;
 use crate::store::report::SessionLoss;
@@ -101,17 +102,16 @@ pub(super) fn removed_records(
     catalog: &Entries,
     losses: &mut Losses,
 ) {
-    let facts = SegmentFacts {
+    let facts = SegmentFacts::checked(
         // The LSNs of a removed segment's records matter nowhere (what they lose does).
-        map: crate::store::log::map::LsnMap::Plain { first_lsn: lsn },
-        sealed: true,
-        durable_lsn: 0,
-        locked: true,
-        record_bytes_max: options.record_bytes_max,
-        checks: crate::codec::frame::Checks::Every,
-    };
+        crate::store::log::map::LsnMap::Plain { first_lsn: lsn },
+        Place::Sealed,
+        0,
+        Writers::Excluded,
+        options.record_bytes_max,
+    );
     let records = bytes.get(SEGMENT_HEADER_LEN..).unwrap_or_default();
-    let mut cursor = LogCursor::new(facts, SEGMENT_HEADER_LEN, records, false);
+    let mut cursor = LogCursor::new(facts, SEGMENT_HEADER_LEN, records, Pass::First);
     // Past damage to the next valid frame; every record that held events counted.
     let walked = walk(&mut cursor, |met| {
         match met {

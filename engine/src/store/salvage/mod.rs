@@ -35,6 +35,7 @@ use crate::codec::segment::{
 use crate::codec::{CorruptionKind, LOCK_FILE};
 use crate::storage::{OpenMode, Storage, StorageFile};
 use crate::store::checkpoint::chain::CheckpointHeaders;
+use crate::store::log::cursor::{Place, Writers};
 use crate::store::log::cursor::{SegmentFacts, zeros};
 use crate::store::log::discover::{
     Continuation, HeaderVerdict, Prev, continuation, judge_header, read_head, rest_is_zero,
@@ -162,19 +163,22 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
                 .unwrap_or_default(),
             None => &bytes[..],
         };
-        let facts = SegmentFacts {
-            map: match &runs {
+        let facts = SegmentFacts::checked(
+            match &runs {
                 Some((r, _)) => LsnMap::Runs(r),
                 None => LsnMap::Plain { first_lsn: lsn },
             },
             // A compacted segment is never cut: it was written whole, and synced.
-            sealed: !last || compacted,
-            durable_lsn: durable,
+            if !last || compacted {
+                Place::Sealed
+            } else {
+                Place::Newest
+            },
+            durable,
             // Salvage holds the writer lock: no write is in flight.
-            locked: true,
-            record_bytes_max: options.record_bytes_max,
-            checks: crate::codec::frame::Checks::Every,
-        };
+            Writers::Excluded,
+            options.record_bytes_max,
+        );
         let (voids, cut_at) = state.walk_segment(options, facts, &path, records, last)?;
         state.touched.clear();
         let end = cut_at.unwrap_or(bytes.len());
@@ -251,7 +255,7 @@ fn open_segments(storage: &dyn Storage) -> Result<Vec<SegmentFile>> {
 /// The damage of a log with no segment holding records under a durable mark at `durable`
 /// (the checkpoints go), if the table says it is not a possible end.
 fn empty_log_damage(durable: u64, options: &StoreOptions) -> Option<Damage> {
-    empty_log(durable, true, options.record_bytes_max).map(|kind| Damage {
+    empty_log(durable, Writers::Excluded, options.record_bytes_max).map(|kind| Damage {
         segment: SEGMENTS_DIR.to_owned(),
         offset: 0,
         bytes: durable,

@@ -9,6 +9,7 @@ use crate::codec::frame::FRAME_HEADER_LEN;
 use crate::codec::record::RecordBody;
 use crate::codec::segment::SEGMENT_HEADER_LEN;
 use crate::store::catalog::entries::Entries;
+use crate::store::log::cursor::Pass;
 use crate::store::log::cursor::{Frame, LogCursor, SegmentFacts, Stop, StopAction};
 use crate::store::log::segments::SegmentList;
 use crate::store::log::walk::{Go, Met, walk};
@@ -66,7 +67,7 @@ impl State {
         newest: bool,
     ) -> Result<SegmentEdits> {
         let records = bytes.get(SEGMENT_HEADER_LEN..).unwrap_or_default();
-        let mut cursor = LogCursor::new(facts, SEGMENT_HEADER_LEN, records, false);
+        let mut cursor = LogCursor::new(facts, SEGMENT_HEADER_LEN, records, Pass::First);
         let mut voids = Vec::new();
         let mut cut_at = None;
         walk(&mut cursor, |met| match met {
