@@ -139,8 +139,8 @@ const fn row(name: &'static str, cond: [Is; 11], act: FrameAction) -> Row {
 }
 
 use Corrupt::{AsFound, DataAfterDamage, MissingRecords};
-use Is::{Any as __, No as NO, Yes as YE};
 use FrameAction::{Accept, Corrupt as Bad, End, Reread, Truncate};
+use Is::{Any as __, No as NO, Yes as YE};
 
 /// The decision table. Columns: sealed, vouched, settled, header complete, length valid,
 /// frame fits, checksum valid, kind known, zeros after, at end, zeros only.

@@ -1,10 +1,10 @@
 //! Salvage's decision table: what it does where the walk over a segment stopped. The same
-//! shape as the recovery table (`store/recovery.rs`): named facts in, one repair out, every
+//! shape as the recovery table (`store/log/recovery.rs`): named facts in, one repair out, every
 //! combination written down and tested.
 
 /// What the walk found where it stopped, as salvage sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Found {
+pub(super) enum Stopped {
     /// A torn tail (the recovery table says: cut it).
     Torn,
     /// The log ends, or holds only zeros, before what a checkpoint vouches for.
@@ -31,13 +31,13 @@ pub(super) enum Repair {
 
 /// The repair for what was found; `short_gap`: the damage up to the next valid frame is
 /// shorter than a frame header (only asked of `Damaged`); `newest`: in the newest segment.
-pub(super) fn choose(found: Found, short_gap: bool, newest: bool) -> Repair {
+pub(super) fn choose(found: Stopped, short_gap: bool, newest: bool) -> Repair {
     match (found, short_gap, newest) {
-        (Found::Torn, _, _) => Repair::CutTorn,
-        (Found::LogEndsEarly, _, _) => Repair::LogEnds,
-        (Found::Damaged, false, _) => Repair::Void,
-        (Found::Damaged, true, true) => Repair::CutTail,
-        (Found::Damaged, true, false) => Repair::Refuse,
+        (Stopped::Torn, _, _) => Repair::CutTorn,
+        (Stopped::LogEndsEarly, _, _) => Repair::LogEnds,
+        (Stopped::Damaged, false, _) => Repair::Void,
+        (Stopped::Damaged, true, true) => Repair::CutTail,
+        (Stopped::Damaged, true, false) => Repair::Refuse,
     }
 }
 
@@ -48,8 +48,8 @@ mod tests {
     /// Every combination, written out: a change to `choose` changes a row here.
     #[test]
     fn every_combination_has_its_row() {
-        use Found::*;
         use Repair::*;
+        use Stopped::*;
         let rows = [
             (Torn, false, false, CutTorn),
             (Torn, false, true, CutTorn),

@@ -18,7 +18,7 @@ use crate::store::options::StoreOptions;
 use crate::store::report::{Damage, DamageRepair};
 use crate::store::salvage::edits::Plan;
 use crate::store::salvage::losses::{Losses, attribute, last_seq, session_of};
-use crate::store::salvage::repair::{Found, Repair, choose};
+use crate::store::salvage::repair::{Repair, Stopped, choose};
 use crate::{Error, Result};
 
 /// A damaged place of a segment, and what salvage does about it.
@@ -186,18 +186,18 @@ impl State {
     ) -> Result<Go> {
         let pos = stop.offset;
         let (found, kind) = match stop.action {
-            StopAction::Truncate => (Found::Torn, CorruptionKind::Incomplete),
+            StopAction::Truncate => (Stopped::Torn, CorruptionKind::Incomplete),
             StopAction::Corrupt(kind @ CorruptionKind::MissingRecords { .. }) => {
-                (Found::LogEndsEarly, kind)
+                (Stopped::LogEndsEarly, kind)
             }
-            StopAction::Corrupt(kind) => (Found::Damaged, kind),
+            StopAction::Corrupt(kind) => (Stopped::Damaged, kind),
             StopAction::Reread => (
-                Found::Damaged,
+                Stopped::Damaged,
                 CorruptionKind::Inconsistent("a write in flight under the lock"),
             ),
         };
         // Damage is looked past to the next valid frame (or the end of the segment).
-        let next = if found == Found::Damaged {
+        let next = if found == Stopped::Damaged {
             cursor.resync()
         } else {
             pos

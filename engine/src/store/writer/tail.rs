@@ -22,7 +22,7 @@ pub(crate) struct Tail {
     /// LSN and frame checksum of the last record written (the checkpoint links to it).
     pub(crate) last_record: Option<RecordLink>,
     /// The space allocated ahead of the appends.
-    space: Space,
+    space: Allocation,
     /// The maps over that space, and the helper that prepares them.
     windows: Windows,
     /// The frame being encoded, reused by every record (no allocation per append).
@@ -39,9 +39,9 @@ pub(crate) struct Tail {
     sync_store: bool,
 }
 
-/// The active segment's space ahead of the appends.
+/// The active segment's allocation ahead of the appends.
 #[derive(Debug)]
-struct Space {
+struct Allocation {
     /// The active segment file's length: space allocated ahead of `next_lsn` is zeros.
     allocated: u64,
     /// Allocating ahead failed at this allocation (a full disk): not retried per append;
@@ -95,7 +95,7 @@ impl Tail {
             active,
             next_lsn,
             last_record,
-            space: Space {
+            space: Allocation {
                 allocated,
                 ahead_failed_at: None,
                 zero_fill: None,
@@ -185,7 +185,7 @@ impl Tail {
         Ok(())
     }
 
-    /// Space for a frame at file offset `at` ending at `end`: a running zero-fill there
+    /// Allocation for a frame at file offset `at` ending at `end`: a running zero-fill there
     /// waited for, and (with preallocation) the next stretch allocated and mapped.
     fn make_room(&mut self, at: u64, end: u64) -> Result<()> {
         if end > self.space.allocated {
