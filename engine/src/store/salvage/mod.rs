@@ -59,28 +59,53 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
             .map(|(lsn, _, file)| Arc::new(Segment::new(*lsn, Arc::clone(file), false)))
             .collect(),
     ));
-    let mut state = State::default();
-    // The segment kept before this one, for the one judge of the list (`log/discover.rs`).
-    let mut prev: Option<Prev> = None;
-    let mut removing = false;
     // A newest segment whose creation was interrupted is no segment of the log (open removes
     // it).
     let interrupted_newest = match files.last() {
         Some((lsn, path, file)) => creation_interrupted(*lsn, path, &**file)?,
         None => false,
     };
-    let rest_zero = |bytes: &[u8]| Ok(bytes.get(SEGMENT_HEADER_LEN..).is_none_or(zeros));
-    let head = |bytes: &[u8]| bytes.get(..SEGMENT_HEADER_LEN).unwrap_or(bytes).to_vec();
     let count = files.len() - usize::from(interrupted_newest);
-    let mut scanned_any = false;
-    for (i, (lsn, path, file)) in files.into_iter().enumerate() {
-        if i >= count {
-            // The interrupted creation: open removes it.
-            break;
-        }
-        let bytes = bytes_of(&*file, &path)?;
-        let last = i + 1 == count;
-        let verdict = judge_header(lsn, &head(&bytes), || rest_zero(&bytes), false)?;
+    let mut walk = ListWalk {
+        options,
+        durable,
+        state: State::default(),
+        prev: None,
+        removing: false,
+        scanned_any: false,
+    };
+    for (i, (lsn, path, file)) in files.into_iter().take(count).enumerate() {
+        walk.segment(lsn, path, &file, i + 1 == count)?;
+    }
+    Ok(walk.finish(&headers))
+}
+
+/// Salvage's walk over the segment list, one segment at a time.
+struct ListWalk<'o> {
+    options: &'o StoreOptions,
+    durable: u64,
+    state: State,
+    /// The segment kept before this one, for the one judge of the list (`log/discover.rs`).
+    prev: Option<Prev>,
+    /// A segment did not continue the log: it and every later one go.
+    removing: bool,
+    /// A segment holding records was walked.
+    scanned_any: bool,
+}
+
+impl ListWalk<'_> {
+    /// Judges the segment at `lsn` (`last`: the newest kept) and plans its edits.
+    fn segment(
+        &mut self,
+        lsn: u64,
+        path: String,
+        file: &Arc<dyn StorageFile>,
+        last: bool,
+    ) -> Result<()> {
+        let bytes = bytes_of(&**file, &path)?;
+        let head = bytes.get(..SEGMENT_HEADER_LEN).unwrap_or(&bytes);
+        let rest_zero = || Ok(bytes.get(SEGMENT_HEADER_LEN..).is_none_or(zeros));
+        let verdict = judge_header(lsn, head, rest_zero, false)?;
         if let HeaderVerdict::Unsupported(found) = verdict {
             // Another sessdb version's store is not damage: salvage refuses it whole.
             return Err(Error::UnsupportedStore {
@@ -93,33 +118,26 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
             Some(Ok((_, footer))) => Some(footer.end_lsn),
             _ => None,
         };
-        let continuation = continuation(prev, lsn, compacted_end);
+        let continuation = continuation(self.prev, lsn, compacted_end);
         // A merge's leftover: wholly inside the compacted segment before it, which holds its
         // records (`compact/merge.rs`). It goes, and nothing is lost.
-        if !removing && continuation == Continuation::MergeLeftover {
-            state.out.edits.push((lsn, Edit::Remove));
-            continue;
+        if !self.removing && continuation == Continuation::MergeLeftover {
+            self.state.out.edits.push((lsn, Edit::Remove));
+            return Ok(());
         }
-        if removing || continuation != Continuation::Continues || bytes.len() < SEGMENT_HEADER_LEN {
+        if self.removing
+            || continuation != Continuation::Continues
+            || bytes.len() < SEGMENT_HEADER_LEN
+        {
             // The first segment that does not continue the log goes, and every later one.
-            if !removing {
-                state.out.report.damage.push(damage(
-                    &path,
-                    0,
-                    bytes.len(),
-                    not_continuing(continuation),
-                    DamageRepair::SegmentRemoved,
-                ));
-            }
-            removing = true;
-            removed_records(&bytes, lsn, options, &state.catalog, &mut state.losses);
-            state.out.edits.push((lsn, Edit::Remove));
-            continue;
+            let first = (!self.removing).then(|| not_continuing(continuation));
+            self.remove(lsn, &path, &bytes, first);
+            return Ok(());
         }
         let header_damage = header_damage(verdict);
         let header = header_damage.is_some();
         if let Some(kind) = header_damage {
-            state.out.report.damage.push(damage(
+            self.state.out.report.damage.push(damage(
                 &path,
                 0,
                 SEGMENT_HEADER_LEN,
@@ -132,39 +150,65 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
         // the later ones, which no longer continue the log.
         let runs = match compacted_runs(lsn, &bytes) {
             Some(Err(why)) => {
-                state.out.report.damage.push(damage(
-                    &path,
-                    0,
-                    bytes.len(),
-                    CorruptionKind::RunTable(why),
-                    DamageRepair::SegmentRemoved,
-                ));
-                removing = true;
-                removed_records(&bytes, lsn, options, &state.catalog, &mut state.losses);
-                state.out.edits.push((lsn, Edit::Remove));
-                continue;
+                self.remove(lsn, &path, &bytes, Some(CorruptionKind::RunTable(why)));
+                return Ok(());
             }
-            Some(Ok((runs, footer))) => Some((runs, footer)),
+            Some(Ok(runs)) => Some(runs),
             None => None,
         };
-        state.list.push(Arc::new(match &runs {
+        self.walk_kept(lsn, &path, file, &bytes, runs.as_ref(), header, last)
+    }
+
+    /// The segment at `lsn` and every later one go; `damage` is why, reported at the first.
+    fn remove(&mut self, lsn: u64, path: &str, bytes: &[u8], damage_kind: Option<CorruptionKind>) {
+        let state = &mut self.state;
+        if let Some(kind) = damage_kind {
+            state.out.report.damage.push(damage(
+                path,
+                0,
+                bytes.len(),
+                kind,
+                DamageRepair::SegmentRemoved,
+            ));
+        }
+        self.removing = true;
+        removed_records(bytes, lsn, self.options, &state.catalog, &mut state.losses);
+        state.out.edits.push((lsn, Edit::Remove));
+    }
+
+    /// Walks a segment that continues the log (`runs`: a compacted one's table and footer)
+    /// and plans its edits: the header rewritten, voids, a cut.
+    #[allow(clippy::too_many_arguments, reason = "one segment's facts, read once")]
+    fn walk_kept(
+        &mut self,
+        lsn: u64,
+        path: &str,
+        file: &Arc<dyn StorageFile>,
+        bytes: &[u8],
+        runs: Option<&(Runs, Footer)>,
+        header: bool,
+        last: bool,
+    ) -> Result<()> {
+        let state = &mut self.state;
+        state.list.push(Arc::new(match runs {
             Some((_, footer)) => {
                 // A damaged header's time is unknown: its tombstones count as expired.
-                let at = SegmentHeader::decode(&bytes).map_or(0, |h| h.created_ms);
-                Segment::compacted(lsn, Arc::clone(&file), *footer, bytes.len() as u64, at)
+                let at = SegmentHeader::decode(bytes).map_or(0, |h| h.created_ms);
+                Segment::compacted(lsn, Arc::clone(file), *footer, bytes.len() as u64, at)
             }
-            None => Segment::new(lsn, Arc::clone(&file), false),
+            None => Segment::new(lsn, Arc::clone(file), false),
         }));
-        scanned_any = true;
+        self.scanned_any = true;
         let compacted = runs.is_some();
-        let records = match &runs {
-            Some((r, _)) => bytes
-                .get(..usize::try_from(r.records_end()).unwrap_or(0))
+        let records = match runs {
+            Some((r, _)) => usize::try_from(r.records_end())
+                .ok()
+                .and_then(|end| bytes.get(..end))
                 .unwrap_or_default(),
-            None => &bytes[..],
+            None => bytes,
         };
         let facts = SegmentFacts::checked(
-            match &runs {
+            match runs {
                 Some((r, _)) => LsnMap::Runs(r),
                 None => LsnMap::Plain { first_lsn: lsn },
             },
@@ -174,17 +218,17 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
             } else {
                 Place::Newest
             },
-            durable,
+            self.durable,
             // Salvage holds the writer lock: no write is in flight.
             Writers::Excluded,
-            options.record_bytes_max,
+            self.options.record_bytes_max,
         );
-        let (voids, cut_at) = state.walk_segment(options, facts, &path, records, last)?;
+        let (voids, cut_at) = state.walk_segment(self.options, facts, path, records, last)?;
         state.touched.clear();
         let end = cut_at.unwrap_or(bytes.len());
-        prev = Some(Prev {
+        self.prev = Some(Prev {
             lsn,
-            end_lsn: match &runs {
+            end_lsn: match runs {
                 Some((r, _)) => r.end_lsn(),
                 None => lsn + (end - SEGMENT_HEADER_LEN) as u64,
             },
@@ -201,37 +245,46 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
                 },
             ));
         }
+        Ok(())
     }
-    if !scanned_any {
-        // No segment holds records: the table decides whether an empty log may be the end.
-        state
-            .out
-            .report
-            .damage
-            .extend(empty_log_damage(durable, options));
+
+    /// The plan, once every segment was judged: what the catalog holds, what each session
+    /// loses (and what the newest checkpoint remembers of it).
+    fn finish(self, headers: &CheckpointHeaders) -> Plan {
+        let ListWalk {
+            state,
+            scanned_any,
+            durable,
+            options,
+            ..
+        } = self;
+        let State {
+            mut out,
+            catalog,
+            mut losses,
+            deleted,
+            ..
+        } = state;
+        if !scanned_any {
+            // No segment holds records: the table decides whether an empty log may be the end.
+            out.report.damage.extend(empty_log_damage(durable, options));
+        }
+        out.read.sessions = catalog.sessions.len();
+        out.report.open_turns = catalog
+            .sessions
+            .iter()
+            .filter(|(_, e)| e.state.repair().turn_is_open())
+            .map(|(id, _)| id.clone())
+            .collect();
+        out.report.open_turns.sort();
+        out.read.events = catalog.sessions.values().map(|e| e.state.next_seq()).sum();
+        if !out.report.is_empty() {
+            remembered_losses(headers, &catalog, &deleted, &mut losses);
+        }
+        out.report.sessions = losses.by_id.into_values().collect();
+        out.report.records_dropped = losses.dropped;
+        out
     }
-    let State {
-        mut out,
-        catalog,
-        mut losses,
-        deleted,
-        ..
-    } = state;
-    out.read.sessions = catalog.sessions.len();
-    out.report.open_turns = catalog
-        .sessions
-        .iter()
-        .filter(|(_, e)| e.state.repair().turn_is_open())
-        .map(|(id, _)| id.clone())
-        .collect();
-    out.report.open_turns.sort();
-    out.read.events = catalog.sessions.values().map(|e| e.state.next_seq()).sum();
-    if !out.report.is_empty() {
-        remembered_losses(&headers, &catalog, &deleted, &mut losses);
-    }
-    out.report.sessions = losses.by_id.into_values().collect();
-    out.report.records_dropped = losses.dropped;
-    Ok(out)
 }
 
 /// A segment file: its first LSN, its path, the open file.
