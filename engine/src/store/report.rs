@@ -103,7 +103,8 @@ pub struct VerifyReport {
     pub segments: usize,
     /// Records read and checked (checksums, decoding, acceptance).
     pub records: u64,
-    /// Log bytes read.
+    /// The bytes of the log's records read (frames, not a compacted segment's tables; after
+    /// damage, those salvage's walk reads intact).
     pub log_bytes: u64,
     /// Sessions compared.
     pub sessions: usize,

@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use crate::storage::Storage;
-use crate::store::api::Store;
+use crate::store::catalog::entries::{Entries, SessionEntry};
+use crate::store::log::segments::Segment;
 use crate::store::open;
 use crate::store::options::StoreOptions;
 use crate::store::report::VerifyReport;
@@ -49,7 +50,7 @@ pub fn verify_with_progress(
         open::Access::Read,
         horizon,
     ) {
-        Ok(inner) => Store::from_inner(inner),
+        Ok(inner) => inner,
         Err(e @ Error::Corruption { .. }) => {
             every_damage(&*storage, &e, &mut report);
             return Ok(report);
@@ -65,13 +66,16 @@ pub fn verify_with_progress(
         }
         Err(e) => return Err(e),
     };
-    let stats = full.stats();
-    report.segments = stats.segments;
-    report.log_bytes = stats.end_lsn;
-    report.records = full.open_report().records_replayed;
-    report.incomplete_tail_bytes = full.open_report().torn_tail_ignored;
+    let segments = full.segments.all();
+    let end_lsn = full.writer.end().lsn;
+    report.segments = segments.len();
+    report.log_bytes = (0..segments.len())
+        .map(|si| Segment::record_bytes_in(&segments, si, end_lsn))
+        .sum::<Result<u64>>()?;
+    report.records = full.report.records_replayed;
+    report.incomplete_tail_bytes = full.report.torn_tail_ignored;
     let checked = match checked {
-        Ok(inner) => Store::from_inner(inner),
+        Ok(inner) => inner,
         Err(e) => {
             report
                 .problems
@@ -79,54 +83,37 @@ pub fn verify_with_progress(
             return Ok(report);
         }
     };
-    report.checkpoint = checked.open_report().checkpoint;
+    report.checkpoint = checked.report.checkpoint;
     report.compared = report.checkpoint.is_some();
-    for why in &checked.open_report().checkpoints_discarded {
+    for why in &checked.report.checkpoints_discarded {
         report.problems.push(format!("unusable checkpoint: {why}"));
     }
-    let (a, b) = (full.inner.catalog.read(), checked.inner.catalog.read());
-    report.sessions = a.sessions.len();
-    let mut ids: Vec<&String> = a.sessions.keys().collect();
+    compare(&full.catalog.read(), &checked.catalog.read(), &mut report);
+    Ok(report)
+}
+
+/// Compares the catalog a full replay built (`full`) with the one the checkpoint gives
+/// (`checked`), session by session, in id order.
+fn compare(full: &Entries, checked: &Entries, report: &mut VerifyReport) {
+    report.sessions = full.sessions.len();
+    let mut ids: Vec<&String> = full.sessions.keys().collect();
     ids.sort();
     for (id, e) in ids
         .into_iter()
-        .filter_map(|id| a.sessions.get_key_value(id))
+        .filter_map(|id| full.sessions.get_key_value(id))
     {
         report.events += e.state.next_seq();
-        match b.sessions.get(id) {
+        match checked.sessions.get(id) {
             None => report.problems.push(format!(
                 "session {id:?} is in the log but not in the checkpoint's view"
             )),
-            Some(c) => {
-                if c.header != e.header {
-                    report.problems.push(format!(
-                        "session {id:?}: the checkpoint's header differs from the log's"
-                    ));
-                }
-                if c.state != e.state {
-                    report.problems.push(format!("session {id:?}: the checkpoint's surface or repair state differs from a full replay"));
-                }
-                // Every checkpoint run is read and checked here (an open reads none).
-                let same = match (c.locs.iter(), e.locs.iter()) {
-                    (Ok(c), Ok(e)) => Ok(c.eq(e)),
-                    (Err(damage), _) | (_, Err(damage)) => Err(damage),
-                };
-                match same {
-                    Ok(true) => {}
-                    Ok(false) => report.problems.push(format!(
-                        "session {id:?}: the checkpoint's event index differs from a full replay"
-                    )),
-                    Err(damage) => report.problems.push(format!(
-                        "session {id:?}: the checkpoint's event index: {damage}"
-                    )),
-                }
-            }
+            Some(c) => compare_session(id, e, c, report),
         }
     }
-    let mut extra: Vec<&String> = b
+    let mut extra: Vec<&String> = checked
         .sessions
         .keys()
-        .filter(|id| !a.sessions.contains_key(*id))
+        .filter(|id| !full.sessions.contains_key(*id))
         .collect();
     extra.sort();
     for id in extra {
@@ -134,7 +121,34 @@ pub fn verify_with_progress(
             "session {id:?} is in the checkpoint's view but not in the log"
         ));
     }
-    Ok(report)
+}
+
+/// One session as a full replay (`e`) and the checkpoint (`c`) give it.
+fn compare_session(id: &str, e: &SessionEntry, c: &SessionEntry, report: &mut VerifyReport) {
+    if c.header != e.header {
+        report.problems.push(format!(
+            "session {id:?}: the checkpoint's header differs from the log's"
+        ));
+    }
+    if c.state != e.state {
+        report.problems.push(format!(
+            "session {id:?}: the checkpoint's surface or repair state differs from a full replay"
+        ));
+    }
+    // Every checkpoint run is read and checked here (an open reads none).
+    let same = match (c.locs.iter(), e.locs.iter()) {
+        (Ok(c), Ok(e)) => Ok(c.eq(e)),
+        (Err(damage), _) | (_, Err(damage)) => Err(damage),
+    };
+    match same {
+        Ok(true) => {}
+        Ok(false) => report.problems.push(format!(
+            "session {id:?}: the checkpoint's event index differs from a full replay"
+        )),
+        Err(damage) => report.problems.push(format!(
+            "session {id:?}: the checkpoint's event index: {damage}"
+        )),
+    }
 }
 
 /// The full replay stopped at `first`: every damaged place of the log, as salvage's plan
