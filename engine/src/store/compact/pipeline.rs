@@ -264,6 +264,140 @@ impl Drop for StopOnPanic<'_> {
     }
 }
 
+/// One rewrite's shared state: the workers stage files ahead, one thread puts them in
+/// place in order.
+struct Run<'p> {
+    compaction: &'p Compaction<'p>,
+    records: &'p [Rec],
+    /// The segments written again, in the order they are put in place (newest first).
+    touched: Vec<usize>,
+    slots: Vec<Mutex<Option<Arc<Segment>>>>,
+    /// The next entry of `touched` a worker takes.
+    next: AtomicUsize,
+    ahead: Ahead,
+    stopped: std::sync::atomic::AtomicBool,
+    releaser: &'p Releaser,
+    written: crate::store::compact::Written,
+}
+
+/// A staged file, by its place in `Run::touched`.
+type Staged<'p> = (usize, Result<Pending<'p, 'p>>);
+
+impl<'p> Run<'p> {
+    /// A worker: stages the next segment while there is room, until none is left or the
+    /// putter stopped.
+    fn stage_ahead(&self, staged_tx: &mpsc::Sender<Staged<'p>>) {
+        // A worker that panics stops the others (they may wait for room that only its file
+        // would make); the scope then passes the panic on.
+        let _guard = StopOnPanic {
+            stopped: &self.stopped,
+            ahead: &self.ahead,
+        };
+        let mut buf = Vec::new();
+        let is_stopped = || self.stopped.load(Ordering::Acquire);
+        let available = || {
+            let storage = &self.compaction.store.storage;
+            storage.available_bytes("segments").ok().flatten()
+        };
+        loop {
+            let k = self.next.fetch_add(1, Ordering::Relaxed);
+            let Ok((si, seg)) = self.segment(k) else {
+                break;
+            };
+            // The new file holds at most the old one's bytes (the records kept, and a table
+            // of 12 bytes for each record left out).
+            let estimate = disk_bytes(seg.stored_bytes().ok());
+            let settle = || self.releaser.settle();
+            let room = self.ahead.wait_for_room(
+                k,
+                estimate,
+                self.written.staged_max,
+                &available,
+                &is_stopped,
+                &settle,
+            );
+            if !room {
+                break;
+            }
+            let pending = self.stage(seg, si, &mut buf);
+            let len = pending.as_ref().ok().map(|p| p.done.staged.file_len());
+            self.ahead.staged(estimate, len);
+            if staged_tx.send((k, pending)).is_err() {
+                break;
+            }
+        }
+    }
+
+    /// Entry `k` of `touched`: its segment's place in the snapshot and the old segment, while
+    /// its slot still holds it.
+    fn segment(&self, k: usize) -> Result<(usize, Arc<Segment>)> {
+        let si = self.touched.get(k).copied().ok_or(crate::Error::Closed)?;
+        let seg = self.slots.get(si).and_then(|s| s.lock().clone());
+        Ok((si, seg.ok_or(crate::Error::Closed)?))
+    }
+
+    fn stage(&self, seg: Arc<Segment>, si: usize, buf: &mut Vec<u8>) -> Result<Pending<'p, 'p>> {
+        let w = &self.written;
+        self.compaction
+            .stage(seg, self.records, si, w.end_lsn, w.tombstones, buf)
+    }
+
+    /// The putter: each staged file put in place in order, the old one handed to the
+    /// releaser.
+    fn put_all(
+        &self,
+        staged: &mpsc::Receiver<Staged<'p>>,
+        report: &mut crate::store::report::CompactReport,
+        before_first_rename: &mut (dyn FnMut() -> Result<()> + Send),
+    ) -> Result<()> {
+        let mut arrived = BTreeMap::new();
+        for k in 0..self.touched.len() {
+            let pending = loop {
+                if let Some(p) = arrived.remove(&k) {
+                    break p;
+                }
+                match staged.recv() {
+                    Ok((j, p)) => {
+                        arrived.insert(j, p);
+                    }
+                    // Every worker gone before this one: one panicked.
+                    Err(_) => return Err(crate::Error::Closed),
+                }
+            };
+            let pending = match pending {
+                // The disk was fuller than the file's admission saw (a replaced file's blocks
+                // not yet given back): once everything handed to the releaser is let go,
+                // this file — the one every later one waits for — is written once more, here.
+                Err(crate::Error::NoSpace { .. }) => {
+                    self.releaser.settle();
+                    let (si, seg) = self.segment(k)?;
+                    self.stage(seg, si, &mut Vec::new())?
+                }
+                other => other?,
+            };
+            // A store closing stops its compaction between two renames: every state between
+            // two of them replays (what is staged is removed).
+            if self.compaction.store.writer.is_closed() {
+                return Err(crate::Error::Closed);
+            }
+            before_first_rename()?;
+            let len = pending.done.staged.file_len();
+            let si = self.touched.get(k).copied();
+            let (done, old) = self.compaction.put_in_place(pending)?;
+            report.segments.push(done);
+            // Its blocks free once the last reader lets go too.
+            let mut held = vec![old];
+            held.extend(
+                si.and_then(|si| self.slots.get(si))
+                    .and_then(|s| s.lock().take()),
+            );
+            self.releaser.release(held);
+            self.ahead.put(len);
+        }
+        Ok(())
+    }
+}
+
 impl Compaction<'_> {
     /// Writes again the segments of `pass`, newest first, leaving its records out, staged up
     /// to `staged_max` bytes ahead of the one put in place. `before_first_rename` runs before
@@ -279,11 +413,6 @@ impl Compaction<'_> {
         report: &mut crate::store::report::CompactReport,
         before_first_rename: &mut (dyn FnMut() -> Result<()> + Send),
     ) -> Result<()> {
-        let crate::store::compact::Written {
-            end_lsn: checked_to,
-            tombstones,
-            staged_max,
-        } = written;
         let Pass {
             segments,
             records,
@@ -300,127 +429,35 @@ impl Compaction<'_> {
             .map_or(1, std::num::NonZero::get)
             .clamp(1, 4)
             .min(touched.len().max(1));
-        // Each old segment in a slot of its own, emptied once its replacement is in place.
-        let slots: Vec<parking_lot::Mutex<Option<Arc<Segment>>>> = segments
-            .into_iter()
-            .map(|seg| parking_lot::Mutex::new(Some(seg)))
-            .collect();
-        let next = AtomicUsize::new(0);
-        let ahead = Ahead::default();
-        let stopped = std::sync::atomic::AtomicBool::new(false);
-        let available = || {
-            self.store
-                .storage
-                .available_bytes("segments")
-                .ok()
-                .flatten()
+        let run = Run {
+            compaction: self,
+            records,
+            touched,
+            // Each old segment in a slot of its own, emptied once its replacement is in place.
+            slots: segments.into_iter().map(|s| Mutex::new(Some(s))).collect(),
+            next: AtomicUsize::new(0),
+            ahead: Ahead::default(),
+            stopped: std::sync::atomic::AtomicBool::new(false),
+            releaser,
+            written,
         };
-        let written = std::thread::scope(|s| {
+        let put = std::thread::scope(|s| {
             let (staged_tx, staged) = mpsc::channel::<(usize, Result<Pending<'_, '_>>)>();
             for _ in 0..workers {
                 let staged_tx = staged_tx.clone();
-                let (next, ahead, stopped, touched, slots) =
-                    (&next, &ahead, &stopped, &touched, &slots);
-                let available = &available;
-                s.spawn(move || {
-                    // A worker that panics stops the others (they may wait for room that
-                    // only its file would make); the scope then passes the panic on.
-                    let _guard = StopOnPanic { stopped, ahead };
-                    let mut buf = Vec::new();
-                    let is_stopped = || stopped.load(Ordering::Acquire);
-                    loop {
-                        let k = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(&si) = touched.get(k) else { break };
-                        let Some(seg) = slots.get(si).and_then(|s| s.lock().clone()) else {
-                            break;
-                        };
-                        // The new file holds at most the old one's bytes (the records kept,
-                        // and a table of 12 bytes for each record left out).
-                        let estimate = disk_bytes(seg.stored_bytes().ok());
-                        let settle = || releaser.settle();
-                        if !ahead.wait_for_room(
-                            k,
-                            estimate,
-                            staged_max,
-                            available,
-                            &is_stopped,
-                            &settle,
-                        ) {
-                            break;
-                        }
-                        let pending =
-                            self.stage(seg, records, si, checked_to, tombstones, &mut buf);
-                        ahead.staged(
-                            estimate,
-                            pending.as_ref().ok().map(|p| p.done.staged.file_len()),
-                        );
-                        if staged_tx.send((k, pending)).is_err() {
-                            break;
-                        }
-                    }
-                });
+                let run = &run;
+                s.spawn(move || run.stage_ahead(&staged_tx));
             }
             drop(staged_tx);
             // This thread puts the files in place, in order.
-            let put = (|| -> Result<()> {
-                let mut arrived = BTreeMap::new();
-                for k in 0..touched.len() {
-                    let pending = loop {
-                        if let Some(p) = arrived.remove(&k) {
-                            break p;
-                        }
-                        match staged.recv() {
-                            Ok((j, p)) => {
-                                arrived.insert(j, p);
-                            }
-                            // Every worker gone before this one: one panicked.
-                            Err(_) => return Err(crate::Error::Closed),
-                        }
-                    };
-                    let pending: Pending<'_, '_> = match pending {
-                        // The disk was fuller than the file's admission saw (a replaced
-                        // file's blocks not yet given back): once everything handed to the
-                        // releaser is let go, this file — the one every later one waits
-                        // for — is written once more, here.
-                        Err(crate::Error::NoSpace { .. }) => {
-                            releaser.settle();
-                            let si = touched.get(k).copied().ok_or(crate::Error::Closed)?;
-                            let seg = slots
-                                .get(si)
-                                .and_then(|s| s.lock().clone())
-                                .ok_or(crate::Error::Closed)?;
-                            let mut buf = Vec::new();
-                            self.stage(seg, records, si, checked_to, tombstones, &mut buf)?
-                        }
-                        other => other?,
-                    };
-                    // A store closing stops its compaction between two renames: every
-                    // state between two of them replays (what is staged is removed).
-                    if self.store.writer.is_closed() {
-                        return Err(crate::Error::Closed);
-                    }
-                    before_first_rename()?;
-                    let len = pending.done.staged.file_len();
-                    let si = touched.get(k).copied();
-                    let (done, old) = self.put_in_place(pending)?;
-                    report.segments.push(done);
-                    // Its blocks free once the last reader lets go too.
-                    let mut held = vec![old];
-                    held.extend(
-                        si.and_then(|si| slots.get(si))
-                            .and_then(|s| s.lock().take()),
-                    );
-                    releaser.release(held);
-                    ahead.put(len);
-                }
-                Ok(())
-            })();
-            stopped.store(true, Ordering::Release);
-            ahead.wake();
+            let put = run.put_all(&staged, report, before_first_rename);
+            run.stopped.store(true, Ordering::Release);
+            run.ahead.wake();
             put
         });
-        releaser.release(slots.into_iter().filter_map(|s| s.into_inner()).collect());
-        written
+        let Run { slots, .. } = run;
+        releaser.release(slots.into_iter().filter_map(Mutex::into_inner).collect());
+        put
     }
 
     /// Stages `seg`, segment `si` of the snapshot, written again without its records in
