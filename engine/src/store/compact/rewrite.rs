@@ -109,7 +109,7 @@ fn build(
     let map = seg.map()?;
     // What an earlier compaction of this segment left out stays named — until its time is
     // out (`CompactionPolicy::tombstone_ttl`).
-    let mut tombstones: Vec<Tombstone> = match &map {
+    let tombstones: Vec<Tombstone> = match &map {
         LsnMap::Runs(r) => job.tombstones.kept(seg, r.tombstones()),
         LsnMap::Plain { .. } => Vec::new(),
     };
@@ -126,52 +126,21 @@ fn build(
     let spans = spans(map, records_end);
     buf.clear();
     buf.extend_from_slice(&SegmentHeader::new(seg.first_lsn, job.now_ms, true).encode());
-    let mut runs: Vec<Run> = Vec::new();
-    let mut kept_end: Option<u64> = None;
+    let mut copied = Copied {
+        buf,
+        runs: Vec::new(),
+        kept_end: None,
+        tombstones,
+    };
     let mut drops = job.drops.iter().peekable();
     let len = usize::try_from(records_end)
         .unwrap_or(0)
         .saturating_sub(SEGMENT_HEADER_LEN);
     // A sealed segment's bytes are borrowed from its map, not copied.
     let misplaced = seg.with_bytes(SEGMENT_HEADER_LEN as u64, len, |bytes| {
-        for span in &spans {
-            let mut from = span.lsn;
-            let span_end = span.lsn + span.len;
-            loop {
-                let next = drops.peek().filter(|d| d.lsn < span_end).copied();
-                let until = next.map_or(span_end, |d| d.lsn);
-                if until > from {
-                    if kept_end != Some(from) {
-                        runs.push(Run {
-                            lsn: from,
-                            offset: buf.len() as u64,
-                        });
-                    }
-                    let at = usize::try_from(
-                        span.offset - SEGMENT_HEADER_LEN as u64 + (from - span.lsn),
-                    )
-                    .unwrap_or(usize::MAX);
-                    let n = usize::try_from(until - from).unwrap_or(usize::MAX);
-                    let Some(b) = bytes.get(at..at.saturating_add(n)) else {
-                        return Some(span.offset);
-                    };
-                    buf.extend_from_slice(b);
-                    kept_end = Some(until);
-                }
-                let Some(d) = next else { break };
-                // A record left out lies wholly inside one span (the read found it there).
-                if d.lsn < from || d.lsn + d.len > span_end {
-                    return Some(span.offset);
-                }
-                tombstones.push(Tombstone {
-                    lsn: d.lsn,
-                    crc: d.crc,
-                });
-                from = d.lsn + d.len;
-                drops.next();
-            }
-        }
-        None
+        spans
+            .iter()
+            .find_map(|span| copied.span(span, bytes, &mut drops).err())
     })?;
     if let Some(offset) = misplaced.or_else(|| drops.peek().map(|_| 0)) {
         return Err(Error::corruption(
@@ -180,27 +149,10 @@ fn build(
             CorruptionKind::RunTable("a record to leave out is not in the segment"),
         ));
     }
-    // The segment's last record left out: a void frame takes the last 16 of its bytes, so
-    // the segment still ends with a record that ends where it does.
-    let mut end_void = None;
-    if kept_end != Some(end_lsn) && end_lsn >= seg.first_lsn + FRAME_HEADER_LEN as u64 {
-        let lsn = end_lsn - FRAME_HEADER_LEN as u64;
-        if kept_end != Some(lsn) {
-            runs.push(Run {
-                lsn,
-                offset: buf.len() as u64,
-            });
-        }
-        let at = buf.len();
-        encode_frame(RecordKind::Void, &[], buf);
-        if let FrameCheck::Valid { crc, .. } = check_frame(&buf[at..], 0) {
-            end_void = Some(RecordLink { lsn, crc });
-        }
-    }
-    // The void that ends the segment is a record kept where one may have been left out.
-    if let Some(v) = end_void {
-        tombstones.retain(|t| t.lsn != v.lsn);
-    }
+    let end_void = copied.end_void(seg.first_lsn, end_lsn);
+    let Copied {
+        runs, tombstones, ..
+    } = copied;
     let layout = crate::store::compact::file::Layout {
         first_lsn: seg.first_lsn,
         end_lsn,
@@ -209,6 +161,85 @@ fn build(
         now_ms: job.now_ms,
     };
     Ok((layout, end_void))
+}
+
+/// What a rewrite copied so far: the new file's bytes, its runs, the end of the last kept
+/// stretch, the tombstones of what was left out.
+struct Copied<'b> {
+    buf: &'b mut Vec<u8>,
+    runs: Vec<Run>,
+    kept_end: Option<u64>,
+    tombstones: Vec<Tombstone>,
+}
+
+impl Copied<'_> {
+    /// Copies `span` of the segment's records (`bytes`, from the end of its header) but the
+    /// records of `drops` inside it; `Err(offset)` when a record to leave out does not lie
+    /// wholly inside the span, or the bytes are not there.
+    fn span(
+        &mut self,
+        span: &Span,
+        bytes: &[u8],
+        drops: &mut std::iter::Peekable<std::slice::Iter<'_, Rec>>,
+    ) -> std::result::Result<(), u64> {
+        let mut from = span.lsn;
+        let span_end = span.lsn + span.len;
+        loop {
+            let next = drops.peek().filter(|d| d.lsn < span_end).copied();
+            let until = next.map_or(span_end, |d| d.lsn);
+            if until > from {
+                if self.kept_end != Some(from) {
+                    self.runs.push(Run {
+                        lsn: from,
+                        offset: self.buf.len() as u64,
+                    });
+                }
+                let at =
+                    usize::try_from(span.offset - SEGMENT_HEADER_LEN as u64 + (from - span.lsn))
+                        .unwrap_or(usize::MAX);
+                let n = usize::try_from(until - from).unwrap_or(usize::MAX);
+                let b = bytes.get(at..at.saturating_add(n)).ok_or(span.offset)?;
+                self.buf.extend_from_slice(b);
+                self.kept_end = Some(until);
+            }
+            let Some(d) = next else {
+                return Ok(());
+            };
+            // A record left out lies wholly inside one span (the read found it there).
+            if d.lsn < from || d.lsn + d.len > span_end {
+                return Err(span.offset);
+            }
+            self.tombstones.push(Tombstone {
+                lsn: d.lsn,
+                crc: d.crc,
+            });
+            from = d.lsn + d.len;
+            drops.next();
+        }
+    }
+
+    /// The segment's last record left out: a void frame takes the last 16 of its bytes, so
+    /// the segment still ends with a record that ends where it does (and that void is a
+    /// record kept, no tombstone).
+    fn end_void(&mut self, first_lsn: u64, end_lsn: u64) -> Option<RecordLink> {
+        if self.kept_end == Some(end_lsn) || end_lsn < first_lsn + FRAME_HEADER_LEN as u64 {
+            return None;
+        }
+        let lsn = end_lsn - FRAME_HEADER_LEN as u64;
+        if self.kept_end != Some(lsn) {
+            self.runs.push(Run {
+                lsn,
+                offset: self.buf.len() as u64,
+            });
+        }
+        let at = self.buf.len();
+        encode_frame(RecordKind::Void, &[], self.buf);
+        let FrameCheck::Valid { crc, .. } = check_frame(&self.buf[at..], 0) else {
+            return None;
+        };
+        self.tombstones.retain(|t| t.lsn != lsn);
+        Some(RecordLink { lsn, crc })
+    }
 }
 
 /// A stretch of the log a segment holds contiguously: `len` bytes from `lsn`, at file
