@@ -186,6 +186,14 @@ pub(crate) fn plan_batch(
 }
 
 impl Entries {
+    /// Replay grew vectors by doubling; the resident index keeps only what it holds.
+    pub(crate) fn shrink_to_fit(&mut self) {
+        for e in self.sessions.values_mut() {
+            e.locs.shrink_to_fit();
+            e.state.surface.shrink_to_fit();
+        }
+    }
+
     /// After a checkpoint encoded every change: nothing is new for the next delta.
     pub(crate) fn mark_checkpointed(&mut self) {
         for e in self.sessions.values_mut() {

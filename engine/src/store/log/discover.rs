@@ -14,6 +14,7 @@ use crate::codec::segment::{
 };
 use crate::storage::{OpenMode, Storage, StorageFile};
 use crate::store::log::segments::Segment;
+use crate::store::writer::Access;
 use crate::{Error, Result};
 
 /// What a segment's header says about it.
@@ -175,16 +176,18 @@ pub(crate) struct Strays {
 /// # Errors
 /// `Corruption` for a damaged header or a segment that does not continue the log,
 /// `UnsupportedStore` for another format version, I/O errors.
-pub(crate) fn discover(storage: &dyn Storage, read_only: bool) -> Result<Discovered> {
+pub(crate) fn discover(storage: &dyn Storage, access: Access) -> Result<Discovered> {
     // A reader lists the files beside a writer whose compaction may merge segments: a file
     // listed and gone before it is opened was merged into its predecessor, which the reader
     // may have opened before the merge. The listing is taken again (a few times: each merge
     // is one rename and a few removals).
     let mut tries = 0;
     loop {
-        match discover_once(storage, read_only) {
+        match discover_once(storage, access) {
             Err(Error::Io { source, .. })
-                if read_only && source.kind() == std::io::ErrorKind::NotFound && tries < 8 =>
+                if access == Access::Read
+                    && source.kind() == std::io::ErrorKind::NotFound
+                    && tries < 8 =>
             {
                 tries += 1;
             }
@@ -193,12 +196,11 @@ pub(crate) fn discover(storage: &dyn Storage, read_only: bool) -> Result<Discove
     }
 }
 
-fn discover_once(storage: &dyn Storage, read_only: bool) -> Result<Discovered> {
+fn discover_once(storage: &dyn Storage, access: Access) -> Result<Discovered> {
     let lsns = segment_lsns(storage)?;
-    let mode = if read_only {
-        OpenMode::Read
-    } else {
-        OpenMode::ReadWrite
+    let mode = match access {
+        Access::Read => OpenMode::Read,
+        Access::Write => OpenMode::ReadWrite,
     };
     let mut out = Discovered::default();
     let mut kept: Vec<Found> = Vec::new();

@@ -23,7 +23,7 @@ use parking_lot::Mutex;
 use crate::codec::checkpoint::{CHECKPOINTS_DIR, checkpoint_path};
 use crate::codec::segment::SEGMENTS_DIR;
 use crate::codec::{CorruptionKind, LOCK_FILE};
-use crate::storage::Storage;
+use crate::storage::{LockGuard, Storage};
 use crate::store::catalog::Catalog;
 use crate::store::catalog::entries::Entries;
 use crate::store::checkpoint::Checkpointer;
@@ -60,17 +60,16 @@ pub(super) fn open(
     access: Access,
     horizon: Horizon,
 ) -> Result<Inner> {
-    let read_only = access == Access::Read;
     let stop_lsn = match horizon {
         Horizon::End => u64::MAX,
         Horizon::Lsn(lsn) => lsn,
     };
     debug_assert!(
-        read_only || horizon == Horizon::End,
+        access == Access::Read || horizon == Horizon::End,
         "a writer opens to the end"
     );
     let interrupted = crate::store::salvage::marker::is_set(&*storage);
-    match open_log(Arc::clone(&storage), options, read_only, stop_lsn) {
+    match open_log(Arc::clone(&storage), options, access, stop_lsn) {
         // Damage found while a salvage's marker is there: the log is likely half rewritten
         // by a salvage that died, and the way on is to finish it, not to look for damage.
         Err(damage @ Error::Corruption { .. }) if interrupted => Err(Error::SalvageInterrupted {
@@ -83,43 +82,17 @@ pub(super) fn open(
 fn open_log(
     storage: Arc<dyn Storage>,
     options: StoreOptions,
-    read_only: bool,
+    access: Access,
     stop_lsn: u64,
 ) -> Result<Inner> {
-    let lock = if read_only {
-        None
-    } else {
-        match storage
-            .try_lock(LOCK_FILE)
-            .map_err(|e| Error::io("lock", storage.describe(LOCK_FILE), e))?
-        {
-            Some(guard) => Some(guard),
-            None => {
-                return Err(Error::Locked {
-                    lock_file: storage.describe(LOCK_FILE),
-                });
-            }
-        }
-    };
-    if !read_only {
-        // A new store's directories (on an existing store they are there: nothing changes).
-        for dir in [SEGMENTS_DIR, CHECKPOINTS_DIR] {
-            storage
-                .create_dir_all(dir)
-                .map_err(|e| Error::io("create directory", dir, e))?;
-        }
-    }
     let mut report = OpenReport::default();
-    if options.salvage && !read_only {
-        let mut plan = salvage::plan(&*storage, &options)?;
-        salvage::apply(&*storage, &options, &mut plan)?;
-        if !plan.report.is_empty() {
-            report.salvaged = Some(plan.report);
-        }
-    }
+    let lock = match access {
+        Access::Read => None,
+        Access::Write => Some(before_reading(&*storage, &options, &mut report)?),
+    };
     let headers = CheckpointHeaders::load(&*storage)?;
     report.checkpoints_discarded = headers.discarded.clone();
-    let discovered = discover(&*storage, read_only)?;
+    let discovered = discover(&*storage, access)?;
     let list = SegmentList::new(discovered.segments);
 
     let durable_lsn = headers.durable_mark(&list);
@@ -135,7 +108,7 @@ fn open_log(
             list: &list,
             options: &options,
             durable_lsn,
-            read_only,
+            access,
             stop_lsn,
         },
         &mut report,
@@ -144,10 +117,9 @@ fn open_log(
     report.torn_tail_ignored = scanned.pending_bytes;
     report.sessions_touched = touched.into_iter().collect();
     // Recovery has decided: the store opens. Only now is anything written.
-    let tail = if read_only {
-        None
-    } else {
-        Some(finish_writable(
+    let tail = match access {
+        Access::Read => None,
+        Access::Write => Some(finish_writable(
             &*storage,
             &options,
             &list,
@@ -155,18 +127,14 @@ fn open_log(
             &scanned,
             last_record,
             &mut report,
-        )?)
+        )?),
     };
     // A salvage marker left by a salvage that died: this open found the log consistent, so
     // readers may build their views from it again.
-    if !read_only && crate::store::salvage::marker::is_set(&*storage) {
+    if access == Access::Write && crate::store::salvage::marker::is_set(&*storage) {
         crate::store::salvage::marker::clear(&*storage)?;
     }
-    // Replay grew vectors by doubling; the resident index keeps only what it holds.
-    for e in catalog.sessions.values_mut() {
-        e.locs.shrink_to_fit();
-        e.state.surface.shrink_to_fit();
-    }
+    catalog.shrink_to_fit();
     let end = LogEnd {
         lsn: scanned.end_lsn,
         last_record,
@@ -187,6 +155,35 @@ fn open_log(
         maintenance: Maintenance::default(),
         report,
     })
+}
+
+/// A writer's steps before the log is read: the lock, a new store's directories, the salvage
+/// the options ask for.
+fn before_reading(
+    storage: &dyn Storage,
+    options: &StoreOptions,
+    report: &mut OpenReport,
+) -> Result<LockGuard> {
+    let lock = storage
+        .try_lock(LOCK_FILE)
+        .map_err(|e| Error::io("lock", storage.describe(LOCK_FILE), e))?
+        .ok_or_else(|| Error::Locked {
+            lock_file: storage.describe(LOCK_FILE),
+        })?;
+    // A new store's directories (on an existing store they are there: nothing changes).
+    for dir in [SEGMENTS_DIR, CHECKPOINTS_DIR] {
+        storage
+            .create_dir_all(dir)
+            .map_err(|e| Error::io("create directory", dir, e))?;
+    }
+    if options.salvage {
+        let mut plan = salvage::plan(storage, options)?;
+        salvage::apply(storage, options, &mut plan)?;
+        if !plan.report.is_empty() {
+            report.salvaged = Some(plan.report);
+        }
+    }
+    Ok(lock)
 }
 
 /// The writes of a writable open, once recovery has decided: leftover temp files (a
@@ -280,7 +277,7 @@ struct Sources<'a> {
     list: &'a SegmentList,
     options: &'a StoreOptions,
     durable_lsn: u64,
-    read_only: bool,
+    access: Access,
     stop_lsn: u64,
 }
 
@@ -313,7 +310,7 @@ fn load(from: &Sources<'_>, full_replay: bool, report: &mut OpenReport) -> Resul
         list,
         options,
         durable_lsn,
-        read_only,
+        access,
         stop_lsn,
     } = *from;
     let chosen = if full_replay {
@@ -351,10 +348,9 @@ fn load(from: &Sources<'_>, full_replay: bool, report: &mut OpenReport) -> Resul
         // A snapshot ends at its stop: a checkpoint written since vouches past it.
         durable_lsn: durable_lsn.max(start_lsn).min(stop_lsn),
         stop_lsn,
-        writers: if read_only {
-            Writers::Beside
-        } else {
-            Writers::Excluded
+        writers: match access {
+            Access::Read => Writers::Beside,
+            Access::Write => Writers::Excluded,
         },
     };
     let scanned = scan(

@@ -5,7 +5,7 @@
 //! open would; only damage that fresh view sees too is reported.
 
 use crate::store::log::cursor::Writers;
-use crate::store::writer::LogEnd;
+use crate::store::writer::{Access, LogEnd};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -30,7 +30,7 @@ pub(in crate::store) fn refresh(inner: &Inner) -> Result<u64> {
 
 /// Reads the new records; `None` when the log was rewritten under the view.
 fn catch_up(inner: &Inner) -> Result<Option<u64>> {
-    let discovered = discover(&*inner.storage, true)?;
+    let discovered = discover(&*inner.storage, Access::Read)?;
     if rewritten(&inner.segments.all(), &discovered.segments) {
         return Ok(None);
     }
@@ -83,7 +83,7 @@ fn rebuild(inner: &Inner) -> Result<u64> {
     }
     // A listing can fail too while a salvage removes segments under it: decided as the
     // open's failure is, once the marker is looked at again.
-    let listed = |storage| discover(storage, true).map(|d| d.segments);
+    let listed = |storage| discover(storage, Access::Read).map(|d| d.segments);
     let before = listed(storage);
     let fresh = open::open(
         Arc::clone(&inner.storage),
