@@ -5,14 +5,13 @@
 //! Open and `refresh` go through here.
 
 use crate::codec::frame::RecordLink;
-use crate::store::log::cursor::{Pass, Place, Writers};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use crate::codec::CorruptionKind;
 use crate::codec::segment::SEGMENTS_DIR;
 use crate::store::catalog::entries::Entries;
-use crate::store::log::cursor::{LogCursor, SegmentFacts, StopAction};
+use crate::store::log::cursor::{LogCursor, Pass, Place, SegmentFacts, Stop, StopAction, Writers};
 use crate::store::log::segments::{Segment, SegmentList};
 use crate::store::log::walk::empty_log;
 use crate::store::log::walk::{Go, Met, walk};
@@ -138,30 +137,11 @@ pub(in crate::store) fn scan(
             offset = cursor.offset();
             match stop {
                 None => break,
-                Some((stop, _)) if stop.action == StopAction::Reread => {
+                Some((stop, end)) => match at_stop(&stop, end, seg, span, &mut out)? {
                     // Read the bytes from the stop again: settled there.
-                    pass = Pass::Reread;
-                }
-                Some((stop, end)) if stop.action == StopAction::Truncate => {
-                    let bytes = (end - stop.offset) as u64;
-                    if span.writers == Writers::Excluded {
-                        out.cut = Some(Cut {
-                            segment: Arc::clone(seg),
-                            offset: stop.offset as u64,
-                            bytes,
-                        });
-                    } else {
-                        out.pending_bytes = bytes;
-                    }
-                    break;
-                }
-                Some((stop, _)) => {
-                    let kind = match stop.action {
-                        StopAction::Corrupt(kind) => kind,
-                        _ => CorruptionKind::Inconsistent("an unknown stop"),
-                    };
-                    return Err(Error::corruption(&seg.path, stop.offset as u64, kind));
-                }
+                    AtStop::ReadAgain => pass = Pass::Reread,
+                    AtStop::End => break,
+                },
             }
         }
         out.end_lsn = facts.lsn_of(offset);
@@ -173,6 +153,42 @@ pub(in crate::store) fn scan(
         }
     }
     Ok(out)
+}
+
+/// What a scan does where a segment's walk stopped.
+enum AtStop {
+    /// Read the bytes from the stop again (a view beside a writer: settled there).
+    ReadAgain,
+    /// The log ends there (a torn tail noted in `out`).
+    End,
+}
+
+/// Decides the stop the walk of `seg` made (`end`: where its bytes end): read again, a torn
+/// tail cut by a writer or left pending by a reader, or the damage it is.
+fn at_stop(
+    stop: &Stop,
+    end: usize,
+    seg: &Arc<Segment>,
+    span: Span,
+    out: &mut Scanned,
+) -> Result<AtStop> {
+    match stop.action {
+        StopAction::Reread => Ok(AtStop::ReadAgain),
+        StopAction::Truncate => {
+            let bytes = (end - stop.offset) as u64;
+            if span.writers == Writers::Excluded {
+                out.cut = Some(Cut {
+                    segment: Arc::clone(seg),
+                    offset: stop.offset as u64,
+                    bytes,
+                });
+            } else {
+                out.pending_bytes = bytes;
+            }
+            Ok(AtStop::End)
+        }
+        StopAction::Corrupt(kind) => Err(Error::corruption(&seg.path, stop.offset as u64, kind)),
+    }
 }
 
 fn to_usize(seg: &Segment, at: u64) -> Result<usize> {
