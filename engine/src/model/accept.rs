@@ -125,30 +125,10 @@ fn check_data(
             return Ok(Err($v))
         };
     }
-    let seq = event.seq();
     let ty = event.event_type();
-    // Only types whose members the rules read are indexed: a streamed chunk (most events)
-    // would pay for an index nothing reads.
-    let data: Node<'_> = if event.surface_type().is_some()
-        || matches!(
-            ty,
-            names::TURN_START
-                | names::TURN_END
-                | names::STEP_START
-                | names::TOOL_CALL
-                | names::REQUEST_HEADER
-        ) {
-        if let Err(e) = tape.validate(event.data(), limits) {
-            reject!(Violation::InvalidData(e));
-        }
-        tape.root(event.data())
-    } else {
-        // A chunk in the form DSH writes is valid JSON by its one pass (most events are).
-        let chunk_form = ty == names::ASSISTANT_CHUNK && is_chunk_form(event.data(), limits);
-        if !chunk_form && let Err(e) = validate(event.data(), limits) {
-            reject!(Violation::InvalidData(e));
-        }
-        Node::plain(event.data_json())
+    let data = match parse_data(event, limits, tape) {
+        Ok(data) => data,
+        Err(v) => reject!(v),
     };
     if let Err(v) = shape::check_legacy(ty, data) {
         reject!(v);
@@ -170,25 +150,7 @@ fn check_data(
         other => other,
     };
     let Some(surface_type) = surface_type else {
-        if ty == names::REQUEST_HEADER
-            && let Err(v) = shape::check_request_header(data)
-        {
-            reject!(v);
-        }
-        if event.surface_op().is_some() {
-            reject!(Violation::SurfaceOpOnLogType {
-                type_name: ty.to_owned()
-            });
-        }
-        if event.sources().is_some() {
-            reject!(Violation::SourcesOnLogType {
-                type_name: ty.to_owned()
-            });
-        }
-        return Ok(Ok(Verdict {
-            change: SurfaceChange::None,
-            facts: RepairFacts::read(ty, None, data),
-        }));
+        return Ok(check_log_event(event, data));
     };
     if let Err(v) = shape::check_message(surface_type, data) {
         reject!(v);
@@ -199,64 +161,148 @@ fn check_data(
         });
     };
     if let Some(sources) = event.sources()
-        && let Err(v) = check_sources(surface_type, seq, sources)
+        && let Err(v) = check_sources(surface_type, event.seq(), sources)
     {
         reject!(v);
     }
     let facts = RepairFacts::read(ty, Some(surface_type), data);
-    let SurfaceOp::Replace { start, end } = op else {
-        return Ok(Ok(Verdict {
-            change: SurfaceChange::Append,
-            facts,
-        }));
+    let change = match op {
+        SurfaceOp::Replace { start, end } => {
+            let replace = Replace {
+                surface_type,
+                start,
+                end,
+            };
+            match check_replace(state, source, event, data, replace)? {
+                Ok(change) => change,
+                Err(v) => reject!(v),
+            }
+        }
+        _ => SurfaceChange::Append,
     };
+    Ok(Ok(Verdict { change, facts }))
+}
+
+/// The event's `data` checked as JSON and, for the types whose members the rules read,
+/// indexed. A streamed chunk (most events) would pay for an index nothing reads.
+#[inline]
+fn parse_data<'t>(
+    event: &'t Event,
+    limits: &Limits,
+    tape: &'t mut Tape,
+) -> Result<Node<'t>, Violation> {
+    let ty = event.event_type();
+    let indexed = event.surface_type().is_some()
+        || matches!(
+            ty,
+            names::TURN_START
+                | names::TURN_END
+                | names::STEP_START
+                | names::TOOL_CALL
+                | names::REQUEST_HEADER
+        );
+    if indexed {
+        tape.validate(event.data(), limits)
+            .map_err(Violation::InvalidData)?;
+        return Ok(tape.root(event.data()));
+    }
+    // A chunk in the form DSH writes is valid JSON by its one pass (most events are).
+    let chunk_form = ty == names::ASSISTANT_CHUNK && is_chunk_form(event.data(), limits);
+    if !chunk_form {
+        validate(event.data(), limits).map_err(Violation::InvalidData)?;
+    }
+    Ok(Node::plain(event.data_json()))
+}
+
+/// A log event (no surface type): its own shapes, and no surface metadata.
+fn check_log_event(event: &Event, data: Node<'_>) -> Result<Verdict, Violation> {
+    let ty = event.event_type();
+    if ty == names::REQUEST_HEADER {
+        shape::check_request_header(data)?;
+    }
+    if event.surface_op().is_some() {
+        return Err(Violation::SurfaceOpOnLogType {
+            type_name: ty.to_owned(),
+        });
+    }
+    if event.sources().is_some() {
+        return Err(Violation::SourcesOnLogType {
+            type_name: ty.to_owned(),
+        });
+    }
+    Ok(Verdict {
+        change: SurfaceChange::None,
+        facts: RepairFacts::read(ty, None, data),
+    })
+}
+
+/// A `replace` surface op: what it replaces, and the event's surface type.
+#[derive(Clone, Copy)]
+struct Replace {
+    surface_type: SurfaceType,
+    start: u64,
+    end: u64,
+}
+
+/// The rules of a `replace`: both endpoints on the surface and in order, every shadowed
+/// seq cited, and a tool result replacing exactly one tool result with only its content
+/// changed.
+fn check_replace(
+    state: &SessionState,
+    source: &dyn EventSource,
+    event: &Event,
+    data: Node<'_>,
+    op: Replace,
+) -> Result<Result<SurfaceChange, Violation>> {
+    let Replace {
+        surface_type,
+        start,
+        end,
+    } = op;
     let surface = &state.surface;
     let Some(start_pos) = surface.position(start) else {
-        reject!(Violation::ReplaceEndpointNotOnSurface {
+        return Ok(Err(Violation::ReplaceEndpointNotOnSurface {
             which: "start",
-            endpoint: start
-        });
+            endpoint: start,
+        }));
     };
     let Some(end_pos) = surface.position(end) else {
-        reject!(Violation::ReplaceEndpointNotOnSurface {
+        return Ok(Err(Violation::ReplaceEndpointNotOnSurface {
             which: "end",
-            endpoint: end
-        });
+            endpoint: end,
+        }));
     };
     if start_pos > end_pos {
-        reject!(Violation::ReplaceOutOfOrder { start, end });
+        return Ok(Err(Violation::ReplaceOutOfOrder { start, end }));
     }
     let shadowed = surface.seqs().get(start_pos..=end_pos).unwrap_or_default();
     let cited = event.sources().unwrap_or_default();
     if let Some(&missing) = shadowed.iter().find(|s| !cited.contains(s)) {
-        reject!(Violation::ReplaceSourcesIncomplete { missing });
+        return Ok(Err(Violation::ReplaceSourcesIncomplete { missing }));
     }
     if surface_type == SurfaceType::ToolResult {
         if shadowed.len() != 1 {
-            reject!(Violation::ToolResultReplaceWidth {
-                shadowed: shadowed.len()
-            });
+            return Ok(Err(Violation::ToolResultReplaceWidth {
+                shadowed: shadowed.len(),
+            }));
         }
         let Some(target) = source.event(start)? else {
-            reject!(Violation::ReplaceEndpointNotOnSurface {
+            return Ok(Err(Violation::ReplaceEndpointNotOnSurface {
                 which: "start",
-                endpoint: start
-            });
+                endpoint: start,
+            }));
         };
         if target.surface_type() != Some(SurfaceType::ToolResult) {
-            reject!(Violation::ToolResultReplaceTarget {
+            return Ok(Err(Violation::ToolResultReplaceTarget {
                 target: start,
                 target_type: target.event_type().to_owned(),
-            });
+            }));
         }
         if !equal_but_result_content(target.data_json(), data.json()) {
-            reject!(Violation::ToolResultReplaceChanged { target: start });
+            return Ok(Err(Violation::ToolResultReplaceChanged { target: start }));
         }
     }
-    Ok(Ok(Verdict {
-        change: SurfaceChange::Replace(start_pos..=end_pos),
-        facts,
-    }))
+    Ok(Ok(SurfaceChange::Replace(start_pos..=end_pos)))
 }
 
 /// Provenance rules in DSH's order: `[]` only on `assistant/message`, unique, members before
