@@ -232,6 +232,57 @@ fn read_session(client: &mut Client, id: &str) -> Result<Read> {
         session: id.to_owned(),
         problem,
     };
+    let header = header_of_row(&row, id, &header_json)?;
+    let history = digest::from_column(row.get(2))
+        .ok_or_else(|| whole("its history digest is missing or malformed".into()))?;
+    let last = row.get::<_, Option<&[u8]>>(3).map(digest::from_column);
+    let inherited_until = match &header.parent_session {
+        Some(_) => header.seed_length.unwrap_or(0),
+        None => 0,
+    };
+    let rows = client
+        .query(
+            "SELECT seq, type, time, data_text, source_event_seqs, surface_op, replace_start, replace_end, ignorable, key_order, data IS NOT NULL, inherited
+             FROM sessdb_events WHERE session_id = $1 ORDER BY seq",
+            &[&id],
+        )
+        .map_err(Error::pg("read a session's events"))?;
+    let mut events = Vec::with_capacity(rows.len());
+    let mut chain = digest::start(header_json.as_bytes());
+    let mut last_digest = None;
+    for r in &rows {
+        let event = event_of_row(r, id, events.len() as u64, inherited_until)?;
+        let d = digest::of_event(&event);
+        chain = digest::extend(&chain, &d);
+        last_digest = Some(d);
+        events.push(event);
+    }
+    if events.len() as u64 != shipped.unsigned_abs() || shipped < 0 {
+        return Err(whole(format!(
+            "its row says {shipped} events were shipped, and {} event rows are held",
+            events.len()
+        )));
+    }
+    if chain != history || last_digest != last.flatten() {
+        return Err(whole(
+            "its rows are not the ones the shipper wrote (their history digest differs: a row was edited, reordered, added or removed since)".into(),
+        ));
+    }
+    check_jsonb_copies(client, id)?;
+    Ok(Read {
+        session: SourceSession { header, events },
+        events: shipped,
+        history,
+    })
+}
+
+/// A session row's header: its `header_json`, naming the row's session, and the columns
+/// saying what it says.
+fn header_of_row(row: &postgres::Row, id: &str, header_json: &str) -> Result<SessionHeader> {
+    let whole = |problem: String| Error::Tampered {
+        session: id.to_owned(),
+        problem,
+    };
     let header = SessionHeader::from_json(header_json.as_bytes())?;
     if header.id != id {
         return Err(whole(format!(
@@ -252,84 +303,59 @@ fn read_session(client: &mut Client, id: &str) -> Result<Read> {
             "its header columns do not say what its header_json says".into(),
         ));
     }
-    let history = digest::from_column(row.get(2))
-        .ok_or_else(|| whole("its history digest is missing or malformed".into()))?;
-    let last = row.get::<_, Option<&[u8]>>(3).map(digest::from_column);
-    let inherited_until = match &header.parent_session {
-        Some(_) => header.seed_length.unwrap_or(0),
-        None => 0,
+    Ok(header)
+}
+
+/// One event row of session `id`, expected at seq `expected` (the first `inherited_until`
+/// inherited from the parent).
+fn event_of_row(r: &postgres::Row, id: &str, expected: u64, inherited_until: u64) -> Result<Event> {
+    let seq: i64 = r.get(0);
+    let bad = |problem: &str| Error::BadRow {
+        session: id.to_owned(),
+        seq,
+        problem: problem.to_owned(),
     };
-    let rows = client
-        .query(
-            "SELECT seq, type, time, data_text, source_event_seqs, surface_op, replace_start, replace_end, ignorable, key_order, data IS NOT NULL, inherited
-             FROM sessdb_events WHERE session_id = $1 ORDER BY seq",
-            &[&id],
-        )
-        .map_err(Error::pg("read a session's events"))?;
-    let mut events = Vec::with_capacity(rows.len());
-    let mut chain = digest::start(header_json.as_bytes());
-    let mut last_digest = None;
-    for r in &rows {
-        let seq: i64 = r.get(0);
-        let bad = |problem: &str| Error::BadRow {
-            session: id.to_owned(),
-            seq,
-            problem: problem.to_owned(),
-        };
-        let seq_u = envelope::checked_seq(seq).ok_or_else(|| bad("seq out of range"))?;
-        if seq_u != events.len() as u64 {
-            return Err(bad("seqs do not follow one another"));
-        }
-        let time = envelope::checked_time(r.get(2)).ok_or_else(|| bad("time out of range"))?;
-        let data: String = r.get(3);
-        if r.get::<_, bool>(10) != jsonb_holds(data.as_bytes()) {
-            return Err(bad(
-                "its data and data_text disagree (one is set where the shipper leaves it NULL)",
-            ));
-        }
-        if r.get::<_, bool>(11) != (seq_u < inherited_until) {
-            return Err(bad(
-                "its inherited flag disagrees with the header's seedLength",
-            ));
-        }
-        let sources: Option<Vec<i64>> = r.get(4);
-        let sources = sources
-            .map(|v| {
-                v.into_iter()
-                    .map(envelope::checked_seq)
-                    .collect::<Option<Vec<u64>>>()
-            })
-            .map(|v| v.ok_or_else(|| bad("a source seq out of range")))
-            .transpose()?;
-        let op = SurfaceOp::from_columns(
-            r.get::<_, Option<&str>>(5).map(str::as_bytes),
-            r.get(6),
-            r.get(7),
-        )
-        .map_err(bad)?;
-        let event = Event::new(r.get::<_, String>(1), seq_u, time, data.into_bytes())
-            .with_sources_opt(sources.map(Into::into))
-            .with_surface_op_opt(op)
-            .with_ignorable(r.get(8));
-        let event = event.with_surface_op_first(r.get::<_, bool>(9));
-        let d = digest::of_event(&event);
-        chain = digest::extend(&chain, &d);
-        last_digest = Some(d);
-        events.push(event);
+    let seq_u = envelope::checked_seq(seq).ok_or_else(|| bad("seq out of range"))?;
+    if seq_u != expected {
+        return Err(bad("seqs do not follow one another"));
     }
-    if events.len() as u64 != shipped.unsigned_abs() || shipped < 0 {
-        return Err(whole(format!(
-            "its row says {shipped} events were shipped, and {} event rows are held",
-            events.len()
-        )));
-    }
-    if chain != history || last_digest != last.flatten() {
-        return Err(whole(
-            "its rows are not the ones the shipper wrote (their history digest differs: a row was edited, reordered, added or removed since)".into(),
+    let time = envelope::checked_time(r.get(2)).ok_or_else(|| bad("time out of range"))?;
+    let data: String = r.get(3);
+    if r.get::<_, bool>(10) != jsonb_holds(data.as_bytes()) {
+        return Err(bad(
+            "its data and data_text disagree (one is set where the shipper leaves it NULL)",
         ));
     }
-    // With every `data_text` the shipper's, the `jsonb` copies can be compared (the cast
-    // cannot fail on them).
+    if r.get::<_, bool>(11) != (seq_u < inherited_until) {
+        return Err(bad(
+            "its inherited flag disagrees with the header's seedLength",
+        ));
+    }
+    let sources: Option<Vec<i64>> = r.get(4);
+    let sources = sources
+        .map(|v| {
+            v.into_iter()
+                .map(envelope::checked_seq)
+                .collect::<Option<Vec<u64>>>()
+        })
+        .map(|v| v.ok_or_else(|| bad("a source seq out of range")))
+        .transpose()?;
+    let op = SurfaceOp::from_columns(
+        r.get::<_, Option<&str>>(5).map(str::as_bytes),
+        r.get(6),
+        r.get(7),
+    )
+    .map_err(bad)?;
+    let event = Event::new(r.get::<_, String>(1), seq_u, time, data.into_bytes())
+        .with_sources_opt(sources.map(Into::into))
+        .with_surface_op_opt(op)
+        .with_ignorable(r.get(8));
+    Ok(event.with_surface_op_first(r.get::<_, bool>(9)))
+}
+
+/// With every `data_text` the shipper's, the `jsonb` copies can be compared (the cast cannot
+/// fail on them): the first that is not its `data_text` is tampering.
+fn check_jsonb_copies(client: &mut Client, id: &str) -> Result<()> {
     let disagrees = client
         .query_opt(
             "SELECT seq FROM sessdb_events WHERE session_id = $1 AND data IS NOT NULL
@@ -337,16 +363,12 @@ fn read_session(client: &mut Client, id: &str) -> Result<Read> {
             &[&id],
         )
         .map_err(Error::pg("compare a session's jsonb copies"))?;
-    if let Some(r) = disagrees {
-        return Err(Error::BadRow {
+    match disagrees {
+        Some(r) => Err(Error::BadRow {
             session: id.to_owned(),
             seq: r.get(0),
             problem: "its data jsonb is not its data_text".into(),
-        });
+        }),
+        None => Ok(()),
     }
-    Ok(Read {
-        session: SourceSession { header, events },
-        events: shipped,
-        history,
-    })
 }

@@ -609,6 +609,84 @@ fn log_continues(
     )
 }
 
+/// Where shipping a session starts, as PostgreSQL's copy says under its row lock.
+struct Start {
+    /// The events PostgreSQL holds: shipping goes on after them.
+    from: u64,
+    /// Their history digest (`None`: the row is to be made).
+    history: Option<digest::Hash>,
+    /// The surface this shipper remembers is for another count: rewritten whole.
+    stale_surface: bool,
+    /// A copy of an earlier incarnation removed (and its erasure remembered).
+    recreated: Option<Erased>,
+}
+
+/// Reads and locks the session's row: where shipping starts, or the step that ends it there
+/// (owned by another store since, or its history diverged from the store's).
+fn start_of(
+    tx: &mut postgres::Transaction<'_>,
+    store_id: &str,
+    store: &Store,
+    info: &SessionInfo,
+    shipped: Option<&Shipped>,
+    lsn: u64,
+) -> Result<std::result::Result<Start, Step>> {
+    let id = &info.header.id;
+    let now = tx
+        .query_opt(
+            "SELECT owner_store, events, store_created_lsn, history, last_event
+                 FROM sessdb_sessions WHERE id = $1 FOR UPDATE",
+            &[id],
+        )
+        .map_err(Error::pg("lock a session's row"))?;
+    let afresh = Start {
+        from: 0,
+        history: None,
+        stale_surface: false,
+        recreated: None,
+    };
+    let Some(row) = now else {
+        // The row is gone (removed in PostgreSQL by hand, or reset): all again.
+        return Ok(Ok(afresh));
+    };
+    // Another store pulled it since (ownership moved).
+    if row.get::<_, String>(0) != store_id {
+        return Ok(Err(Step::OwnedElsewhere(
+            row.get(0),
+            row.get::<_, i64>(1).unsigned_abs(),
+        )));
+    }
+    // Created again under the same id since it was shipped: that copy goes.
+    let created = row.get::<_, Option<i64>>(2).map(i64::unsigned_abs);
+    if let Some(created_lsn) = created.filter(|&l| l != info.incarnation.get()) {
+        tx.execute("DELETE FROM sessdb_sessions WHERE id = $1", &[id])
+            .map_err(Error::pg("remove a re-created session"))?;
+        let gone = Erased {
+            created_lsn,
+            erased_lsn: lsn,
+        };
+        remember_erased(tx, store_id, id, gone)?;
+        return Ok(Ok(Start {
+            recreated: Some(gone),
+            ..afresh
+        }));
+    }
+    // PostgreSQL's count is the position, whatever this shipper remembered; a surface
+    // remembered for another count is not trusted (rewritten whole).
+    let held = row.get::<_, i64>(1).unsigned_abs();
+    let history = digest::from_column(row.get(3));
+    let last = row.get::<_, Option<&[u8]>>(4).and_then(digest::from_column);
+    if let Some(why) = diverged(store, info, held, history.as_ref(), last.as_ref())? {
+        return Ok(Err(Step::Refused(why)));
+    }
+    Ok(Ok(Start {
+        from: held,
+        history,
+        stale_surface: shipped.is_none_or(|s| s.events != held),
+        recreated: None,
+    }))
+}
+
 /// Ships what PostgreSQL lacks of one session, inside the round's transaction: its row
 /// locked, its position read from PostgreSQL (not from memory), the store checked to hold
 /// the history PostgreSQL's copy was shipped from, the events after it copied.
@@ -622,60 +700,20 @@ fn ship_session(
     lsn: u64,
 ) -> Result<Step> {
     let id = &info.header.id;
-    let now = tx
-        .query_opt(
-            "SELECT owner_store, events, store_created_lsn, history, last_event
-                 FROM sessdb_sessions WHERE id = $1 FOR UPDATE",
-            &[id],
-        )
-        .map_err(Error::pg("lock a session's row"))?;
-    let mut recreated = None;
-    let mut stale_surface = false;
-    let (from, history) = match now {
-        // Another store pulled it since (ownership moved).
-        Some(row) if row.get::<_, String>(0) != store_id => {
-            return Ok(Step::OwnedElsewhere(
-                row.get(0),
-                row.get::<_, i64>(1).unsigned_abs(),
-            ));
-        }
-        // Created again under the same id since it was shipped: that copy goes.
-        Some(row)
-            if row
-                .get::<_, Option<i64>>(2)
-                .is_some_and(|l| l.unsigned_abs() != info.incarnation.get()) =>
-        {
-            tx.execute("DELETE FROM sessdb_sessions WHERE id = $1", &[id])
-                .map_err(Error::pg("remove a re-created session"))?;
-            let gone = Erased {
-                created_lsn: row.get::<_, Option<i64>>(2).unwrap_or(0).unsigned_abs(),
-                erased_lsn: lsn,
-            };
-            remember_erased(tx, store_id, id, gone)?;
-            recreated = Some(gone);
-            shipped = None;
-            (0, None)
-        }
-        // PostgreSQL's count is the position, whatever this shipper remembered; a surface
-        // remembered for another count is not trusted (rewritten whole).
-        Some(row) => {
-            let held = row.get::<_, i64>(1).unsigned_abs();
-            let history = digest::from_column(row.get(3));
-            let last = row.get::<_, Option<&[u8]>>(4).and_then(digest::from_column);
-            if let Some(why) = diverged(store, info, held, history.as_ref(), last.as_ref())? {
-                return Ok(Step::Refused(why));
-            }
-            if shipped.as_ref().is_none_or(|s| s.events != held) {
-                stale_surface = true;
-            }
-            (held, history)
-        }
-        // The row is gone (removed in PostgreSQL by hand, or reset): all again.
-        None => {
-            shipped = None;
-            (0, None)
-        }
+    let start = match start_of(tx, store_id, store, info, shipped.as_ref(), lsn)? {
+        Ok(start) => start,
+        Err(step) => return Ok(step),
     };
+    let Start {
+        from,
+        history,
+        stale_surface,
+        recreated,
+    } = start;
+    if from == 0 {
+        // Shipped again from the start: nothing remembered of a copy holds.
+        shipped = None;
+    }
     let history = match history {
         Some(h) => h,
         None => {
