@@ -214,7 +214,8 @@ pub struct TextChunk<'a> {
 
 /// `data`'s parts when it is a text or reasoning chunk in the canonical form a packed row can
 /// give back byte for byte (the rule the packer uses); `None` otherwise, tool-call deltas
-/// included.
+/// included. Not the engine's validation shortcut (`json/chunk_shortcut.rs`), which asks
+/// whether `data` is valid JSON without the general validator and takes other text.
 pub fn text_chunk(data: &[u8]) -> Option<TextChunk<'_>> {
     let m = parse_member(data)?;
     (m.kind != Kind::ToolCall).then(|| TextChunk {

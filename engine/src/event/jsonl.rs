@@ -61,7 +61,10 @@ impl Event {
             .as_safe_integer()
             .ok_or_else(|| bad("\"time\" must be a safe integer"))?;
         let data = data.ok_or_else(|| bad("missing \"data\""))?;
-        let mut event = Event::new(event_type, seq, time, data.bytes());
+        // The line was checked nested one level deeper than `data` may be: `data` is lossless
+        // JSON within `limits.max_depth`, and the acceptance function need not check it again.
+        let mut event =
+            Event::new(event_type, seq, time, data.bytes()).mark_data_valid(limits.max_depth);
         if let Some(list) = sources {
             let seqs =
                 envelope::seqs_from_json(&list).ok_or_else(|| bad(envelope::SOURCES_RULE))?;
@@ -315,5 +318,37 @@ mod tests {
             proptest::prop_assert_eq!(&back, &event);
             proptest::prop_assert_eq!(back.to_jsonl(), line);
         }
+    }
+}
+
+#[cfg(test)]
+mod data_checked_once {
+    use super::*;
+
+    /// `data` checked with its line is not checked again (`docs/DESIGN.md` §2.2: once), and
+    /// only within the limits the line was checked under.
+    #[test]
+    fn data_checked_with_its_line_is_trusted_only_within_those_limits() {
+        let deep = format!("{}{}", "[".repeat(5), "]".repeat(5));
+        let line = format!(r#"{{"type":"plugin/x","seq":0,"time":1,"data":{deep}}}"#);
+        let at = |max_depth| Limits {
+            max_depth,
+            ..Limits::default()
+        };
+        let e = Event::from_jsonl(line.as_bytes(), &at(5)).unwrap();
+        assert!(e.data_valid_within(&at(5)) && e.data_valid_within(&at(512)));
+        // What the line's check passed, the validator passes at that depth.
+        assert!(validate(e.data(), &at(5)).is_ok());
+        // Stricter limits at acceptance than at the parse: checked again (and refused).
+        assert!(!e.data_valid_within(&at(4)));
+        assert!(validate(e.data(), &at(4)).is_err());
+        let small = Limits {
+            max_data_bytes: deep.len() - 1,
+            ..at(5)
+        };
+        assert!(!e.data_valid_within(&small));
+        // An event made any other way carries no mark.
+        assert!(!Event::new("plugin/x", 0, 1, deep.as_bytes()).data_valid_within(&at(512)));
+        assert!(Event::from_jsonl(line.as_bytes(), &at(4)).is_err());
     }
 }

@@ -11,6 +11,7 @@ pub mod view;
 
 pub use types::{LogType, SurfaceType, is_known_type};
 
+use crate::Limits;
 use crate::json::JsonRef;
 
 /// How a surface event changes the surface.
@@ -232,6 +233,10 @@ pub struct Event {
     surface_op_first: bool,
     pack_hint: PackHint,
     frame_start: bool,
+    /// `data` was checked as lossless JSON nested at most this deep, as part of the JSONL
+    /// line it came in (`from_jsonl`): the acceptance function does not check it again
+    /// (`docs/DESIGN.md` §2.2, once). Set only here, inside the crate; not part of equality.
+    data_valid_to: Option<std::num::NonZeroU16>,
 }
 
 impl PartialEq for Event {
@@ -279,7 +284,24 @@ impl Event {
             surface_op_first: false,
             pack_hint: PackHint::Free,
             frame_start: false,
+            data_valid_to: None,
         }
+    }
+
+    /// Marks `data` as checked lossless JSON nested at most `max_depth` deep (a depth past
+    /// `u16` is not marked: it is checked again).
+    pub(crate) fn mark_data_valid(mut self, max_depth: u32) -> Self {
+        self.data_valid_to = u16::try_from(max_depth)
+            .ok()
+            .and_then(std::num::NonZeroU16::new);
+        self
+    }
+
+    /// Whether `data` is known to be lossless JSON within `limits` (checked with its line).
+    pub(crate) fn data_valid_within(&self, limits: &Limits) -> bool {
+        self.data_valid_to
+            .is_some_and(|d| u32::from(d.get()) <= limits.max_depth)
+            && self.data.len() <= limits.max_data_bytes
     }
 
     /// Sets `sourceEventSeqs`.

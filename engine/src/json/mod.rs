@@ -7,7 +7,7 @@
 //! shape checks and `deriveMessages` need; [`write_str`] escapes strings the way
 //! `JSON.stringify` does, for the few values sessdb writes itself.
 
-mod chunk_form;
+mod chunk_shortcut;
 mod nav;
 #[cfg(test)]
 pub(crate) mod strategy;
@@ -18,7 +18,7 @@ mod validate;
 mod validate_reference;
 mod write;
 
-pub(crate) use chunk_form::is_chunk_form;
+pub(crate) use chunk_shortcut::valid_by_chunk_shortcut;
 pub(crate) use nav::object_eq_with;
 pub use nav::{JsonKind, JsonRef};
 pub use tape::{Node, Tape};
@@ -29,10 +29,10 @@ pub use validate::{JsonError, JsonErrorKind, validate};
 pub use validate_reference::validate_reference;
 pub use write::{write_i64, write_str, write_u64};
 
-/// [`chunk_form`]'s recognizer, for the fuzz target's check that it never accepts what the
+/// [`chunk_shortcut`]'s recognizer, for the fuzz target's check that it never accepts what the
 /// validator refuses.
 #[cfg(fuzzing)]
 #[doc(hidden)]
-pub fn fuzz_is_chunk_form(data: &[u8], limits: &crate::Limits) -> bool {
-    chunk_form::is_chunk_form(data, limits)
+pub fn fuzz_chunk_shortcut(data: &[u8], limits: &crate::Limits) -> bool {
+    chunk_shortcut::valid_by_chunk_shortcut(data, limits)
 }

@@ -14,7 +14,7 @@ use super::state::SessionState;
 use super::surface::SurfaceChange;
 use super::verdict::Verdict;
 use crate::event::{Event, SurfaceOp, SurfaceType, types::names};
-use crate::json::{JsonKind, JsonRef, Node, Tape, is_chunk_form, validate};
+use crate::json::{JsonKind, JsonRef, Node, Tape, valid_by_chunk_shortcut, validate};
 use crate::{Error, Limits, Result, Violation};
 
 /// Read access to a session's accepted events, for the rules that look back at one (the
@@ -92,7 +92,7 @@ fn check(
     if event.is_assistant_chunk()
         && event.surface_op().is_none()
         && event.sources().is_none()
-        && is_chunk_form(event.data(), limits)
+        && valid_by_chunk_shortcut(event.data(), limits)
     {
         return Ok(Ok(Verdict {
             change: SurfaceChange::None,
@@ -206,9 +206,16 @@ fn parse_data<'t>(
             .map_err(Violation::InvalidData)?;
         return Ok(tape.root(event.data()));
     }
-    // A chunk in the form DSH writes is valid JSON by its one pass (most events are).
-    let chunk_form = ty == names::ASSISTANT_CHUNK && is_chunk_form(event.data(), limits);
-    if !chunk_form {
+    // Checked already with the JSONL line it came in, or a chunk in the form DSH writes:
+    // valid JSON by that one pass (most events are).
+    let checked = event.data_valid_within(limits)
+        || (ty == names::ASSISTANT_CHUNK && valid_by_chunk_shortcut(event.data(), limits));
+    debug_assert!(
+        !checked || validate(event.data(), limits).is_ok(),
+        "seq {}: data marked valid that the validator refuses",
+        event.seq()
+    );
+    if !checked {
         validate(event.data(), limits).map_err(Violation::InvalidData)?;
     }
     Ok(Node::plain(event.data_json()))

@@ -1,4 +1,7 @@
-//! A recognizer of the form a streamed chunk's `data` takes when DSH writes it:
+//! The validation shortcut for streamed chunks: a recognizer of the form a chunk's `data`
+//! takes when DSH writes it (not to be confused with the JSONL packer's recognizer,
+//! `sessdb_formats::pack::text_chunk`, which asks another question — whether a packed row
+//! gives the bytes back exactly — and takes other text):
 //! `{"turn":T,"step":S,"chunk":{"type":"…","index":I,"text":"…"}}` — keys in that order, no
 //! whitespace, integers, strings of printable ASCII and the short escapes. Most events of a
 //! session are such chunks, and for them this one forward pass replaces the general
@@ -73,7 +76,7 @@ impl Reader<'_> {
 }
 
 /// Whether `data` is a chunk in DSH's form (above) that the validator accepts under `limits`.
-pub(crate) fn is_chunk_form(data: &[u8], limits: &Limits) -> bool {
+pub(crate) fn valid_by_chunk_shortcut(data: &[u8], limits: &Limits) -> bool {
     if data.len() > limits.max_data_bytes || limits.max_depth < 2 {
         return false;
     }
@@ -114,7 +117,7 @@ mod tests {
             r#"{"turn":1,"step":1,"chunk":{"type":"block-start","index":0,"blockType":"text"}}"#,
             r#"{"turn":1,"step":1,"chunk":{"type":"text-delta","index":0,"text":"the quick brown fox jumps \"over\" the lazy dog\n and again, a longer stretch"}}"#,
         ] {
-            assert!(is_chunk_form(yes.as_bytes(), &l), "{yes}");
+            assert!(valid_by_chunk_shortcut(yes.as_bytes(), &l), "{yes}");
             assert!(validate(yes.as_bytes(), &l).is_ok(), "{yes}");
         }
         for no in [
@@ -132,19 +135,19 @@ mod tests {
             "{\"turn\":1,\"step\":1,\"chunk\":{\"type\":\"text-delta\",\"index\":0,\"text\":\"the quick brown \u{7f}fox\"}}",
             r#"{"turn":1,"step":1,"chunk":{"type":"text-delta","index":0,"text":"the quick brown fox é"}}"#,
         ] {
-            assert!(!is_chunk_form(no.as_bytes(), &l), "{no}");
+            assert!(!valid_by_chunk_shortcut(no.as_bytes(), &l), "{no}");
         }
         let shallow = Limits {
             max_depth: 1,
             ..Limits::default()
         };
         let chunk = br#"{"turn":1,"step":1,"chunk":{"type":"text-delta","index":0,"text":"a"}}"#;
-        assert!(!is_chunk_form(chunk, &shallow));
+        assert!(!valid_by_chunk_shortcut(chunk, &shallow));
         let small = Limits {
             max_data_bytes: 10,
             ..Limits::default()
         };
-        assert!(!is_chunk_form(chunk, &small));
+        assert!(!valid_by_chunk_shortcut(chunk, &small));
     }
 
     fn near_chunks() -> impl Strategy<Value = Vec<u8>> {
@@ -195,10 +198,10 @@ mod tests {
         #[test]
         fn it_never_accepts_what_the_validator_refuses(data in near_chunks(), depth in 0u32..4, size in 0usize..200) {
             let limits = Limits { max_depth: depth, max_data_bytes: size };
-            if is_chunk_form(&data, &limits) {
+            if valid_by_chunk_shortcut(&data, &limits) {
                 prop_assert!(validate(&data, &limits).is_ok(), "{}", String::from_utf8_lossy(&data));
             }
-            if is_chunk_form(&data, &Limits::default()) {
+            if valid_by_chunk_shortcut(&data, &Limits::default()) {
                 prop_assert!(validate(&data, &Limits::default()).is_ok(), "{}", String::from_utf8_lossy(&data));
             }
         }
