@@ -74,6 +74,15 @@ impl SegmentHeader {
         self.version == SEGMENT_FORMAT_VERSION || self.version == SEGMENT_COMPACTED_VERSION
     }
 
+    /// The layout of the frames appended to a segment with this header (`split_frames`).
+    pub fn frame_layout(&self) -> super::frame::FrameLayout {
+        if self.split_frames() {
+            super::frame::FrameLayout::Split
+        } else {
+            super::frame::FrameLayout::Whole
+        }
+    }
+
     /// The 40 header bytes.
     pub fn encode(&self) -> [u8; SEGMENT_HEADER_LEN] {
         let mut v = Vec::with_capacity(SEGMENT_HEADER_LEN);

@@ -73,16 +73,17 @@ impl CheckpointHeaders {
         self.by_generation.keys().next_back().copied()
     }
 
-    /// The furthest position any checkpoint header vouches for: every one does, whether or
-    /// not its state can be used, unless the log holds another valid record where it points.
-    pub(in crate::store) fn durable_mark(&self, segments: &SegmentList) -> u64 {
-        self.by_generation
-            .values()
-            .map(|o| o.header.meta)
-            .filter(|meta| confirm(segments, meta) != Confirmation::Stale)
-            .map(|meta| meta.covered_lsn)
-            .max()
-            .unwrap_or(0)
+    /// Every checkpoint confirmed against the log in `segments`, once: what the durable mark
+    /// and the choice of a chain read.
+    pub(in crate::store) fn confirm<'h>(&'h self, segments: &SegmentList) -> Confirmed<'h> {
+        Confirmed {
+            headers: self,
+            by_generation: self
+                .by_generation
+                .iter()
+                .map(|(&g, o)| (g, confirm(segments, &o.header.meta)))
+                .collect(),
+        }
     }
 
     /// The generations of `g`'s chain, newest first, when it reaches a full checkpoint.
@@ -112,16 +113,47 @@ impl CheckpointHeaders {
             .collect()
     }
 
+    /// The sessions the newest chain whose bodies apply remembers (salvage compares them with
+    /// what the log still holds).
+    pub(in crate::store) fn remembered(&self) -> Option<Entries> {
+        self.by_generation.keys().rev().find_map(|&g| {
+            let bodies = self.bodies(&self.chain(g)?).ok()?;
+            let mut catalog = Entries::default();
+            for body in bodies {
+                files::apply(body, &mut catalog).ok()?;
+            }
+            Some(catalog)
+        })
+    }
+}
+
+/// Each checkpoint header confirmed against one segment list ([`CheckpointHeaders::confirm`]).
+pub(in crate::store) struct Confirmed<'h> {
+    headers: &'h CheckpointHeaders,
+    by_generation: BTreeMap<u64, Confirmation>,
+}
+
+impl Confirmed<'_> {
+    /// The furthest position any checkpoint header vouches for: every one does, whether or
+    /// not its state can be used, unless the log holds another valid record where it points.
+    pub(in crate::store) fn durable_mark(&self) -> u64 {
+        self.headers
+            .by_generation
+            .iter()
+            .filter(|(g, _)| self.by_generation.get(g) != Some(&Confirmation::Stale))
+            .map(|(_, o)| o.header.meta.covered_lsn)
+            .max()
+            .unwrap_or(0)
+    }
+
     /// The newest chain that the log confirms and whose bodies check out; every checkpoint
     /// passed over on the way is named in `discarded`.
-    pub(in crate::store) fn choose(
-        &self,
-        segments: &SegmentList,
-        discarded: &mut Vec<String>,
-    ) -> Option<Chosen> {
-        for (&g, opened) in self.by_generation.iter().rev() {
+    pub(in crate::store) fn choose(&self, discarded: &mut Vec<String>) -> Option<Chosen> {
+        let headers = self.headers;
+        for (&g, opened) in headers.by_generation.iter().rev() {
             let meta = opened.header.meta;
-            match confirm(segments, &meta) {
+            let confirmation = self.by_generation.get(&g).copied();
+            match confirmation.unwrap_or(Confirmation::Unconfirmed("not confirmed")) {
                 Confirmation::Holds => {}
                 Confirmation::Stale => {
                     discarded.push(format!(
@@ -135,14 +167,14 @@ impl CheckpointHeaders {
                     continue;
                 }
             }
-            let Some(chain) = self.chain(g) else {
+            let Some(chain) = headers.chain(g) else {
                 // A base that retention removed after the listing is not damage.
-                if !self.any_gone {
+                if !headers.any_gone {
                     discarded.push(format!("{}: its chain lacks a base", checkpoint_path(g)));
                 }
                 continue;
             };
-            match self.bodies(&chain) {
+            match headers.bodies(&chain) {
                 Ok(bodies) => {
                     return Some(Chosen {
                         bodies,
@@ -154,19 +186,6 @@ impl CheckpointHeaders {
             }
         }
         None
-    }
-
-    /// The sessions the newest chain whose bodies apply remembers (salvage compares them with
-    /// what the log still holds).
-    pub(in crate::store) fn remembered(&self) -> Option<Entries> {
-        self.by_generation.keys().rev().find_map(|&g| {
-            let bodies = self.bodies(&self.chain(g)?).ok()?;
-            let mut catalog = Entries::default();
-            for body in bodies {
-                files::apply(body, &mut catalog).ok()?;
-            }
-            Some(catalog)
-        })
     }
 }
 

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use crate::codec::CorruptionKind;
 use crate::codec::compacted::{FOOTER_LEN, Footer};
+use crate::codec::frame::FrameLayout;
 use crate::codec::segment::{
     SEGMENT_FORMAT_VERSION, SEGMENT_HEADER_LEN, SEGMENTS_DIR, SegmentHeader, SegmentHeaderError,
     parse_segment_name, segment_path,
@@ -21,7 +22,7 @@ use crate::{Error, Result};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum HeaderVerdict {
     /// A valid header naming the segment's own first LSN.
-    Valid,
+    Valid(SegmentHeader),
     /// A valid header of another segment (its name and header disagree).
     NameMismatch,
     /// A whole, checksummed header of another format version: another sessdb wrote it.
@@ -43,7 +44,7 @@ pub(crate) fn judge_header(
     newest: bool,
 ) -> Result<HeaderVerdict> {
     Ok(match SegmentHeader::decode(head) {
-        Ok(h) if h.first_lsn == lsn => HeaderVerdict::Valid,
+        Ok(h) if h.first_lsn == lsn => HeaderVerdict::Valid(h),
         Ok(_) => HeaderVerdict::NameMismatch,
         Err(SegmentHeaderError::UnsupportedVersion(found)) => HeaderVerdict::Unsupported(found),
         Err(_) if newest && rest_zero()? => HeaderVerdict::Interrupted,
@@ -87,6 +88,8 @@ struct Found {
     lsn: u64,
     file: Box<dyn StorageFile>,
     len: u64,
+    /// The frame layout its header admits.
+    frames: FrameLayout,
     /// A compacted segment's footer and its header's creation time.
     compacted: Option<(Footer, i64)>,
 }
@@ -212,8 +215,8 @@ fn discover_once(storage: &dyn Storage, access: Access) -> Result<Discovered> {
             .open(&path, mode)
             .map_err(|e| Error::io("open", &path, e))?;
         let head = read_head(&*file, &path)?;
-        match judge_header(lsn, &head, || rest_is_zero(&*file, &path), newest)? {
-            HeaderVerdict::Valid => {}
+        let header = match judge_header(lsn, &head, || rest_is_zero(&*file, &path), newest)? {
+            HeaderVerdict::Valid(header) => header,
             HeaderVerdict::Interrupted => {
                 out.strays.interrupted = Some(path);
                 continue;
@@ -239,9 +242,9 @@ fn discover_once(storage: &dyn Storage, access: Access) -> Result<Discovered> {
                     CorruptionKind::SegmentHeader(e),
                 ));
             }
-        }
+        };
         let len = file.len().map_err(|e| Error::io("stat", &path, e))?;
-        let compacted = compacted_footer(&*file, &path, &head, len)?;
+        let compacted = compacted_footer(&*file, &path, &header, len)?;
         let prev = kept.last().map(Found::as_prev);
         match continuation(prev, lsn, compacted.as_ref().map(|(f, _)| f.end_lsn)) {
             Continuation::Continues => {}
@@ -261,6 +264,7 @@ fn discover_once(storage: &dyn Storage, access: Access) -> Result<Discovered> {
             lsn,
             file,
             len,
+            frames: header.frame_layout(),
             compacted,
         });
     }
@@ -276,12 +280,13 @@ fn discover_once(storage: &dyn Storage, access: Access) -> Result<Discovered> {
                     lsn,
                     file,
                     len,
+                    frames,
                     compacted,
                 },
             )| {
                 Arc::new(match compacted {
                     Some((f, at)) => Segment::compacted(lsn, Arc::from(file), f, len, at),
-                    None => Segment::new(lsn, Arc::from(file), i + 1 < n),
+                    None => Segment::new(lsn, Arc::from(file), i + 1 < n, frames),
                 })
             },
         )
@@ -297,13 +302,13 @@ fn discover_once(storage: &dyn Storage, access: Access) -> Result<Discovered> {
 fn compacted_footer(
     file: &dyn StorageFile,
     path: &str,
-    head: &[u8],
+    header: &SegmentHeader,
     len: u64,
 ) -> Result<Option<(Footer, i64)>> {
-    let created_ms = match SegmentHeader::decode(head) {
-        Ok(h) if h.compacted => h.created_ms,
-        _ => return Ok(None),
-    };
+    if !header.compacted {
+        return Ok(None);
+    }
+    let created_ms = header.created_ms;
     let mut bytes = [0u8; FOOTER_LEN];
     let at = len.checked_sub(FOOTER_LEN as u64);
     if let Some(at) = at {

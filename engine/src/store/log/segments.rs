@@ -15,7 +15,7 @@ use parking_lot::RwLock;
 use crate::codec::CorruptionKind;
 pub use crate::codec::EventLoc;
 use crate::codec::compacted::{FOOTER_LEN, Footer, Runs};
-use crate::codec::frame::FRAME_HEADER_LEN;
+use crate::codec::frame::{FRAME_HEADER_LEN, FrameLayout};
 use crate::codec::record::{check_event, decode_event_ref};
 use crate::codec::segment::{SEGMENT_HEADER_LEN, SEGMENTS_DIR, SegmentHeader, segment_path};
 use crate::event::Event;
@@ -31,6 +31,8 @@ pub(crate) struct Segment {
     pub(crate) path: String,
     pub(crate) file: Arc<dyn StorageFile>,
     sealed: AtomicBool,
+    /// The layout of the frames its header admits (what an append to it writes).
+    frames: FrameLayout,
     view: OnceLock<FileView>,
     /// Written by compaction: its footer, and its run table once read.
     compacted: Option<Compacted>,
@@ -48,8 +50,14 @@ struct Compacted {
 }
 
 impl Segment {
-    pub(crate) fn new(first_lsn: u64, file: Arc<dyn StorageFile>, sealed: bool) -> Self {
+    pub(crate) fn new(
+        first_lsn: u64,
+        file: Arc<dyn StorageFile>,
+        sealed: bool,
+        frames: FrameLayout,
+    ) -> Self {
         Self {
+            frames,
             first_lsn,
             path: segment_path(first_lsn),
             file,
@@ -75,8 +83,14 @@ impl Segment {
                 created_ms,
                 runs: OnceLock::new(),
             }),
-            ..Self::new(first_lsn, file, true)
+            // Sealed: nothing is appended to it (its header's format admits split frames).
+            ..Self::new(first_lsn, file, true, FrameLayout::Split)
         }
+    }
+
+    /// The layout of the frames its header admits: what an append to it writes.
+    pub(crate) fn frame_layout(&self) -> FrameLayout {
+        self.frames
     }
 
     /// The bytes of its tombstone table, when compaction wrote it before `cutoff_ms` (its
@@ -436,12 +450,17 @@ pub(crate) fn create_segment(
     let file = storage
         .open(&path, OpenMode::CreateNew)
         .map_err(|e| Error::io("create", &path, e))?;
-    let header = SegmentHeader::new(first_lsn, now_ms, false).encode();
-    file.write_at(&header, 0)
+    let header = SegmentHeader::new(first_lsn, now_ms, false);
+    file.write_at(&header.encode(), 0)
         .map_err(|e| Error::io("write", &path, e))?;
     file.sync_data().map_err(|e| Error::io("sync", &path, e))?;
     storage
         .sync_dir(SEGMENTS_DIR)
         .map_err(|e| Error::io("sync directory", SEGMENTS_DIR, e))?;
-    Ok(Arc::new(Segment::new(first_lsn, Arc::from(file), false)))
+    Ok(Arc::new(Segment::new(
+        first_lsn,
+        Arc::from(file),
+        false,
+        header.frame_layout(),
+    )))
 }

@@ -27,7 +27,7 @@ use crate::storage::{LockGuard, Storage};
 use crate::store::catalog::Catalog;
 use crate::store::catalog::entries::Entries;
 use crate::store::checkpoint::Checkpointer;
-use crate::store::checkpoint::chain::CheckpointHeaders;
+use crate::store::checkpoint::chain::{CheckpointHeaders, Confirmed};
 use crate::store::checkpoint::files;
 use crate::store::checkpoint::state::CheckpointState;
 use crate::store::inner::Inner;
@@ -95,7 +95,8 @@ fn open_log(
     let discovered = discover(&*storage, access)?;
     let list = SegmentList::new(discovered.segments);
 
-    let durable_lsn = headers.durable_mark(&list);
+    let confirmed = headers.confirm(&list);
+    let durable_lsn = confirmed.durable_mark();
     let Loaded {
         mut catalog,
         chain_state,
@@ -105,6 +106,7 @@ fn open_log(
     } = load_with_fallback(
         &Sources {
             headers: &headers,
+            confirmed: &confirmed,
             list: &list,
             options: &options,
             durable_lsn,
@@ -274,6 +276,8 @@ struct Loaded {
 /// What a load reads from, as the open found it.
 struct Sources<'a> {
     headers: &'a CheckpointHeaders,
+    /// Each checkpoint confirmed against the log, once.
+    confirmed: &'a Confirmed<'a>,
     list: &'a SegmentList,
     options: &'a StoreOptions,
     durable_lsn: u64,
@@ -307,6 +311,7 @@ fn load_with_fallback(from: &Sources<'_>, report: &mut OpenReport) -> Result<Loa
 fn load(from: &Sources<'_>, full_replay: bool, report: &mut OpenReport) -> Result<Loaded> {
     let Sources {
         headers,
+        confirmed,
         list,
         options,
         durable_lsn,
@@ -317,7 +322,7 @@ fn load(from: &Sources<'_>, full_replay: bool, report: &mut OpenReport) -> Resul
         // A full replay wants only the durable mark: no body is read.
         None
     } else {
-        headers.choose(list, &mut report.checkpoints_discarded)
+        confirmed.choose(&mut report.checkpoints_discarded)
     };
     let mut catalog = Entries::default();
     let mut start_lsn = 0;

@@ -28,6 +28,7 @@ use losses::{remembered_losses, removed_records};
 use segment::{State, damage};
 
 use crate::codec::compacted::{FOOTER_LEN, Footer, Runs};
+use crate::codec::frame::FrameLayout;
 use crate::codec::segment::SegmentHeader;
 use crate::codec::segment::{
     SEGMENT_FORMAT_VERSION, SEGMENT_HEADER_LEN, SEGMENTS_DIR, SegmentHeaderError, segment_path,
@@ -53,12 +54,21 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
     let headers = CheckpointHeaders::load(storage)?;
     let files = open_segments(storage)?;
     // The durable mark as open computes it, over every segment file there is.
-    let durable = headers.durable_mark(&SegmentList::new(
+    let every_file = SegmentList::new(
         files
             .iter()
-            .map(|(lsn, _, file)| Arc::new(Segment::new(*lsn, Arc::clone(file), false)))
+            // Read only (nothing is appended through this list): any frame layout.
+            .map(|(lsn, _, file)| {
+                Arc::new(Segment::new(
+                    *lsn,
+                    Arc::clone(file),
+                    false,
+                    FrameLayout::Whole,
+                ))
+            })
             .collect(),
-    ));
+    );
+    let durable = headers.confirm(&every_file).durable_mark();
     // A newest segment whose creation was interrupted is no segment of the log (open removes
     // it).
     let interrupted_newest = match files.last() {
@@ -196,7 +206,8 @@ impl ListWalk<'_> {
                 let at = SegmentHeader::decode(bytes).map_or(0, |h| h.created_ms);
                 Segment::compacted(lsn, Arc::clone(file), *footer, bytes.len() as u64, at)
             }
-            None => Segment::new(lsn, Arc::clone(file), false),
+            // Read only: salvage's plan appends nothing (an open after it reads the header).
+            None => Segment::new(lsn, Arc::clone(file), false, FrameLayout::Whole),
         }));
         self.scanned_any = true;
         let compacted = runs.is_some();
@@ -328,7 +339,7 @@ fn creation_interrupted(lsn: u64, path: &str, file: &dyn StorageFile) -> Result<
 /// The damage a segment header's verdict is, if any (salvage writes such a header anew).
 fn header_damage(verdict: HeaderVerdict) -> Option<CorruptionKind> {
     match verdict {
-        HeaderVerdict::Valid => None,
+        HeaderVerdict::Valid(_) => None,
         HeaderVerdict::NameMismatch => Some(CorruptionKind::Inconsistent(
             "segment name and header disagree",
         )),

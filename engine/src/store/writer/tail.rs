@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::codec::EventLoc;
 use crate::codec::frame::{FRAME_HEADER_LEN, FrameLayout, RecordKind, RecordLink, seal_frame};
-use crate::codec::segment::{SEGMENT_HEADER_LEN, SegmentHeader};
+use crate::codec::segment::SEGMENT_HEADER_LEN;
 use crate::storage::{Storage, WriteWindow};
 use crate::store::log::segments::{Segment, SegmentList, create_segment};
 use crate::store::writer::prefault::Job;
@@ -90,7 +90,7 @@ impl Tail {
             last_record.is_none_or(|l| l.lsn < next_lsn) && next_lsn >= active.first_lsn,
             "a tail inside a record or before its segment"
         );
-        let layout = active_layout(&active);
+        let layout = active.frame_layout();
         Ok(Tail {
             active,
             next_lsn,
@@ -433,23 +433,9 @@ impl Tail {
         let next = create_segment(storage, self.next_lsn, now_ms)?;
         self.active.seal();
         segments.push(Arc::clone(&next));
+        self.layout = next.frame_layout();
         self.active = next;
-        self.layout = FrameLayout::Split;
         self.space.allocated = SEGMENT_HEADER_LEN as u64;
         Ok(())
-    }
-}
-
-/// The layout a segment's header admits for the frames appended to it. Recovery checked
-/// this header; one that can no longer be read or decoded gets layout 1, which every release
-/// that reads the store reads.
-fn active_layout(active: &Segment) -> FrameLayout {
-    let mut head = [0u8; SEGMENT_HEADER_LEN];
-    match active.file.read_at(&mut head, 0) {
-        Ok(()) => match SegmentHeader::decode(&head) {
-            Ok(h) if h.split_frames() => FrameLayout::Split,
-            _ => FrameLayout::Whole,
-        },
-        Err(_) => FrameLayout::Whole,
     }
 }
