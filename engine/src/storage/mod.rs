@@ -5,6 +5,7 @@
 //!
 //! Paths are relative to the store root and use `/` separators.
 
+mod checked;
 #[cfg(any(test, feature = "testkit"))]
 mod crash;
 mod fs;
@@ -13,6 +14,7 @@ mod mmap;
 mod replace;
 mod seam;
 
+pub(crate) use checked::{Checked, CheckedFile};
 #[cfg(any(test, feature = "testkit"))]
 pub use crash::{CrashStorage, Fault};
 pub use fs::FsStorage;

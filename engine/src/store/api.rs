@@ -11,6 +11,7 @@ use crate::model::{
     ForkSpec, Message, ResumeReport, SessionHeader, SessionState, derive_message_parts,
     resume_events,
 };
+use crate::storage::{Checked, CheckedFile};
 use crate::storage::{FsStorage, Storage};
 use crate::store::catalog::entries::{Batch, SessionEntry};
 use crate::store::compact::{Compaction, Run, Scope, Space};
@@ -477,20 +478,15 @@ impl Store {
         self.check_open()?;
         let storage = &*self.inner.storage;
         let stat = |path: &str| -> Result<u64> {
-            let file = storage
-                .open(path, crate::storage::OpenMode::Read)
-                .map_err(|e| Error::io("open", path, e))?;
-            file.len().map_err(|e| Error::io("stat", path, e))
+            let file = storage.open_file(path, crate::storage::OpenMode::Read)?;
+            file.at(path).len()
         };
         let mut usage = DiskUsage::default();
         for seg in self.inner.segments.all() {
-            usage.segment_bytes += seg
-                .file
-                .len()
-                .map_err(|e| Error::io("stat", &seg.path, e))?;
+            usage.segment_bytes += seg.file.at(&seg.path).len()?;
         }
         let dir = crate::codec::checkpoint::CHECKPOINTS_DIR;
-        let names = storage.list(dir).map_err(|e| Error::io("list", dir, e))?;
+        let names = storage.list_dir(dir)?;
         for name in names {
             match stat(&format!("{dir}/{name}")) {
                 Ok(len) => usage.checkpoint_bytes += len,

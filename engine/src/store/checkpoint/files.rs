@@ -11,6 +11,7 @@ use crate::codec::checkpoint::{
     parse_checkpoint_name,
 };
 use crate::model::SessionHeader;
+use crate::storage::Checked;
 use crate::storage::{FileView, OpenMode, Replacement, Storage, StorageFile};
 use crate::store::catalog::entries::Entries;
 use crate::store::catalog::entries::SessionEntry;
@@ -233,22 +234,16 @@ pub(crate) fn remove(storage: &dyn Storage, which: Older) -> Result<u64> {
         Older::All => true,
     }) {
         let path = checkpoint_path(generation);
-        storage
-            .remove(&path)
-            .map_err(|e| Error::io("remove", &path, e))?;
+        storage.remove_file(&path)?;
         removed += 1;
     }
-    storage
-        .sync_dir(CHECKPOINTS_DIR)
-        .map_err(|e| Error::io("sync directory", CHECKPOINTS_DIR, e))?;
+    storage.sync_directory(CHECKPOINTS_DIR)?;
     Ok(removed)
 }
 
 /// Generations present, oldest first.
 pub(crate) fn list(storage: &dyn Storage) -> Result<Vec<u64>> {
-    let names = storage
-        .list(CHECKPOINTS_DIR)
-        .map_err(|e| Error::io("list", CHECKPOINTS_DIR, e))?;
+    let names = storage.list_dir(CHECKPOINTS_DIR)?;
     let mut gens: Vec<u64> = names
         .iter()
         .filter_map(|n| parse_checkpoint_name(n))

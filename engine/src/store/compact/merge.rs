@@ -10,6 +10,7 @@ use std::sync::Arc;
 use crate::codec::compacted::{Run, Tombstone};
 use crate::codec::frame::{FRAME_HEADER_LEN, FrameCheck, RecordKind, check_frame};
 use crate::codec::segment::{SEGMENT_HEADER_LEN, SEGMENTS_DIR, SegmentHeader};
+use crate::storage::Checked;
 use crate::storage::Storage;
 use crate::store::log::map::LsnMap;
 use crate::store::log::segments::Segment;
@@ -170,11 +171,7 @@ pub(super) fn merge<'s>(
 /// first, then syncs the directory.
 pub(super) fn remove_merged(storage: &dyn Storage, group: &[Arc<Segment>]) -> Result<()> {
     for seg in group.iter().skip(1).rev() {
-        storage
-            .remove(&seg.path)
-            .map_err(|e| Error::io("remove", &seg.path, e))?;
+        storage.remove_file(&seg.path)?;
     }
-    storage
-        .sync_dir(SEGMENTS_DIR)
-        .map_err(|e| Error::io("sync directory", SEGMENTS_DIR, e))
+    storage.sync_directory(SEGMENTS_DIR)
 }

@@ -13,6 +13,7 @@ use crate::codec::segment::{
     SEGMENT_FORMAT_VERSION, SEGMENT_HEADER_LEN, SEGMENTS_DIR, SegmentHeader, SegmentHeaderError,
     parse_segment_name, segment_path,
 };
+use crate::storage::{Checked, CheckedFile};
 use crate::storage::{OpenMode, Storage, StorageFile};
 use crate::store::log::segments::Segment;
 use crate::store::writer::Access;
@@ -54,9 +55,7 @@ pub(crate) fn judge_header(
 
 /// The segments' first LSNs, from their file names, in order.
 pub(crate) fn segment_lsns(storage: &dyn Storage) -> Result<Vec<u64>> {
-    let names = storage
-        .list(SEGMENTS_DIR)
-        .map_err(|e| Error::io("list", SEGMENTS_DIR, e))?;
+    let names = storage.list_dir(SEGMENTS_DIR)?;
     let mut lsns: Vec<u64> = names.iter().filter_map(|n| parse_segment_name(n)).collect();
     lsns.sort_unstable();
     Ok(lsns)
@@ -64,22 +63,21 @@ pub(crate) fn segment_lsns(storage: &dyn Storage) -> Result<Vec<u64>> {
 
 /// Reads a segment's header bytes (fewer when the file is shorter).
 pub(crate) fn read_head(file: &dyn StorageFile, path: &str) -> Result<Vec<u8>> {
-    let len = file.len().map_err(|e| Error::io("stat", path, e))?;
+    let len = file.at(path).len()?;
     let mut head = vec![0u8; usize::try_from(len.min(SEGMENT_HEADER_LEN as u64)).unwrap_or(0)];
-    file.read_at(&mut head, 0)
-        .map_err(|e| Error::io("read", path, e))?;
+    file.at(path).read_at(&mut head, 0)?;
     Ok(head)
 }
 
 /// Whether every byte after the header is zero.
 pub(crate) fn rest_is_zero(file: &dyn StorageFile, path: &str) -> Result<bool> {
-    let len = file.len().map_err(|e| Error::io("stat", path, e))?;
+    let len = file.at(path).len()?;
     if len <= SEGMENT_HEADER_LEN as u64 {
         return Ok(true);
     }
     let mut rest = vec![0u8; usize::try_from(len).unwrap_or(0) - SEGMENT_HEADER_LEN];
-    file.read_at(&mut rest, SEGMENT_HEADER_LEN as u64)
-        .map_err(|e| Error::io("read", path, e))?;
+    file.at(path)
+        .read_at(&mut rest, SEGMENT_HEADER_LEN as u64)?;
     Ok(crate::store::log::cursor::zeros(&rest))
 }
 
@@ -211,9 +209,7 @@ fn discover_once(storage: &dyn Storage, access: Access) -> Result<Discovered> {
     for (i, lsn) in lsns.into_iter().enumerate() {
         let newest = i + 1 == count;
         let path = segment_path(lsn);
-        let file = storage
-            .open(&path, mode)
-            .map_err(|e| Error::io("open", &path, e))?;
+        let file = storage.open_file(&path, mode)?;
         let head = read_head(&*file, &path)?;
         let header = match judge_header(lsn, &head, || rest_is_zero(&*file, &path), newest)? {
             HeaderVerdict::Valid(header) => header,
@@ -243,7 +239,7 @@ fn discover_once(storage: &dyn Storage, access: Access) -> Result<Discovered> {
                 ));
             }
         };
-        let len = file.len().map_err(|e| Error::io("stat", &path, e))?;
+        let len = file.at(&path).len()?;
         let compacted = compacted_footer(&*file, &path, &header, len)?;
         let prev = kept.last().map(Found::as_prev);
         match continuation(prev, lsn, compacted.as_ref().map(|(f, _)| f.end_lsn)) {
@@ -312,8 +308,7 @@ fn compacted_footer(
     let mut bytes = [0u8; FOOTER_LEN];
     let at = len.checked_sub(FOOTER_LEN as u64);
     if let Some(at) = at {
-        file.read_at(&mut bytes, at)
-            .map_err(|e| Error::io("read", path, e))?;
+        file.at(path).read_at(&mut bytes, at)?;
     }
     let footer = at
         .ok_or("the footer is cut short")

@@ -20,6 +20,7 @@ use crate::codec::record::{check_event, decode_event_ref};
 use crate::codec::segment::{SEGMENT_HEADER_LEN, SEGMENTS_DIR, SegmentHeader, segment_path};
 use crate::event::Event;
 use crate::event::view::EventRef;
+use crate::storage::{Checked, CheckedFile};
 use crate::storage::{FileView, OpenMode, Storage, StorageFile};
 use crate::store::log::map::LsnMap;
 use crate::{Error, Result};
@@ -175,9 +176,7 @@ impl Segment {
             None => {
                 let table_len = c.file_len - FOOTER_LEN as u64 - records_end;
                 let mut table = vec![0u8; usize::try_from(table_len).unwrap_or(0)];
-                self.file
-                    .read_at(&mut table, records_end)
-                    .map_err(|e| Error::io("read", &self.path, e))?;
+                self.file.at(&self.path).read_at(&mut table, records_end)?;
                 let runs = Runs::decode(&table, &c.footer, self.first_lsn, records_end);
                 c.runs.get_or_init(|| runs)
             }
@@ -192,10 +191,7 @@ impl Segment {
     pub(crate) fn records_end(&self) -> Result<u64> {
         match &self.compacted {
             Some(c) => Ok(c.footer.records_end(c.file_len)),
-            None => self
-                .file
-                .len()
-                .map_err(|e| Error::io("stat", &self.path, e)),
+            None => self.file.at(&self.path).len(),
         }
     }
 
@@ -205,10 +201,7 @@ impl Segment {
         if let Some(c) = &self.compacted {
             return Ok(c.footer.end_lsn);
         }
-        let len = self
-            .file
-            .len()
-            .map_err(|e| Error::io("stat", &self.path, e))?;
+        let len = self.file.at(&self.path).len()?;
         Ok(self.first_lsn + len.saturating_sub(SEGMENT_HEADER_LEN as u64))
     }
 
@@ -259,9 +252,7 @@ impl Segment {
                 });
         }
         let mut buf = vec![0; len];
-        self.file
-            .read_at(&mut buf, at)
-            .map_err(|e| Error::io("read", &self.path, e))?;
+        self.file.at(&self.path).read_at(&mut buf, at)?;
         Ok(use_bytes(&buf))
     }
 }
@@ -447,16 +438,11 @@ pub(crate) fn create_segment(
     now_ms: i64,
 ) -> Result<Arc<Segment>> {
     let path = segment_path(first_lsn);
-    let file = storage
-        .open(&path, OpenMode::CreateNew)
-        .map_err(|e| Error::io("create", &path, e))?;
+    let file = storage.open_file(&path, OpenMode::CreateNew)?;
     let header = SegmentHeader::new(first_lsn, now_ms, false);
-    file.write_at(&header.encode(), 0)
-        .map_err(|e| Error::io("write", &path, e))?;
-    file.sync_data().map_err(|e| Error::io("sync", &path, e))?;
-    storage
-        .sync_dir(SEGMENTS_DIR)
-        .map_err(|e| Error::io("sync directory", SEGMENTS_DIR, e))?;
+    file.at(&path).write_at(&header.encode(), 0)?;
+    file.at(&path).sync_data()?;
+    storage.sync_directory(SEGMENTS_DIR)?;
     Ok(Arc::new(Segment::new(
         first_lsn,
         Arc::from(file),

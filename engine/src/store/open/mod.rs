@@ -14,6 +14,7 @@ pub(crate) mod replay;
 pub(crate) mod scan;
 
 use crate::codec::frame::RecordLink;
+use crate::storage::{Checked, CheckedFile};
 use crate::store::log::cursor::Writers;
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -174,9 +175,7 @@ fn before_reading(
         })?;
     // A new store's directories (on an existing store they are there: nothing changes).
     for dir in [SEGMENTS_DIR, CHECKPOINTS_DIR] {
-        storage
-            .create_dir_all(dir)
-            .map_err(|e| Error::io("create directory", dir, e))?;
+        storage.create_directory(dir)?;
     }
     if options.salvage {
         let mut plan = salvage::plan(storage, options)?;
@@ -202,12 +201,10 @@ fn finish_writable(
     report: &mut OpenReport,
 ) -> Result<Tail> {
     for dir in [CHECKPOINTS_DIR, SEGMENTS_DIR] {
-        let names = storage.list(dir).map_err(|e| Error::io("list", dir, e))?;
+        let names = storage.list_dir(dir)?;
         for name in names.iter().filter(|n| n.ends_with(".tmp")) {
             let path = format!("{dir}/{name}");
-            storage
-                .remove(&path)
-                .map_err(|e| Error::io("remove", &path, e))?;
+            storage.remove_file(&path)?;
         }
     }
     let crate::store::log::discover::Strays {
@@ -216,32 +213,20 @@ fn finish_writable(
     } = strays;
     // A merge's leftovers hold nothing the merged segment does not (`compact/merge.rs`).
     for path in &leftovers {
-        storage
-            .remove(path)
-            .map_err(|e| Error::io("remove", path, e))?;
+        storage.remove_file(path)?;
     }
     if !leftovers.is_empty() && interrupted.is_none() {
-        storage
-            .sync_dir(SEGMENTS_DIR)
-            .map_err(|e| Error::io("sync directory", SEGMENTS_DIR, e))?;
+        storage.sync_directory(SEGMENTS_DIR)?;
     }
     if let Some(path) = interrupted {
-        storage
-            .remove(&path)
-            .map_err(|e| Error::io("remove", &path, e))?;
-        storage
-            .sync_dir(SEGMENTS_DIR)
-            .map_err(|e| Error::io("sync directory", SEGMENTS_DIR, e))?;
+        storage.remove_file(&path)?;
+        storage.sync_directory(SEGMENTS_DIR)?;
         report.segments_removed.push(path);
     }
     if let Some(cut) = &scanned.cut {
         let seg = &cut.segment;
-        seg.file
-            .set_len(cut.offset)
-            .map_err(|e| Error::io("truncate", &seg.path, e))?;
-        seg.file
-            .sync_data()
-            .map_err(|e| Error::io("sync", &seg.path, e))?;
+        seg.file.at(&seg.path).set_len(cut.offset)?;
+        seg.file.at(&seg.path).sync_data()?;
         report.bytes_truncated = cut.bytes;
     }
     let active = match list.all().pop() {

@@ -6,6 +6,7 @@
 use crate::codec::CorruptionKind;
 use crate::codec::frame::encode_voids;
 use crate::codec::segment::{SEGMENT_HEADER_LEN, SEGMENTS_DIR, SegmentHeader, segment_path};
+use crate::storage::Checked;
 use crate::storage::{Replacement, Storage};
 use crate::store::checkpoint::files;
 use crate::store::options::StoreOptions;
@@ -32,13 +33,9 @@ fn apply_edits(storage: &dyn Storage, options: &StoreOptions, plan: &mut Plan) -
     // Later segments first: a crash leaves a log that still continues.
     for (lsn, _) in plan.edits.iter().rev().filter(|(_, e)| *e == Edit::Remove) {
         let path = segment_path(*lsn);
-        storage
-            .remove(&path)
-            .map_err(|e| Error::io("remove", &path, e))?;
+        storage.remove_file(&path)?;
     }
-    storage
-        .sync_dir(SEGMENTS_DIR)
-        .map_err(|e| Error::io("sync directory", SEGMENTS_DIR, e))?;
+    storage.sync_directory(SEGMENTS_DIR)?;
     for (lsn, edit) in &plan.edits {
         let Edit::Rewrite {
             header,

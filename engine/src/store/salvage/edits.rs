@@ -1,9 +1,10 @@
 //! What a salvage plan is: the report, and the edits of segment files that carry it out; and
 //! reading a segment file whole.
 
+use crate::Result;
+use crate::storage::{Checked, CheckedFile};
 use crate::storage::{OpenMode, Storage, StorageFile};
 use crate::store::report::SalvageReport;
-use crate::{Error, Result};
 
 /// What to do to one segment file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,18 +45,15 @@ pub(super) fn read_whole(
     storage: &dyn Storage,
     path: &str,
 ) -> Result<(Box<dyn StorageFile>, Vec<u8>)> {
-    let file = storage
-        .open(path, OpenMode::Read)
-        .map_err(|e| Error::io("open", path, e))?;
+    let file = storage.open_file(path, OpenMode::Read)?;
     let bytes = bytes_of(&*file, path)?;
     Ok((file, bytes))
 }
 
 /// All of an open file's bytes.
 pub(super) fn bytes_of(file: &dyn StorageFile, path: &str) -> Result<Vec<u8>> {
-    let len = file.len().map_err(|e| Error::io("stat", path, e))?;
+    let len = file.at(path).len()?;
     let mut bytes = vec![0u8; usize::try_from(len).unwrap_or(0)];
-    file.read_at(&mut bytes, 0)
-        .map_err(|e| Error::io("read", path, e))?;
+    file.at(path).read_at(&mut bytes, 0)?;
     Ok(bytes)
 }

@@ -34,6 +34,7 @@ use crate::codec::segment::{
     SEGMENT_FORMAT_VERSION, SEGMENT_HEADER_LEN, SEGMENTS_DIR, SegmentHeaderError, segment_path,
 };
 use crate::codec::{CorruptionKind, LOCK_FILE};
+use crate::storage::Checked;
 use crate::storage::{OpenMode, Storage, StorageFile};
 use crate::store::checkpoint::chain::CheckpointHeaders;
 use crate::store::log::cursor::{Place, Writers};
@@ -308,9 +309,7 @@ fn open_segments(storage: &dyn Storage) -> Result<Vec<SegmentFile>> {
     let mut files = Vec::with_capacity(lsns.len());
     for &lsn in &lsns {
         let path = segment_path(lsn);
-        let file = storage
-            .open(&path, OpenMode::Read)
-            .map_err(|e| Error::io("open", &path, e))?;
+        let file = storage.open_file(&path, OpenMode::Read)?;
         files.push((lsn, path, Arc::<dyn StorageFile>::from(file)));
     }
     Ok(files)

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use crate::codec::EventLoc;
 use crate::codec::frame::{FRAME_HEADER_LEN, FrameLayout, RecordKind, RecordLink, seal_frame};
 use crate::codec::segment::SEGMENT_HEADER_LEN;
+use crate::storage::CheckedFile;
 use crate::storage::{Storage, WriteWindow};
 use crate::store::log::segments::{Segment, SegmentList, create_segment};
 use crate::store::writer::prefault::Job;
@@ -81,10 +82,7 @@ impl Tail {
         options: &crate::store::options::StoreOptions,
     ) -> Result<Tail> {
         let durability = options.durability;
-        let allocated = active
-            .file
-            .len()
-            .map_err(|e| Error::io("stat", &active.path, e))?;
+        let allocated = active.file.at(&active.path).len()?;
         // The tail starts at a frame boundary: past the last record, inside the active segment.
         debug_assert!(
             last_record.is_none_or(|l| l.lsn < next_lsn) && next_lsn >= active.first_lsn,
@@ -281,10 +279,7 @@ impl Tail {
             }
             return Ok(());
         }
-        self.active
-            .file
-            .write_at(frame, at)
-            .map_err(|e| Error::io("write", &self.active.path, e))
+        self.active.file.at(&self.active.path).write_at(frame, at)
     }
 
     /// Allocates `preallocate` more bytes (never past the roll point) and maps them as the
@@ -413,23 +408,14 @@ impl Tail {
         let filled_ahead = self.space.zero_fill.is_some();
         self.finish_zero_fill();
         let len = if filled_ahead {
-            self.active
-                .file
-                .len()
-                .map_err(|e| Error::io("stat", &self.active.path, e))?
+            self.active.file.at(&self.active.path).len()?
         } else {
             self.space.allocated
         };
         if self.space.allocated.max(len) > used {
-            self.active
-                .file
-                .set_len(used)
-                .map_err(|e| Error::io("truncate", &self.active.path, e))?;
+            self.active.file.at(&self.active.path).set_len(used)?;
         }
-        self.active
-            .file
-            .sync_data()
-            .map_err(|e| Error::io("sync", &self.active.path, e))?;
+        self.active.file.at(&self.active.path).sync_data()?;
         let next = create_segment(storage, self.next_lsn, now_ms)?;
         self.active.seal();
         segments.push(Arc::clone(&next));
