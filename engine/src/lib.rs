@@ -79,6 +79,7 @@ mod limits;
 pub mod model;
 pub mod storage;
 pub mod store;
+mod width;
 
 pub use corruption::{CorruptionKind, SegmentHeaderError};
 pub use error::{Error, ForkErrorCode, Result, Violation};

@@ -94,7 +94,7 @@ impl<T> SharedVec<T> {
             if rest == 0 {
                 break;
             }
-            let take = (*used).min(usize::try_from(rest).unwrap_or(usize::MAX));
+            let take = (*used).min(crate::width::index(rest));
             out.chunks.push((Arc::clone(chunk), take));
             out.chunked += take as u64;
             rest -= take as u64;
@@ -125,12 +125,9 @@ impl<T> SharedVec<T> {
         T: Copy,
     {
         let end = range.end.min(self.len());
-        let left = usize::try_from(end.saturating_sub(range.start)).unwrap_or(0);
+        let left = crate::width::index(end.saturating_sub(range.start));
         Exact {
-            inner: self
-                .iter()
-                .skip(usize::try_from(range.start).unwrap_or(usize::MAX))
-                .copied(),
+            inner: self.iter().skip(crate::width::index(range.start)).copied(),
             left,
         }
     }

@@ -41,7 +41,7 @@ impl SessionEntry {
         };
         let segments = list.all();
         let mut last_record = None;
-        for loc in locs.skip(usize::try_from(skip).unwrap_or(usize::MAX)) {
+        for loc in locs.skip(crate::width::index(skip)) {
             let at = segments.partition_point(|s| s.first_lsn <= loc.lsn);
             let Some(seg) = at.checked_sub(1).and_then(|i| segments.get(i)) else {
                 continue;
@@ -80,7 +80,7 @@ impl EventSource for StoredEvents<'_> {
     fn event(&self, seq: u64) -> Result<Option<Cow<'_, Event>>> {
         let stored = self.locs.map_or(0, Locations::len);
         if seq >= stored {
-            let i = usize::try_from(seq - stored).unwrap_or(usize::MAX);
+            let i = crate::width::index(seq - stored);
             return Ok(self.batch.get(i).map(Cow::Borrowed));
         }
         match self.locs.map(|l| l.get(seq)).transpose()?.flatten() {

@@ -72,7 +72,7 @@ impl Lazy {
     fn decoded(&self) -> Result<&[EventLoc]> {
         self.decoded
             .get_or_init(|| {
-                let mut all = Vec::with_capacity(usize::try_from(self.count).unwrap_or(0));
+                let mut all = Vec::with_capacity(crate::width::index(self.count));
                 for r in &self.runs {
                     all.extend(r.run.decode(r.body()).map_err(|_| r.damage())?);
                 }
@@ -133,10 +133,10 @@ impl Locations {
             let Some(part) = &self.lazy else {
                 return Ok(None);
             };
-            let i = usize::try_from(seq - mem).unwrap_or(usize::MAX);
+            let i = crate::width::index(seq - mem);
             return Ok(part.shared.decoded()?.get(i).copied());
         }
-        let i = usize::try_from(seq - mem - lazy).unwrap_or(usize::MAX);
+        let i = crate::width::index(seq - mem - lazy);
         Ok(self.tail.get(i).copied())
     }
 
@@ -148,8 +148,7 @@ impl Locations {
         let lazy: &[EventLoc] = match &self.lazy {
             Some(part) => {
                 let all = part.shared.decoded()?;
-                all.get(..usize::try_from(part.used).unwrap_or(usize::MAX))
-                    .unwrap_or(all)
+                all.get(..crate::width::index(part.used)).unwrap_or(all)
             }
             None => &[],
         };
@@ -255,7 +254,7 @@ impl Locations {
     fn load_into_memory(&mut self) -> Result<()> {
         if let Some(part) = &self.lazy {
             let all = part.shared.decoded()?;
-            let used = usize::try_from(part.used).unwrap_or(usize::MAX);
+            let used = crate::width::index(part.used);
             self.mem.append_vec(all.get(..used).unwrap_or(all).to_vec());
             self.lazy = None;
             let tail = std::mem::take(&mut self.tail);
@@ -296,7 +295,7 @@ impl Locations {
         if let Some(part) = &self.lazy
             && part.shared.decoded.get().is_none()
         {
-            let count = usize::try_from(part.shared.count).unwrap_or(usize::MAX);
+            let count = crate::width::index(part.shared.count);
             chunk(
                 Arc::as_ptr(&part.shared) as usize,
                 count.saturating_mul(EventLoc::ENCODED_LEN),
@@ -342,13 +341,13 @@ impl Locations {
                     skip -= n;
                     continue;
                 }
-                let at = usize::try_from(skip).unwrap_or(usize::MAX) * EventLoc::ENCODED_LEN;
-                let end = usize::try_from(n).unwrap_or(usize::MAX) * EventLoc::ENCODED_LEN;
+                let at = crate::width::index(skip) * EventLoc::ENCODED_LEN;
+                let end = crate::width::index(n) * EventLoc::ENCODED_LEN;
                 pieces.push(Cow::Borrowed(bytes.get(at..end).unwrap_or_default()));
                 skip = 0;
             }
         }
-        let from_tail = usize::try_from(skip).unwrap_or(usize::MAX);
+        let from_tail = crate::width::index(skip);
         if from_tail < self.tail.len() {
             pieces.push(Cow::Owned(encoded(
                 &mut self

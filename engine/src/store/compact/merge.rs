@@ -88,9 +88,7 @@ pub(super) fn merge<'s>(
     for (k, seg) in group.iter().enumerate() {
         let map = seg.map()?;
         let records_end = seg.records_end()?;
-        let mut len = usize::try_from(records_end)
-            .unwrap_or(0)
-            .saturating_sub(SEGMENT_HEADER_LEN);
+        let mut len = crate::width::index(records_end).saturating_sub(SEGMENT_HEADER_LEN);
         let base = out.len() as u64;
         let seg_end = seg.end_lsn()?;
         seg.with_bytes(SEGMENT_HEADER_LEN as u64, len, |bytes| {

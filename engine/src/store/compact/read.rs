@@ -153,7 +153,7 @@ fn extent(seg: &Segment, end_lsn: u64) -> Result<(u64, usize)> {
     let end = seg
         .records_end()?
         .min(map.offset_at_or_after(end_lsn).max(header));
-    Ok((header, usize::try_from(end - header).unwrap_or(0)))
+    Ok((header, crate::width::index(end - header)))
 }
 
 /// A worker's part: one sealed segment's records summarized (a segment not sealed is left to

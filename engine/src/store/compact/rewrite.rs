@@ -133,9 +133,7 @@ fn build(
         tombstones,
     };
     let mut drops = job.drops.iter().peekable();
-    let len = usize::try_from(records_end)
-        .unwrap_or(0)
-        .saturating_sub(SEGMENT_HEADER_LEN);
+    let len = crate::width::index(records_end).saturating_sub(SEGMENT_HEADER_LEN);
     // A sealed segment's bytes are borrowed from its map, not copied.
     let misplaced = seg.with_bytes(SEGMENT_HEADER_LEN as u64, len, |bytes| {
         spans
@@ -194,10 +192,10 @@ impl Copied<'_> {
                         offset: self.buf.len() as u64,
                     });
                 }
-                let at =
-                    usize::try_from(span.offset - SEGMENT_HEADER_LEN as u64 + (from - span.lsn))
-                        .unwrap_or(usize::MAX);
-                let n = usize::try_from(until - from).unwrap_or(usize::MAX);
+                let at = crate::width::index(
+                    span.offset - SEGMENT_HEADER_LEN as u64 + (from - span.lsn),
+                );
+                let n = crate::width::index(until - from);
                 let b = bytes.get(at..at.saturating_add(n)).ok_or(span.offset)?;
                 self.buf.extend_from_slice(b);
                 self.kept_end = Some(until);
@@ -287,8 +285,8 @@ fn check_tail(
     record_bytes_max: u32,
 ) -> Result<()> {
     let start = map.offset_at_or_after(from_lsn).min(records_end);
-    let len = usize::try_from(records_end - start).unwrap_or(0);
-    let base = usize::try_from(start).unwrap_or(usize::MAX);
+    let len = crate::width::index(records_end - start);
+    let base = crate::width::index(start);
     let facts = SegmentFacts::sealed_under_lock(map, record_bytes_max);
     let stop = seg.with_bytes(start, len, |bytes| {
         let mut cursor = LogCursor::new(facts, base, bytes, Pass::First);

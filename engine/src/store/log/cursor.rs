@@ -237,7 +237,7 @@ impl<'a> LogCursor<'a> {
                 .facts
                 .map
                 .run_end(self.pos as u64)
-                .map_or(usize::MAX, |e| usize::try_from(e).unwrap_or(usize::MAX));
+                .map_or(usize::MAX, crate::width::index);
         }
         self.run_ends_at.min(self.end())
     }

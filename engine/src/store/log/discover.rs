@@ -64,7 +64,7 @@ pub(crate) fn segment_lsns(storage: &dyn Storage) -> Result<Vec<u64>> {
 /// Reads a segment's header bytes (fewer when the file is shorter).
 pub(crate) fn read_head(file: &dyn StorageFile, path: &str) -> Result<Vec<u8>> {
     let len = file.at(path).len()?;
-    let mut head = vec![0u8; usize::try_from(len.min(SEGMENT_HEADER_LEN as u64)).unwrap_or(0)];
+    let mut head = vec![0u8; crate::width::index(len.min(SEGMENT_HEADER_LEN as u64))];
     file.at(path).read_at(&mut head, 0)?;
     Ok(head)
 }
@@ -75,7 +75,7 @@ pub(crate) fn rest_is_zero(file: &dyn StorageFile, path: &str) -> Result<bool> {
     if len <= SEGMENT_HEADER_LEN as u64 {
         return Ok(true);
     }
-    let mut rest = vec![0u8; usize::try_from(len).unwrap_or(0) - SEGMENT_HEADER_LEN];
+    let mut rest = vec![0u8; crate::width::index(len) - SEGMENT_HEADER_LEN];
     file.at(path)
         .read_at(&mut rest, SEGMENT_HEADER_LEN as u64)?;
     Ok(crate::store::log::cursor::zeros(&rest))

@@ -175,7 +175,7 @@ impl Segment {
             Some(r) => r,
             None => {
                 let table_len = c.file_len - FOOTER_LEN as u64 - records_end;
-                let mut table = vec![0u8; usize::try_from(table_len).unwrap_or(0)];
+                let mut table = vec![0u8; crate::width::index(table_len)];
                 self.file.at(&self.path).read_at(&mut table, records_end)?;
                 let runs = Runs::decode(&table, &c.footer, self.first_lsn, records_end);
                 c.runs.get_or_init(|| runs)
@@ -241,7 +241,7 @@ impl Segment {
                     self.view.get_or_init(|| v)
                 }
             };
-            let start = usize::try_from(at).unwrap_or(usize::MAX);
+            let start = crate::width::index(at);
             return view
                 .get(start..start.saturating_add(len))
                 .map(use_bytes)
@@ -358,7 +358,7 @@ impl SegmentList {
                 n += 1;
             }
             let (run, after) = rest.split_at(n);
-            let len = usize::try_from(end - start).unwrap_or(usize::MAX);
+            let len = crate::width::index(end - start);
             let corrupt = |at: u64, kind| Error::Corruption {
                 segment: seg.path.clone(),
                 offset: at,
@@ -367,7 +367,7 @@ impl SegmentList {
             seg.with_bytes(start, len, |window| {
                 for &(seq, l) in run {
                     let at = seg.event_offset(&map, &l)?;
-                    let from = usize::try_from(at - start).unwrap_or(usize::MAX);
+                    let from = crate::width::index(at - start);
                     let bytes = window
                         .get(from..from.saturating_add(l.len as usize))
                         .ok_or_else(|| corrupt(at, CorruptionKind::Incomplete))?;

@@ -53,7 +53,7 @@ pub(super) fn read_whole(
 /// All of an open file's bytes.
 pub(super) fn bytes_of(file: &dyn StorageFile, path: &str) -> Result<Vec<u8>> {
     let len = file.at(path).len()?;
-    let mut bytes = vec![0u8; usize::try_from(len).unwrap_or(0)];
+    let mut bytes = vec![0u8; crate::width::index(len)];
     file.at(path).read_at(&mut bytes, 0)?;
     Ok(bytes)
 }

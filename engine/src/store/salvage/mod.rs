@@ -374,7 +374,7 @@ fn compacted_runs(
     };
     let records_end = footer.records_end(bytes.len() as u64);
     let table = bytes
-        .get(usize::try_from(records_end).unwrap_or(usize::MAX)..bytes.len() - FOOTER_LEN)
+        .get(crate::width::index(records_end)..bytes.len() - FOOTER_LEN)
         .unwrap_or_default();
     Some(Runs::decode(table, &footer, lsn, records_end).map(|r| (r, footer)))
 }

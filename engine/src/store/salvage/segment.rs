@@ -214,7 +214,7 @@ impl State {
                     CorruptionKind::MissingRecords { vouched_to } => vouched_to,
                     _ => stop.lsn,
                 };
-                let bytes = usize::try_from(vouched_to.saturating_sub(stop.lsn)).unwrap_or(0);
+                let bytes = crate::width::index(vouched_to.saturating_sub(stop.lsn));
                 report.push(damage(
                     path,
                     pos,
