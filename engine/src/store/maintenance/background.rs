@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use crate::store::compact::{Compaction, Run, Scope};
 use crate::store::inner::Inner;
+use crate::store::maintenance::Compacted;
 use crate::store::maintenance::retention::Retention;
 use crate::store::writer::Access;
 
@@ -41,11 +42,11 @@ fn run(inner: &Arc<Inner>) {
             && let Some(policy) = inner.options.compaction
         {
             match (Compaction { store: inner }).compact(Run::Apply, Scope::Policy(policy)) {
-                Ok(out) => m.compaction_done(Ok((
-                    out.report.segments.len() as u64,
-                    out.report.reclaimed_bytes(),
-                    out.dead_left,
-                ))),
+                Ok(out) => m.compaction_done(Ok(Compacted {
+                    segments: out.report.segments.len() as u64,
+                    reclaimed: out.report.reclaimed_bytes(),
+                    dead_left: out.dead_left,
+                })),
                 Err(crate::Error::Closed) => {}
                 Err(e) => m.compaction_done(Err(e.to_string())),
             }

@@ -80,6 +80,17 @@ impl State {
     }
 }
 
+/// What a background compaction did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Compacted {
+    /// Segments written again.
+    pub(crate) segments: u64,
+    /// Bytes the store's files shrank by.
+    pub(crate) reclaimed: u64,
+    /// The dead bytes it left, by segment (first LSN): those its scope passed over.
+    pub(crate) dead_left: BTreeMap<u64, u64>,
+}
+
 /// Which background steps are due ([`Maintenance::next_step`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Due {
@@ -155,10 +166,14 @@ impl Maintenance {
     }
 
     /// A compaction step ended: what it wrote, and the dead bytes it left by segment.
-    pub(crate) fn compaction_done(&self, done: Result<(u64, u64, BTreeMap<u64, u64>), String>) {
+    pub(crate) fn compaction_done(&self, done: Result<Compacted, String>) {
         let mut st = self.state.lock();
         match done {
-            Ok((segments, reclaimed, dead_left)) => {
+            Ok(Compacted {
+                segments,
+                reclaimed,
+                dead_left,
+            }) => {
                 if segments > 0 {
                     st.status.compactions += 1;
                     st.status.segments_compacted += segments;

@@ -25,7 +25,7 @@ use std::sync::Arc;
 pub(super) use apply::apply;
 use edits::{Edit, Plan, bytes_of};
 use losses::{remembered_losses, removed_records};
-use segment::{State, damage};
+use segment::{SegmentEdits, State, damage};
 
 use crate::codec::compacted::{FOOTER_LEN, Footer, Runs};
 use crate::codec::frame::FrameLayout;
@@ -59,13 +59,9 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
         files
             .iter()
             // Read only (nothing is appended through this list): any frame layout.
-            .map(|(lsn, _, file)| {
-                Arc::new(Segment::new(
-                    *lsn,
-                    Arc::clone(file),
-                    false,
-                    FrameLayout::Whole,
-                ))
+            .map(|f| {
+                let file = Arc::clone(&f.file);
+                Arc::new(Segment::new(f.lsn, file, false, FrameLayout::Whole))
             })
             .collect(),
     );
@@ -73,7 +69,7 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
     // A newest segment whose creation was interrupted is no segment of the log (open removes
     // it).
     let interrupted_newest = match files.last() {
-        Some((lsn, path, file)) => creation_interrupted(*lsn, path, &**file)?,
+        Some(f) => creation_interrupted(f.lsn, &f.path, &*f.file)?,
         None => false,
     };
     let count = files.len() - usize::from(interrupted_newest);
@@ -85,8 +81,8 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
         removing: false,
         scanned_any: false,
     };
-    for (i, (lsn, path, file)) in files.into_iter().take(count).enumerate() {
-        walk.segment(lsn, path, &file, i + 1 == count)?;
+    for (i, f) in files.into_iter().take(count).enumerate() {
+        walk.segment(f.lsn, f.path, &f.file, i + 1 == count)?;
     }
     Ok(walk.finish(&headers))
 }
@@ -235,7 +231,8 @@ impl ListWalk<'_> {
             Writers::Excluded,
             self.options.record_bytes_max,
         );
-        let (voids, cut_at) = state.walk_segment(self.options, facts, path, records, last)?;
+        let SegmentEdits { voids, cut_at } =
+            state.walk_segment(self.options, facts, path, records, last)?;
         state.touched.clear();
         let end = cut_at.unwrap_or(bytes.len());
         self.prev = Some(Prev {
@@ -299,8 +296,12 @@ impl ListWalk<'_> {
     }
 }
 
-/// A segment file: its first LSN, its path, the open file.
-type SegmentFile = (u64, String, Arc<dyn StorageFile>);
+/// A segment file, opened.
+struct SegmentFile {
+    lsn: u64,
+    path: String,
+    file: Arc<dyn StorageFile>,
+}
 
 /// Every segment file, opened: each one's bytes are read in its turn, so the plan holds one
 /// segment in memory at a time, never the whole log.
@@ -310,7 +311,11 @@ fn open_segments(storage: &dyn Storage) -> Result<Vec<SegmentFile>> {
     for &lsn in &lsns {
         let path = segment_path(lsn);
         let file = storage.open_file(&path, OpenMode::Read)?;
-        files.push((lsn, path, Arc::<dyn StorageFile>::from(file)));
+        files.push(SegmentFile {
+            lsn,
+            path,
+            file: Arc::from(file),
+        });
     }
     Ok(files)
 }

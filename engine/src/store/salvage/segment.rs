@@ -52,9 +52,14 @@ pub(super) struct State {
     pub(super) deleted: BTreeSet<String>,
 }
 
-/// One segment's edits: the `(offset, len)` ranges that become void records, and the offset
-/// it is cut at.
-type SegmentEdits = (Vec<(usize, usize)>, Option<usize>);
+/// One segment's edits.
+#[derive(Debug, Default)]
+pub(super) struct SegmentEdits {
+    /// `(offset, len)` ranges that become void records.
+    pub(super) voids: Vec<(usize, usize)>,
+    /// Where the segment is cut, if it is.
+    pub(super) cut_at: Option<usize>,
+}
 
 impl State {
     /// Walks the segment at `path` (its whole `bytes`; `newest`: the log's last segment).
@@ -85,7 +90,7 @@ impl State {
                 &mut cut_at,
             ),
         })?;
-        Ok((voids, cut_at))
+        Ok(SegmentEdits { voids, cut_at })
     }
 
     /// A valid record: replayed, or voided when it continues a cut session or no longer
