@@ -56,40 +56,7 @@ fn import_into(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<ImportReport> {
     let err = input_err(file);
-    if file.is_dir() {
-        // Said as `--jsonl` says a path of the wrong kind: what it is (exit 4 in the CLI).
-        return Err(Error::Layout {
-            path: file.to_owned(),
-            problem: "is a directory, not a SQLite database file (name the database file; a DSH sessions root is imported with --jsonl)".into(),
-        });
-    }
-    if !file.is_file() {
-        return Err(Error::io(
-            "open",
-            file,
-            std::io::Error::new(std::io::ErrorKind::NotFound, "no such file"),
-        ));
-    }
-    // An input is only read: opened read-only and immutable, so SQLite creates no `-wal` or
-    // `-shm` file beside it. Immutable means SQLite ignores a write-ahead log; one with
-    // content holds committed rows the main file lacks, so it is refused, not skipped.
-    let wal = wal_path(file);
-    if std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0) {
-        return Err(Error::UnsupportedFormat {
-            file: file.to_owned(),
-            found: format!("a write-ahead log beside it ({})", wal.display()),
-            expected: "a database whose log is checkpointed (sqlite3 FILE 'PRAGMA wal_checkpoint(TRUNCATE)')".into(),
-        });
-    }
-    let conn = Connection::open_with_flags(
-        immutable_uri(file),
-        OpenFlags::SQLITE_OPEN_READ_ONLY
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX
-            | OpenFlags::SQLITE_OPEN_URI,
-    )
-    .map_err(&err)?;
-    conn.execute_batch("PRAGMA trusted_schema = OFF;")
-        .map_err(&err)?;
+    let conn = open_input(file)?;
     let app: i32 = conn
         .query_row("PRAGMA application_id", [], |r| r.get(0))
         .map_err(&err)?;
@@ -110,59 +77,146 @@ fn import_into(
             ),
         });
     }
-    // An index a user added for their queries changes no row: tolerated. Any other object
-    // (a trigger, a view, a table, a changed definition) is refused.
+    check_schema(&conn, file, version)?;
+    let mut report = ImportReport::default();
+    let (ids, mut done) = sessions_and_progress(&conn, &err)?;
+    let mut rows = SessionRows::prepare(&conn, file, version)?;
+    for id in ids {
+        let (header, events, rowids) = rows.read(&id)?;
+        let count = events.len() as u64;
+        let places = Places::Rows {
+            header: rowids.header,
+            events: &rowids.events,
+        };
+        report
+            .sessions
+            .push(admit(store, file, header, events, places)?);
+        done.events_done += count;
+        progress(done);
+    }
+    Ok(report)
+}
+
+/// The input database, opened read-only and immutable: SQLite creates no `-wal` or `-shm`
+/// file beside it. Immutable means SQLite ignores a write-ahead log; one with content holds
+/// committed rows the main file lacks, so it is refused, not skipped.
+fn open_input(file: &Path) -> Result<Connection> {
+    let err = input_err(file);
+    if file.is_dir() {
+        // Said as `--jsonl` says a path of the wrong kind: what it is (exit 4 in the CLI).
+        return Err(Error::Layout {
+            path: file.to_owned(),
+            problem: "is a directory, not a SQLite database file (name the database file; a DSH sessions root is imported with --jsonl)".into(),
+        });
+    }
+    if !file.is_file() {
+        return Err(Error::io(
+            "open",
+            file,
+            std::io::Error::new(std::io::ErrorKind::NotFound, "no such file"),
+        ));
+    }
+    let wal = wal_path(file);
+    if std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0) {
+        return Err(Error::UnsupportedFormat {
+            file: file.to_owned(),
+            found: format!("a write-ahead log beside it ({})", wal.display()),
+            expected: "a database whose log is checkpointed (sqlite3 FILE 'PRAGMA wal_checkpoint(TRUNCATE)')".into(),
+        });
+    }
+    let conn = Connection::open_with_flags(
+        immutable_uri(file),
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_URI,
+    )
+    .map_err(&err)?;
+    conn.execute_batch("PRAGMA trusted_schema = OFF;")
+        .map_err(&err)?;
+    Ok(conn)
+}
+
+/// The schema of a sessdb export of `version`, exactly. An index a user added for their
+/// queries changes no row: tolerated. Any other object (a trigger, a view, a table, a
+/// changed definition) is refused.
+fn check_schema(conn: &Connection, file: &Path, version: i64) -> Result<()> {
     let reference = reference_objects(match version {
         SCHEMA_VERSION_V1 => DDL_V1,
         SCHEMA_VERSION_V2 => DDL_V2,
         _ => DDL,
     })?;
-    let found: Vec<_> = schema_objects(&conn, file)?
+    let found: Vec<_> = schema_objects(conn, file)?
         .into_iter()
         .filter(|o| o.0 != "index" || reference.contains(o))
         .collect();
-    if found != reference {
-        let extra: Vec<String> = found
-            .iter()
-            .filter(|o| !reference.contains(o))
-            .map(|(t, n, _)| format!("{t} {n}"))
-            .collect();
-        return Err(Error::UnsupportedFormat {
-            file: file.to_owned(),
-            found: if extra.is_empty() {
-                "a schema that differs from sessdb's".into()
-            } else {
-                format!("unexpected schema objects: {}", extra.join(", "))
-            },
-            expected: "exactly the sessdb export schema".into(),
-        });
+    if found == reference {
+        return Ok(());
     }
-    let mut report = ImportReport::default();
-    let (ids, mut done) = sessions_and_progress(&conn, &err)?;
-    let mut header_stmt = conn
-        .prepare("SELECT rowid, version, created_at, cwd, parent_session, seed_length, origin, delegation_depth, agent_preset FROM sessions WHERE id = ?1")
-        .map_err(&err)?;
-    // Version 3 keeps the surface op as plain columns; 1 and 2 as JSON text. Either way the
-    // row is read in one shape: the op columns, then the flags (`inherited` is 3's alone).
-    let v3 = version == SCHEMA_VERSION;
-    let mut events_stmt = conn
-        .prepare(if v3 {
-            "SELECT rowid, seq, type, time, data, source_event_seqs, surface_op, ignorable, key_order, replace_start, replace_end, inherited FROM events WHERE session_id = ?1 ORDER BY seq"
+    let extra: Vec<String> = found
+        .iter()
+        .filter(|o| !reference.contains(o))
+        .map(|(t, n, _)| format!("{t} {n}"))
+        .collect();
+    Err(Error::UnsupportedFormat {
+        file: file.to_owned(),
+        found: if extra.is_empty() {
+            "a schema that differs from sessdb's".into()
         } else {
-            "SELECT rowid, seq, type, time, data, source_event_seqs, surface_op, ignorable, key_order, NULL, NULL, NULL FROM events WHERE session_id = ?1 ORDER BY seq"
+            format!("unexpected schema objects: {}", extra.join(", "))
+        },
+        expected: "exactly the sessdb export schema".into(),
+    })
+}
+
+/// The rows a session was read from (what an import's refusal names).
+struct RowIds {
+    header: i64,
+    events: Vec<i64>,
+}
+
+/// The prepared reads of one session's rows.
+struct SessionRows<'c> {
+    file: &'c Path,
+    /// Version 3: the surface op in plain columns, and `inherited`.
+    v3: bool,
+    header: rusqlite::Statement<'c>,
+    events: rusqlite::Statement<'c>,
+}
+
+impl<'c> SessionRows<'c> {
+    fn prepare(conn: &'c Connection, file: &'c Path, version: i64) -> Result<Self> {
+        let err = input_err(file);
+        let header = conn
+            .prepare("SELECT rowid, version, created_at, cwd, parent_session, seed_length, origin, delegation_depth, agent_preset FROM sessions WHERE id = ?1")
+            .map_err(&err)?;
+        // Version 3 keeps the surface op as plain columns; 1 and 2 as JSON text. Either way
+        // the row is read in one shape: the op columns, then the flags (`inherited` is 3's
+        // alone).
+        let v3 = version == SCHEMA_VERSION;
+        let events = conn
+            .prepare(if v3 {
+                "SELECT rowid, seq, type, time, data, source_event_seqs, surface_op, ignorable, key_order, replace_start, replace_end, inherited FROM events WHERE session_id = ?1 ORDER BY seq"
+            } else {
+                "SELECT rowid, seq, type, time, data, source_event_seqs, surface_op, ignorable, key_order, NULL, NULL, NULL FROM events WHERE session_id = ?1 ORDER BY seq"
+            })
+            .map_err(&err)?;
+        Ok(Self {
+            file,
+            v3,
+            header,
+            events,
         })
-        .map_err(&err)?;
-    for id in ids {
-        let invalid = |table: &'static str, rowid: i64, problem: String| Error::InvalidRow {
-            file: file.to_owned(),
-            table,
-            rowid,
-            source: sessdb::Error::InvalidEnvelope { seq: None, problem },
-        };
-        let (rowid, header) = header_stmt
-            .query_row([&id], |r| {
+    }
+
+    /// Session `id`: its header, its events, and the rows they came from.
+    fn read(&mut self, id: &str) -> Result<(SessionHeader, Vec<Event>, RowIds)> {
+        let file = self.file;
+        let err = input_err(file);
+        let (rowid, (version, header)) = self
+            .header
+            .query_row([id], |r| {
                 let version: i64 = r.get(1)?;
-                let mut h = SessionHeader::new(id.clone(), r.get(2)?);
+                let mut h = SessionHeader::new(id.to_owned(), r.get(2)?);
                 h.cwd = r.get(3)?;
                 h.parent_session = r.get(4)?;
                 h.seed_length = r.get::<_, Option<i64>>(5)?.map(|v| v.max(0).unsigned_abs());
@@ -175,7 +229,6 @@ fn import_into(
                 Ok((r.get::<_, i64>(0)?, (version, h)))
             })
             .map_err(&err)?;
-        let (version, header) = header;
         if version != 0 {
             return Err(Error::UnsupportedFormat {
                 file: file.to_owned(),
@@ -185,42 +238,38 @@ fn import_into(
         }
         let mut events = Vec::new();
         let mut rowids = Vec::new();
-        let mut rows = events_stmt.query([&id]).map_err(&err)?;
+        let mut rows = self.events.query([id]).map_err(&err)?;
         while let Some(r) = rows.next().map_err(&err)? {
             let rowid: i64 = r.get(0).map_err(&err)?;
-            let event = event_of(r, v3).map_err(|problem| invalid("events", rowid, problem))?;
-            if v3 {
+            let invalid = |problem: String| Error::InvalidRow {
+                file: file.to_owned(),
+                table: "events",
+                rowid,
+                source: sessdb::Error::InvalidEnvelope { seq: None, problem },
+            };
+            let event = event_of(r, self.v3).map_err(invalid)?;
+            if self.v3 {
                 // `inherited` says what the header says: the fork's first seedLength rows.
                 let inherited = r.get::<_, Option<i64>>(11).map_err(&err)? == Some(1);
                 let expected = header.parent_session.is_some()
                     && event.seq() < header.seed_length.unwrap_or(0);
                 if inherited != expected {
-                    return Err(invalid(
-                        "events",
-                        rowid,
-                        format!(
-                            "inherited must be {} for seq {} of this session (its header's parentSession and seedLength)",
-                            if expected { "1" } else { "NULL" },
-                            event.seq()
-                        ),
-                    ));
+                    return Err(invalid(format!(
+                        "inherited must be {} for seq {} of this session (its header's parentSession and seedLength)",
+                        if expected { "1" } else { "NULL" },
+                        event.seq()
+                    )));
                 }
             }
             events.push(event);
             rowids.push(rowid);
         }
-        let count = events.len() as u64;
-        let places = Places::Rows {
+        let ids = RowIds {
             header: rowid,
-            events: &rowids,
+            events: rowids,
         };
-        report
-            .sessions
-            .push(admit(store, file, header, events, places)?);
-        done.events_done += count;
-        progress(done);
+        Ok((header, events, ids))
     }
-    Ok(report)
 }
 
 /// One `events` row as an event (`v3`: the surface op in version 3's columns); `Err` says
