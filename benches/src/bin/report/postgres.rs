@@ -13,11 +13,12 @@ use sessdb_workload::WorkloadSpec;
 use crate::measure::{Row, pair, stat};
 use crate::open;
 
-/// Drops the tables (a fresh database for each repetition), then creates them empty.
+/// Drops the tables (a fresh database for each repetition), every one the schema makes,
+/// then creates them empty.
 fn reset(url: &str) {
     let mut c = postgres::Client::connect(url, postgres::NoTls).expect("connect");
     c.batch_execute(
-        "DROP VIEW IF EXISTS sessdb_messages; DROP TABLE IF EXISTS sessdb_surface, sessdb_events, sessdb_sessions, sessdb_stores, sessdb_layout CASCADE;",
+        "DROP VIEW IF EXISTS sessdb_messages; DROP TABLE IF EXISTS sessdb_surface, sessdb_events, sessdb_sessions, sessdb_stores, sessdb_erased, sessdb_layout CASCADE;",
     )
     .expect("drop");
     drop(Shipper::new(url, "schema").expect("schema"));
