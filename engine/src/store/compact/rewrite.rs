@@ -136,9 +136,16 @@ fn build(
     let len = crate::width::index(records_end).saturating_sub(SEGMENT_HEADER_LEN);
     // A sealed segment's bytes are borrowed from its map, not copied.
     let misplaced = seg.with_bytes(SEGMENT_HEADER_LEN as u64, len, |bytes| {
-        spans
+        let misplaced = spans
             .iter()
-            .find_map(|span| copied.span(span, bytes, &mut drops).err())
+            .find_map(|span| copied.span(span, bytes, &mut drops).err());
+        // Where the old bytes cross into the new file: every kept byte keeps its LSN.
+        debug_assert!(
+            misplaced.is_some() || copied.keeps_lsns(&spans, bytes),
+            "{}: a kept byte moved to another LSN",
+            seg.path
+        );
+        misplaced
     })?;
     if let Some(offset) = misplaced.or_else(|| drops.peek().map(|_| 0)) {
         return Err(Error::corruption(
@@ -214,6 +221,37 @@ impl Copied<'_> {
             from = d.lsn + d.len;
             drops.next();
         }
+    }
+
+    /// Whether each run's bytes are the old segment's bytes at its LSN (`bytes`: the old
+    /// records, from the end of its header): the check a compaction keeps every kept record
+    /// where its LSN says.
+    fn keeps_lsns(&self, spans: &[Span], bytes: &[u8]) -> bool {
+        let ascending = self
+            .runs
+            .windows(2)
+            .all(|w| w[0].lsn < w[1].lsn && w[0].offset < w[1].offset);
+        ascending
+            && self.runs.iter().enumerate().all(|(i, run)| {
+                let end = self
+                    .runs
+                    .get(i + 1)
+                    .map_or(self.buf.len(), |n| crate::width::index(n.offset));
+                let new = &self.buf[crate::width::index(run.offset)..end];
+                let Some(span) = spans
+                    .iter()
+                    .find(|s| s.lsn <= run.lsn && run.lsn < s.lsn + s.len)
+                else {
+                    return false;
+                };
+                let old_at = crate::width::index(
+                    span.offset - SEGMENT_HEADER_LEN as u64 + (run.lsn - span.lsn),
+                );
+                let n = new
+                    .len()
+                    .min(crate::width::index(span.lsn + span.len - run.lsn));
+                bytes.get(old_at..old_at + n) == Some(&new[..n])
+            })
     }
 
     /// The segment's last record left out: a void frame takes the last 16 of its bytes, so
