@@ -17,7 +17,7 @@ use crate::store::catalog::entries::{Batch, SessionEntry};
 use crate::store::compact::{Compaction, Run, Scope, Space};
 use crate::store::info::{CheckpointInfo, DiskUsage, MemoryUsage, SessionInfo, StoreStats};
 use crate::store::inner::Inner;
-use crate::store::log::marks::LogMark;
+use crate::store::log::record_at::LogMark;
 use crate::store::maintenance::MaintenanceStatus;
 use crate::store::maintenance::retention::{Retention, RetentionReport};
 use crate::store::open::{self, refresh};
@@ -516,8 +516,8 @@ impl Store {
     /// for a store restored from a backup older than the record, or one whose log was
     /// rewritten there (salvage voids damaged and dropped records).
     pub fn holds_record(&self, mark: LogMark) -> bool {
-        crate::store::log::marks::crc_field_at(&self.inner.segments, mark.lsn) == Some(mark.crc)
-            || crate::store::log::marks::left_out(&self.inner.segments, mark.lsn, mark.crc)
+        crate::store::log::record_at::crc_field_at(&self.inner.segments, mark.lsn) == Some(mark.crc)
+            || crate::store::log::record_at::left_out(&self.inner.segments, mark.lsn, mark.crc)
     }
 
     /// What the resident index and the surfaces cost in memory.

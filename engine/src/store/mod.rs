@@ -25,7 +25,7 @@ mod writer;
 pub use api::{EventIter, Store};
 pub use compact::{SegmentSpace, Space};
 pub use info::{CheckpointInfo, DiskUsage, Incarnation, MemoryUsage, SessionInfo, StoreStats};
-pub use log::marks::LogMark;
+pub use log::record_at::LogMark;
 pub use maintenance::MaintenanceStatus;
 pub use maintenance::retention::RetentionReport;
 pub use options::{CompactionPolicy, Durability, OpenProgress, RetentionPolicy, StoreOptions};

@@ -51,7 +51,7 @@ impl SessionEntry {
             }
             last_record = Some(loc.lsn);
             // A record holds one session's events: its whole frame goes with them.
-            let bytes = crate::store::log::marks::frame_len_at(list, loc.lsn)
+            let bytes = crate::store::log::record_at::frame_len_at(list, loc.lsn)
                 .unwrap_or(u64::from(loc.len) + FRAME_HEADER_LEN as u64);
             *out.entry(seg.first_lsn).or_default() += bytes;
         }

@@ -200,7 +200,7 @@ pub(in crate::store) fn confirm(segments: &SegmentList, meta: &CheckpointMeta) -
             Unconfirmed("no record named but a position past 0")
         };
     };
-    match crate::store::log::marks::frame_at(segments, lsn) {
+    match crate::store::log::record_at::frame_at(segments, lsn) {
         Ok((c, frame_len)) if c == crc && lsn + frame_len as u64 == meta.covered_lsn => {
             Confirmation::Holds
         }
@@ -215,7 +215,7 @@ pub(in crate::store) fn confirm(segments: &SegmentList, meta: &CheckpointMeta) -
 /// Whether compaction left out the record at `lsn` with checksum `crc`, in a segment that
 /// runs on to `covered_lsn` at least.
 fn left_out_before(segments: &SegmentList, lsn: u64, crc: u32, covered_lsn: u64) -> bool {
-    crate::store::log::marks::left_out(segments, lsn, crc)
+    crate::store::log::record_at::left_out(segments, lsn, crc)
         && covered_lsn > lsn
         && segments
             .find(lsn)

@@ -6,7 +6,7 @@
 pub(crate) mod cursor;
 pub(crate) mod discover;
 pub(crate) mod map;
-pub(crate) mod marks;
+pub(crate) mod record_at;
 pub(crate) mod recovery;
 pub(crate) mod segments;
 pub(crate) mod walk;
