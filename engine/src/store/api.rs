@@ -15,7 +15,10 @@ use crate::storage::{Checked, CheckedFile};
 use crate::storage::{FsStorage, Storage};
 use crate::store::catalog::entries::{Batch, SessionEntry};
 use crate::store::compact::{Compaction, Run, Scope, Space};
-use crate::store::info::{CheckpointInfo, DiskUsage, MemoryUsage, SessionInfo, StoreStats};
+use crate::store::info::{
+    CheckpointInfo, Direction, DiskUsage, ListOptions, ListOrder, MemoryUsage, SessionInfo,
+    StoreStats,
+};
 use crate::store::inner::Inner;
 use crate::store::log::record_at::LogMark;
 use crate::store::maintenance::MaintenanceStatus;
@@ -434,10 +437,60 @@ impl Store {
 
     /// Every live session, in id order.
     pub fn list(&self) -> Vec<SessionInfo> {
+        self.list_by(ListOptions::default())
+    }
+
+    /// The live sessions `options` asks for: in its order (ties by id) from the end it
+    /// names, at most its limit. Only the sessions returned are copied out: the first 20 of
+    /// 100,000 by last update pick 20 among references, then copy 20 headers.
+    ///
+    /// ```
+    /// # use sessdb::{Store, StoreOptions, SessionHeader};
+    /// # use sessdb::store::{Direction, ListOptions, ListOrder};
+    /// # let dir = std::env::temp_dir().join(format!("sessdb-doc-list-{}", std::process::id()));
+    /// # let _ = std::fs::remove_dir_all(&dir);
+    /// let store = Store::open(&dir, StoreOptions::default())?;
+    /// for (id, at) in [("a", 3), ("b", 1), ("c", 2)] {
+    ///     store.create_session(SessionHeader::new(id, at), Vec::new())?;
+    /// }
+    /// let newest = store.list_by(
+    ///     ListOptions::new(ListOrder::Created)
+    ///         .with_direction(Direction::Descending)
+    ///         .with_limit(2),
+    /// );
+    /// let ids: Vec<&str> = newest.iter().map(|s| s.header.id.as_str()).collect();
+    /// assert_eq!(ids, ["a", "c"]);
+    /// # drop(store);
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), sessdb::Error>(())
+    /// ```
+    pub fn list_by(&self, options: ListOptions) -> Vec<SessionInfo> {
         let cat = self.inner.catalog.read();
-        let mut list = cat.sessions.values().map(info_of).collect::<Vec<_>>();
-        list.sort_unstable_by(|a, b| a.header.id.cmp(&b.header.id));
-        list
+        let mut refs: Vec<&SessionEntry> = cat.sessions.values().collect();
+        let by_key = |a: &&SessionEntry, b: &&SessionEntry| {
+            let key = match options.order {
+                ListOrder::Id => std::cmp::Ordering::Equal,
+                ListOrder::Created => a.header.created_at.cmp(&b.header.created_at),
+                ListOrder::Updated => a.state.last_time().cmp(&b.state.last_time()),
+                ListOrder::Events => a.state.next_seq().cmp(&b.state.next_seq()),
+            };
+            let order = key.then_with(|| a.header.id.cmp(&b.header.id));
+            match options.direction {
+                Direction::Ascending => order,
+                Direction::Descending => order.reverse(),
+            }
+        };
+        match options.limit {
+            Some(n) if n < refs.len() => {
+                if n > 0 {
+                    refs.select_nth_unstable_by(n - 1, by_key);
+                }
+                refs.truncate(n);
+            }
+            _ => {}
+        }
+        refs.sort_unstable_by(by_key);
+        refs.into_iter().map(info_of).collect()
     }
 
     /// One session's row of [`Store::list`], if it exists.

@@ -103,3 +103,65 @@ pub struct MemoryUsage {
     /// Heap bytes of the surfaces.
     pub surface_bytes: usize,
 }
+
+/// How [`Store::list_by`](crate::store::Store::list_by) orders sessions; ties go by id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ListOrder {
+    /// By id.
+    #[default]
+    Id,
+    /// By the header's `createdAt`.
+    Created,
+    /// By the time of the last event (a session with none first).
+    Updated,
+    /// By number of events.
+    Events,
+}
+
+/// Which end of the order a listing starts from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Direction {
+    /// Smallest first.
+    #[default]
+    Ascending,
+    /// Largest (newest, longest) first.
+    Descending,
+}
+
+/// What [`Store::list_by`](crate::store::Store::list_by) lists: an order, a direction, and
+/// at most `limit` sessions (`None`: all).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct ListOptions {
+    /// The order.
+    pub order: ListOrder,
+    /// Which end first.
+    pub direction: Direction,
+    /// At most this many sessions.
+    pub limit: Option<usize>,
+}
+
+impl ListOptions {
+    /// All sessions in `order`, ascending.
+    pub fn new(order: ListOrder) -> Self {
+        Self {
+            order,
+            ..Self::default()
+        }
+    }
+
+    /// Sets [`ListOptions::direction`].
+    #[must_use]
+    pub fn with_direction(mut self, direction: Direction) -> Self {
+        self.direction = direction;
+        self
+    }
+
+    /// Sets [`ListOptions::limit`].
+    #[must_use]
+    pub fn with_limit(mut self, limit: usize) -> Self {
+        self.limit = Some(limit);
+        self
+    }
+}

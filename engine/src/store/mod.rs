@@ -24,7 +24,10 @@ mod writer;
 
 pub use api::{EventIter, Store};
 pub use compact::{SegmentSpace, Space};
-pub use info::{CheckpointInfo, DiskUsage, Incarnation, MemoryUsage, SessionInfo, StoreStats};
+pub use info::{
+    CheckpointInfo, Direction, DiskUsage, Incarnation, ListOptions, ListOrder, MemoryUsage,
+    SessionInfo, StoreStats,
+};
 pub use log::record_at::LogMark;
 pub use maintenance::MaintenanceStatus;
 pub use maintenance::retention::RetentionReport;

@@ -978,6 +978,23 @@ fn streams_sorting_completions_man_and_suggestions() {
         "lastEventTime",
     );
     assert!(last.is_sorted(), "{last:?}");
+    // `-n N --sort updated -r`: the N most recently updated, newest first (`last` is the
+    // older name of `updated`).
+    let updated = column(
+        &["ls", "store", "--json", "--sort", "updated", "-r"],
+        "lastEventTime",
+    );
+    assert_eq!(updated, last.iter().rev().copied().collect::<Vec<_>>());
+    let newest = column(
+        &[
+            "ls", "store", "--json", "-n", "2", "--sort", "updated", "-r",
+        ],
+        "lastEventTime",
+    );
+    assert_eq!(newest, updated[..2.min(updated.len())]);
+    assert!(updated.len() > 2, "{updated:?}");
+    let none = ok(&["ls", "store", "--json", "-n", "0"], dir.path());
+    assert_eq!(json(&none).elements().count(), 0, "{none}");
     // Completions and the man page come from the command definitions.
     for shell in ["bash", "zsh", "fish"] {
         let script = ok(&["completions", shell], dir.path());

@@ -1,4 +1,6 @@
-//! `sessdb ls STORE [--sort created|last|events|id] [--json]`
+//! `sessdb ls STORE [--sort created|updated|events|id] [-r] [-n N] [--json]`
+
+use sessdb::store::{Direction, ListOptions, ListOrder};
 
 use crate::cmd::{PathArg, open_existing};
 use crate::error::{CliResult, code};
@@ -14,6 +16,13 @@ pub struct Args {
     /// Row order (ascending: the newest, last or largest at the bottom).
     #[arg(long, value_enum, default_value_t = Sort::Created)]
     sort: Sort,
+    /// Descending: the newest, last or largest first.
+    #[arg(short = 'r', long)]
+    reverse: bool,
+    /// At most N sessions, the first N of the order (`-n 20 --sort updated -r`: the 20 most
+    /// recently updated).
+    #[arg(short = 'n', long, value_name = "N")]
+    limit: Option<usize>,
 }
 
 /// `ls --sort`.
@@ -22,7 +31,8 @@ enum Sort {
     /// By creation time, newest last.
     Created,
     /// By the time of the last event, most recent last.
-    Last,
+    #[value(alias = "last")]
+    Updated,
     /// By number of events, largest last.
     Events,
     /// By id.
@@ -44,19 +54,20 @@ struct Row<'a> {
 
 pub fn run(a: &Args) -> CliResult {
     let store = open_existing(&a.store)?;
-    let mut sessions = store.list();
-    match a.sort {
-        Sort::Created => sessions.sort_by(|x, y| {
-            (x.header.created_at, &x.header.id).cmp(&(y.header.created_at, &y.header.id))
-        }),
-        Sort::Last => {
-            sessions.sort_by(|x, y| (x.last_time, &x.header.id).cmp(&(y.last_time, &y.header.id)))
-        }
-        Sort::Events => {
-            sessions.sort_by(|x, y| (x.events, &x.header.id).cmp(&(y.events, &y.header.id)));
-        }
-        Sort::Id => {}
+    let order = match a.sort {
+        Sort::Created => ListOrder::Created,
+        Sort::Updated => ListOrder::Updated,
+        Sort::Events => ListOrder::Events,
+        Sort::Id => ListOrder::Id,
+    };
+    let mut options = ListOptions::new(order);
+    if a.reverse {
+        options = options.with_direction(Direction::Descending);
     }
+    if let Some(n) = a.limit {
+        options = options.with_limit(n);
+    }
+    let sessions = store.list_by(options);
     if a.json {
         let rows: Vec<Row<'_>> = sessions
             .iter()
