@@ -184,7 +184,8 @@ export declare class Store {
    */
   rawJsonl(id: string, options?: { pack?: boolean }): Promise<string | null>
   header(id: string): Promise<SessionHeader>
-  list(): Promise<SessionRow[]>
+  /** The sessions in `sort` order (ties by id; default: all, by id), at most `limit` of them. */
+  list(options?: { sort?: 'id' | 'created' | 'updated' | 'events'; descending?: boolean; limit?: number }): Promise<SessionRow[]>
   revision(id: string): Promise<string | null>
   /** Closes an interrupted turn and appends the end-seed marker (DSH resume). */
   repair(id: string): Promise<RepairResult>

@@ -250,9 +250,27 @@ class Store {
     return JSON.parse(await call(() => this.inner.header(id)))
   }
 
-  /** Every session: one JSON array from the addon (the headers inside it), parsed once. */
-  async list() {
-    return JSON.parse(await call(() => this.inner.list()))
+  /**
+   * The sessions, one JSON array from the addon (the headers inside it), parsed once:
+   * `{ sort: 'id' | 'created' | 'updated' | 'events', descending, limit }` choose which and in
+   * what order (default: all, by id).
+   */
+  async list(options = {}) {
+    const json = await call(() => {
+      const { sort, descending = false, limit } = checked(
+        options,
+        { sort: true, descending: true, limit: true },
+        'list options',
+      )
+      if (sort !== undefined && !['id', 'created', 'updated', 'events'].includes(sort)) {
+        throw coded('INVALID_ARGUMENT', `list options.sort must be id, created, updated or events, not ${JSON.stringify(sort)}`)
+      }
+      if (typeof descending !== 'boolean') {
+        throw coded('INVALID_ARGUMENT', 'list options.descending must be a boolean')
+      }
+      return this.inner.list(sort, descending, wholeOrNone(limit, 'list options.limit'))
+    })
+    return JSON.parse(json)
   }
 
   revision(id) {

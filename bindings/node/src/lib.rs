@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use napi::bindgen_prelude::AsyncTask;
 use napi_derive::napi;
+use sessdb::store::{Direction, ListOptions, ListOrder};
 use sessdb::{Durability, Event, ForkSpec, Limits, SessionHeader, Store, StoreOptions};
 
 use error::{invalid, to_js};
@@ -464,12 +465,41 @@ impl NativeStore {
     /// "events", "parent", "turnOpen", "revision"}, …]`, the header as its JSON object),
     /// parsed once in JavaScript: an object per session built through N-API took about twice
     /// as long (`docs/PERFORMANCE.md`, listing the sessions).
+    ///
+    /// `sort` (`id`, `created`, `updated`, `events`; default `id`), `descending`, and `limit`
+    /// choose which sessions and in what order: only those are copied out of the catalog
+    /// (`Store::list_by`).
     #[napi]
-    pub fn list(&self) -> AsyncTask<Job<String>> {
+    pub fn list(
+        &self,
+        sort: Option<String>,
+        descending: Option<bool>,
+        limit: Option<i64>,
+    ) -> napi::Result<AsyncTask<Job<String>>> {
+        let order = match sort.as_deref().unwrap_or("id") {
+            "id" => ListOrder::Id,
+            "created" => ListOrder::Created,
+            "updated" => ListOrder::Updated,
+            "events" => ListOrder::Events,
+            other => {
+                return Err(invalid(format!(
+                    "sort must be one of id, created, updated, events, not {other:?}"
+                )));
+            }
+        };
+        let mut options = ListOptions::new(order);
+        if descending.unwrap_or(false) {
+            options = options.with_direction(Direction::Descending);
+        }
+        if let Some(n) = limit {
+            let n = usize::try_from(seq_arg(n, "limit")?)
+                .map_err(|_| invalid("limit is too large".to_owned()))?;
+            options = options.with_limit(n);
+        }
         let root = self.root.clone();
-        self.job(move |s| {
+        Ok(self.job(move |s| {
             s.refresh()?;
-            let rows = s.list();
+            let rows = s.list_by(options);
             let mut out = Vec::with_capacity(rows.len() * 256 + 2);
             out.push(b'[');
             for (i, info) in rows.iter().enumerate() {
@@ -497,7 +527,7 @@ impl NativeStore {
             }
             out.push(b']');
             Ok(text(out))
-        })
+        }))
     }
 
     /// The revision of one session, or `null` when there is none; reads no event.

@@ -556,3 +556,25 @@ test('list gives every session as it is, ids escaped and forks with their parent
   assert.equal(fork.revision, await store.revision(kid))
   await store.close()
 })
+
+test('list() by order, newest first, at most a limit; bad options refused', async () => {
+  const store = await Store.open(tempDir())
+  // Created at 1000, 1001, 1002 in the order c, a, b; the last event's time 10 + seq count.
+  for (const [i, id] of ['c', 'a', 'b'].entries()) {
+    await store.createSession({ ...header(id), createdAt: 1000 + i }, [turnStart(0, 1)], { exact: true })
+  }
+  await store.appendBatch('a', [user(1, 'u1', 'x'), user(2, 'u2', 'y')])
+  const ids = (rows) => rows.map((r) => r.id)
+  assert.deepEqual(ids(await store.list()), ['a', 'b', 'c'])
+  assert.deepEqual(ids(await store.list({ sort: 'created' })), ['c', 'a', 'b'])
+  assert.deepEqual(ids(await store.list({ sort: 'created', descending: true, limit: 2 })), ['b', 'a'])
+  // `a`'s last event is the latest (time 1002); the others end at 1000 (ties by id, reversed).
+  assert.deepEqual(ids(await store.list({ sort: 'updated', descending: true, limit: 1 })), ['a'])
+  assert.deepEqual(ids(await store.list({ sort: 'updated', descending: true })), ['a', 'c', 'b'])
+  assert.deepEqual(ids(await store.list({ sort: 'events', descending: true, limit: 1 })), ['a'])
+  assert.deepEqual(await store.list({ limit: 0 }), [])
+  for (const bad of [{ sort: 'newest' }, { limit: -1 }, { limit: 1.5 }, { descending: 'yes' }, { order: 'id' }]) {
+    await assert.rejects(store.list(bad), (e) => e.code === 'INVALID_ARGUMENT', JSON.stringify(bad))
+  }
+  await store.close()
+})
