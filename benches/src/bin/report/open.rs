@@ -6,6 +6,7 @@
 use std::path::Path;
 use std::time::Instant;
 
+use sessdb::store::{Direction, ListOptions, ListOrder};
 use sessdb::{Store, StoreOptions};
 use sessdb_workload::{WorkloadSpec, generate};
 
@@ -188,6 +189,33 @@ pub fn shape_rows(
             baseline: ml,
             goal: "<= 2x",
             workload: format!("{} against {}", many.name, long.name),
+        }); // `sessdb ls -n 20 --sort updated -r`: the 20 most recently updated sessions, against
+        // the whole listing it used to take (every header copied, then sorted).
+        let store =
+            Store::open_read_only(many.dir.path(), sessdb::StoreOptions::default()).expect("open");
+        let newest = ListOptions::new(ListOrder::Updated)
+            .with_direction(Direction::Descending)
+            .with_limit(20);
+        let per_call = |f: &dyn Fn()| {
+            let t = Instant::now();
+            for _ in 0..20 {
+                f();
+            }
+            t.elapsed().as_secs_f64() / 20.0
+        };
+        let (top, whole) = pair(
+            reps,
+            || per_call(&|| drop(std::hint::black_box(store.list_by(newest)))),
+            || per_call(&|| drop(std::hint::black_box(store.list()))),
+        );
+        rows.push(Row {
+            what: "the 20 most recently updated sessions (s)",
+            unit: "s",
+            subject: top,
+            baseline_name: "the whole listing, every session copied",
+            baseline: whole,
+            goal: "<= 10% (until the catalog is read on demand)",
+            workload: many.name.clone(),
         });
     }
     if run("tail") {
