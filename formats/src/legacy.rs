@@ -169,66 +169,90 @@ fn migrated(
             Some(("user/message", close(out)))
         }
         "assistant/message" if !has("message") && has("content") && has("provenance") => {
-            let mut source = b"{".to_vec();
-            let provenance = value("provenance").filter(|p| p.kind() == JsonKind::Object);
-            let provenance = provenance.map(js_members).unwrap_or_default();
-            let mut kind_written = false;
-            for m in &provenance {
-                if m.name == "kind" {
-                    kind_written = true;
-                    push_raw_member(&mut source, m.key.bytes(), br#""model""#);
-                } else {
-                    push_raw_member(&mut source, m.key.bytes(), m.value.bytes());
-                }
-            }
-            if !kind_written {
-                push_member(&mut source, "kind", br#""model""#);
-            }
-            let mut message = b"{".to_vec();
-            push_member(&mut message, "id", &id());
-            push_member(&mut message, "role", br#""assistant""#);
-            push_member(&mut message, "content", value("content")?.bytes());
-            push_member(&mut message, "source", &close(source));
-            let mut out = object_without(&members, &["content", "provenance"]);
-            push_member(&mut out, "message", &close(message));
-            Some(("assistant/message", close(out)))
+            Some(("assistant/message", assistant_message(&members, &id())?))
         }
         "tool/result" if !has("message") && has("callId") && has("content") && has("isError") => {
-            let call_id = value("callId")?.bytes();
-            let mut block = b"{".to_vec();
-            push_member(&mut block, "type", br#""tool-result""#);
-            push_member(&mut block, "toolCallId", call_id);
-            push_member(&mut block, "content", value("content")?.bytes());
-            push_member(&mut block, "isError", value("isError")?.bytes());
-            let mut content = b"[".to_vec();
-            content.extend_from_slice(&close(block));
-            content.push(b']');
-            let mut source = b"{".to_vec();
-            push_member(&mut source, "kind", br#""tool""#);
-            push_member(&mut source, "callId", call_id);
-            let mut message = b"{".to_vec();
-            // A replacement inherits the id of the message it replaces; without one the
-            // message has no id (`undefined` in DSH), which the shape rule refuses.
-            let inherited = match e.surface_op() {
-                Some(SurfaceOp::Replace { start, .. }) => {
-                    Some(earlier(start).filter(|_| start < e.seq()))
-                }
-                _ => None,
-            };
-            match inherited {
-                None => push_member(&mut message, "id", &id()),
-                Some(Some(id)) => push_member(&mut message, "id", &id),
-                Some(None) => {}
-            }
-            push_member(&mut message, "role", br#""user""#);
-            push_member(&mut message, "content", &content);
-            push_member(&mut message, "source", &close(source));
-            let mut out = object_without(&members, &["callId", "content", "isError"]);
-            push_member(&mut out, "message", &close(message));
-            Some(("tool/result", close(out)))
+            Some(("tool/result", tool_result(&members, e, earlier, &id())?))
         }
         _ => None,
     }
+}
+
+/// The value of member `key`.
+fn value_of<'a>(members: &[Member<'a>], key: &str) -> Option<JsonRef<'a>> {
+    members.iter().find(|m| m.name == key).map(|m| m.value)
+}
+
+/// A legacy `assistant/message` (`content` and `provenance` at the top) in today's shape:
+/// `message: { id, role, content, source }`, `source` the provenance with `kind: "model"`.
+fn assistant_message(members: &[Member<'_>], id: &[u8]) -> Option<Vec<u8>> {
+    let mut source = b"{".to_vec();
+    let provenance = value_of(members, "provenance").filter(|p| p.kind() == JsonKind::Object);
+    let provenance = provenance.map(js_members).unwrap_or_default();
+    let mut kind_written = false;
+    for m in &provenance {
+        if m.name == "kind" {
+            kind_written = true;
+            push_raw_member(&mut source, m.key.bytes(), br#""model""#);
+        } else {
+            push_raw_member(&mut source, m.key.bytes(), m.value.bytes());
+        }
+    }
+    if !kind_written {
+        push_member(&mut source, "kind", br#""model""#);
+    }
+    let mut message = b"{".to_vec();
+    push_member(&mut message, "id", id);
+    push_member(&mut message, "role", br#""assistant""#);
+    push_member(
+        &mut message,
+        "content",
+        value_of(members, "content")?.bytes(),
+    );
+    push_member(&mut message, "source", &close(source));
+    let mut out = object_without(members, &["content", "provenance"]);
+    push_member(&mut out, "message", &close(message));
+    Some(close(out))
+}
+
+/// A legacy `tool/result` (`callId`, `content`, `isError` at the top) in today's shape: a
+/// user message holding one `tool-result` block, its id inherited by a replacement.
+fn tool_result(
+    members: &[Member<'_>],
+    e: &Event,
+    earlier: &dyn Fn(u64) -> Option<Vec<u8>>,
+    id: &[u8],
+) -> Option<Vec<u8>> {
+    let call_id = value_of(members, "callId")?.bytes();
+    let mut block = b"{".to_vec();
+    push_member(&mut block, "type", br#""tool-result""#);
+    push_member(&mut block, "toolCallId", call_id);
+    push_member(&mut block, "content", value_of(members, "content")?.bytes());
+    push_member(&mut block, "isError", value_of(members, "isError")?.bytes());
+    let mut content = b"[".to_vec();
+    content.extend_from_slice(&close(block));
+    content.push(b']');
+    let mut source = b"{".to_vec();
+    push_member(&mut source, "kind", br#""tool""#);
+    push_member(&mut source, "callId", call_id);
+    let mut message = b"{".to_vec();
+    // A replacement inherits the id of the message it replaces; without one the message has
+    // no id (`undefined` in DSH), which the shape rule refuses.
+    let inherited = match e.surface_op() {
+        Some(SurfaceOp::Replace { start, .. }) => Some(earlier(start).filter(|_| start < e.seq())),
+        _ => None,
+    };
+    match inherited {
+        None => push_member(&mut message, "id", id),
+        Some(Some(id)) => push_member(&mut message, "id", &id),
+        Some(None) => {}
+    }
+    push_member(&mut message, "role", br#""user""#);
+    push_member(&mut message, "content", &content);
+    push_member(&mut message, "source", &close(source));
+    let mut out = object_without(members, &["callId", "content", "isError"]);
+    push_member(&mut out, "message", &close(message));
+    Some(close(out))
 }
 
 /// The id DSH mints for a message persisted before messages had ids, as a JSON string.

@@ -596,24 +596,7 @@ pub fn unpack_parts(
     if envelope::checked_time(time0).is_none() {
         return Err("time0 must be a safe integer");
     }
-    let expected: &[&str] = match kind {
-        Kind::ToolCall if data.get("name").is_some() => {
-            &["turn", "step", "index", "dt", "id", "name", "args"]
-        }
-        Kind::ToolCall => &["turn", "step", "index", "dt", "id", "args"],
-        _ => &["turn", "step", "index", "dt", "texts"],
-    };
-    let mut data_keys: Vec<String> = data
-        .members()
-        .filter_map(|(k, _)| k.as_str().map(|s| s.into_owned()))
-        .collect();
-    data_keys.sort_unstable();
-    data_keys.dedup();
-    if data_keys.len() != expected.len()
-        || !expected.iter().all(|k| data_keys.iter().any(|x| x == k))
-    {
-        return Err("packed row data has other keys than its kind allows");
-    }
+    check_row_keys(kind, data)?;
     // The number as DSH holds it after `JSON.parse`: an integer however spelled (`1.0` is 1)
     // is written as DSH writes it; DSH expands any other number too, kept as its token.
     let int = |k: &str| {
@@ -660,19 +643,7 @@ pub fn unpack_parts(
     if pieces.is_empty() || pieces.iter().any(|p| p.kind() != JsonKind::String) {
         return Err("the pieces must be a non-empty array of strings");
     }
-    let dts: Vec<i64> = data
-        .get("dt")
-        .filter(|d| d.kind() == JsonKind::Array)
-        .ok_or("dt must be an array")?
-        .elements()
-        .map(|d| {
-            d.as_safe_integer()
-                .ok_or("dt members must be safe integers")
-        })
-        .collect::<Result<_, _>>()?;
-    if dts.len() + 1 != pieces.len() {
-        return Err("dt must have one entry fewer than the pieces");
-    }
+    let dts = member_dts(data, pieces.len())?;
     let mut time = time0;
     let mut out = Vec::with_capacity(pieces.len());
     for (k, piece) in pieces.iter().enumerate() {
@@ -694,6 +665,47 @@ pub fn unpack_parts(
         ));
     }
     Ok(out)
+}
+
+/// A packed row's `data` holds exactly the keys its kind allows.
+fn check_row_keys(kind: Kind, data: &JsonRef<'_>) -> Result<(), &'static str> {
+    let expected: &[&str] = match kind {
+        Kind::ToolCall if data.get("name").is_some() => {
+            &["turn", "step", "index", "dt", "id", "name", "args"]
+        }
+        Kind::ToolCall => &["turn", "step", "index", "dt", "id", "args"],
+        _ => &["turn", "step", "index", "dt", "texts"],
+    };
+    let mut data_keys: Vec<String> = data
+        .members()
+        .filter_map(|(k, _)| k.as_str().map(|s| s.into_owned()))
+        .collect();
+    data_keys.sort_unstable();
+    data_keys.dedup();
+    if data_keys.len() != expected.len()
+        || !expected.iter().all(|k| data_keys.iter().any(|x| x == k))
+    {
+        return Err("packed row data has other keys than its kind allows");
+    }
+    Ok(())
+}
+
+/// A packed row's `dt`: the time steps between its `pieces` members, one fewer than them.
+fn member_dts(data: &JsonRef<'_>, pieces: usize) -> Result<Vec<i64>, &'static str> {
+    let dts: Vec<i64> = data
+        .get("dt")
+        .filter(|d| d.kind() == JsonKind::Array)
+        .ok_or("dt must be an array")?
+        .elements()
+        .map(|d| {
+            d.as_safe_integer()
+                .ok_or("dt members must be safe integers")
+        })
+        .collect::<Result<_, _>>()?;
+    if dts.len() + 1 != pieces {
+        return Err("dt must have one entry fewer than the pieces");
+    }
+    Ok(dts)
 }
 
 #[cfg(test)]

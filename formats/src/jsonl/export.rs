@@ -109,23 +109,7 @@ pub fn export_jsonl_with_progress(
     let rx = &rx;
     let failed = &std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|scope| {
-        let spawn = || {
-            scope.spawn(move || -> Result<()> {
-                loop {
-                    // A poisoned lock means another committer panicked; its join re-raises it.
-                    let Ok(job) = rx.lock().map(|rx| rx.recv()) else {
-                        return Ok(());
-                    };
-                    let Ok((file, path)) = job else {
-                        return Ok(());
-                    };
-                    if let Err(e) = file.commit() {
-                        failed.store(true, std::sync::atomic::Ordering::Relaxed);
-                        return Err(Error::io("replace", &path, e));
-                    }
-                }
-            })
-        };
+        let spawn = || scope.spawn(move || commit_all(rx, failed));
         let committers: Vec<_> = (0..COMMITTERS).map(|_| spawn()).collect();
         let mut report = ExportReport::default();
         let write_all = || -> Result<()> {
@@ -134,34 +118,11 @@ pub fn export_jsonl_with_progress(
                 if failed.load(std::sync::atomic::Ordering::Relaxed) {
                     return Ok(());
                 }
-                let dir = session_dir(root, &info.header.id, info.header.cwd.as_deref());
-                let name = if options.zstd { ZSTD_FILE } else { RAW_FILE };
-                let path = dir.join(name);
-                for on_the_way in [dir.parent().unwrap_or(root), &dir, &path] {
-                    refuse_link(on_the_way)?;
-                }
-                std::fs::create_dir_all(&dir)
-                    .map_err(|e| Error::io("create directory", &dir, e))?;
-                let relative = path
-                    .strip_prefix(root)
-                    .ok()
-                    .and_then(Path::to_str)
-                    .ok_or_else(|| Error::Layout {
-                        path: path.clone(),
-                        problem: "the session's path is not UTF-8 under the root".into(),
+                let (file, path, written) =
+                    write_file(store, &info, root, &storage, options, &mut |n| {
+                        done.events_done += n;
+                        progress(done);
                     })?;
-                let tmp = dir.join(temp_name(name));
-                let file = Replacement::create(&storage, relative)
-                    .map_err(|e| Error::io("create", &tmp, e))?;
-                let mut sink = Sink::new(
-                    BufWriter::with_capacity(WRITE_BUFFER, FileWriter::new(file.file())),
-                    options.zstd,
-                );
-                write_session(store, &info, &mut sink, options.pack, &tmp, &mut |n| {
-                    done.events_done += n;
-                    progress(done);
-                })?;
-                let written = sink.finish().map_err(|e| Error::io("write", &tmp, e))?;
                 // A closed channel means every committer stopped: their error is reported below.
                 if tx.send((file, path.clone())).is_err() {
                     return Ok(());
@@ -193,6 +154,63 @@ pub fn export_jsonl_with_progress(
             .collect();
         Ok(report)
     })
+}
+
+/// A committer: syncs each finished file, renames it into place and syncs its directory,
+/// until the channel closes; the first failure stops it (and, through `failed`, the export).
+fn commit_all(
+    rx: &std::sync::Mutex<std::sync::mpsc::Receiver<(Replacement<'_>, PathBuf)>>,
+    failed: &std::sync::atomic::AtomicBool,
+) -> Result<()> {
+    loop {
+        // A poisoned lock means another committer panicked; its join re-raises it.
+        let Ok(job) = rx.lock().map(|rx| rx.recv()) else {
+            return Ok(());
+        };
+        let Ok((file, path)) = job else {
+            return Ok(());
+        };
+        if let Err(e) = file.commit() {
+            failed.store(true, std::sync::atomic::Ordering::Relaxed);
+            return Err(Error::io("replace", &path, e));
+        }
+    }
+}
+
+/// Writes one session's file under its temp name below `root` (nothing is renamed yet):
+/// the replacement to commit, the file's final path, and the bytes written.
+fn write_file<'s>(
+    store: &Store,
+    info: &SessionInfo,
+    root: &Path,
+    storage: &'s FsStorage,
+    options: &ExportOptions,
+    progress: &mut dyn FnMut(u64),
+) -> Result<(Replacement<'s>, PathBuf, u64)> {
+    let dir = session_dir(root, &info.header.id, info.header.cwd.as_deref());
+    let name = if options.zstd { ZSTD_FILE } else { RAW_FILE };
+    let path = dir.join(name);
+    for on_the_way in [dir.parent().unwrap_or(root), &dir, &path] {
+        refuse_link(on_the_way)?;
+    }
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io("create directory", &dir, e))?;
+    let relative = path
+        .strip_prefix(root)
+        .ok()
+        .and_then(Path::to_str)
+        .ok_or_else(|| Error::Layout {
+            path: path.clone(),
+            problem: "the session's path is not UTF-8 under the root".into(),
+        })?;
+    let tmp = dir.join(temp_name(name));
+    let file = Replacement::create(storage, relative).map_err(|e| Error::io("create", &tmp, e))?;
+    let mut sink = Sink::new(
+        BufWriter::with_capacity(WRITE_BUFFER, FileWriter::new(file.file())),
+        options.zstd,
+    );
+    write_session(store, info, &mut sink, options.pack, &tmp, progress)?;
+    let written = sink.finish().map_err(|e| Error::io("write", &tmp, e))?;
+    Ok((file, path, written))
 }
 
 /// Writes one session as its DSH `session.jsonl` (header line, then the events; chunk runs

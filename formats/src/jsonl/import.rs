@@ -15,7 +15,7 @@ use sessdb::{Error as StoreError, Event, Limits, PackHint, SessionHeader, Store}
 
 use super::grammar::parses_as_dsh_json;
 use super::layout::{NO_CWD_DIR, RAW_FILE, ZSTD_FILE, session_dir};
-use super::lines::LineReader;
+use super::lines::{Line, LineReader};
 use crate::admit::{Places, admit};
 use crate::pack::{TOO_MANY_PIECES, is_packed_row, mark_row_start, unpack};
 use crate::report::{ImportReport, TornTail};
@@ -293,28 +293,8 @@ fn read_lines(mut reader: LineReader, file: &Path, limits: &Limits) -> Result<Sc
     while let Some(line) = reader.next_line()? {
         if let Some((first, problem)) = &bad {
             dropped += 1;
-            // After the first bad line, lines are read only to see whether a turn ends later
-            // (or whether one is `null`, which DSH's loader fails on anywhere).
-            if line.terminated && line.bytes.trim_ascii() == b"null" {
-                return Err(corrupt(
-                    Some(line.number),
-                    "the line is `null`, a record DSH's loader fails on".into(),
-                ));
-            }
-            if line.terminated
-                && validate(line.bytes.trim_ascii(), &line_limits).is_ok()
-                && JsonRef::new(line.bytes.trim_ascii())
-                    .get("type")
-                    .is_some_and(|t| t.str_eq("turn/end"))
-            {
-                return Err(corrupt(
-                    Some(*first),
-                    format!(
-                        "{problem}, yet line {} later closes a turn: this is not a torn tail",
-                        line.number
-                    ),
-                ));
-            }
+            after_torn(&line, *first, problem, &line_limits)
+                .map_err(|(at, why)| corrupt(Some(at), why))?;
             continue;
         }
         let next = events.len() as u64;
@@ -367,6 +347,39 @@ fn read_lines(mut reader: LineReader, file: &Path, limits: &Limits) -> Result<Sc
         reader.bytes_read,
         std::mem::take(&mut reader.replaced_lines),
     ))
+}
+
+/// A line after the first bad one, read only to see whether a turn ends later (then the
+/// bad line was no torn tail) or whether it is `null`, which DSH's loader fails on anywhere:
+/// `Err((line, why))` names the line to report.
+fn after_torn(
+    line: &Line,
+    first: u64,
+    problem: &str,
+    line_limits: &Limits,
+) -> std::result::Result<(), (u64, String)> {
+    let bytes = line.bytes.trim_ascii();
+    if line.terminated && bytes == b"null" {
+        return Err((
+            line.number,
+            "the line is `null`, a record DSH's loader fails on".into(),
+        ));
+    }
+    let closes_a_turn = line.terminated
+        && validate(bytes, line_limits).is_ok()
+        && JsonRef::new(bytes)
+            .get("type")
+            .is_some_and(|t| t.str_eq("turn/end"));
+    if closes_a_turn {
+        return Err((
+            first,
+            format!(
+                "{problem}, yet line {} later closes a turn: this is not a torn tail",
+                line.number
+            ),
+        ));
+    }
+    Ok(())
 }
 
 fn read_header(file: &Path, bytes: &[u8]) -> Result<SessionHeader> {

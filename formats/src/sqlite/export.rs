@@ -87,6 +87,137 @@ pub fn export_sqlite_with_progress(
 }
 
 /// The export itself; returns the events written.
+/// The prepared inserts of one export.
+struct Inserts<'t> {
+    tmp: &'t Path,
+    session_row: rusqlite::Statement<'t>,
+    event_row: rusqlite::Statement<'t>,
+    surface_row: rusqlite::Statement<'t>,
+}
+
+impl<'t> Inserts<'t> {
+    fn prepare(tx: &'t rusqlite::Transaction<'_>, tmp: &'t Path) -> Result<Self> {
+        let err = sqlite_err(tmp);
+        Ok(Self {
+            tmp,
+            session_row: tx
+                .prepare("INSERT INTO sessions (id, version, created_at, cwd, parent_session, seed_length, origin, delegation_depth, agent_preset) VALUES (?1, 0, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")
+                .map_err(&err)?,
+            event_row: tx
+                .prepare("INSERT INTO events (session_id, seq, type, time, data, source_event_seqs, surface_op, replace_start, replace_end, ignorable, key_order, inherited) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)")
+                .map_err(&err)?,
+            surface_row: tx
+                .prepare("INSERT INTO surface (session_id, position, seq) VALUES (?1, ?2, ?3)")
+                .map_err(&err)?,
+        })
+    }
+
+    /// One session: its row, its events' rows (a window of borrowed events at a time), its
+    /// surface in order (for the `messages` view).
+    fn session(
+        &mut self,
+        store: &Store,
+        info: &sessdb::store::SessionInfo,
+        done: &mut Progress,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<()> {
+        let err = sqlite_err(self.tmp);
+        let h = &info.header;
+        let c = h.columns();
+        self.session_row
+            .execute(params![
+                h.id,
+                c.created_at,
+                c.cwd,
+                c.parent_session,
+                c.seed_length,
+                c.origin,
+                c.delegation_depth,
+                c.agent_preset
+            ])
+            .map_err(&err)?;
+        let mut from = 0;
+        while from < info.events {
+            let read = self.events(store, info, from, done)?;
+            if read == 0 {
+                break;
+            }
+            from += read;
+            progress(*done);
+        }
+        for (position, seq) in store.surface(&h.id)?.into_iter().enumerate() {
+            self.surface_row
+                .execute(params![h.id, to_i64(position as u64), to_i64(seq)])
+                .map_err(&err)?;
+        }
+        Ok(())
+    }
+
+    /// The rows of one window of a session's events from `from`; returns how many it read.
+    fn events(
+        &mut self,
+        store: &Store,
+        info: &sessdb::store::SessionInfo,
+        from: u64,
+        done: &mut Progress,
+    ) -> Result<u64> {
+        let err = sqlite_err(self.tmp);
+        let h = &info.header;
+        // A fork's first `seedLength` events are its parent's, repeated in its rows.
+        let inherited = if h.parent_session.is_some() {
+            h.seed_length.unwrap_or(0)
+        } else {
+            0
+        };
+        let mut sources_buf = String::new();
+        let mut read = 0u64;
+        let mut failed: Option<Error> = None;
+        let event_row = &mut self.event_row;
+        // Borrowed events, a window at a time: no owned copy of each event.
+        let visited = store.visit_events(&h.id, from..from + WINDOW, |e| {
+            read += 1;
+            // Bound as TEXT without a second UTF-8 pass: the validator checked it on the way
+            // in, and the read checked the event's checksum.
+            let data =
+                rusqlite::types::ToSqlOutput::Borrowed(rusqlite::types::ValueRef::Text(e.data()));
+            let (op, start, end) = match e.surface_op() {
+                None => (None, None, None),
+                Some(SurfaceOp::Append) => (Some("append"), None, None),
+                Some(SurfaceOp::Replace { start, end }) => {
+                    (Some("replace"), Some(to_i64(start)), Some(to_i64(end)))
+                }
+            };
+            let inserted = event_row.execute(params![
+                h.id,
+                to_i64(e.seq()),
+                e.event_type(),
+                e.time(),
+                data,
+                sources_json(e.sources(), &mut sources_buf),
+                op,
+                start,
+                end,
+                e.ignorable().then_some(1),
+                e.surface_op_first().then_some(1),
+                (e.seq() < inherited).then_some(1)
+            ]);
+            if let Err(source) = inserted {
+                failed = Some(err(source));
+                // Stops the visit; the SQLite error above is the one reported.
+                return Err(sessdb::Error::Closed);
+            }
+            done.events_done += 1;
+            done.bytes_done += e.data().len() as u64;
+            Ok(())
+        });
+        if let Some(failure) = failed {
+            return Err(failure);
+        }
+        visited?;
+        Ok(read)
+    }
+}
+
 fn write(
     store: &Store,
     target: &Path,
@@ -124,95 +255,9 @@ fn write(
         ..Progress::default()
     };
     {
-        let mut session_row = tx
-            .prepare("INSERT INTO sessions (id, version, created_at, cwd, parent_session, seed_length, origin, delegation_depth, agent_preset) VALUES (?1, 0, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")
-            .map_err(&err)?;
-        let mut event_row = tx
-            .prepare("INSERT INTO events (session_id, seq, type, time, data, source_event_seqs, surface_op, replace_start, replace_end, ignorable, key_order, inherited) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)")
-            .map_err(&err)?;
-        let mut surface_row = tx
-            .prepare("INSERT INTO surface (session_id, position, seq) VALUES (?1, ?2, ?3)")
-            .map_err(&err)?;
+        let mut rows = Inserts::prepare(&tx, &tmp)?;
         for info in chosen {
-            let h = &info.header;
-            let c = h.columns();
-            session_row
-                .execute(params![
-                    h.id,
-                    c.created_at,
-                    c.cwd,
-                    c.parent_session,
-                    c.seed_length,
-                    c.origin,
-                    c.delegation_depth,
-                    c.agent_preset
-                ])
-                .map_err(&err)?;
-            let mut from = 0;
-            let mut sources_buf = String::new();
-            // A fork's first `seedLength` events are its parent's, repeated in its rows.
-            let inherited = if h.parent_session.is_some() {
-                h.seed_length.unwrap_or(0)
-            } else {
-                0
-            };
-            while from < info.events {
-                // Borrowed events, a window at a time: no owned copy of each event.
-                let mut read = 0u64;
-                let mut failed: Option<Error> = None;
-                let visited = store.visit_events(&h.id, from..from + WINDOW, |e| {
-                    read += 1;
-                    // Bound as TEXT without a second UTF-8 pass: the validator checked it on
-                    // the way in, and the read checked the event's checksum.
-                    let data = rusqlite::types::ToSqlOutput::Borrowed(
-                        rusqlite::types::ValueRef::Text(e.data()),
-                    );
-                    let (op, start, end) = match e.surface_op() {
-                        None => (None, None, None),
-                        Some(SurfaceOp::Append) => (Some("append"), None, None),
-                        Some(SurfaceOp::Replace { start, end }) => {
-                            (Some("replace"), Some(to_i64(start)), Some(to_i64(end)))
-                        }
-                    };
-                    let inserted = event_row.execute(params![
-                        h.id,
-                        to_i64(e.seq()),
-                        e.event_type(),
-                        e.time(),
-                        data,
-                        sources_json(e.sources(), &mut sources_buf),
-                        op,
-                        start,
-                        end,
-                        e.ignorable().then_some(1),
-                        e.surface_op_first().then_some(1),
-                        (e.seq() < inherited).then_some(1)
-                    ]);
-                    if let Err(source) = inserted {
-                        failed = Some(err(source));
-                        // Stops the visit; the SQLite error above is the one reported.
-                        return Err(sessdb::Error::Closed);
-                    }
-                    done.events_done += 1;
-                    done.bytes_done += e.data().len() as u64;
-                    Ok(())
-                });
-                if let Some(failure) = failed {
-                    return Err(failure);
-                }
-                visited?;
-                if read == 0 {
-                    break;
-                }
-                from += read;
-                progress(done);
-            }
-            // The surface in order, for the `messages` view.
-            for (position, seq) in store.surface(&h.id)?.into_iter().enumerate() {
-                surface_row
-                    .execute(params![h.id, to_i64(position as u64), to_i64(seq)])
-                    .map_err(&err)?;
-            }
+            rows.session(store, info, &mut done, progress)?;
         }
     }
     tx.commit().map_err(&err)?;
