@@ -89,18 +89,7 @@ pub fn decide(model: &dyn History, c: &Candidate) -> Result<Accepted, Refusal> {
         return refuse("surface-op-required", c.ty.clone());
     };
     if let Some(sources) = &c.sources {
-        if sources.is_empty() && c.ty != "assistant/message" {
-            return refuse("empty-sources-only-on-assistant", "");
-        }
-        let mut sorted = sources.clone();
-        sorted.sort_unstable();
-        sorted.dedup();
-        if sorted.len() != sources.len() {
-            return refuse("sources-unique", format!("{sources:?}"));
-        }
-        if sources.iter().any(|&s| s >= c.seq) {
-            return refuse("sources-earlier", format!("{sources:?}"));
-        }
+        check_sources(c, sources)?;
     }
     let surface = model.surface();
     let Op::Replace { start, end } = op else {
@@ -147,6 +136,23 @@ pub fn decide(model: &dyn History, c: &Candidate) -> Result<Accepted, Refusal> {
         surface: next,
         data,
     })
+}
+
+/// Provenance: `[]` only on `assistant/message`, unique, every member before the event.
+fn check_sources(c: &Candidate, sources: &[u64]) -> Result<(), Refusal> {
+    if sources.is_empty() && c.ty != "assistant/message" {
+        return refuse("empty-sources-only-on-assistant", "");
+    }
+    let mut sorted = sources.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    if sorted.len() != sources.len() {
+        return refuse("sources-unique", format!("{sources:?}"));
+    }
+    if sources.iter().any(|&s| s >= c.seq) {
+        return refuse("sources-earlier", format!("{sources:?}"));
+    }
+    Ok(())
 }
 
 /// The two `data` trees with `message.content[0].content` removed are deeply equal.

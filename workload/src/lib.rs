@@ -325,73 +325,11 @@ pub fn generate<S: Sink>(spec: &WorkloadSpec, sink: &mut S) -> Result<WorkloadSu
                 steps = 2; // a tool result for the prune of turn 2
             }
             for step in 1..=steps {
-                w.log(&LogType::STEP_START, payload::step(t, step))?;
-                if step == 1 {
-                    w.log(&LogType::REQUEST_HEADER, payload::request_header())?;
-                    w.log(&LogType::REQUEST_CONTEXT, payload::request_context())?;
-                }
-                let final_step = step == steps;
-                let calls: Vec<(String, String)> = if final_step && !(interrupted && last) {
-                    Vec::new()
-                } else {
-                    (0..rng.range(1, 2))
-                        .map(|k| {
-                            (
-                                format!("call-{t}-{step}-{k}"),
-                                format!(
-                                    r#"{{"command":"{} {}"}}"#,
-                                    "cargo",
-                                    Writer::<S>::sentence(&mut rng, 2)
-                                ),
-                            )
-                        })
-                        .collect()
-                };
-                let (chunk_seqs, text) = w.stream(&mut rng, spec.max_chunks, step, &calls)?;
-                let blocks: Vec<payload::ToolCallBlock<'_>> = calls
-                    .iter()
-                    .map(|(c, a)| (c.as_str(), "bash", a.as_str()))
-                    .collect();
-                let msg = payload::assistant_message(
-                    t,
-                    step,
-                    &format!("a-{t}-{step}"),
-                    Some(&text),
-                    &blocks,
-                );
-                w.surface(
-                    SurfaceType::AssistantMessage,
-                    msg,
-                    SurfaceIntent::append().with_sources(chunk_seqs),
-                )?;
-                if interrupted && last && final_step {
-                    // The crash: the first call started and was logged, the rest never did.
-                    if let Some((call_id, args)) = calls.first() {
-                        w.log(
-                            &LogType::TOOL_CALL,
-                            payload::tool_call(t, step, call_id, "bash", args),
-                        )?;
-                    }
+                let crash = interrupted && last && step == steps;
+                if write_step(&mut w, &mut rng, spec.max_chunks, step, steps, crash)? {
                     summary.interrupted.push(w.id.clone());
                     break;
                 }
-                for (call_id, args) in &calls {
-                    let call_seq = w.log(
-                        &LogType::TOOL_CALL,
-                        payload::tool_call(t, step, call_id, "bash", args),
-                    )?;
-                    let words = rng.range(4, 40);
-                    let output = Writer::<S>::sentence(&mut rng, words);
-                    let result_id = format!("r-{call_id}");
-                    let data = payload::tool_result(t, step, &result_id, call_id, &output);
-                    let seq = w.surface(
-                        SurfaceType::ToolResult,
-                        data,
-                        SurfaceIntent::append().with_sources(vec![call_seq]),
-                    )?;
-                    w.tool_results.push((seq, t, step, call_id.clone()));
-                }
-                w.log(&LogType::STEP_END, payload::step(t, step))?;
             }
             if !(interrupted && last) {
                 w.log(&LogType::TURN_END, payload::turn_end(t))?;
@@ -401,29 +339,115 @@ pub fn generate<S: Sink>(spec: &WorkloadSpec, sink: &mut S) -> Result<WorkloadSu
         summary.events += w.appended;
     }
     if let Some(parent) = summary.sessions.first().cloned() {
-        let spec = ForkSpec::default().with_child_id(format!("{parent}-fork"));
-        let child = sink.fork(&parent, spec)?;
-        let mut w = Writer {
-            sink: &mut *sink,
-            id: child.clone(),
-            time,
-            surface: Vec::new(),
-            tool_results: Vec::new(),
-            turn: 100,
-            appended: 0,
-        };
-        w.log(&LogType::TURN_START, payload::turn_start(100))?;
-        w.surface(
-            SurfaceType::UserMessage,
-            payload::user_message("u-fork", "user", "Try the other approach."),
-            SurfaceIntent::append(),
-        )?;
-        w.log(&LogType::TURN_END, payload::turn_end(100))?;
-        summary.events += w.appended;
-        summary.sessions.push(child.clone());
-        summary.forks.push((parent, child));
+        fork_and_continue(sink, &mut summary, parent, time)?;
     }
     Ok(summary)
+}
+
+/// One step of turn `w.turn`: the model's streamed answer and its tool calls with their
+/// results. `crash`: the session's last step, cut after its first call was logged (returns
+/// `true`: the session ends there, interrupted).
+fn write_step<S: Sink>(
+    w: &mut Writer<'_, S>,
+    rng: &mut Rng,
+    max_chunks: u64,
+    step: u64,
+    steps: u64,
+    crash: bool,
+) -> Result<bool> {
+    let t = w.turn;
+    w.log(&LogType::STEP_START, payload::step(t, step))?;
+    if step == 1 {
+        w.log(&LogType::REQUEST_HEADER, payload::request_header())?;
+        w.log(&LogType::REQUEST_CONTEXT, payload::request_context())?;
+    }
+    let final_step = step == steps;
+    let calls: Vec<(String, String)> = if final_step && !crash {
+        Vec::new()
+    } else {
+        (0..rng.range(1, 2))
+            .map(|k| {
+                (
+                    format!("call-{t}-{step}-{k}"),
+                    format!(
+                        r#"{{"command":"{} {}"}}"#,
+                        "cargo",
+                        Writer::<S>::sentence(rng, 2)
+                    ),
+                )
+            })
+            .collect()
+    };
+    let (chunk_seqs, text) = w.stream(rng, max_chunks, step, &calls)?;
+    let blocks: Vec<payload::ToolCallBlock<'_>> = calls
+        .iter()
+        .map(|(c, a)| (c.as_str(), "bash", a.as_str()))
+        .collect();
+    let msg = payload::assistant_message(t, step, &format!("a-{t}-{step}"), Some(&text), &blocks);
+    w.surface(
+        SurfaceType::AssistantMessage,
+        msg,
+        SurfaceIntent::append().with_sources(chunk_seqs),
+    )?;
+    if crash {
+        // The crash: the first call started and was logged, the rest never did.
+        if let Some((call_id, args)) = calls.first() {
+            w.log(
+                &LogType::TOOL_CALL,
+                payload::tool_call(t, step, call_id, "bash", args),
+            )?;
+        }
+        return Ok(true);
+    }
+    for (call_id, args) in &calls {
+        let call_seq = w.log(
+            &LogType::TOOL_CALL,
+            payload::tool_call(t, step, call_id, "bash", args),
+        )?;
+        let words = rng.range(4, 40);
+        let output = Writer::<S>::sentence(rng, words);
+        let result_id = format!("r-{call_id}");
+        let data = payload::tool_result(t, step, &result_id, call_id, &output);
+        let seq = w.surface(
+            SurfaceType::ToolResult,
+            data,
+            SurfaceIntent::append().with_sources(vec![call_seq]),
+        )?;
+        w.tool_results.push((seq, t, step, call_id.clone()));
+    }
+    w.log(&LogType::STEP_END, payload::step(t, step))?;
+    Ok(false)
+}
+
+/// The first session forked, and one more turn on the fork.
+fn fork_and_continue<S: Sink>(
+    sink: &mut S,
+    summary: &mut WorkloadSummary,
+    parent: String,
+    time: i64,
+) -> Result<()> {
+    let spec = ForkSpec::default().with_child_id(format!("{parent}-fork"));
+    let child = sink.fork(&parent, spec)?;
+    let mut w = Writer {
+        sink: &mut *sink,
+        id: child.clone(),
+        time,
+        surface: Vec::new(),
+        tool_results: Vec::new(),
+        turn: 100,
+        appended: 0,
+    };
+    w.log(&LogType::TURN_START, payload::turn_start(100))?;
+    w.surface(
+        SurfaceType::UserMessage,
+        payload::user_message("u-fork", "user", "Try the other approach."),
+        SurfaceIntent::append(),
+    )?;
+    w.log(&LogType::TURN_END, payload::turn_end(100))?;
+    summary.events += w.appended;
+    summary.sessions.push(child.clone());
+    summary.forks.push((parent, child));
+    Ok(())
 }
 
 /// A compaction: the first surface nodes up to the second-to-last become one summary message.

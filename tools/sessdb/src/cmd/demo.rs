@@ -10,10 +10,11 @@ use sessdb::storage::FsStorage;
 use sessdb::store::verify;
 use std::sync::atomic::{AtomicI64, Ordering};
 
-use sessdb::{Draft, ForkSpec, SessionHeader, Store, StoreOptions};
-use sessdb_formats::jsonl::{ExportOptions, export_jsonl};
+use sessdb::store::{OpenReport, SessionInfo, StoreStats, VerifyReport};
+use sessdb::{Draft, ForkSpec, ResumeReport, SessionHeader, Store, StoreOptions};
+use sessdb_formats::jsonl::{ExportOptions, ExportReport, export_jsonl};
 use sessdb_formats::sqlite::{SqliteExportOptions, export_sqlite};
-use sessdb_workload::{Sink, WorkloadSpec, generate};
+use sessdb_workload::{Sink, WorkloadSpec, WorkloadSummary, generate};
 
 use crate::cmd::{is_store, open_writer};
 use crate::error::{CliError, CliResult, code};
@@ -204,11 +205,52 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
     .events;
     let verified = verify(Arc::new(FsStorage::new(&a.store)))?;
 
+    print_outcome(&Outcome {
+        store: &a.store,
+        jsonl: &jsonl,
+        sqlite: &sqlite,
+        sessions: &sessions,
+        stats: &stats,
+        disk_bytes: disk.total(),
+        summary: &summary,
+        repaired: &repaired,
+        reopened,
+        report: &report,
+        jsonl_report: &jsonl_report,
+        sqlite_events,
+        verified: &verified,
+    });
+    Ok(if verified.ok() && is_store(&a.store) {
+        code::OK
+    } else {
+        code::CORRUPTION
+    })
+}
+
+/// What the demo did, as it prints it.
+struct Outcome<'a> {
+    store: &'a Path,
+    jsonl: &'a Path,
+    sqlite: &'a Path,
+    sessions: &'a [SessionInfo],
+    stats: &'a StoreStats,
+    disk_bytes: u64,
+    summary: &'a WorkloadSummary,
+    repaired: &'a [(String, ResumeReport)],
+    reopened: std::time::Duration,
+    report: &'a OpenReport,
+    jsonl_report: &'a ExportReport,
+    sqlite_events: u64,
+    verified: &'a VerifyReport,
+}
+
+/// The sessions, then a line for each part of the demo.
+fn print_outcome(o: &Outcome<'_>) {
     println(&format!(
         "{:<32} {:>7} {:>8}  parent",
         "session", "events", "surface"
     ));
-    for s in &sessions {
+    for s in o.sessions {
         println(&format!(
             "{:<32} {:>7} {:>8}  {}",
             shown(&s.header.id),
@@ -220,20 +262,20 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
     println("");
     println(&format!(
         "store        {}: {} sessions, {} events, {} segment(s), {} bytes on disk",
-        a.store.display(),
-        stats.sessions,
-        stats.events,
-        stats.segments,
-        disk.total()
+        o.store.display(),
+        o.stats.sessions,
+        o.stats.events,
+        o.stats.segments,
+        o.disk_bytes
     ));
     println(&format!(
         "workload     {} compaction(s), {} tool-result prune(s), {} fork(s), {} interrupted session(s)",
-        summary.compactions,
-        summary.prunes,
-        summary.forks.len(),
-        summary.interrupted.len()
+        o.summary.compactions,
+        o.summary.prunes,
+        o.summary.forks.len(),
+        o.summary.interrupted.len()
     ));
-    for (id, r) in &repaired {
+    for (id, r) in o.repaired {
         println(&format!(
             "resumed      {id}: {} repair closer(s) at seqs {:?}, end-seed marker at {}",
             r.closers.len(),
@@ -243,33 +285,29 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
     }
     println(&format!(
         "reopened     in {:.1} ms from checkpoint {}, {} record(s) replayed",
-        reopened.as_secs_f64() * 1e3,
-        report
+        o.reopened.as_secs_f64() * 1e3,
+        o.report
             .checkpoint
             .map_or_else(|| "none".into(), |g| g.to_string()),
-        report.records_replayed
+        o.report.records_replayed
     ));
     println(&format!(
         "jsonl        {} ({} files, {} bytes)",
-        jsonl.display(),
-        jsonl_report.files.len(),
-        jsonl_report.bytes
+        o.jsonl.display(),
+        o.jsonl_report.files.len(),
+        o.jsonl_report.bytes
     ));
     println(&format!(
-        "sqlite       {} ({sqlite_events} events)",
-        sqlite.display()
+        "sqlite       {} ({} events)",
+        o.sqlite.display(),
+        o.sqlite_events
     ));
     println(&format!(
         "verify       {}",
-        if verified.ok() {
-            format!("ok ({} records checked)", verified.records)
+        if o.verified.ok() {
+            format!("ok ({} records checked)", o.verified.records)
         } else {
-            verified.problems.join("; ")
+            o.verified.problems.join("; ")
         }
     ));
-    Ok(if verified.ok() && is_store(&a.store) {
-        code::OK
-    } else {
-        code::CORRUPTION
-    })
 }

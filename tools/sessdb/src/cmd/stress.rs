@@ -124,16 +124,9 @@ fn round_seed(seed: u64, thread: u64, round: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-pub fn run(a: &Args, quiet: bool) -> CliResult {
-    if !(a.seconds.is_finite() && a.seconds >= 0.0) {
-        return Err(CliError::new(code::USAGE, "--seconds must be a number ≥ 0"));
-    }
-    if a.threads == 0 || a.sessions == 0 {
-        return Err(CliError::new(
-            code::USAGE,
-            "--threads and --sessions must be at least 1",
-        ));
-    }
+/// The store's options for a run: its durability, segment size, and for `--churn` a
+/// background compaction that reads the log at once and takes small segments too.
+fn options_of(a: &Args) -> StoreOptions {
     let mut options = StoreOptions::default().with_durability(if a.sync {
         Durability::Sync
     } else {
@@ -151,6 +144,56 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
                 .with_min_dead_bytes(4096),
         ));
     }
+    options
+}
+
+/// One appending thread: generated rounds until the deadline closes the sink (`--churn`:
+/// each round's sessions deleted after it, but the first round's).
+fn rounds(
+    sink: &mut AckSink,
+    seed: u64,
+    thread: u64,
+    sessions: usize,
+    churn: bool,
+) -> sessdb::Result<()> {
+    for round in 0.. {
+        let spec = WorkloadSpec {
+            seed: round_seed(seed, thread, round),
+            sessions,
+            ..WorkloadSpec::default()
+        };
+        let done = generate(&spec, sink).map(|_| ()).and_then(|()| {
+            if !churn {
+                return Ok(());
+            }
+            if round == 0 {
+                sink.created.clear();
+                return Ok(());
+            }
+            sink.churn()
+        });
+        match done {
+            Ok(()) => {}
+            Err(sessdb::Error::Closed) => return Ok(()),
+            // A rerun on the same store meets ids an earlier run made: next round.
+            Err(sessdb::Error::SessionExists { .. }) => sink.created.clear(),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+pub fn run(a: &Args, quiet: bool) -> CliResult {
+    if !(a.seconds.is_finite() && a.seconds >= 0.0) {
+        return Err(CliError::new(code::USAGE, "--seconds must be a number ≥ 0"));
+    }
+    if a.threads == 0 || a.sessions == 0 {
+        return Err(CliError::new(
+            code::USAGE,
+            "--threads and --sessions must be at least 1",
+        ));
+    }
+    let options = options_of(a);
     let store = open_or_create_writer(&a.store, options)?;
     let started = Instant::now();
     let deadline = started + Duration::from_secs_f64(a.seconds);
@@ -164,33 +207,7 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
                 created: Vec::new(),
             };
             let (seed, sessions, churn) = (a.seed, a.sessions, a.churn);
-            std::thread::spawn(move || -> sessdb::Result<()> {
-                for round in 0.. {
-                    let spec = WorkloadSpec {
-                        seed: round_seed(seed, t, round),
-                        sessions,
-                        ..WorkloadSpec::default()
-                    };
-                    let done = generate(&spec, &mut sink).map(|_| ()).and_then(|()| {
-                        if !churn {
-                            return Ok(());
-                        }
-                        if round == 0 {
-                            sink.created.clear();
-                            return Ok(());
-                        }
-                        sink.churn()
-                    });
-                    match done {
-                        Ok(()) => {}
-                        Err(sessdb::Error::Closed) => return Ok(()),
-                        // A rerun on the same store meets ids an earlier run made: next round.
-                        Err(sessdb::Error::SessionExists { .. }) => sink.created.clear(),
-                        Err(e) => return Err(e),
-                    }
-                }
-                Ok(())
-            })
+            std::thread::spawn(move || rounds(&mut sink, seed, t, sessions, churn))
         })
         .collect();
     // A bar of the seconds run (terminal only); the acks go to stdout meanwhile.
