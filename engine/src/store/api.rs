@@ -665,6 +665,12 @@ impl Store {
             }))
     }
 
+    /// Whether this store was opened read-only ([`Store::open_read_only`]): it writes
+    /// nothing, holds no lock, and catches up with a writer through [`Store::refresh`].
+    pub fn is_read_only(&self) -> bool {
+        self.inner.writer.access() == Access::Read
+    }
+
     /// Whether [`Store::close`] was called (on this store or a clone). After it every call
     /// that returns a `Result` is `Closed`; `list`, `info`, `stats` and `memory_usage`
     /// describe the store as it was when closed.

@@ -2,7 +2,7 @@
 
 use sessdb::store::{Direction, ListOptions, ListOrder};
 
-use crate::cmd::{PathArg, open_existing};
+use crate::cmd::{PathArg, leave, open_existing};
 use crate::error::{CliResult, code};
 use crate::out::{iso_time, pad, print_json, println, shown, width};
 
@@ -82,6 +82,8 @@ pub fn run(a: &Args) -> CliResult {
             })
             .collect();
         print_json(&rows);
+        drop(rows);
+        leave((store, sessions));
         return Ok(code::OK);
     }
     // Columns sized to the data; ids shown escaped.
@@ -115,5 +117,6 @@ pub fn run(a: &Args) -> CliResult {
             s.last_time.map_or_else(|| "-".to_owned(), iso_time)
         ));
     }
+    leave((store, sessions));
     Ok(code::OK)
 }
