@@ -667,6 +667,18 @@ impl Store {
 
     /// Whether this store was opened read-only ([`Store::open_read_only`]): it writes
     /// nothing, holds no lock, and catches up with a writer through [`Store::refresh`].
+    ///
+    /// ```
+    /// # use sessdb::{Store, StoreOptions};
+    /// # let dir = std::env::temp_dir().join(format!("sessdb-doc-ro-{}", std::process::id()));
+    /// # let _ = std::fs::remove_dir_all(&dir);
+    /// let writer = Store::open(&dir, StoreOptions::default())?;
+    /// let reader = Store::open_read_only(&dir, StoreOptions::default())?;
+    /// assert!(!writer.is_read_only() && reader.is_read_only());
+    /// # drop((writer, reader));
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), sessdb::Error>(())
+    /// ```
     pub fn is_read_only(&self) -> bool {
         self.inner.writer.access() == Access::Read
     }
