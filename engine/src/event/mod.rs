@@ -520,7 +520,7 @@ mod tests {
     }
 
     /// `messages()` and every scan walk events in memory: the common event stays 80 bytes
-    /// (`docs/PERFORMANCE.md`, 104 before: `messages()` of 10k nodes 62 → 37 µs).
+    /// (104 before; `docs/PERFORMANCE.md` has what it gained).
     #[test]
     #[cfg(target_pointer_width = "64")]
     fn an_event_is_80_bytes() {

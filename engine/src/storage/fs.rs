@@ -128,9 +128,8 @@ impl StorageFile for FsFile {
 
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         // In pieces of 1 MiB: one `pwrite` of several MiB into a new file's page cache ran
-        // 2-5x slower than the same bytes in 1 MiB pieces, and varied as much (Linux 6.18,
-        // ext4: 97 MB of compacted segments written in 22-120 ms whole, 21-23 ms in pieces;
-        // `docs/PERFORMANCE.md`, Compaction).
+        // slower than the same bytes in 1 MiB pieces, and varied as much
+        // (`docs/PERFORMANCE.md`, Compaction).
         let mut at = offset;
         for piece in buf.chunks(WRITE_PIECE) {
             self.file.write_all_at(piece, at)?;

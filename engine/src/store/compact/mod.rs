@@ -151,18 +151,12 @@ impl Compaction<'_> {
             .chain(&work.drops.deletions_after)
             .any(|r| r.seg == last);
         if run == Run::Plan {
-            let named = self
-                .store
-                .writer
-                .tail()
-                .as_ref()
-                .and_then(|t| t.last_record);
             let plan = Plan {
                 segments: &segments,
                 end_lsn,
                 drops: &work.drops,
                 refresh: &work.refresh,
-                tombstones: Tombstones { cutoff, named },
+                tombstones: self.tombstones(cutoff),
                 rolls,
             };
             self.measure_plan(&plan, report)?;
@@ -240,21 +234,15 @@ impl Compaction<'_> {
         // The record that checkpoint names: its tombstone, if it has one, outlives its expiry.
         // Read before the checkpoint is taken: one the writer appends meanwhile is past the
         // snapshot's end, and this compaction leaves out nothing there.
-        let named = self
-            .store
-            .writer
-            .tail()
-            .as_ref()
-            .and_then(|t| t.last_record);
-        let tombstones = Tombstones { cutoff, named };
+        let tombstones = self.tombstones(cutoff);
         // The second step finds its segments by first LSN (the first step writes new files).
         let first_lsns: Vec<u64> = segments.iter().map(|s| s.first_lsn).collect();
         // On a disk with less room than the files staged ahead may take, the checkpoint is
         // written first, alone (beside them, it could take the room the file the putter
         // waits for needs), no file is staged ahead (one at a time), and each replaced file
         // is let go at once, so its blocks are there for the next. With room, the old files
-        // are let go when the compaction is done: unmapping them beside it slowed it (two
-        // `--only compact` runs: 129 and 135 ms against 123 and 125 ms before).
+        // are let go when the compaction is done: unmapping them beside it slowed it
+        // (PERFORMANCE.md, "Compaction on a nearly full disk").
         let staged_max = self.policy(scope).staged_bytes_max;
         let short = self
             .store
@@ -516,6 +504,18 @@ impl Compaction<'_> {
             .map(|g| g.len() - 1)
             .sum();
         Ok(())
+    }
+
+    /// What the tombstones of this compaction keep: those written after `cutoff`, and the
+    /// one of the writer's last record (the record the next checkpoint names).
+    fn tombstones(&self, cutoff: i64) -> Tombstones {
+        let named = self
+            .store
+            .writer
+            .tail()
+            .as_ref()
+            .and_then(|t| t.last_record);
+        Tombstones { cutoff, named }
     }
 
     /// The policy a compaction follows: its own, else the store's, else the default.

@@ -4,8 +4,8 @@
 //! the log's order from the newest — a sync, one rename and a directory sync each — so every
 //! state between two renames replays, as with one thread (`history.rs` says why the order).
 //!
-//! Staging is the CPU's part (the kept frames copied, the file written into the page cache:
-//! ~70 ms of the DSH mix's 97 MB on one thread), putting in place mostly the device's; the
+//! Staging is the CPU's part (the kept frames copied, the file written into the page cache;
+//! `docs/PERFORMANCE.md`, Compaction), putting in place mostly the device's; the
 //! workers stage the next files while the device writes and the putter waits for it. At most
 //! `staged_max` bytes (one file at least) are staged and not yet in place: the disk space a
 //! compaction takes beside the files it replaces. Fewer when the disk has less room

@@ -1,8 +1,8 @@
 //! Compaction's one read of the log: every segment walked (`store/log/walk.rs`), every frame's
 //! checksum checked and every record summarized, on worker threads a segment at a time; the
 //! summaries are added to the history (`history.rs`) here, in log order — an incarnation is
-//! known only from what came before it. Measured on the DSH mix (200 MB, 1 M records, two
-//! cores): ~95 ms on one thread, the walk and the checksums most of it (`docs/PERFORMANCE.md`).
+//! known only from what came before it. The walk and the checksums are most of its time
+//! (`docs/PERFORMANCE.md`, Compaction).
 //!
 //! A summary names its session ids by their place in the segment's bytes, not by a borrow:
 //! they are looked up again from the segment's map when the summary is added (a sealed
