@@ -105,7 +105,8 @@ pub(in crate::store) fn scan(
         let map = seg.map()?;
         let facts = facts_of(map, if newest { Place::Newest } else { Place::Sealed });
         let limit = stops_here.then(|| map.offset_at_or_after(span.stop_lsn));
-        let mut offset = to_usize(seg, map.offset_at_or_after(out.end_lsn.max(seg.first_lsn)))?;
+        let mut offset =
+            crate::width::index(map.offset_at_or_after(out.end_lsn.max(seg.first_lsn)));
         let mut pass = Pass::First;
         loop {
             // Only the bytes from where the scan is: what a checkpoint covers is not re-read.
@@ -191,16 +192,6 @@ fn at_stop(
     }
 }
 
-fn to_usize(seg: &Segment, at: u64) -> Result<usize> {
-    usize::try_from(at).map_err(|_| {
-        Error::corruption(
-            &seg.path,
-            0,
-            CorruptionKind::Inconsistent("a position past the address space"),
-        )
-    })
-}
-
 /// The segment's bytes from file offset `at` to its end (or `limit`), read now.
 fn read_from(seg: &Segment, at: usize, limit: Option<u64>) -> Result<Vec<u8>> {
     // A live writer's roll cuts the active segment's allocated space between the length and
@@ -211,7 +202,7 @@ fn read_from(seg: &Segment, at: usize, limit: Option<u64>) -> Result<Vec<u8>> {
         if let Some(limit) = limit {
             len = len.min(limit);
         }
-        let len = to_usize(seg, len)?.max(at);
+        let len = crate::width::index(len).max(at);
         let mut bytes = vec![0u8; len - at];
         match seg.file.read_at(&mut bytes, at as u64) {
             Ok(()) => return Ok(bytes),

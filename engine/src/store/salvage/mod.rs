@@ -209,9 +209,8 @@ impl ListWalk<'_> {
         self.scanned_any = true;
         let compacted = runs.is_some();
         let records = match runs {
-            Some((r, _)) => usize::try_from(r.records_end())
-                .ok()
-                .and_then(|end| bytes.get(..end))
+            Some((r, _)) => bytes
+                .get(..crate::width::index(r.records_end()))
                 .unwrap_or_default(),
             None => bytes,
         };
