@@ -46,6 +46,10 @@ pub enum CorruptionKind {
     /// locations are first used; `verify` checks every run).
     #[error("a checkpoint's location run fails its checksum")]
     CheckpointLocations,
+    /// A checkpoint's entry of one session (header and state, layout 3) fails its CRC or does
+    /// not decode (found when the session is first read; `verify` checks every entry).
+    #[error("a checkpoint's session entry is damaged")]
+    CheckpointEntry,
     /// A compacted segment's footer or run table (what maps its LSNs) is damaged.
     #[error("a compacted segment's run table is damaged: {0}")]
     RunTable(&'static str),

@@ -11,6 +11,7 @@
 
 use sessdb::Store;
 use sessdb::codec::checkpoint::CHECKPOINT_HEADER_LEN;
+use sessdb::codec::checkpoint::indexed::Regions;
 use sessdb_tests::{Backend, on_both_storages};
 
 #[path = "support/store.rs"]
@@ -19,7 +20,8 @@ use support::*;
 
 /// Regression (found by the `store_checkpoints` property test): a flipped byte in the
 /// checkpoint header's reserved field went unnoticed, because nothing covered it. The header
-/// now carries its own CRC; every byte of a checkpoint file is checked.
+/// now carries its own CRC; every byte of the header and the index is checked at open (an
+/// entry's or a run's bytes when they are first used: `store_checkpoints.rs`).
 fn regression_a_flipped_byte_anywhere_in_a_checkpoint_discards_it(storage: &Backend) {
     let mut store = open(storage);
     workload(&mut store);
@@ -29,8 +31,12 @@ fn regression_a_flipped_byte_anywhere_in_a_checkpoint_discards_it(storage: &Back
         .into_iter()
         .rfind(|(p, _)| p.starts_with("checkpoints/"))
         .unwrap();
+    let index_end = CHECKPOINT_HEADER_LEN
+        + Regions::of(&bytes[CHECKPOINT_HEADER_LEN..])
+            .unwrap()
+            .entries_start;
     let at_all: Vec<usize> = (0..CHECKPOINT_HEADER_LEN)
-        .chain([CHECKPOINT_HEADER_LEN + 3, bytes.len() - 1])
+        .chain([CHECKPOINT_HEADER_LEN + 3, index_end - 1])
         .collect();
     for at in at_all {
         let mut damaged = bytes.clone();

@@ -103,10 +103,10 @@ proptest! {
                 prop_assert_eq!(got, reference.clone());
             }
             Err(sessdb::Error::Corruption { segment, kind, .. }) => {
-                prop_assert_eq!(kind, sessdb::CorruptionKind::CheckpointLocations);
+                prop_assert!(matches!(kind, sessdb::CorruptionKind::CheckpointLocations | sessdb::CorruptionKind::CheckpointEntry), "{kind:?}");
                 prop_assert_eq!(&segment, &damaged[newest].0);
                 let problems = sessdb::store::verify(Arc::new(segments_and(&files, &damaged))).unwrap().problems;
-                prop_assert!(problems.iter().any(|p| p.contains("location run")), "{problems:?}");
+                prop_assert!(problems.iter().any(|p| p.contains("location run") || p.contains("entry")), "{problems:?}");
                 let replayed = Store::open_with(Arc::new(segments_and(&files, &damaged)), options().with_ignore_checkpoints(true)).unwrap();
                 prop_assert_eq!(dump(&replayed), reference.clone());
             }
@@ -138,11 +138,13 @@ proptest! {
     }
 }
 
-/// Where the location runs of a checkpoint file start: after its header and table.
+/// Where the location runs of a checkpoint file start: after its header, index and entries.
 fn runs_start(file: &[u8]) -> usize {
     let header = sessdb::codec::checkpoint::CHECKPOINT_HEADER_LEN;
-    let table = u64::from_le_bytes(file[header..header + 8].try_into().unwrap());
-    header + 8 + usize::try_from(table).unwrap()
+    header
+        + sessdb::codec::checkpoint::indexed::Regions::of(&file[header..])
+            .unwrap()
+            .runs_start
 }
 
 #[test]

@@ -156,7 +156,8 @@ fn checkpoint_header() -> Vec<u8> {
             crc: 0x1234_5678,
         }),
     };
-    meta.encode_header(b"body").to_vec()
+    meta.encode_header(super::checkpoint::BodyLayout::Indexed, b"body")
+        .to_vec()
 }
 
 fn checkpoint_body() -> Vec<u8> {
@@ -205,6 +206,59 @@ fn checkpoint_body() -> Vec<u8> {
     w.finish(["old"].into_iter()).unwrap()
 }
 
+/// A layout-3 delta (generation 2): session `s1` (the state above) whose first two locations
+/// are a run of generation 1 and whose third is written here, and the slot of an untouched
+/// session carried over from generation 1.
+fn checkpoint_indexed_body() -> Vec<u8> {
+    use super::checkpoint::indexed::{IndexedWriter, RunRef, Slot};
+    let state = SessionState {
+        next_seq: 3,
+        last_time: Some(1_767_225_600_007),
+        surface: SurfaceManager::from_parts(vec![2], 0),
+        repair: RepairState::default(),
+        turns: TurnMarks::from_encoded(vec![3]),
+    };
+    let mut third = Vec::new();
+    EventLoc {
+        lsn: 76,
+        offset: 55,
+        len: 99,
+    }
+    .encode(&mut third);
+    let mut w = IndexedWriter::new(2);
+    w.entry(
+        &SessionRef {
+            id: "s1",
+            header_json: br#"{"type":"session","version":0,"id":"s1","createdAt":0}"#,
+            created_lsn: 0,
+            parent: None,
+            loc_base: 0,
+            state: &state,
+        },
+        0,
+        &[RunRef {
+            generation: 1,
+            start: 0,
+            count: 2,
+            crc: 0x0102_0304,
+        }],
+        1,
+        &[&third],
+    )
+    .unwrap();
+    w.carry(Slot {
+        id_hash: 0x1111_2222_3333_4444,
+        generation: 1,
+        entry_at: 0x40,
+        entry_len: 0x30,
+        entry_crc: 0xAABB_CCDD,
+        created_at: 5,
+        last_time: None,
+        next_seq: 0,
+    });
+    w.finish().unwrap()
+}
+
 #[test]
 fn the_document_shows_exactly_the_bytes_the_code_writes() {
     for (name, bytes) in [
@@ -214,6 +268,7 @@ fn the_document_shows_exactly_the_bytes_the_code_writes() {
         ("append-frame-layout1-header", append_frame_layout1_header()),
         ("checkpoint-header", checkpoint_header()),
         ("checkpoint-body", checkpoint_body()),
+        ("checkpoint-indexed-body", checkpoint_indexed_body()),
     ] {
         // On a mismatch the message carries the block the document should hold.
         assert!(

@@ -5,6 +5,7 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use crate::codec::checkpoint::indexed::{RunRef, Slot};
 use crate::codec::frame::FRAME_HEADER_LEN;
 use crate::event::{Event, SurfaceOp};
 use crate::model::{EventSource, SessionHeader, SessionState, Verdict, plan};
@@ -26,6 +27,26 @@ pub(crate) struct SessionEntry {
     pub(crate) checkpointed_locs: u64,
     /// Changed since the last checkpoint (a delta writes it).
     pub(crate) dirty: bool,
+    /// Where the chain holds its entry and locations (layout 3): a delta carries the slot of
+    /// a clean session over and names these runs for a changed one. `None` for a session the
+    /// chain does not hold in layout 3 (created since, or read from a layout-2 chain).
+    pub(crate) persisted: Option<Persisted>,
+}
+
+/// A session's entry and location runs in the checkpoint chain (layout 3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Persisted {
+    pub(crate) slot: Slot,
+    /// Runs holding its locations from its inherited count on, in order.
+    pub(crate) runs: Vec<RunRef>,
+}
+
+impl Persisted {
+    /// The runs, when they hold exactly the session's first `locations` (a fork's inherited
+    /// ones aside): what a delta names instead of writing them again.
+    pub(crate) fn runs_covering(&self, locations: u64) -> Option<&[RunRef]> {
+        (self.slot.next_seq == locations).then_some(&self.runs[..])
+    }
 }
 
 impl SessionEntry {
@@ -194,8 +215,15 @@ impl Entries {
         }
     }
 
-    /// After a checkpoint encoded every change: nothing is new for the next delta.
-    pub(crate) fn mark_checkpointed(&mut self) {
+    /// After a checkpoint encoded every change (`written`: the sessions whose entries it
+    /// holds, and where): nothing is new for the next delta.
+    pub(crate) fn mark_checkpointed(&mut self, written: Vec<(String, Persisted)>) {
+        for (id, persisted) in written {
+            if let Some(e) = self.sessions.get_mut(&id) {
+                debug_assert_eq!(persisted.slot.next_seq, e.locs.len(), "{id}: persisted");
+                e.persisted = Some(persisted);
+            }
+        }
         for e in self.sessions.values_mut() {
             e.checkpointed_locs = e.locs.len();
             e.dirty = false;
@@ -232,6 +260,7 @@ impl Entries {
                 created_lsn,
                 checkpointed_locs: 0,
                 dirty: true,
+                persisted: None,
             },
         );
         self.touch(&id);
@@ -260,6 +289,8 @@ impl Entries {
             if let Some(e) = self.sessions.get_mut(&child) {
                 e.locs.materialize();
                 e.parent = None;
+                // Its runs held only what it did not inherit: its entry is written anew.
+                e.persisted = None;
             }
             self.touch(&child);
         }

@@ -10,7 +10,9 @@
 use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 
-use crate::codec::checkpoint::{BodyWriter, LocRun, SessionRef};
+use crate::codec::checkpoint::LocRun;
+#[cfg(test)]
+use crate::codec::checkpoint::{BodyWriter, SessionRef};
 use crate::codec::{CorruptionKind, EventLoc};
 use crate::model::SharedVec;
 use crate::storage::FileView;
@@ -303,18 +305,30 @@ impl Locations {
         }
     }
 
-    /// Writes the session into a checkpoint body with its locations `from..`: the lazy part
-    /// copied as the raw bytes of its runs (each checked first), never decoded.
+    /// Writes the session into a layout-2 checkpoint body with its locations `from..` (tests
+    /// build layout-2 files with it; the store writes layout 3 through
+    /// [`Locations::pieces_from`]).
     ///
     /// # Errors
-    /// `Corruption` for a lazy run that fails its CRC; the inner error is the body writer's
-    /// (a part too long for its length field).
+    /// As [`Locations::pieces_from`]; the inner error is the body writer's.
+    #[cfg(test)]
     pub(crate) fn write_into(
         &self,
         w: &mut BodyWriter,
         s: &SessionRef<'_>,
         from: u64,
     ) -> Result<std::result::Result<(), &'static str>> {
+        let (count, pieces) = self.pieces_from(from)?;
+        let pieces: Vec<&[u8]> = pieces.iter().map(|p| &**p).collect();
+        Ok(w.session_raw(s, count, &pieces))
+    }
+
+    /// Locations `from..` as their encoded bytes, and how many: the lazy part's runs borrowed
+    /// as raw bytes (each checked first), never decoded.
+    ///
+    /// # Errors
+    /// `Corruption` for a lazy run that fails its CRC.
+    pub(crate) fn pieces_from(&self, from: u64) -> Result<(u64, Vec<Cow<'_, [u8]>>)> {
         let mut pieces: Vec<Cow<'_, [u8]>> = Vec::new();
         let encoded = |locs: &mut dyn Iterator<Item = EventLoc>| {
             let mut out = Vec::new();
@@ -358,9 +372,7 @@ impl Locations {
                     .copied(),
             )));
         }
-        let count = self.len().saturating_sub(from);
-        let pieces: Vec<&[u8]> = pieces.iter().map(|p| &**p).collect();
-        Ok(w.session_raw(s, count, &pieces))
+        Ok((self.len().saturating_sub(from), pieces))
     }
 }
 

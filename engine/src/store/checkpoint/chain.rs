@@ -11,8 +11,8 @@ use crate::Result;
 use crate::codec::checkpoint::{CheckpointMeta, checkpoint_path};
 use crate::storage::Storage;
 use crate::store::catalog::entries::Entries;
-use crate::store::checkpoint::files::LoadedBody;
 use crate::store::checkpoint::files::{self, Opened};
+use crate::store::checkpoint::files::{BodyCheck, LoadedBody};
 use crate::store::log::segments::SegmentList;
 
 /// Every checkpoint header that checks out, by generation.
@@ -98,16 +98,23 @@ impl CheckpointHeaders {
         Some(chain)
     }
 
-    /// The bodies of a chain, oldest first.
+    /// The bodies of a chain (`chain` newest first), oldest first: the newest checked
+    /// whole, the earlier ones only as far as the newest one's index needs them.
     fn bodies(&self, chain: &[u64]) -> std::result::Result<Vec<LoadedBody>, String> {
         chain
             .iter()
+            .enumerate()
             .rev()
-            .map(|g| {
+            .map(|(i, g)| {
+                let check = if i == 0 {
+                    BodyCheck::Whole
+                } else {
+                    BodyCheck::Regions
+                };
                 self.by_generation
                     .get(g)
                     .ok_or_else(|| format!("{}: gone", checkpoint_path(*g)))?
-                    .body()
+                    .body(check)
                     .map_err(|unusable| unusable.why)
             })
             .collect()
@@ -119,9 +126,7 @@ impl CheckpointHeaders {
         self.by_generation.keys().rev().find_map(|&g| {
             let bodies = self.bodies(&self.chain(g)?).ok()?;
             let mut catalog = Entries::default();
-            for body in bodies {
-                files::apply(body, &mut catalog).ok()?;
-            }
+            crate::store::checkpoint::load::apply_chain(bodies, &mut catalog).ok()?;
             Some(catalog)
         })
     }

@@ -5,8 +5,9 @@
 use std::sync::Arc;
 
 use crate::codec::CorruptionKind;
+use crate::codec::checkpoint::indexed::{IndexedWriter, Regions};
 use crate::codec::checkpoint::{
-    Body, BodyWriter, CHECKPOINT_HEADER_LEN, CHECKPOINTS_DIR, CheckpointHeader, CheckpointMeta,
+    Body, BodyLayout, CHECKPOINT_HEADER_LEN, CHECKPOINTS_DIR, CheckpointHeader, CheckpointMeta,
     SessionRef, SessionSnap, checked_part, checkpoint_path, decode_body, decode_header,
     parse_checkpoint_name,
 };
@@ -14,7 +15,7 @@ use crate::model::SessionHeader;
 use crate::storage::Checked;
 use crate::storage::{FileView, OpenMode, Replacement, Storage, StorageFile};
 use crate::store::catalog::entries::Entries;
-use crate::store::catalog::entries::SessionEntry;
+use crate::store::catalog::entries::{Persisted, SessionEntry};
 use crate::store::catalog::locations::{Locations, MappedRun};
 use crate::{Error, Result};
 
@@ -24,6 +25,8 @@ pub(crate) enum RestoreError {
     /// A location run had to be decoded and failed its CRC: damage of the checkpoint, after
     /// which the open replays the whole log instead.
     RunDamaged,
+    /// A session's entry fails its CRC or does not decode: damage of the checkpoint, as above.
+    EntryDamaged,
     /// The body does not fit the chain it is applied on.
     Inconsistent(&'static str),
 }
@@ -33,6 +36,7 @@ impl RestoreError {
     pub(crate) fn kind(self) -> CorruptionKind {
         match self {
             RestoreError::RunDamaged => CorruptionKind::CheckpointLocations,
+            RestoreError::EntryDamaged => CorruptionKind::CheckpointEntry,
             RestoreError::Inconsistent(why) => CorruptionKind::Inconsistent(why),
         }
     }
@@ -44,28 +48,55 @@ impl From<&'static str> for RestoreError {
     }
 }
 
-/// A decoded body and the file bytes its location runs are in.
+/// A checkpoint body as an open uses it, and the file bytes it is in.
 #[derive(Debug)]
 pub(crate) struct LoadedBody {
-    pub(crate) body: Body,
-    view: FileView,
-    path: Arc<str>,
+    pub(crate) generation: u64,
+    pub(crate) parts: BodyParts,
+    pub(crate) view: FileView,
+    pub(crate) path: Arc<str>,
 }
 
-/// Encodes the body of a checkpoint: every session (`full`) or the changed ones with the
-/// locations added since the last checkpoint, and the ids deleted since.
+/// What was read of a body, by its layout.
+#[derive(Debug)]
+pub(crate) enum BodyParts {
+    /// Layout 2: the table, decoded.
+    Table(Body),
+    /// Layout 3: where the index, entries and runs are (nothing decoded).
+    Indexed(Regions),
+}
+
+/// What a body's read checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BodyCheck {
+    /// The table or index against the header's CRC: the body whose index is used.
+    Whole,
+    /// The regions only: an earlier link of a layout-3 chain, whose entries and runs the
+    /// newest index names (each checked against its own CRC when read).
+    Regions,
+}
+
 /// What a checkpoint holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum CheckpointKind {
-    /// The sessions changed since the previous checkpoint, and the deletions: a link of the
-    /// chain (or a full one, when the chain says one is due).
+    /// The sessions changed since the previous checkpoint and the index of every one: a link
+    /// of the chain (or a full one, when the chain says one is due).
     Delta,
     /// Every session, naming no earlier checkpoint: what a compaction writes first.
     Full,
 }
 
-pub(crate) fn encode(catalog: &Entries, kind: CheckpointKind) -> Result<Vec<u8>> {
-    let full = kind == CheckpointKind::Full;
+/// An encoded body (layout 3) and where each session written into it now persists.
+pub(crate) struct Encoded {
+    pub(crate) body: Vec<u8>,
+    /// Sessions whose entry this body holds, with their slot and runs.
+    pub(crate) written: Vec<(String, Persisted)>,
+}
+
+/// Encodes the body of checkpoint `generation`: every session (`full`), or the changed ones
+/// with the locations added since the last checkpoint and the slots of the others carried
+/// over (a delta).
+pub(crate) fn encode(catalog: &Entries, kind: CheckpointKind, generation: u64) -> Result<Encoded> {
     let too_large = |why: &'static str| {
         Error::io(
             "encode checkpoint",
@@ -73,20 +104,28 @@ pub(crate) fn encode(catalog: &Entries, kind: CheckpointKind) -> Result<Vec<u8>>
             std::io::Error::other(why),
         )
     };
-    let mut w = BodyWriter::new();
-    let mut entries: Vec<(&String, &SessionEntry)> = catalog
-        .sessions
-        .iter()
-        .filter(|(_, e)| full || e.dirty)
-        .collect();
-    // Parents before their forks.
-    entries.sort_by_key(|(_, e)| e.created_lsn);
-    for (id, e) in entries {
+    let mut w = IndexedWriter::new(generation);
+    let mut written = Vec::new();
+    let mut to_write: Vec<(&String, &SessionEntry, Option<&[_]>)> = Vec::new();
+    for (id, e) in &catalog.sessions {
+        let earlier = match (&e.persisted, kind) {
+            (Some(p), CheckpointKind::Delta) if !e.dirty => {
+                w.carry(p.slot);
+                continue;
+            }
+            (Some(p), CheckpointKind::Delta) => p.runs_covering(e.checkpointed_locs),
+            _ => None,
+        };
+        to_write.push((id, e, earlier));
+    }
+    // In creation order: the same catalog gives the same bytes (the map's order is random).
+    to_write.sort_unstable_by_key(|(id, e, _)| (e.created_lsn, *id));
+    for (id, e, earlier) in to_write {
         let inherited = e.parent.as_ref().map_or(0, |(_, n)| *n);
-        let loc_base = if full {
-            inherited
-        } else {
-            e.checkpointed_locs.max(inherited)
+        // Without runs the chain holds, every own location is written here.
+        let (runs, from) = match earlier {
+            Some(runs) => (runs, e.checkpointed_locs.max(inherited)),
+            None => (&[][..], inherited),
         };
         let header_json = e.header.to_json();
         let r = SessionRef {
@@ -94,19 +133,20 @@ pub(crate) fn encode(catalog: &Entries, kind: CheckpointKind) -> Result<Vec<u8>>
             header_json: &header_json,
             created_lsn: e.created_lsn,
             parent: e.parent.as_ref().map(|(p, n)| (p.as_str(), *n)),
-            loc_base,
+            loc_base: inherited,
             state: &e.state,
         };
-        e.locs
-            .write_into(&mut w, &r, loc_base)?
+        let (count, pieces) = e.locs.pieces_from(from)?;
+        let pieces: Vec<&[u8]> = pieces.iter().map(|p| &**p).collect();
+        let (slot, runs) = w
+            .entry(&r, e.header.created_at, runs, count, &pieces)
             .map_err(too_large)?;
+        written.push((id.clone(), Persisted { slot, runs }));
     }
-    let deleted: Vec<&str> = if full {
-        Vec::new()
-    } else {
-        catalog.deleted.iter().map(String::as_str).collect()
-    };
-    w.finish(deleted.into_iter()).map_err(too_large)
+    Ok(Encoded {
+        body: w.finish().map_err(too_large)?,
+        written,
+    })
 }
 
 /// Puts a snapshot into the catalog (parents must be loaded first); its locations stay in
@@ -158,17 +198,23 @@ fn restore(
             created_lsn: snap.created_lsn,
             checkpointed_locs,
             dirty: false,
+            persisted: None,
         },
     );
     Ok(())
 }
 
-/// Applies a checkpoint body to the catalog: deletions, then sessions in creation order.
-pub(crate) fn apply(
+/// Applies a layout-2 body to the catalog: deletions, then sessions in creation order.
+pub(super) fn apply_table(
     loaded: LoadedBody,
     catalog: &mut Entries,
 ) -> std::result::Result<(), RestoreError> {
-    let LoadedBody { body, view, path } = loaded;
+    let LoadedBody {
+        parts, view, path, ..
+    } = loaded;
+    let BodyParts::Table(body) = parts else {
+        return Err("a layout-3 body in a layout-2 chain".into());
+    };
     for id in &body.deleted {
         catalog.delete(id);
     }
@@ -190,12 +236,13 @@ pub(crate) fn apply(
 
 /// Writes a checkpoint atomically and durably.
 pub(crate) fn write(storage: &dyn Storage, meta: &CheckpointMeta, body: &[u8]) -> Result<()> {
+    let layout = BodyLayout::CURRENT;
     let path = checkpoint_path(meta.generation);
     let io = |op: &'static str| move |e| Error::io(op, checkpoint_path(meta.generation), e);
     let file = Replacement::create(storage, &path).map_err(io("create"))?;
     let written = file
         .file()
-        .write_at(&meta.encode_header(body), 0)
+        .write_at(&meta.encode_header(layout, body), 0)
         .and_then(|()| file.file().write_at(body, CHECKPOINT_HEADER_LEN as u64));
     if let Err(e) = written {
         // The temp file removed first, so that the figure of free space is true.
@@ -297,11 +344,12 @@ pub(crate) fn open_header(
 }
 
 impl Opened {
-    /// The body, checked against the header's length and its table against the CRC, then
-    /// decoded; the location runs are not read (each is checked on first use). Read through
-    /// the file's view (a map on real files: checkpoint files are never changed once renamed
-    /// into place), so the raw bytes are not copied.
-    pub(crate) fn body(&self) -> std::result::Result<LoadedBody, Unusable> {
+    /// The body, checked against the header's length and (`BodyCheck::Whole`) its table or
+    /// index against the CRC; a layout-2 table is decoded, a layout-3 body's regions read.
+    /// The location runs and entries are not read (each is checked on first use). Read
+    /// through the file's view (a map on real files: checkpoint files are never changed once
+    /// renamed into place), so the raw bytes are not copied.
+    pub(crate) fn body(&self, check: BodyCheck) -> std::result::Result<LoadedBody, Unusable> {
         let path = &self.path;
         let unusable = |why: String| Unusable { why, gone: false };
         let view = self
@@ -312,12 +360,20 @@ impl Opened {
             .get(CHECKPOINT_HEADER_LEN..)
             .filter(|b| b.len() as u64 == self.header.body_len)
             .ok_or_else(|| unusable(format!("{path}: body length mismatch")))?;
-        if crc32fast::hash(checked_part(body)) != self.header.body_crc {
+        let layout = self.header.layout;
+        if (check == BodyCheck::Whole || layout == BodyLayout::Table)
+            && crc32fast::hash(checked_part(body)) != self.header.body_crc
+        {
             return Err(unusable(format!("{path}: body checksum mismatch")));
         }
-        let body = decode_body(body).map_err(|why| unusable(format!("{path}: body: {why}")))?;
+        let parts = match layout {
+            BodyLayout::Table => decode_body(body).map(BodyParts::Table),
+            _ => Regions::of(body).map(BodyParts::Indexed),
+        }
+        .map_err(|why| unusable(format!("{path}: body: {why}")))?;
         Ok(LoadedBody {
-            body,
+            generation: self.header.meta.generation,
+            parts,
             view,
             path: Arc::from(path.as_str()),
         })

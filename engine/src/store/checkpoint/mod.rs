@@ -9,6 +9,8 @@
 
 pub(crate) mod chain;
 pub(crate) mod files;
+mod indexed;
+pub(crate) mod load;
 pub(crate) mod state;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -135,9 +137,9 @@ impl Checkpointer {
         // lock held here. What changes after it is marked for the next delta.
         let bytes = {
             let mut cat = catalog.write();
-            let bytes = files::encode(&cat, kind)?;
-            cat.mark_checkpointed();
-            bytes
+            let encoded = files::encode(&cat, kind, meta.generation)?;
+            cat.mark_checkpointed(encoded.written);
+            encoded.body
         };
         // The link names the record the checkpoint ends at: an intact frame with that
         // checksum, ending exactly where the checkpoint says, or one compaction left out

@@ -2,7 +2,7 @@
 //! The open sets it up ([`CheckpointState::from_open`]), each checkpoint written moves it on
 //! ([`CheckpointState::after_write`], by the [`Checkpointer`](super::Checkpointer)); nothing else changes it.
 
-use crate::codec::checkpoint::CheckpointMeta;
+use crate::codec::checkpoint::{BodyLayout, CheckpointMeta};
 
 /// Where the checkpoint chain stands: set up once by the open ([`CheckpointState::from_open`])
 /// and moved on by each checkpoint written ([`CheckpointState::after_write`]); nothing else
@@ -25,18 +25,25 @@ pub(crate) struct CheckpointState {
 }
 
 impl CheckpointState {
-    /// The state an open leaves: `used` is the checkpoint it loaded (its meta and the full
-    /// checkpoint its chain starts from), `newest` the newest generation whose header checks.
-    pub(crate) fn from_open(used: Option<(&CheckpointMeta, u64)>, newest: Option<u64>) -> Self {
-        let used_generation = used.map(|(m, _)| m.generation);
+    /// The state an open leaves: `used` is the checkpoint it loaded (its meta, the full
+    /// checkpoint its chain starts from and the chain's body layout), `newest` the newest
+    /// generation whose header checks.
+    pub(crate) fn from_open(
+        used: Option<(&CheckpointMeta, u64, BodyLayout)>,
+        newest: Option<u64>,
+    ) -> Self {
+        let used_generation = used.map(|(m, _, _)| m.generation);
+        // A delta of this layout names the entries and runs of its chain's files: on a chain of
+        // another layout, the next checkpoint is full.
+        let other_layout = used.is_some_and(|(_, _, layout)| layout != BodyLayout::CURRENT);
         let generation = used_generation.unwrap_or(0).max(newest.unwrap_or(0));
         Self {
             // Later checkpoints than the one used were discarded: never build on them.
             generation,
-            covered_lsn: used.map_or(0, |(m, _)| m.covered_lsn),
-            last_full: used.map_or(0, |(_, base)| base),
+            covered_lsn: used.map_or(0, |(m, _, _)| m.covered_lsn),
+            last_full: used.map_or(0, |(_, base, _)| base),
             deltas_since_full: 0,
-            next_full: used_generation != newest,
+            next_full: used_generation != newest || other_layout,
             stale_newer: generation > used_generation.unwrap_or(0),
         }
     }

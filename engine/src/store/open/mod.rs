@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::codec::checkpoint::{CHECKPOINTS_DIR, checkpoint_path};
+use crate::codec::checkpoint::{BodyLayout, CHECKPOINTS_DIR, checkpoint_path};
 use crate::codec::segment::SEGMENTS_DIR;
 use crate::codec::{CorruptionKind, LOCK_FILE};
 use crate::storage::{LockGuard, Storage};
@@ -277,12 +277,12 @@ struct Sources<'a> {
 fn load_with_fallback(from: &Sources<'_>, report: &mut OpenReport) -> Result<Loaded> {
     match load(from, from.options.ignore_checkpoints, report) {
         Err(Error::Corruption {
-            kind: CorruptionKind::CheckpointLocations,
+            kind: kind @ (CorruptionKind::CheckpointLocations | CorruptionKind::CheckpointEntry),
             segment,
             ..
         }) if !from.options.ignore_checkpoints => {
             report.checkpoints_discarded.push(format!(
-                "a checkpoint's location run fails its checksum (found reading {segment}); the whole log is replayed"
+                "{kind} (found reading {segment}); the whole log is replayed"
             ));
             report.checkpoint = None;
             load(from, true, report)
@@ -315,10 +315,12 @@ fn load(from: &Sources<'_>, full_replay: bool, report: &mut OpenReport) -> Resul
     let mut used = None;
     if let Some(chosen) = chosen {
         let meta = chosen.meta;
-        for body in chosen.bodies {
-            files::apply(body, &mut catalog)
-                .map_err(|e| Error::corruption(&checkpoint_path(meta.generation), 0, e.kind()))?;
-        }
+        let layout = match chosen.bodies.last().map(|b| &b.parts) {
+            Some(files::BodyParts::Table(_)) => BodyLayout::Table,
+            _ => BodyLayout::Indexed,
+        };
+        crate::store::checkpoint::load::apply_chain(chosen.bodies, &mut catalog)
+            .map_err(|e| Error::corruption(&checkpoint_path(meta.generation), 0, e.kind()))?;
         // `deleted` is what the next delta must say was deleted since the chain: nothing yet.
         // Left as the chain's deltas filled it, the next delta named again an id the chain
         // deleted and a later delta created anew — and an open then deleted the new session
@@ -327,10 +329,10 @@ fn load(from: &Sources<'_>, full_replay: bool, report: &mut OpenReport) -> Resul
         report.checkpoint = Some(meta.generation);
         start_lsn = meta.covered_lsn;
         last_record = meta.last_record;
-        used = Some((meta, chosen.base));
+        used = Some((meta, chosen.base, layout));
     }
     let chain_state =
-        CheckpointState::from_open(used.as_ref().map(|(m, b)| (m, *b)), headers.newest());
+        CheckpointState::from_open(used.as_ref().map(|(m, b, l)| (m, *b, *l)), headers.newest());
 
     let mut touched = BTreeSet::new();
     let span = Span {

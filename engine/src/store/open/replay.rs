@@ -53,9 +53,9 @@ fn replay_events(
 fn refused(why: &'static str) -> impl Fn(crate::Error) -> CorruptionKind {
     move |e| match e {
         crate::Error::Corruption {
-            kind: CorruptionKind::CheckpointLocations,
+            kind: kind @ (CorruptionKind::CheckpointLocations | CorruptionKind::CheckpointEntry),
             ..
-        } => CorruptionKind::CheckpointLocations,
+        } => kind,
         _ => CorruptionKind::Inconsistent(why),
     }
 }

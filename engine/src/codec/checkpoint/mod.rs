@@ -11,6 +11,8 @@
 //! since its base, each with only the locations added since (from `loc_base`), and the ids
 //! deleted since.
 
+pub mod indexed;
+
 use super::file_names::{numbered_path, parse_numbered};
 use super::frame::RecordLink;
 use super::location::EventLoc;
@@ -21,9 +23,39 @@ use crate::model::{OpenStep, PendingCall, RepairState, SessionState, SurfaceMana
 pub const CHECKPOINT_MAGIC: [u8; 8] = *b"SESSDBCP";
 /// The checkpoint file format version (2: the hand-specified body of `docs/FORMAT.md` §5.2).
 pub const CHECKPOINT_FORMAT_VERSION: u16 = 2;
-/// The body layout version; a change of the body bumps it (2: the table and the location
-/// runs apart, each run with its own CRC).
-pub const CHECKPOINT_BODY_LAYOUT: u16 = 2;
+/// How a checkpoint body is laid out (`docs/FORMAT.md` §5.1, §5.2); a change of the body
+/// bumps it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BodyLayout {
+    /// 2: a table of every session's header and state, then the location runs, each with
+    /// its own CRC. Read, no longer written.
+    Table,
+    /// 3: an index by session id, then entries each with its own CRC, then the location
+    /// runs; a delta's index names entries and runs of earlier files of its chain.
+    Indexed,
+}
+
+impl BodyLayout {
+    /// The layout this release writes.
+    pub const CURRENT: BodyLayout = BodyLayout::Indexed;
+
+    /// Its number in the header.
+    pub fn number(self) -> u16 {
+        match self {
+            BodyLayout::Table => 2,
+            BodyLayout::Indexed => 3,
+        }
+    }
+
+    fn from_number(n: u16) -> Option<Self> {
+        match n {
+            2 => Some(BodyLayout::Table),
+            3 => Some(BodyLayout::Indexed),
+            _ => None,
+        }
+    }
+}
 /// Bytes in a checkpoint header.
 pub const CHECKPOINT_HEADER_LEN: usize = 64;
 /// The directory holding checkpoints.
@@ -59,19 +91,21 @@ pub struct CheckpointMeta {
 pub struct CheckpointHeader {
     /// What the checkpoint covers.
     pub meta: CheckpointMeta,
-    /// CRC-32 of the body's table ([`checked_part`]).
+    /// How the body is laid out.
+    pub layout: BodyLayout,
+    /// CRC-32 of the body's table or index ([`checked_part`]).
     pub body_crc: u32,
     /// Length of the body in bytes.
     pub body_len: u64,
 }
 
 impl CheckpointMeta {
-    /// The 64 header bytes for a body.
-    pub fn encode_header(&self, body: &[u8]) -> [u8; CHECKPOINT_HEADER_LEN] {
+    /// The 64 header bytes for a body of `layout`.
+    pub fn encode_header(&self, layout: BodyLayout, body: &[u8]) -> [u8; CHECKPOINT_HEADER_LEN] {
         let mut h = Vec::with_capacity(CHECKPOINT_HEADER_LEN);
         h.extend_from_slice(&CHECKPOINT_MAGIC);
         h.extend_from_slice(&CHECKPOINT_FORMAT_VERSION.to_le_bytes());
-        h.extend_from_slice(&CHECKPOINT_BODY_LAYOUT.to_le_bytes());
+        h.extend_from_slice(&layout.number().to_le_bytes());
         h.extend_from_slice(&[0; 4]); // the header CRC, below
         h.extend_from_slice(&self.generation.to_le_bytes());
         h.extend_from_slice(&self.base.to_le_bytes());
@@ -125,9 +159,9 @@ pub fn decode_header(bytes: &[u8]) -> Decoded<CheckpointHeader> {
     if c.u32("header checksum")? != header_crc(&h) {
         return Err("header checksum mismatch");
     }
-    if version != CHECKPOINT_FORMAT_VERSION || layout != CHECKPOINT_BODY_LAYOUT {
-        return Err("format version or body layout not supported");
-    }
+    let layout = BodyLayout::from_number(layout)
+        .filter(|_| version == CHECKPOINT_FORMAT_VERSION)
+        .ok_or("format version or body layout not supported")?;
     let generation = c.u64("generation")?;
     let base = c.u64("base")?;
     let covered_lsn = c.u64("covered LSN")?;
@@ -145,6 +179,7 @@ pub fn decode_header(bytes: &[u8]) -> Decoded<CheckpointHeader> {
                 crc: last_crc,
             }),
         },
+        layout,
         body_crc,
         body_len,
     })
@@ -238,7 +273,7 @@ pub struct BodyWriter {
     sessions: u32,
 }
 
-const TOO_LARGE: &str = "a checkpoint part past its length field";
+pub(crate) const TOO_LARGE: &str = "a checkpoint part past its length field";
 
 fn put_str16(out: &mut Vec<u8>, s: &str) -> Decoded<()> {
     let n = u16::try_from(s.len()).map_err(|_| TOO_LARGE)?;
@@ -287,6 +322,68 @@ pub struct SessionRef<'a> {
     pub loc_base: u64,
     /// The derived state.
     pub state: &'a SessionState,
+}
+
+/// A session's fields before its locations (both layouts): id, header, created LSN, parent,
+/// next seq, last time, replace generation.
+pub(crate) fn put_head(out: &mut Vec<u8>, s: &SessionRef<'_>) -> Decoded<()> {
+    put_str16(out, s.id)?;
+    put_bytes32(out, s.header_json)?;
+    out.extend_from_slice(&s.created_lsn.to_le_bytes());
+    match s.parent {
+        None => out.push(0),
+        Some((parent, inherited)) => {
+            out.push(1);
+            put_str16(out, parent)?;
+            out.extend_from_slice(&inherited.to_le_bytes());
+        }
+    }
+    let st = s.state;
+    out.extend_from_slice(&st.next_seq.to_le_bytes());
+    match st.last_time {
+        None => out.push(0),
+        Some(t) => {
+            out.push(1);
+            out.extend_from_slice(&t.to_le_bytes());
+        }
+    }
+    out.extend_from_slice(&st.surface.replace_generation().to_le_bytes());
+    Ok(())
+}
+
+/// A session's fields after its locations (both layouts): surface, turn marks, repair state.
+pub(crate) fn put_state(out: &mut Vec<u8>, st: &SessionState) -> Decoded<()> {
+    put_u64s(out, st.surface.seqs());
+    put_u64s(out, st.turns.encoded());
+    let r = &st.repair;
+    match &r.open_turn {
+        None => out.push(0),
+        Some(turn) => {
+            out.push(1);
+            put_opt_str(out, turn.as_deref())?;
+        }
+    }
+    match &r.open_step {
+        None => out.push(0),
+        Some(step) => {
+            out.push(1);
+            put_opt_str(out, step.turn.as_deref())?;
+            put_opt_str(out, step.step.as_deref())?;
+        }
+    }
+    out.extend_from_slice(&len32(r.pending.len()).ok_or(TOO_LARGE)?.to_le_bytes());
+    for p in &r.pending {
+        put_bytes32(out, p.call_id.as_bytes())?;
+        put_opt_str(out, p.step.as_deref())?;
+        match p.tool_call_seq {
+            None => out.push(0),
+            Some(seq) => {
+                out.push(1);
+                out.extend_from_slice(&seq.to_le_bytes());
+            }
+        }
+    }
+    Ok(())
 }
 
 impl BodyWriter {
@@ -338,27 +435,7 @@ impl BodyWriter {
         write_run: impl FnOnce(&mut Vec<u8>),
     ) -> Decoded<()> {
         let out = &mut self.out;
-        put_str16(out, s.id)?;
-        put_bytes32(out, s.header_json)?;
-        out.extend_from_slice(&s.created_lsn.to_le_bytes());
-        match s.parent {
-            None => out.push(0),
-            Some((parent, inherited)) => {
-                out.push(1);
-                put_str16(out, parent)?;
-                out.extend_from_slice(&inherited.to_le_bytes());
-            }
-        }
-        let st = s.state;
-        out.extend_from_slice(&st.next_seq.to_le_bytes());
-        match st.last_time {
-            None => out.push(0),
-            Some(t) => {
-                out.push(1);
-                out.extend_from_slice(&t.to_le_bytes());
-            }
-        }
-        out.extend_from_slice(&st.surface.replace_generation().to_le_bytes());
+        put_head(out, s)?;
         out.extend_from_slice(&s.loc_base.to_le_bytes());
         out.extend_from_slice(&count.to_le_bytes());
         let at = self.runs.len();
@@ -367,36 +444,7 @@ impl BodyWriter {
         out.extend_from_slice(
             &crc32fast::hash(self.runs.get(at..).unwrap_or_default()).to_le_bytes(),
         );
-        put_u64s(out, st.surface.seqs());
-        put_u64s(out, st.turns.encoded());
-        let r = &st.repair;
-        match &r.open_turn {
-            None => out.push(0),
-            Some(turn) => {
-                out.push(1);
-                put_opt_str(out, turn.as_deref())?;
-            }
-        }
-        match &r.open_step {
-            None => out.push(0),
-            Some(step) => {
-                out.push(1);
-                put_opt_str(out, step.turn.as_deref())?;
-                put_opt_str(out, step.step.as_deref())?;
-            }
-        }
-        out.extend_from_slice(&len32(r.pending.len()).ok_or(TOO_LARGE)?.to_le_bytes());
-        for p in &r.pending {
-            put_bytes32(out, p.call_id.as_bytes())?;
-            put_opt_str(out, p.step.as_deref())?;
-            match p.tool_call_seq {
-                None => out.push(0),
-                Some(seq) => {
-                    out.push(1);
-                    out.extend_from_slice(&seq.to_le_bytes());
-                }
-            }
-        }
+        put_state(out, s.state)?;
         self.sessions = self.sessions.checked_add(1).ok_or(TOO_LARGE)?;
         Ok(())
     }
@@ -450,9 +498,18 @@ fn read_u64s(c: &mut ByteReader<'_>, what: &'static str) -> Decoded<Vec<u64>> {
         .collect())
 }
 
-/// One session of the table; `runs` is where the location runs begin in the body, `body_len`
-/// the body's length.
-fn read_session(c: &mut ByteReader<'_>, runs: usize, body_len: usize) -> Decoded<SessionSnap> {
+/// A session's fields before its locations, as read ([`put_head`]).
+pub(crate) struct Head {
+    pub(crate) id: String,
+    pub(crate) header_json: Vec<u8>,
+    pub(crate) created_lsn: u64,
+    pub(crate) parent: Option<(String, u64)>,
+    next_seq: u64,
+    last_time: Option<i64>,
+    replace_generation: u64,
+}
+
+pub(crate) fn read_head(c: &mut ByteReader<'_>) -> Decoded<Head> {
     let id = c.str16("session id")?;
     let header_json = c.bytes32("session header")?.to_vec();
     let created_lsn = c.u64("created LSN")?;
@@ -468,23 +525,19 @@ fn read_session(c: &mut ByteReader<'_>, runs: usize, body_len: usize) -> Decoded
         _ => return Err("last time tag"),
     };
     let replace_generation = c.u64("replace generation")?;
-    let loc_base = c.u64("location base")?;
-    let count = c.u64("location count")?;
-    let at = c.u64("location offset")?;
-    let crc = c.u32("location CRC")?;
-    // The run must lie in the runs region: checked here, its bytes only on first use.
-    let start = usize::try_from(at)
-        .ok()
-        .and_then(|at| at.checked_add(runs))
-        .ok_or("location offset")?;
-    let len = usize::try_from(count)
-        .ok()
-        .and_then(|n| n.checked_mul(EventLoc::ENCODED_LEN))
-        .ok_or("location count")?;
-    if start.checked_add(len).is_none_or(|end| end > body_len) {
-        return Err("a location run past the body");
-    }
-    let locs = LocRun { start, count, crc };
+    Ok(Head {
+        id,
+        header_json,
+        created_lsn,
+        parent,
+        next_seq,
+        last_time,
+        replace_generation,
+    })
+}
+
+/// A session's fields after its locations ([`put_state`]), completing the state `head` began.
+pub(crate) fn read_state(c: &mut ByteReader<'_>, head: &Head) -> Decoded<SessionState> {
     let surface = read_u64s(c, "surface")?;
     let turns = read_u64s(c, "turn marks")?;
     let open_turn = match c.u8("open turn tag")? {
@@ -520,24 +573,49 @@ fn read_session(c: &mut ByteReader<'_>, runs: usize, body_len: usize) -> Decoded
             tool_call_seq,
         });
     }
+    Ok(SessionState {
+        next_seq: head.next_seq,
+        last_time: head.last_time,
+        surface: SurfaceManager::from_parts(surface, head.replace_generation),
+        repair: RepairState {
+            open_turn,
+            open_step,
+            pending,
+        },
+        turns: TurnMarks::from_encoded(turns),
+    })
+}
+
+/// One session of the table; `runs` is where the location runs begin in the body, `body_len`
+/// the body's length.
+fn read_session(c: &mut ByteReader<'_>, runs: usize, body_len: usize) -> Decoded<SessionSnap> {
+    let head = read_head(c)?;
+    let loc_base = c.u64("location base")?;
+    let count = c.u64("location count")?;
+    let at = c.u64("location offset")?;
+    let crc = c.u32("location CRC")?;
+    // The run must lie in the runs region: checked here, its bytes only on first use.
+    let start = usize::try_from(at)
+        .ok()
+        .and_then(|at| at.checked_add(runs))
+        .ok_or("location offset")?;
+    let len = usize::try_from(count)
+        .ok()
+        .and_then(|n| n.checked_mul(EventLoc::ENCODED_LEN))
+        .ok_or("location count")?;
+    if start.checked_add(len).is_none_or(|end| end > body_len) {
+        return Err("a location run past the body");
+    }
+    let locs = LocRun { start, count, crc };
+    let state = read_state(c, &head)?;
     Ok(SessionSnap {
-        id,
-        header_json,
-        created_lsn,
-        parent,
+        id: head.id,
+        header_json: head.header_json,
+        created_lsn: head.created_lsn,
+        parent: head.parent,
         loc_base,
         locs,
-        state: SessionState {
-            next_seq,
-            last_time,
-            surface: SurfaceManager::from_parts(surface, replace_generation),
-            repair: RepairState {
-                open_turn,
-                open_step,
-                pending,
-            },
-            turns: TurnMarks::from_encoded(turns),
-        },
+        state,
     })
 }
 
@@ -710,10 +788,11 @@ mod tests {
                 crc: 0xABCD,
             }),
         };
-        let h = meta.encode_header(b"body");
+        let h = meta.encode_header(BodyLayout::Table, b"body");
         let back = decode_header(&h).unwrap();
         assert_eq!(back.meta, meta);
         assert_eq!(back.body_len, 4);
+        assert_eq!(back.layout, BodyLayout::Table);
         assert_eq!(back.body_crc, crc32fast::hash(b"body"));
         for i in 0..h.len() * 8 {
             let mut bad = h;

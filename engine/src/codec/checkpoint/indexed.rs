@@ -1,0 +1,558 @@
+//! Body layout 3 (`docs/FORMAT.md` §5.2): an **index** by session id, then the **entries**,
+//! then the **location runs**. The header's body CRC covers the index alone; each entry and
+//! each run carries its own CRC, checked when it is read. A delta's index is complete — every
+//! live session has a slot — and a slot names the file of the chain that holds its entry, so
+//! a checkpoint writes the sessions that changed plus the index, and an open reads the index
+//! alone.
+
+use super::{Head, SessionRef, TOO_LARGE, put_head, put_state, read_head, read_state};
+use crate::codec::location::EventLoc;
+use crate::codec::reader::{ByteReader, Decoded};
+use crate::model::SessionState;
+
+/// Bytes of one index slot.
+pub const SLOT_LEN: usize = 56;
+/// Bytes of one run reference in an entry.
+pub const RUN_REF_LEN: usize = 28;
+/// The body's prefix before the slots: the checked length, the slot count, the entries'
+/// length.
+const PREFIX_LEN: usize = 24;
+/// `last time` of a slot whose session has no events.
+const NO_TIME: i64 = i64::MIN;
+
+/// The index's key for a session id: 64-bit FNV-1a of its UTF-8 bytes. Specified (not the
+/// process's hasher) because it is on disk.
+pub fn id_hash(id: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in id.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// One session's slot in an index: where its entry is, and what a listing orders by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slot {
+    /// [`id_hash`] of the session id.
+    pub id_hash: u64,
+    /// The checkpoint file (of this chain) whose entries region holds the entry.
+    pub generation: u64,
+    /// The entry's offset from the start of that file's entries region.
+    pub entry_at: u64,
+    /// The entry's length.
+    pub entry_len: u32,
+    /// CRC-32 of the entry's bytes.
+    pub entry_crc: u32,
+    /// The header's `createdAt`.
+    pub created_at: i64,
+    /// The last event's time, if any.
+    pub last_time: Option<i64>,
+    /// The number of events.
+    pub next_seq: u64,
+}
+
+impl Slot {
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.id_hash.to_le_bytes());
+        out.extend_from_slice(&self.generation.to_le_bytes());
+        out.extend_from_slice(&self.entry_at.to_le_bytes());
+        out.extend_from_slice(&self.entry_len.to_le_bytes());
+        out.extend_from_slice(&self.entry_crc.to_le_bytes());
+        out.extend_from_slice(&self.created_at.to_le_bytes());
+        out.extend_from_slice(&self.last_time.unwrap_or(NO_TIME).to_le_bytes());
+        out.extend_from_slice(&self.next_seq.to_le_bytes());
+    }
+
+    fn decode(bytes: &[u8]) -> Decoded<Slot> {
+        let mut c = ByteReader::new(bytes);
+        let slot = Slot {
+            id_hash: c.u64("slot id hash")?,
+            generation: c.u64("slot generation")?,
+            entry_at: c.u64("slot entry offset")?,
+            entry_len: c.u32("slot entry length")?,
+            entry_crc: c.u32("slot entry CRC")?,
+            created_at: c.i64("slot created at")?,
+            last_time: Some(c.i64("slot last time")?).filter(|&t| t != NO_TIME),
+            next_seq: c.u64("slot next seq")?,
+        };
+        c.finish(slot)
+    }
+
+    /// The key the index is sorted by.
+    fn key(&self) -> (u64, u64, u64) {
+        (self.id_hash, self.generation, self.entry_at)
+    }
+}
+
+/// Where one run of locations is: in the runs region of a file of the chain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunRef {
+    /// The checkpoint file holding it.
+    pub generation: u64,
+    /// Its first byte, from the start of that file's runs region.
+    pub start: u64,
+    /// Locations in it.
+    pub count: u64,
+    /// CRC-32 of its `count` × 16 bytes.
+    pub crc: u32,
+}
+
+/// The regions of a layout-3 body, from its 24-byte prefix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Regions {
+    /// Slots in the index.
+    pub slots: usize,
+    /// Where the entries begin, from the start of the body.
+    pub entries_start: usize,
+    /// Where the runs begin, from the start of the body.
+    pub runs_start: usize,
+}
+
+impl Regions {
+    /// Reads a body's prefix and checks that the regions lie in its `body.len()` bytes.
+    ///
+    /// # Errors
+    /// A prefix that does not fit the body.
+    pub fn of(body: &[u8]) -> Decoded<Regions> {
+        let mut c = ByteReader::new(body);
+        let checked = c.u64("index length")?;
+        let slots = c.u64("slot count")?;
+        let entries_len = c.u64("entries length")?;
+        let slots = usize::try_from(slots).map_err(|_| "slot count")?;
+        let index_len = slots
+            .checked_mul(SLOT_LEN)
+            .and_then(|n| n.checked_add(PREFIX_LEN))
+            .ok_or("slot count")?;
+        if checked.checked_add(8) != Some(index_len as u64) {
+            return Err("index length does not match the slot count");
+        }
+        let runs_start = usize::try_from(entries_len)
+            .ok()
+            .and_then(|n| n.checked_add(index_len))
+            .filter(|&end| end <= body.len())
+            .ok_or("entries past the body")?;
+        Ok(Regions {
+            slots,
+            entries_start: index_len,
+            runs_start,
+        })
+    }
+
+    /// Slot `i` of `body`'s index.
+    ///
+    /// # Errors
+    /// `i` past the index or the body.
+    pub fn slot(&self, body: &[u8], i: usize) -> Decoded<Slot> {
+        if i >= self.slots {
+            return Err("slot past the index");
+        }
+        let at = PREFIX_LEN + i * SLOT_LEN;
+        Slot::decode(body.get(at..at + SLOT_LEN).ok_or("slot past the body")?)
+    }
+
+    /// The first slot whose id hash is not below `hash` (binary search: the index is sorted).
+    ///
+    /// # Errors
+    /// A slot past the body.
+    pub fn lower_bound(&self, body: &[u8], hash: u64) -> Decoded<usize> {
+        let (mut lo, mut hi) = (0, self.slots);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.slot(body, mid)?.id_hash < hash {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        Ok(lo)
+    }
+
+    /// The bytes of an entry of this file, checked against the slot's CRC.
+    ///
+    /// # Errors
+    /// The entry lies outside the entries region or fails its CRC.
+    pub fn entry<'a>(&self, body: &'a [u8], slot: &Slot) -> Decoded<&'a [u8]> {
+        let bytes = usize::try_from(slot.entry_at)
+            .ok()
+            .and_then(|at| at.checked_add(self.entries_start))
+            .and_then(|at| Some((at, at.checked_add(slot.entry_len as usize)?)))
+            .filter(|&(_, end)| end <= self.runs_start)
+            .and_then(|(at, end)| body.get(at..end))
+            .ok_or("an entry outside the entries region")?;
+        if crc32fast::hash(bytes) != slot.entry_crc {
+            return Err("an entry fails its checksum");
+        }
+        Ok(bytes)
+    }
+
+    /// The bytes of a run of this file, checked against its CRC.
+    ///
+    /// # Errors
+    /// The run lies outside the runs region or fails its CRC.
+    pub fn run<'a>(&self, body: &'a [u8], run: &RunRef) -> Decoded<&'a [u8]> {
+        let (at, len) = self.run_place(run)?;
+        let bytes = body
+            .get(at..at.checked_add(len).ok_or("run length")?)
+            .ok_or("a location run past the body")?;
+        if crc32fast::hash(bytes) != run.crc {
+            return Err("a location run fails its checksum");
+        }
+        Ok(bytes)
+    }
+
+    /// A run's first byte from the start of the body, and its length.
+    ///
+    /// # Errors
+    /// A run whose place does not fit in memory.
+    pub fn run_place(&self, run: &RunRef) -> Decoded<(usize, usize)> {
+        let at = usize::try_from(run.start)
+            .ok()
+            .and_then(|s| s.checked_add(self.runs_start))
+            .ok_or("location offset")?;
+        let len = usize::try_from(run.count)
+            .ok()
+            .and_then(|n| n.checked_mul(EventLoc::ENCODED_LEN))
+            .ok_or("location count")?;
+        Ok((at, len))
+    }
+}
+
+/// One entry, decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// The session id.
+    pub id: String,
+    /// The header as its DSH JSON line.
+    pub header_json: Vec<u8>,
+    /// LSN of the record that created the session.
+    pub created_lsn: u64,
+    /// The parent whose first `n` locations a fork shares.
+    pub parent: Option<(String, u64)>,
+    /// The index of the first location the runs hold (a fork's inherited count, else 0).
+    pub loc_base: u64,
+    /// The runs holding locations `loc_base..`, in order.
+    pub runs: Vec<RunRef>,
+    /// The derived state.
+    pub state: SessionState,
+}
+
+/// Decodes an entry's bytes (already checked against its slot).
+///
+/// # Errors
+/// The first field that is short or malformed.
+pub fn decode_entry(bytes: &[u8]) -> Decoded<Entry> {
+    let mut c = ByteReader::new(bytes);
+    let loc_base = c.u64("location base")?;
+    let n = c.u32("run count")?;
+    let n = c.count(u64::from(n), RUN_REF_LEN, "run count")?;
+    let mut runs = Vec::with_capacity(n);
+    for _ in 0..n {
+        runs.push(RunRef {
+            generation: c.u64("run generation")?,
+            start: c.u64("run offset")?,
+            count: c.u64("run location count")?,
+            crc: c.u32("run CRC")?,
+        });
+    }
+    let head: Head = read_head(&mut c)?;
+    let state = read_state(&mut c, &head)?;
+    c.finish(Entry {
+        id: head.id,
+        header_json: head.header_json,
+        created_lsn: head.created_lsn,
+        parent: head.parent,
+        loc_base,
+        runs,
+        state,
+    })
+}
+
+/// The session id of an entry's bytes, decoding nothing else (a hash shared by two ids is told
+/// apart by it).
+///
+/// # Errors
+/// A short or malformed entry.
+pub fn entry_id(bytes: &[u8]) -> Decoded<&str> {
+    let mut c = ByteReader::new(bytes);
+    let _ = c.u64("location base")?;
+    let n = c.u32("run count")?;
+    let n = c.count(u64::from(n), RUN_REF_LEN, "run count")?;
+    c.take(n * RUN_REF_LEN, "runs")?;
+    c.str16_ref("session id")
+}
+
+/// Writes a layout-3 body: entries written here, slots carried over from the previous index,
+/// then [`IndexedWriter::finish`].
+#[derive(Debug)]
+pub struct IndexedWriter {
+    generation: u64,
+    entries: Vec<u8>,
+    runs: Vec<u8>,
+    slots: Vec<Slot>,
+}
+
+impl IndexedWriter {
+    /// An empty body of the checkpoint `generation`.
+    pub fn new(generation: u64) -> Self {
+        Self {
+            generation,
+            entries: Vec::new(),
+            runs: Vec::new(),
+            slots: Vec::new(),
+        }
+    }
+
+    /// Writes one session's entry: its locations from `s.loc_base` are the runs `earlier`
+    /// (in files of the chain, this one's excepted) followed by `count` new locations given as
+    /// their encoded bytes (`pieces`, concatenated, are `count` × 16 bytes), written here.
+    /// Returns its slot and every run it names.
+    ///
+    /// # Errors
+    /// A part too long for its length field, or pieces of another length than `count`.
+    pub fn entry(
+        &mut self,
+        s: &SessionRef<'_>,
+        created_at: i64,
+        earlier: &[RunRef],
+        count: u64,
+        pieces: &[&[u8]],
+    ) -> Decoded<(Slot, Vec<RunRef>)> {
+        let bytes: usize = pieces.iter().map(|p| p.len()).sum();
+        if bytes as u64 != count.saturating_mul(EventLoc::ENCODED_LEN as u64) {
+            return Err("raw locations of another length than their count");
+        }
+        let mut runs = earlier.to_vec();
+        if count > 0 {
+            let at = self.runs.len();
+            for p in pieces {
+                self.runs.extend_from_slice(p);
+            }
+            runs.push(RunRef {
+                generation: self.generation,
+                start: at as u64,
+                count,
+                crc: crc32fast::hash(self.runs.get(at..).unwrap_or_default()),
+            });
+        }
+        let at = self.entries.len();
+        let out = &mut self.entries;
+        out.extend_from_slice(&s.loc_base.to_le_bytes());
+        out.extend_from_slice(
+            &u32::try_from(runs.len())
+                .map_err(|_| TOO_LARGE)?
+                .to_le_bytes(),
+        );
+        for r in &runs {
+            out.extend_from_slice(&r.generation.to_le_bytes());
+            out.extend_from_slice(&r.start.to_le_bytes());
+            out.extend_from_slice(&r.count.to_le_bytes());
+            out.extend_from_slice(&r.crc.to_le_bytes());
+        }
+        put_head(out, s)?;
+        put_state(out, s.state)?;
+        let entry = out.get(at..).unwrap_or_default();
+        let slot = Slot {
+            id_hash: id_hash(s.id),
+            generation: self.generation,
+            entry_at: at as u64,
+            entry_len: u32::try_from(entry.len()).map_err(|_| TOO_LARGE)?,
+            entry_crc: crc32fast::hash(entry),
+            created_at,
+            last_time: s.state.last_time,
+            next_seq: s.state.next_seq,
+        };
+        self.slots.push(slot);
+        Ok((slot, runs))
+    }
+
+    /// Keeps an untouched session's slot: its entry stays where an earlier file of the chain
+    /// has it.
+    pub fn carry(&mut self, slot: Slot) {
+        debug_assert!(
+            slot.generation < self.generation,
+            "a carried slot of this file"
+        );
+        self.slots.push(slot);
+    }
+
+    /// The body: the prefix, the slots sorted by id hash, the entries, the runs.
+    ///
+    /// # Errors
+    /// None on 64-bit targets; kept for lengths past a field.
+    pub fn finish(mut self) -> Decoded<Vec<u8>> {
+        self.slots.sort_unstable_by_key(Slot::key);
+        let index_len = self
+            .slots
+            .len()
+            .checked_mul(SLOT_LEN)
+            .and_then(|n| n.checked_add(PREFIX_LEN))
+            .ok_or(TOO_LARGE)?;
+        let mut body = Vec::with_capacity(index_len + self.entries.len() + self.runs.len());
+        body.extend_from_slice(&(index_len as u64 - 8).to_le_bytes());
+        body.extend_from_slice(&(self.slots.len() as u64).to_le_bytes());
+        body.extend_from_slice(&(self.entries.len() as u64).to_le_bytes());
+        for s in &self.slots {
+            s.encode(&mut body);
+        }
+        body.extend_from_slice(&self.entries);
+        body.extend_from_slice(&self.runs);
+        debug_assert_eq!(Regions::of(&body).map(|r| r.slots), Ok(self.slots.len()));
+        Ok(body)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::checkpoint::checked_part;
+    use crate::model::{RepairState, SurfaceManager, TurnMarks};
+    use proptest::prelude::*;
+
+    fn state(seed: u64) -> SessionState {
+        SessionState {
+            next_seq: 2 + seed,
+            last_time: seed.is_multiple_of(2).then_some(7 + seed as i64),
+            surface: SurfaceManager::from_parts(vec![0, seed + 1], seed),
+            repair: RepairState::default(),
+            turns: TurnMarks::from_encoded(vec![1]),
+        }
+    }
+
+    fn locs(n: u64) -> Vec<u8> {
+        let mut out = Vec::new();
+        for i in 0..n {
+            EventLoc {
+                lsn: i * 11,
+                offset: 3,
+                len: 5,
+            }
+            .encode(&mut out);
+        }
+        out
+    }
+
+    /// A body of generation 5 with sessions `seeds` (each with `n` new locations after one
+    /// earlier run of 2 in generation 4), and `carried` slots of generation 4.
+    fn body(seeds: &[(u64, u64)], carried: &[Slot]) -> (Vec<u8>, Vec<(Slot, Vec<RunRef>)>) {
+        let mut w = IndexedWriter::new(5);
+        let mut written = Vec::new();
+        for &(seed, n) in seeds {
+            let st = state(seed);
+            let id = format!("s{seed}");
+            let parent = format!("p{seed}");
+            let r = SessionRef {
+                id: &id,
+                header_json: b"{}",
+                created_lsn: seed,
+                parent: (seed % 3 == 0).then_some((parent.as_str(), 1)),
+                loc_base: 0,
+                state: &st,
+            };
+            let earlier = [RunRef {
+                generation: 4,
+                start: 16,
+                count: 2,
+                crc: 9,
+            }];
+            let bytes = locs(n);
+            written.push(w.entry(&r, -3, &earlier, n, &[&bytes]).unwrap());
+        }
+        for s in carried {
+            w.carry(*s);
+        }
+        (w.finish().unwrap(), written)
+    }
+
+    proptest! {
+        #[test]
+        fn bodies_round_trip(seeds in proptest::collection::btree_map(0u64..1000, 0u64..9, 0..8), carried in proptest::collection::vec(any::<(u64, u64, u32)>(), 0..5)) {
+            let seeds: Vec<(u64, u64)> = seeds.into_iter().collect();
+            let carried: Vec<Slot> = carried.iter().map(|&(h, at, crc)| Slot {
+                id_hash: h, generation: 4, entry_at: at, entry_len: 1, entry_crc: crc,
+                created_at: 0, last_time: None, next_seq: 0,
+            }).collect();
+            let (bytes, written) = body(&seeds, &carried);
+            let regions = Regions::of(&bytes).unwrap();
+            prop_assert_eq!(regions.slots, seeds.len() + carried.len());
+            let slots: Vec<Slot> = (0..regions.slots).map(|i| regions.slot(&bytes, i).unwrap()).collect();
+            prop_assert!(slots.windows(2).all(|w| w[0].key() <= w[1].key()), "sorted");
+            for c in &carried {
+                prop_assert!(slots.contains(c));
+            }
+            for (&(seed, n), (slot, runs)) in seeds.iter().zip(&written) {
+                prop_assert!(slots.contains(slot));
+                let i = regions.lower_bound(&bytes, id_hash(&format!("s{seed}"))).unwrap();
+                prop_assert_eq!(regions.slot(&bytes, i).unwrap().id_hash, slot.id_hash);
+                let raw = regions.entry(&bytes, slot).unwrap();
+                let e = decode_entry(raw).unwrap();
+                prop_assert_eq!(entry_id(raw).unwrap(), e.id.as_str());
+                prop_assert_eq!(&e.id, &format!("s{seed}"));
+                prop_assert_eq!(&e.state, &state(seed));
+                prop_assert_eq!(&e.runs, runs);
+                prop_assert_eq!(e.runs.len(), if n > 0 { 2 } else { 1 });
+                if let Some(new) = e.runs.get(1) {
+                    prop_assert_eq!(regions.run(&bytes, new).unwrap(), &locs(n)[..]);
+                }
+            }
+        }
+
+        #[test]
+        fn arbitrary_bodies_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
+            if let Ok(r) = Regions::of(&bytes) {
+                for i in 0..r.slots.min(8) {
+                    let Ok(s) = r.slot(&bytes, i) else { continue };
+                    let Ok(e) = r.entry(&bytes, &s) else { continue };
+                    let _ = entry_id(e);
+                    for run in decode_entry(e).map(|e| e.runs).unwrap_or_default() {
+                        let _ = r.run(&bytes, &run);
+                    }
+                }
+            }
+            let _ = decode_entry(&bytes);
+        }
+    }
+
+    #[test]
+    fn the_header_checks_the_index_and_each_entry_and_run_checks_itself() {
+        let (bytes, written) = body(&[(1, 3), (2, 4)], &[]);
+        let regions = Regions::of(&bytes).unwrap();
+        assert_eq!(checked_part(&bytes), &bytes[..regions.entries_start]);
+        for i in regions.entries_start..bytes.len() {
+            let mut bad = bytes.clone();
+            bad[i] ^= 0x40;
+            assert_eq!(checked_part(&bad), checked_part(&bytes));
+            let entries_hit = written
+                .iter()
+                .filter(|(s, _)| regions.entry(&bad, s).is_err())
+                .count();
+            let runs_hit = written
+                .iter()
+                .filter(|(_, r)| r.get(1).is_some_and(|r| regions.run(&bad, r).is_err()))
+                .count();
+            assert_eq!(entries_hit + runs_hit, 1, "byte {i}");
+        }
+    }
+
+    #[test]
+    fn every_truncation_of_a_body_is_an_error_somewhere() {
+        let (bytes, written) = body(&[(1, 3), (2, 0)], &[]);
+        for cut in 0..bytes.len() {
+            let cut = &bytes[..cut];
+            let whole = Regions::of(cut).is_ok_and(|r| {
+                written.iter().all(|(s, runs)| {
+                    r.entry(cut, s).is_ok() && runs[1..].iter().all(|run| r.run(cut, run).is_ok())
+                })
+            });
+            assert!(!whole, "cut at {}", cut.len());
+        }
+    }
+
+    #[test]
+    fn the_id_hash_is_fnv_1a() {
+        // The published FNV-1a 64 test vectors.
+        assert_eq!(id_hash(""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(id_hash("a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(id_hash("foobar"), 0x8594_4171_f739_67e8);
+    }
+}
