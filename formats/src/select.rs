@@ -10,7 +10,7 @@ use crate::{Error, Result};
 /// # Errors
 /// `SessionNotFound` for a name that is not a session of `store`.
 pub(crate) fn chosen_sessions(store: &Store, ids: &[String]) -> Result<Vec<SessionInfo>> {
-    let all = store.list();
+    let all = store.list()?;
     if ids.is_empty() {
         return Ok(all);
     }

@@ -36,7 +36,7 @@ fuzz_target!(|data: &[u8]| {
         match opened {
             Ok(store) => {
                 let mut before = Vec::new();
-                for info in store.list() {
+                for info in store.list().unwrap_or_default() {
                     let events = store.events(&info.header.id, ..);
                     let _ = store.messages(&info.header.id);
                     before.push((info.header.id, events.ok()));

@@ -337,7 +337,7 @@ impl Shipper {
 
     /// One transaction, and whether more is left to ship (`Round`).
     fn round(&mut self, store: &Store, report: &mut ShipReport) -> Result<Round> {
-        let list: Vec<SessionInfo> = store.list();
+        let list: Vec<SessionInfo> = store.list()?;
         let lsn = store.stats().end_lsn;
         let view = Known {
             store_id: &self.store_id,

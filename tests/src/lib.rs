@@ -275,7 +275,7 @@ pub fn dump_store(store: &Store) -> StoreDump {
 /// The first read that fails (a damaged checkpoint run is found on first use).
 pub fn try_dump_store(store: &Store) -> sessdb::Result<StoreDump> {
     store
-        .list()
+        .list()?
         .into_iter()
         .map(|i| {
             let id = i.header.id;

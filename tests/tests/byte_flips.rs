@@ -75,6 +75,7 @@ fn small_store() -> MemStorage {
 fn readings(store: &Store) -> Readings {
     store
         .list()
+        .unwrap()
         .into_iter()
         .map(|i| {
             let id = i.header.id;
@@ -94,12 +95,16 @@ fn readings(store: &Store) -> Readings {
 /// refused.
 fn check_reads(store: &Store, original: &Readings, what: &str) -> usize {
     let mut refused = 0;
-    let ids: Vec<String> = store.list().into_iter().map(|i| i.header.id).collect();
-    assert_eq!(
-        ids,
-        original.keys().cloned().collect::<Vec<_>>(),
-        "{what}: the sessions listed"
-    );
+    // A session's damaged checkpoint entry is found when it is first read: the listing that
+    // meets it is refused, never short.
+    match store.list() {
+        Ok(listed) => assert_eq!(
+            listed.into_iter().map(|i| i.header.id).collect::<Vec<_>>(),
+            original.keys().cloned().collect::<Vec<_>>(),
+            "{what}: the sessions listed"
+        ),
+        Err(_) => refused += 1,
+    }
     for (id, (events, messages, state)) in original {
         match store.events(id, ..) {
             Ok(got) => assert_eq!(
@@ -124,7 +129,10 @@ fn check_reads(store: &Store, original: &Readings, what: &str) -> usize {
             Ok(got) => assert_eq!(&got, messages, "{what}: messages of {id}"),
             Err(_) => refused += 1,
         }
-        assert_eq!(&store.state(id).unwrap(), state, "{what}: state of {id}");
+        match store.state(id) {
+            Ok(got) => assert_eq!(&got, state, "{what}: state of {id}"),
+            Err(_) => refused += 1,
+        }
     }
     refused
 }

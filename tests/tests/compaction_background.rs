@@ -151,10 +151,15 @@ fn retention_by_age_deletes_the_sessions_last_written_before_the_cutoff(storage:
     let plan = store.apply_retention(&policy, true).unwrap();
     let ids: Vec<&str> = plan.deleted.iter().map(|(id, _)| id.as_str()).collect();
     assert_eq!(ids, ["old-1", "old-2"], "{plan:?}");
-    assert_eq!(store.list().len(), 3, "a dry run deletes nothing");
+    assert_eq!(store.list().unwrap().len(), 3, "a dry run deletes nothing");
     let done = store.apply_retention(&policy, false).unwrap();
     assert_eq!(done.deleted, plan.deleted);
-    let left: Vec<String> = store.list().into_iter().map(|i| i.header.id).collect();
+    let left: Vec<String> = store
+        .list()
+        .unwrap()
+        .into_iter()
+        .map(|i| i.header.id)
+        .collect();
     assert_eq!(left, ["fresh"]);
     // The same rule, as the CLI's `delete --older-than` says it.
     assert!(
@@ -166,7 +171,7 @@ fn retention_by_age_deletes_the_sessions_last_written_before_the_cutoff(storage:
     );
     store.close().unwrap();
     let reopened = Store::open_with(storage.storage(), options).unwrap();
-    assert_eq!(reopened.list().len(), 1);
+    assert_eq!(reopened.list().unwrap().len(), 1);
 }
 
 fn retention_by_live_bytes_deletes_the_oldest_first(storage: &Backend) {
@@ -210,7 +215,12 @@ fn the_writer_applies_its_retention_policy_at_open(storage: &Backend) {
     assert!(store.wait_maintenance(WAIT));
     let status = store.maintenance();
     assert_eq!(status.sessions_expired, 1, "{status:?}");
-    let left: Vec<String> = store.list().into_iter().map(|i| i.header.id).collect();
+    let left: Vec<String> = store
+        .list()
+        .unwrap()
+        .into_iter()
+        .map(|i| i.header.id)
+        .collect();
     assert_eq!(left, ["new"]);
 }
 
@@ -224,9 +234,14 @@ fn deleting_several_checks_every_id_first(storage: &Backend) {
         matches!(err, Error::SessionNotFound { ref id } if id == "nope"),
         "{err}"
     );
-    assert_eq!(store.list().len(), 3, "nothing deleted");
+    assert_eq!(store.list().unwrap().len(), 3, "nothing deleted");
     store.delete_sessions(&["a", "b"]).unwrap();
-    let left: Vec<String> = store.list().into_iter().map(|i| i.header.id).collect();
+    let left: Vec<String> = store
+        .list()
+        .unwrap()
+        .into_iter()
+        .map(|i| i.header.id)
+        .collect();
     assert_eq!(left, ["c"]);
 }
 

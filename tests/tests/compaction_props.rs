@@ -71,7 +71,7 @@ fn note(store: &Store, id: &str, mark: &str) {
 /// own).
 fn fresh_of(store: &Store) -> StoreDump {
     let fresh = open(&MemStorage::new(), options());
-    let mut live = store.list();
+    let mut live = store.list().unwrap();
     // Parents before their forks, as created.
     live.sort_by_key(|i| i.incarnation);
     for info in live {

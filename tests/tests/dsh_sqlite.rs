@@ -85,7 +85,7 @@ fn imports_as_dsh_loads_it(name: &str) {
         matches!(&err, sessdb_formats::Error::InvalidRow { rowid: r, .. } if *r == rowid),
         "{err}"
     );
-    assert!(fresh.list().is_empty());
+    assert!(fresh.list().unwrap().is_empty());
 }
 
 /// `export --sqlite --dsh` writes what DSH's backend checks when it opens a database: its
@@ -108,7 +108,7 @@ fn written_back_is_one_dsh_opens(name: &str) {
     let options = sessdb_formats::sqlite::SqliteExportOptions::default();
     let report = sessdb_formats::sqlite::export_sqlite(&store, &written, &options).unwrap();
     assert_eq!(report.events, store.stats().events);
-    assert_eq!(report.sessions.len(), store.list().len());
+    assert_eq!(report.sessions.len(), store.list().unwrap().len());
     assert_eq!(report.file, written);
     assert_eq!(report.bytes, std::fs::metadata(&written).unwrap().len());
     assert!(
@@ -186,7 +186,7 @@ fn written_back_is_one_dsh_opens(name: &str) {
     }
     let back = mem_store();
     import_sqlite(&back, &written).unwrap();
-    for info in store.list() {
+    for info in store.list().unwrap() {
         let id = &info.header.id;
         assert_eq!(back.header(id).unwrap(), info.header, "{id}");
         assert_eq!(

@@ -47,7 +47,7 @@ fn expected(variant: &std::path::Path) -> Vec<(String, u64, bool, Vec<u64>)> {
 }
 
 fn check(store: &sessdb::Store, want: &[(String, u64, bool, Vec<u64>)], what: &str) {
-    let listed = store.list();
+    let listed = store.list().unwrap();
     assert_eq!(listed.len(), want.len(), "{what}");
     for (id, events, open, surface) in want {
         let info = listed.iter().find(|i| &i.header.id == id).unwrap();

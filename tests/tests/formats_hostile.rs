@@ -75,7 +75,7 @@ fn invalid_utf8_reads_as_replacement_characters() {
         vec![2],
         "reported with its line"
     );
-    let id = s.list()[0].header.id.clone();
+    let id = s.list().unwrap()[0].header.id.clone();
     assert_eq!(
         s.events(&id, ..1).unwrap()[0].data(),
         "\"\u{fffd}\u{fffd}\"".as_bytes()
@@ -120,7 +120,12 @@ fn hostile_ids_and_cwds_stay_inside_the_root() {
     assert_eq!(beside, vec![std::ffi::OsString::from("root")]);
     let copy = store();
     import_jsonl(&copy, &root).unwrap();
-    let mut got: Vec<String> = copy.list().into_iter().map(|i| i.header.id).collect();
+    let mut got: Vec<String> = copy
+        .list()
+        .unwrap()
+        .into_iter()
+        .map(|i| i.header.id)
+        .collect();
     let mut want: Vec<String> = ids.iter().map(|s| (*s).to_owned()).collect();
     got.sort();
     want.sort();
@@ -317,7 +322,7 @@ fn a_multi_session_import_stores_nothing_when_any_session_is_refused() {
     let target = store();
     assert!(import_jsonl(&target, &root).is_err());
     assert!(
-        target.list().is_empty(),
+        target.list().unwrap().is_empty(),
         "nothing of the invocation is stored"
     );
 
@@ -333,7 +338,11 @@ fn a_multi_session_import_stores_nothing_when_any_session_is_refused() {
         matches!(&err, Error::Conflict { id, .. } if id == "b"),
         "{err}"
     );
-    assert_eq!(target.list().len(), 1, "only the session that was there");
+    assert_eq!(
+        target.list().unwrap().len(),
+        1,
+        "only the session that was there"
+    );
     // The same session already there: skipped, the others imported.
     let target = store();
     target
@@ -353,7 +362,7 @@ fn a_multi_session_import_stores_nothing_when_any_session_is_refused() {
             ("c", Outcome::Imported)
         ]
     );
-    assert_eq!(target.list().len(), 3);
+    assert_eq!(target.list().unwrap().len(), 3);
 }
 
 /// Final lines that `JSON.parse` accepts but sessdb's lossless rules refuse, or that parse but

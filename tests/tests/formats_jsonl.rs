@@ -58,11 +58,11 @@ fn a_store_round_trips_through_raw_and_zstd_jsonl() {
         let first = export_all(&original, a.path(), &options);
         let copy = store();
         let report = import_jsonl(&copy, a.path()).unwrap();
-        assert_eq!(report.sessions.len(), original.list().len());
+        assert_eq!(report.sessions.len(), original.list().unwrap().len());
         let b = tempfile::tempdir().unwrap();
         let second = export_all(&copy, b.path(), &options);
         assert_eq!(first, second, "zstd {zstd} pack {pack}");
-        for info in original.list() {
+        for info in original.list().unwrap() {
             let id = &info.header.id;
             assert_eq!(
                 copy.events(id, ..).unwrap(),
@@ -105,7 +105,7 @@ fn a_torn_tail_is_dropped_and_reported_and_a_corrupt_middle_is_refused() {
     let err =
         import_jsonl(&s, &write_session(dir.path(), &(damaged.join("\n") + "\n"))).unwrap_err();
     assert!(matches!(err, Error::Corrupt { line: Some(6), .. }), "{err}");
-    assert!(s.list().is_empty());
+    assert!(s.list().unwrap().is_empty());
 
     // A seq gap with no turn/end after it: torn from there.
     let mut gap: Vec<String> = lines.iter().map(|l| (*l).to_owned()).collect();
@@ -142,7 +142,7 @@ fn validation_errors_name_the_file_line_seq_and_rule() {
             && msg.contains("surface-op-required"),
         "{msg}"
     );
-    assert!(s.list().is_empty(), "all or nothing");
+    assert!(s.list().unwrap().is_empty(), "all or nothing");
 }
 
 #[test]
@@ -172,7 +172,7 @@ fn regression_a_header_line_without_delegation_depth_is_refused_as_dsh_refuses_i
     let without = "{\"type\":\"session\",\"version\":0,\"id\":\"x\",\"createdAt\":0}\n";
     let err = import_jsonl(&s, &write_session(dir.path(), without)).unwrap_err();
     assert!(err.to_string().contains("delegationDepth"), "{err}");
-    assert!(s.list().is_empty());
+    assert!(s.list().unwrap().is_empty());
     let with = without.replace("\"createdAt\":0", "\"createdAt\":0,\"delegationDepth\":0");
     import_jsonl(&s, &write_session(dir.path(), &with)).unwrap();
 }
@@ -189,7 +189,7 @@ fn regression_a_null_line_is_refused_as_dshs_loader_fails_on_it() {
         let text = format!("{head}{tail}");
         let err = import_jsonl(&s, &write_session(dir.path(), &text)).unwrap_err();
         assert!(err.to_string().contains("null"), "{tail:?}: {err}");
-        assert!(s.list().is_empty());
+        assert!(s.list().unwrap().is_empty());
     }
     let s = store();
     let r = import_jsonl(&s, &write_session(dir.path(), &format!("{head}42\n"))).unwrap();
@@ -254,7 +254,7 @@ fn a_session_imports_from_a_reader_as_from_its_file_raw_or_zstd() {
     let dir = tempfile::tempdir().unwrap();
     let from_file = store();
     import_jsonl(&from_file, &write_session(dir.path(), &text)).unwrap();
-    let id = from_file.list()[0].header.id.clone();
+    let id = from_file.list().unwrap()[0].header.id.clone();
     let zstd = zstd::bulk::compress(text.as_bytes(), 3).unwrap();
     for input in [text.clone().into_bytes(), zstd] {
         let calls = std::rc::Rc::new(std::cell::Cell::new(0));
@@ -267,7 +267,7 @@ fn a_session_imports_from_a_reader_as_from_its_file_raw_or_zstd() {
         // The plan stores nothing; the import stores what the file import stores.
         let plan = plan_jsonl_reader(&s, reader(&input), Path::new("stdin")).unwrap();
         assert_eq!(plan.sessions[0].outcome, sessdb_formats::Outcome::Imported);
-        assert!(s.list().is_empty());
+        assert!(s.list().unwrap().is_empty());
         let report = import_jsonl_reader(&s, reader(&input), Path::new("stdin")).unwrap();
         assert_eq!(report.sessions[0].file, Path::new("stdin"));
         assert!(calls.get() > input.len() / 7, "read in small pieces");
@@ -294,5 +294,5 @@ fn a_session_imports_from_a_reader_as_from_its_file_raw_or_zstd() {
         err.starts_with(&format!("stdin:{line}:")) && err.contains("surface-op-required"),
         "{err}"
     );
-    assert!(s.list().is_empty(), "all or nothing");
+    assert!(s.list().unwrap().is_empty(), "all or nothing");
 }

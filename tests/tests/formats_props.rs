@@ -19,6 +19,7 @@ use sessdb_workload::{WorkloadSpec, generate};
 
 fn all_events(s: &Store) -> Vec<(String, Vec<Event>)> {
     s.list()
+        .unwrap()
         .into_iter()
         .map(|i| (i.header.id.clone(), s.events(&i.header.id, ..).unwrap()))
         .collect()
@@ -200,7 +201,7 @@ proptest! {
         std::fs::write(&target, &damaged).unwrap();
         let copy = store();
         match import_jsonl(&copy, &target) {
-            Err(_) => prop_assert!(copy.list().is_empty(), "a refused import stores nothing"),
+            Err(_) => prop_assert!(copy.list().unwrap().is_empty(), "a refused import stores nothing"),
             Ok(r) => {
                 let got = copy.events(id, ..).unwrap();
                 prop_assert!(got.len() <= events.len() && got[..] == events[..got.len()], "not a prefix after {:?}", damages);

@@ -38,7 +38,7 @@ fn a_store_round_trips_through_sqlite_exactly() {
     generate(&WorkloadSpec::default(), &mut original).unwrap();
     let copy = through_sqlite(&original);
     assert_eq!(jsonl_bytes(&copy), jsonl_bytes(&original));
-    for info in original.list() {
+    for info in original.list().unwrap() {
         assert_eq!(
             copy.state(&info.header.id).unwrap(),
             original.state(&info.header.id).unwrap()
@@ -115,7 +115,7 @@ fn the_export_answers_json_queries() {
     assert_eq!(inherited, seeds);
     // The `messages` view gives each session's messages as `Session::messages` derives them:
     // the same seqs in surface order, the same JSON values.
-    for info in original.list() {
+    for info in original.list().unwrap() {
         let id = &info.header.id;
         let viewed: Vec<(i64, String)> = conn
             .prepare("SELECT seq, message FROM messages WHERE session_id = ?1 ORDER BY position")
@@ -156,6 +156,7 @@ fn version_1_and_2_exports_still_import() {
         let s = store();
         import_sqlite(&s, &db).unwrap();
         s.list()
+            .unwrap()
             .iter()
             .map(|i| s.events(&i.header.id, ..).unwrap())
             .collect::<Vec<_>>()
@@ -192,6 +193,7 @@ fn version_1_and_2_exports_still_import() {
         import_sqlite(&s, &old).unwrap();
         let got: Vec<_> = s
             .list()
+            .unwrap()
             .iter()
             .map(|i| s.events(&i.header.id, ..).unwrap())
             .collect();
@@ -268,7 +270,7 @@ fn foreign_or_altered_databases_are_refused() {
         .unwrap();
     let indexed = store();
     import_sqlite(&indexed, &copy).unwrap();
-    assert!(!indexed.list().is_empty());
+    assert!(!indexed.list().unwrap().is_empty());
     let not_a_db = dir.path().join("junk.sqlite");
     std::fs::write(&not_a_db, b"this is not a database at all, just text").unwrap();
     // Refused as an input that is not an export, like a damaged JSONL file (not an I/O error).
@@ -308,7 +310,7 @@ fn an_invalid_row_is_named_and_nothing_is_stored() {
         other => panic!("expected InvalidRow, got {other}"),
     }
     assert!(err.to_string().contains("surface-op-required"), "{err}");
-    assert!(s.list().is_empty());
+    assert!(s.list().unwrap().is_empty());
 }
 
 #[test]

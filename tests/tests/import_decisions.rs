@@ -397,7 +397,7 @@ type Decision = Result<
 
 fn decision<T>(result: sessdb_formats::Result<T>, store: &sessdb::Store) -> Decision {
     result.map_err(|e| e.to_string())?;
-    let info = store.list();
+    let info = store.list().unwrap();
     let id = &info[0].header.id;
     Ok(store
         .events(id, ..)

@@ -38,7 +38,7 @@ fn workload_store(seed: u64, sessions: usize) -> Store {
 
 /// Every event row, surface row and session row PostgreSQL holds equals the store's.
 fn assert_rows_match(client: &mut postgres::Client, store: &Store) {
-    let list = store.list();
+    let list = store.list().unwrap();
     let count: i64 = client
         .query_one("SELECT count(*) FROM sessdb_sessions", &[])
         .unwrap()
@@ -149,11 +149,11 @@ fn a_store_ships_row_for_row_then_only_what_is_new() {
     }
     // Nothing new: nothing shipped. New events, a new session, a deletion: only those.
     assert_eq!(shipper.ship(&store).unwrap().events, 0);
-    let id = store.list()[0].header.id.clone();
+    let id = store.list().unwrap()[0].header.id.clone();
     store
         .append(&id, Draft::log(&LogType::TURN_START, br#"{"turn":99}"#))
         .unwrap();
-    let gone = store.list()[1].header.id.clone();
+    let gone = store.list().unwrap()[1].header.id.clone();
     store.delete_session(&gone).unwrap();
     let again = shipper.ship(&store).unwrap();
     assert_eq!(again.events, 1);
@@ -194,7 +194,7 @@ fn a_pulled_session_continues_on_another_store_and_the_first_never_overwrites_it
     let a = workload_store(5, 3);
     let mut ship_a = Shipper::new(&pg.url(), "host-a").unwrap();
     ship_a.ship(&a).unwrap();
-    let id = a.list()[0].header.id.clone();
+    let id = a.list().unwrap()[0].header.id.clone();
 
     let b = mem_store();
     let mut client = sql(&pg.url());
@@ -249,7 +249,7 @@ fn a_server_restart_mid_stream_loses_and_doubles_nothing() {
     let store = workload_store(9, 4);
     let mut shipper = Shipper::new(&pg.url(), "store-a").unwrap();
     shipper.ship(&store).unwrap();
-    let id = store.list()[0].header.id.clone();
+    let id = store.list().unwrap()[0].header.id.clone();
     for turn in 0..5 {
         store
             .append(

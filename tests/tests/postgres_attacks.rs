@@ -65,7 +65,12 @@ fn shipped_and_backed_up(
     let a = Backend::fs();
     let mut store = open_as(&a, options.clone());
     workload(&mut store, seed, sessions);
-    let ids: Vec<String> = store.list().iter().map(|i| i.header.id.clone()).collect();
+    let ids: Vec<String> = store
+        .list()
+        .unwrap()
+        .iter()
+        .map(|i| i.header.id.clone())
+        .collect();
     let mut shipper = Shipper::new(&pg.url(), "store-a").unwrap();
     shipper.ship(&store).unwrap();
     store.close().unwrap();
@@ -213,7 +218,7 @@ fn a_deletion_in_a_store_whose_log_continues_is_shipped() {
     let Some(pg) = Cluster::start() else { return };
     let mut store = mem_store();
     workload(&mut store, 12, 2);
-    let id = store.list()[0].header.id.clone();
+    let id = store.list().unwrap()[0].header.id.clone();
     let mut shipper = Shipper::new(&pg.url(), "store-a").unwrap();
     shipper.ship(&store).unwrap();
     store.delete_session(&id).unwrap();
@@ -231,7 +236,7 @@ fn regression_a_pulled_session_created_again_is_shipped_anew() {
     let Some(pg) = Cluster::start() else { return };
     let mut a = mem_store();
     workload(&mut a, 13, 2);
-    let id = a.list()[0].header.id.clone();
+    let id = a.list().unwrap()[0].header.id.clone();
     Shipper::new(&pg.url(), "store-a")
         .unwrap()
         .ship(&a)
@@ -267,7 +272,12 @@ fn regression_pull_refuses_rows_that_are_not_the_ones_shipped() {
     let Some(pg) = Cluster::start() else { return };
     let mut a = mem_store();
     workload(&mut a, 14, 2);
-    let info = a.list().into_iter().max_by_key(|i| i.events).unwrap();
+    let info = a
+        .list()
+        .unwrap()
+        .into_iter()
+        .max_by_key(|i| i.events)
+        .unwrap();
     let id = info.header.id.clone();
     let n = info.events as i64;
     Shipper::new(&pg.url(), "store-a")
@@ -391,7 +401,7 @@ fn regression_a_pull_racing_the_old_owner_takes_every_event_it_shipped() {
     let Some(pg) = Cluster::start() else { return };
     let mut a = mem_store();
     workload(&mut a, 15, 1);
-    let id = a.list()[0].header.id.clone();
+    let id = a.list().unwrap()[0].header.id.clone();
     let mut ship_a = Shipper::new(&pg.url(), "store-a").unwrap();
     ship_a.ship(&a).unwrap();
     let mut client = sql(&pg.url());
@@ -421,6 +431,7 @@ fn regression_a_fork_whose_parent_is_gone_is_pulled() {
     // The workload's own fork, continued; then its parent deleted.
     let f = a
         .list()
+        .unwrap()
         .into_iter()
         .find(|i| i.header.parent_session.is_some())
         .expect("the workload forks a session");
@@ -438,6 +449,7 @@ fn regression_a_fork_whose_parent_is_gone_is_pulled() {
     let b = mem_store();
     let other = a
         .list()
+        .unwrap()
         .into_iter()
         .find(|i| i.header.id != fork)
         .unwrap()
@@ -455,7 +467,7 @@ fn regression_a_running_shipper_notices_rows_removed_behind_its_back() {
     let Some(pg) = Cluster::start() else { return };
     let mut a = mem_store();
     workload(&mut a, 17, 2);
-    let id = a.list()[0].header.id.clone();
+    let id = a.list().unwrap()[0].header.id.clone();
     let mut shipper = Shipper::new(&pg.url(), "store-a").unwrap();
     shipper.set_recheck_every(Duration::ZERO);
     shipper.ship(&a).unwrap();
@@ -533,7 +545,7 @@ fn a_retention_deletion_compacted_away_is_shipped() {
     );
     assert!(rows(&mut client, "old").is_empty());
     // The others are untouched, and the next round has nothing to do.
-    for info in store.list() {
+    for info in store.list().unwrap() {
         assert_eq!(
             rows(&mut client, &info.header.id),
             store_rows(&store, &info.header.id)

@@ -64,7 +64,12 @@ fn write_the_fixture() {
     )
     .unwrap();
     store.checkpoint().unwrap();
-    let ids: Vec<String> = store.list().into_iter().map(|i| i.header.id).collect();
+    let ids: Vec<String> = store
+        .list()
+        .unwrap()
+        .into_iter()
+        .map(|i| i.header.id)
+        .collect();
     // A delta with a fork (sharing its parent's locations), one with a deletion of a parent
     // (its fork copies what it shared), one with appends only.
     // The first sessions that can be forked at their end (not inside an open turn).
@@ -142,7 +147,7 @@ fn a_layout_2_chain_opens_as_it_was_written_and_the_next_checkpoint_is_layout_3(
     assert_eq!(report.checkpoint, Some(newest), "{report:?}");
     assert!(report.checkpoints_discarded.is_empty(), "{report:?}");
     assert_eq!(dumped(&store), expected());
-    let id = store.list()[0].header.id.clone();
+    let id = store.list().unwrap()[0].header.id.clone();
     support::note(&store, &id, "after the upgrade");
     let dump = dumped(&store);
     store.checkpoint().unwrap();

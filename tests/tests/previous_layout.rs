@@ -63,7 +63,12 @@ fn write_the_fixture() {
         &mut store,
     )
     .unwrap();
-    let ids: Vec<String> = store.list().into_iter().map(|i| i.header.id).collect();
+    let ids: Vec<String> = store
+        .list()
+        .unwrap()
+        .into_iter()
+        .map(|i| i.header.id)
+        .collect();
     store
         .fork(&ids[0], ForkSpec::default().with_child_id("the-fork"))
         .unwrap();
@@ -161,7 +166,7 @@ fn a_store_of_the_previous_layout_opens_and_reads_what_it_read() {
 fn appends_to_it_go_on_in_the_new_layout_once_its_active_segment_rolls() {
     let dir = copy_of_fixture();
     let store = Store::open(dir.path(), options()).unwrap();
-    let id = store.list()[0].header.id.clone();
+    let id = store.list().unwrap()[0].header.id.clone();
     let before = segment_versions(dir.path());
     // Enough notes to roll the 16 KiB active segment twice.
     for i in 0..400 {
@@ -196,11 +201,12 @@ fn appends_to_it_go_on_in_the_new_layout_once_its_active_segment_rolls() {
     assert_eq!(dumped(&store), dump, "the same after a reopen");
     for id in store
         .list()
+        .unwrap()
         .into_iter()
         .map(|i| i.header.id)
         .collect::<Vec<_>>()
     {
-        if id != store.list()[0].header.id {
+        if id != store.list().unwrap()[0].header.id {
             store.delete_session(&id).unwrap();
         }
     }

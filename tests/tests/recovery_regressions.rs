@@ -468,12 +468,14 @@ fn regression_a_follower_across_a_salvage_goes_on() {
         // Two root sessions with no fork between them: one is damaged, the other followed.
         let roots: Vec<String> = reader
             .list()
+            .unwrap()
             .into_iter()
             .filter(|s| s.header.parent_session.is_none())
             .map(|s| s.header.id)
             .filter(|id| {
                 !reader
                     .list()
+                    .unwrap()
                     .iter()
                     .any(|c| c.header.parent_session.as_deref() == Some(id))
             })
@@ -502,7 +504,7 @@ fn regression_a_follower_across_a_salvage_goes_on() {
         .unwrap();
         let salvaged = store.open_report().salvaged.clone().unwrap();
         assert!(!salvaged.damage.is_empty());
-        for id in store.list().into_iter().map(|s| s.header.id) {
+        for id in store.list().unwrap().into_iter().map(|s| s.header.id) {
             store.resume(&id).unwrap();
         }
         store
@@ -550,6 +552,7 @@ fn names(frame: &[u8], id: &str) -> bool {
 fn contents(store: &Store) -> Vec<(String, Vec<Vec<u8>>)> {
     store
         .list()
+        .unwrap()
         .into_iter()
         .map(|s| {
             let id = s.header.id;
@@ -744,7 +747,7 @@ fn stats_never_report_a_placeholder_coverage() {
     // A second checkpoint, so the open below falls back from the newer one to an older one.
     store
         .append(
-            &store.list()[0].header.id,
+            &store.list().unwrap()[0].header.id,
             Draft::log(&LogType::TURN_START, p::turn_start(500).into_bytes()),
         )
         .unwrap();
@@ -883,6 +886,7 @@ fn regression_a_follower_across_a_salvage_of_many_segments_goes_on() {
         // three earlier segments is damaged.
         let followed = reader
             .list()
+            .unwrap()
             .into_iter()
             .max_by_key(|i| i.last_time)
             .unwrap()

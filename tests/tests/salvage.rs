@@ -120,6 +120,7 @@ fn a_reader_beside_a_salvage_keeps_reading_the_bytes_it_mapped() {
     let reader = Store::open_read_only(dir.path(), sessdb::StoreOptions::default()).unwrap();
     let read_all = |s: &Store| -> Vec<(String, sessdb::Result<Vec<Event>>)> {
         s.list()
+            .unwrap()
             .into_iter()
             .map(|i| (i.header.id.clone(), s.events(&i.header.id, ..)))
             .collect()

@@ -103,21 +103,28 @@ fn the_resident_index_costs_16_bytes_per_event_after_open(storage: &Backend) {
     assert_eq!(m.index_bytes as u64, 16 * m.indexed_events, "{m:?}");
     assert_eq!(m.mapped_index_bytes, 0, "{m:?}");
     assert_eq!(m.surface_bytes, 8 * m.surface_entries, "{m:?}");
-    // Opened from its checkpoint, the index stays in the file's map until a session is read
-    // (said apart by `stats`), and reading every session brings it onto the heap.
+    // Opened from its checkpoint, a session stays in the checkpoint's index until it is read
+    // or written (the log after the checkpoint decoded some), and its locations in the file's
+    // map until they are read; reading every session brings them onto the heap.
     let store = Store::open_with(storage.storage(), opts()).unwrap();
     let m = store.memory_usage();
     assert!(store.open_report().checkpoint.is_some());
-    assert!(m.mapped_index_bytes > 0, "{m:?}");
+    assert!(m.undecoded_sessions > 0, "{m:?}");
+    assert_eq!(
+        m.decoded_sessions + m.undecoded_sessions,
+        store.stats().sessions,
+        "{m:?}"
+    );
     assert_eq!(
         (m.index_bytes + m.mapped_index_bytes) as u64,
         16 * m.indexed_events,
         "{m:?}"
     );
-    for s in store.list() {
+    for s in store.list().unwrap() {
         store.events(&s.header.id, ..).unwrap();
     }
     let read = store.memory_usage();
+    assert_eq!(read.undecoded_sessions, 0, "{read:?}");
     assert_eq!(read.mapped_index_bytes, 0, "{read:?}");
     assert!(
         read.index_bytes as u64 >= 16 * read.indexed_events,

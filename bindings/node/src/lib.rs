@@ -499,7 +499,7 @@ impl NativeStore {
         let root = self.root.clone();
         Ok(self.job(move |s| {
             s.refresh()?;
-            let rows = s.list_by(options);
+            let rows = s.list_by(options)?;
             let mut out = Vec::with_capacity(rows.len() * 256 + 2);
             out.push(b'[');
             for (i, info) in rows.iter().enumerate() {

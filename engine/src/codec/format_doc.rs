@@ -255,6 +255,7 @@ fn checkpoint_indexed_body() -> Vec<u8> {
         created_at: 5,
         last_time: None,
         next_seq: 0,
+        parent_hash: 0,
     });
     w.finish().unwrap()
 }

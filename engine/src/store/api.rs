@@ -16,8 +16,7 @@ use crate::storage::{FsStorage, Storage};
 use crate::store::catalog::entries::{Batch, SessionEntry};
 use crate::store::compact::{Compaction, Run, Scope, Space};
 use crate::store::info::{
-    CheckpointInfo, Direction, DiskUsage, ListOptions, ListOrder, MemoryUsage, SessionInfo,
-    StoreStats,
+    CheckpointInfo, DiskUsage, ListOptions, MemoryUsage, SessionInfo, StoreStats,
 };
 use crate::store::inner::Inner;
 use crate::store::log::record_at::LogMark;
@@ -339,7 +338,7 @@ impl Store {
     /// The locations of `from..to`, copied under the catalog's read lock.
     fn locs(&self, session: &str, from: u64, to: u64) -> Result<Vec<(u64, EventLoc)>> {
         self.check_open()?;
-        let cat = self.inner.catalog.read();
+        let cat = self.inner.catalog.read_with(session)?;
         let e = cat.get(session)?;
         let to = to.min(e.state.next_seq());
         (from..to)
@@ -436,13 +435,17 @@ impl Store {
     }
 
     /// Every live session, in id order.
-    pub fn list(&self) -> Vec<SessionInfo> {
+    ///
+    /// # Errors
+    /// As [`Store::list_by`].
+    pub fn list(&self) -> Result<Vec<SessionInfo>> {
         self.list_by(ListOptions::default())
     }
 
     /// The live sessions `options` asks for: in its order (ties by id) from the end it
     /// names, at most its limit. Only the sessions returned are copied out: the first 20 of
-    /// 100,000 by last update pick 20 among references, then copy 20 headers.
+    /// 100,000 by last update are picked by the keys the checkpoint's index holds, then only
+    /// those 20 are decoded (a session not read since the open stays undecoded).
     ///
     /// ```
     /// # use sessdb::{Store, StoreOptions, SessionHeader};
@@ -457,55 +460,35 @@ impl Store {
     ///     ListOptions::new(ListOrder::Created)
     ///         .with_direction(Direction::Descending)
     ///         .with_limit(2),
-    /// );
+    /// )?;
     /// let ids: Vec<&str> = newest.iter().map(|s| s.header.id.as_str()).collect();
     /// assert_eq!(ids, ["a", "c"]);
     /// # drop(store);
     /// # std::fs::remove_dir_all(&dir).ok();
     /// # Ok::<(), sessdb::Error>(())
     /// ```
-    pub fn list_by(&self, options: ListOptions) -> Vec<SessionInfo> {
+    /// # Errors
+    /// `Corruption` when a session's entry in the checkpoint's index is damaged (sessions are
+    /// decoded from it when first used: `sessdb verify` names the damage, `repair` rebuilds
+    /// the checkpoint from the log).
+    pub fn list_by(&self, options: ListOptions) -> Result<Vec<SessionInfo>> {
         let cat = self.inner.catalog.read();
-        let mut refs: Vec<&SessionEntry> = cat.sessions.values().collect();
-        let by_key = |a: &&SessionEntry, b: &&SessionEntry| {
-            let key = match options.order {
-                ListOrder::Id => std::cmp::Ordering::Equal,
-                ListOrder::Created => a.header.created_at.cmp(&b.header.created_at),
-                ListOrder::Updated => a.state.last_time().cmp(&b.state.last_time()),
-                ListOrder::Events => a.state.next_seq().cmp(&b.state.next_seq()),
-            };
-            let order = key.then_with(|| a.header.id.cmp(&b.header.id));
-            match options.direction {
-                Direction::Ascending => order,
-                Direction::Descending => order.reverse(),
-            }
-        };
-        match options.limit {
-            Some(n) if n < refs.len() => {
-                if n > 0 {
-                    refs.select_nth_unstable_by(n - 1, by_key);
-                }
-                refs.truncate(n);
-            }
-            _ => {}
-        }
-        refs.sort_unstable_by(by_key);
-        refs.into_iter().map(info_of).collect()
+        crate::store::catalog::listing::list(&cat, options)
     }
 
     /// One session's row of [`Store::list`], if it exists.
     pub fn info(&self, session: &str) -> Option<SessionInfo> {
-        self.inner.catalog.read().sessions.get(session).map(info_of)
+        let cat = self.inner.catalog.read_with(session).ok()?;
+        cat.sessions
+            .get(session)
+            .map(crate::store::catalog::listing::info_of)
     }
 
     /// Figures about the store.
     pub fn stats(&self) -> StoreStats {
         let (sessions, events) = {
             let cat = self.inner.catalog.read();
-            (
-                cat.sessions.len(),
-                cat.sessions.values().map(|e| e.state.next_seq()).sum(),
-            )
+            (cat.len(), cat.events())
         };
         let segs = self.inner.segments.all();
         // Read-only: where the last scan ended (the file may hold allocated space beyond).
@@ -597,6 +580,8 @@ impl Store {
             surface_bytes += e.state.surface().heap_bytes();
         }
         MemoryUsage {
+            decoded_sessions: cat.sessions.len(),
+            undecoded_sessions: cat.cold().map_or(0, |c| c.len()),
             indexed_events,
             index_bytes,
             mapped_index_bytes,
@@ -728,19 +713,8 @@ impl Store {
 
     fn with_entry<T>(&self, session: &str, f: impl FnOnce(&SessionEntry) -> T) -> Result<T> {
         self.check_open()?;
-        let cat = self.inner.catalog.read();
+        let cat = self.inner.catalog.read_with(session)?;
         cat.get(session).map(f)
-    }
-}
-
-fn info_of(e: &SessionEntry) -> SessionInfo {
-    SessionInfo {
-        header: e.header.clone(),
-        events: e.state.next_seq(),
-        surface_len: e.state.surface().seqs().len(),
-        last_time: e.state.last_time(),
-        turn_open: e.state.repair().turn_is_open(),
-        incarnation: crate::store::info::Incarnation(e.created_lsn),
     }
 }
 

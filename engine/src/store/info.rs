@@ -91,12 +91,18 @@ impl DiskUsage {
 /// Resident memory of the per-event index and the surfaces ([`Store::memory_usage`](crate::store::Store::memory_usage)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MemoryUsage {
-    /// Events of live sessions, each counted once even when forks share it.
+    /// Live sessions decoded into memory (read or written since the open).
+    pub decoded_sessions: usize,
+    /// Live sessions still only in the checkpoint's index: a 64-byte mapped slot each, decoded
+    /// when first read or written.
+    pub undecoded_sessions: usize,
+    /// Events of decoded sessions, each counted once even when forks share it.
     pub indexed_events: u64,
     /// Heap bytes of the per-event locations (shared chunks counted once).
     pub index_bytes: usize,
-    /// Bytes of per-event locations still only in the checkpoint file the open loaded them
-    /// from (mapped, not on the heap; each session's decoded the first time it is read).
+    /// Bytes of per-event locations of decoded sessions still only in the checkpoint file
+    /// the open loaded them from (mapped, not on the heap; each session's decoded the first
+    /// time it is read).
     pub mapped_index_bytes: usize,
     /// Surface entries over all sessions.
     pub surface_entries: usize,

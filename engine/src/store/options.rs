@@ -189,7 +189,7 @@ impl CompactionPolicy {
 /// // The writer applies the policy at open, on a thread of its own.
 /// assert!(store.wait_maintenance(Duration::from_secs(60)));
 /// assert_eq!(store.maintenance().sessions_expired, 1);
-/// assert!(store.list().is_empty());
+/// assert!(store.list()?.is_empty());
 /// store.close()?;
 /// # std::fs::remove_dir_all(&dir).ok();
 /// # Ok::<(), sessdb::Error>(())

@@ -88,6 +88,12 @@ pub fn verify_with_progress(
     for why in &checked.report.checkpoints_discarded {
         report.problems.push(format!("unusable checkpoint: {why}"));
     }
+    // Every session the checkpoint's index names, decoded: a damaged entry is a problem.
+    if let Err(e) = checked.catalog.write().load_all() {
+        report
+            .problems
+            .push(format!("a checkpoint's session entry cannot be read: {e}"));
+    }
     compare(&full.catalog.read(), &checked.catalog.read(), &mut report);
     Ok(report)
 }

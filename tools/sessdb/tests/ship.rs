@@ -44,7 +44,12 @@ fn assert_postgres_holds(url: &str, store_dir: &Path) {
         .iter()
         .map(|r| r.get(0))
         .collect();
-    let mut local: Vec<String> = store.list().into_iter().map(|i| i.header.id).collect();
+    let mut local: Vec<String> = store
+        .list()
+        .unwrap()
+        .into_iter()
+        .map(|i| i.header.id)
+        .collect();
     local.sort();
     assert_eq!(ids, local);
     let mut total = 0;
@@ -191,7 +196,7 @@ fn pull_continues_a_session_on_another_store_and_a_second_shipper_is_refused() {
 
     // Pull one session onto store b: the same events there, and b owns it now.
     let store_a = Store::open_read_only(&a, StoreOptions::default()).unwrap();
-    let id = store_a.list()[0].header.id.clone();
+    let id = store_a.list().unwrap()[0].header.id.clone();
     let b = dir.path().join("b");
     run_ok(
         sessdb()
@@ -358,6 +363,7 @@ fn regression_one_refused_session_does_not_stop_the_others_and_reset_replaces_it
         let store = Store::open(&a, StoreOptions::default()).unwrap();
         let ids: Vec<String> = store
             .list()
+            .unwrap()
             .into_iter()
             .filter(|i| !i.turn_open)
             .map(|i| i.header.id)
@@ -421,7 +427,8 @@ fn regression_a_refused_pull_writes_nothing() {
     run_ok(sessdb().arg("ship").arg(&a).args(["--postgres", &pg.url()]));
     let id = Store::open_read_only(&a, StoreOptions::default())
         .unwrap()
-        .list()[0]
+        .list()
+        .unwrap()[0]
         .header
         .id
         .clone();
@@ -492,7 +499,8 @@ fn regression_ship_and_pull_take_the_connection_from_the_environment() {
     bare(&mut c);
     let id = Store::open_read_only(&a, StoreOptions::default())
         .unwrap()
-        .list()[0]
+        .list()
+        .unwrap()[0]
         .header
         .id
         .clone();
@@ -530,6 +538,7 @@ fn ship_and_pull_report_in_json() {
     let stored = Store::open_read_only(&a, StoreOptions::default())
         .unwrap()
         .list()
+        .unwrap()
         .len();
     assert_eq!(
         round["sessions"].as_array().unwrap().len(),

@@ -11,7 +11,7 @@ use crate::codec::reader::{ByteReader, Decoded};
 use crate::model::SessionState;
 
 /// Bytes of one index slot.
-pub const SLOT_LEN: usize = 56;
+pub const SLOT_LEN: usize = 64;
 /// Bytes of one run reference in an entry.
 pub const RUN_REF_LEN: usize = 28;
 /// The body's prefix before the slots: the checked length, the slot count, the entries'
@@ -20,15 +20,16 @@ const PREFIX_LEN: usize = 24;
 /// `last time` of a slot whose session has no events.
 const NO_TIME: i64 = i64::MIN;
 
-/// The index's key for a session id: 64-bit FNV-1a of its UTF-8 bytes. Specified (not the
-/// process's hasher) because it is on disk.
+/// The index's key for a session id: 64-bit FNV-1a of its UTF-8 bytes, or 1 where that is 0
+/// (0 stands for "no parent" in a slot). Specified (not the process's hasher) because it is on
+/// disk.
 pub fn id_hash(id: &str) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in id.bytes() {
         h ^= u64::from(b);
         h = h.wrapping_mul(0x0000_0100_0000_01b3);
     }
-    h
+    h.max(1)
 }
 
 /// One session's slot in an index: where its entry is, and what a listing orders by.
@@ -50,6 +51,9 @@ pub struct Slot {
     pub last_time: Option<i64>,
     /// The number of events.
     pub next_seq: u64,
+    /// [`id_hash`] of a fork's parent, 0 for a session that is not a fork: a deletion finds
+    /// the forks that share the deleted session's locations by it.
+    pub parent_hash: u64,
 }
 
 impl Slot {
@@ -62,6 +66,7 @@ impl Slot {
         out.extend_from_slice(&self.created_at.to_le_bytes());
         out.extend_from_slice(&self.last_time.unwrap_or(NO_TIME).to_le_bytes());
         out.extend_from_slice(&self.next_seq.to_le_bytes());
+        out.extend_from_slice(&self.parent_hash.to_le_bytes());
     }
 
     fn decode(bytes: &[u8]) -> Decoded<Slot> {
@@ -75,6 +80,7 @@ impl Slot {
             created_at: c.i64("slot created at")?,
             last_time: Some(c.i64("slot last time")?).filter(|&t| t != NO_TIME),
             next_seq: c.u64("slot next seq")?,
+            parent_hash: c.u64("slot parent hash")?,
         };
         c.finish(slot)
     }
@@ -361,6 +367,7 @@ impl IndexedWriter {
             created_at,
             last_time: s.state.last_time,
             next_seq: s.state.next_seq,
+            parent_hash: s.parent.map_or(0, |(p, _)| id_hash(p)),
         };
         self.slots.push(slot);
         Ok((slot, runs))
@@ -470,7 +477,7 @@ mod tests {
             let seeds: Vec<(u64, u64)> = seeds.into_iter().collect();
             let carried: Vec<Slot> = carried.iter().map(|&(h, at, crc)| Slot {
                 id_hash: h, generation: 4, entry_at: at, entry_len: 1, entry_crc: crc,
-                created_at: 0, last_time: None, next_seq: 0,
+                created_at: 0, last_time: None, next_seq: 0, parent_hash: 0,
             }).collect();
             let (bytes, written) = body(&seeds, &carried);
             let regions = Regions::of(&bytes).unwrap();

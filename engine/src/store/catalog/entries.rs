@@ -5,10 +5,13 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use crate::codec::CorruptionKind;
 use crate::codec::checkpoint::indexed::{RunRef, Slot};
 use crate::codec::frame::FRAME_HEADER_LEN;
 use crate::event::{Event, SurfaceOp};
+use crate::model::SessionHeader as Header;
 use crate::model::{EventSource, SessionHeader, SessionState, Verdict, plan};
+use crate::store::catalog::cold::Cold;
 use crate::store::catalog::locations::Locations;
 use crate::store::log::segments::SegmentList;
 use crate::{Limits, Result};
@@ -80,13 +83,17 @@ impl SessionEntry {
     }
 }
 
-/// Every live session, and what changed since the last checkpoint.
+/// Every live session, and what changed since the last checkpoint: the sessions decoded
+/// (`sessions`) and those still only in the checkpoint's index (`cold`), each live session in
+/// exactly one of them.
 #[derive(Debug, Default)]
 pub(crate) struct Entries {
-    /// By id, hashed: every append looks its session up twice (plan, then commit); listings
-    /// sort.
+    /// Decoded, by id, hashed: every append looks its session up twice (plan, then commit);
+    /// listings sort. A session of `cold` comes here when first read or written ([`Entries::load`]).
     pub(crate) sessions: HashMap<String, SessionEntry, foldhash::fast::RandomState>,
     pub(crate) deleted: BTreeSet<String>,
+    /// The checkpoint's index, over the sessions not decoded yet.
+    cold: Option<Cold>,
 }
 
 /// Earlier events of a session for the acceptance function: stored ones through their
@@ -207,6 +214,188 @@ pub(crate) fn plan_batch(
 }
 
 impl Entries {
+    /// Sessions read from a checkpoint's index, decoded when first used.
+    pub(crate) fn with_cold(cold: Cold) -> Self {
+        Self {
+            cold: Some(cold),
+            ..Self::default()
+        }
+    }
+
+    /// The sessions not decoded yet, if any.
+    pub(crate) fn cold(&self) -> Option<&Cold> {
+        self.cold.as_ref()
+    }
+
+    /// Live sessions.
+    pub(crate) fn len(&self) -> usize {
+        self.sessions.len() + self.cold.as_ref().map_or(0, Cold::len)
+    }
+
+    /// Events over all live sessions (inherited events counted in each fork).
+    pub(crate) fn events(&self) -> u64 {
+        let hot: u64 = self.sessions.values().map(|e| e.state.next_seq()).sum();
+        let cold: u64 = self
+            .cold
+            .iter()
+            .flat_map(|c| c.untaken().map(|i| c.slot(i).map_or(0, |s| s.next_seq)))
+            .sum();
+        hot + cold
+    }
+
+    /// Whether session `id` is live (decoded or not).
+    ///
+    /// # Errors
+    /// `Corruption` when an entry of the index it would be in is damaged.
+    pub(crate) fn exists(&self, id: &str) -> Result<bool> {
+        if self.sessions.contains_key(id) {
+            return Ok(true);
+        }
+        match &self.cold {
+            Some(cold) => Ok(cold.find(id)?.is_some()),
+            None => Ok(false),
+        }
+    }
+
+    /// Decodes session `id` from the index if it is there (a fork's parent first); `false`
+    /// when there is no such session.
+    ///
+    /// # Errors
+    /// `Corruption` when its entry (or a parent's) is damaged.
+    pub(crate) fn load(&mut self, id: &str) -> Result<bool> {
+        if self.sessions.contains_key(id) {
+            return Ok(true);
+        }
+        let Some(i) = self
+            .cold
+            .as_ref()
+            .map(|c| c.find(id))
+            .transpose()?
+            .flatten()
+        else {
+            return Ok(false);
+        };
+        self.load_slot(i)?;
+        Ok(true)
+    }
+
+    /// Decodes session `id` and the forks in the index that share its locations (what its
+    /// deletion changes); `false` when there is no such session.
+    ///
+    /// # Errors
+    /// `Corruption` when one of their entries is damaged.
+    pub(crate) fn load_with_forks(&mut self, id: &str) -> Result<bool> {
+        if !self.load(id)? {
+            return Ok(false);
+        }
+        let forks = match self.cold.as_mut() {
+            Some(cold) => cold.forks_of(id)?,
+            None => Vec::new(),
+        };
+        for i in forks {
+            self.load_slot(i)?;
+        }
+        Ok(true)
+    }
+
+    /// Decodes every session of the index (what walks every session's locations: a full
+    /// checkpoint, `verify`, salvage); the index is let go of.
+    ///
+    /// # Errors
+    /// `Corruption` for a damaged entry.
+    pub(crate) fn load_all(&mut self) -> Result<()> {
+        let untaken: Vec<usize> = self.cold.iter().flat_map(Cold::untaken).collect();
+        self.sessions.reserve(untaken.len());
+        for i in untaken {
+            // A fork's parent may have been decoded with it already.
+            if self.cold.as_ref().is_some_and(|c| c.is_untaken(i)) {
+                self.load_slot(i)?;
+            }
+        }
+        self.cold = None;
+        Ok(())
+    }
+
+    /// Decodes slot `i` into `sessions`; on an error the slot stays as it was.
+    fn load_slot(&mut self, i: usize) -> Result<()> {
+        let Some(cold) = self.cold.as_mut() else {
+            return Ok(());
+        };
+        let (slot, entry) = cold.entry(i)?;
+        // Taken first: a damaged chain of parents that loops ends at "missing" instead of
+        // recursing for ever.
+        cold.set_taken(i, true);
+        let loaded = self.decode_into_place(slot, entry);
+        if loaded.is_err()
+            && let Some(cold) = self.cold.as_mut()
+        {
+            cold.set_taken(i, false);
+        }
+        loaded
+    }
+
+    fn decode_into_place(
+        &mut self,
+        slot: Slot,
+        entry: crate::codec::checkpoint::indexed::Entry,
+    ) -> Result<()> {
+        let damaged = |why: &'static str| {
+            crate::Error::corruption(
+                &crate::codec::checkpoint::checkpoint_path(slot.generation),
+                slot.entry_at,
+                if why.is_empty() {
+                    CorruptionKind::CheckpointEntry
+                } else {
+                    CorruptionKind::Inconsistent(why)
+                },
+            )
+        };
+        let header = Header::from_json(&entry.header_json).map_err(|_| damaged(""))?;
+        let inherited = entry.parent.as_ref().map_or(0, |(_, n)| *n);
+        if entry.loc_base != inherited || header.id != entry.id {
+            return Err(damaged(""));
+        }
+        let mut locs = match &entry.parent {
+            Some((parent, n)) => {
+                if !self.load(parent)? {
+                    return Err(damaged("a fork's parent is missing"));
+                }
+                self.sessions
+                    .get_mut(parent)
+                    .ok_or_else(|| damaged("a fork's parent is missing"))?
+                    .locs
+                    .share_prefix(*n)?
+            }
+            None => Locations::default(),
+        };
+        if let Some(cold) = &self.cold {
+            for run in &entry.runs {
+                locs.append_run(cold.run(run)?)?;
+            }
+        }
+        if locs.len() != entry.state.next_seq() {
+            return Err(damaged("a session's locations do not match its length"));
+        }
+        let checkpointed_locs = locs.len();
+        self.sessions.insert(
+            entry.id,
+            SessionEntry {
+                header,
+                state: entry.state,
+                locs,
+                parent: entry.parent,
+                created_lsn: entry.created_lsn,
+                checkpointed_locs,
+                dirty: false,
+                persisted: Some(Persisted {
+                    slot,
+                    runs: entry.runs,
+                }),
+            },
+        );
+        Ok(())
+    }
+
     /// Replay grew vectors by doubling; the resident index keeps only what it holds.
     pub(crate) fn shrink_to_fit(&mut self) {
         for e in self.sessions.values_mut() {
@@ -277,8 +466,16 @@ impl Entries {
 
     /// Removes a session; forks that shared its locations get their own copies (16 bytes per
     /// inherited event; no event bytes are copied).
-    pub(crate) fn delete(&mut self, id: &str) -> Option<SessionEntry> {
-        let gone = self.sessions.remove(id)?;
+    ///
+    /// # Errors
+    /// `Corruption` when its entry or a fork's in the index is damaged.
+    pub(crate) fn delete(&mut self, id: &str) -> Result<Option<SessionEntry>> {
+        if !self.load_with_forks(id)? {
+            return Ok(None);
+        }
+        let Some(gone) = self.sessions.remove(id) else {
+            return Ok(None);
+        };
         let children: Vec<String> = self
             .sessions
             .iter()
@@ -295,7 +492,7 @@ impl Entries {
             self.touch(&child);
         }
         self.deleted.insert(id.to_owned());
-        Some(gone)
+        Ok(Some(gone))
     }
 
     /// The state of `parent`'s first `inherited` events, and the locations a child shares.

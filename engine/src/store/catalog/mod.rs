@@ -2,7 +2,9 @@
 //! shared lock, changed only by the plan/commit of a write (`write.rs`), a replay (open,
 //! `refresh`) or a checkpoint marking what it wrote.
 
+pub(crate) mod cold;
 pub(crate) mod entries;
+pub(crate) mod listing;
 pub(crate) mod locations;
 pub(crate) mod write;
 
@@ -37,6 +39,40 @@ impl Catalog {
         self.entries.write()
     }
 
+    /// Makes session `id` resident if the checkpoint's index holds it; `false` when there is
+    /// no such session.
+    ///
+    /// # Errors
+    /// `Corruption` when its entry is damaged.
+    pub(crate) fn load(&self, id: &str) -> Result<bool> {
+        {
+            let entries = self.entries.read();
+            if entries.sessions.contains_key(id) {
+                return Ok(true);
+            }
+            if entries.cold().is_none() {
+                return Ok(false);
+            }
+        }
+        self.entries.write().load(id)
+    }
+
+    /// Every session read-locked, with session `id` resident if it exists (decoded from the
+    /// checkpoint's index on its first use).
+    ///
+    /// # Errors
+    /// `Corruption` when its entry is damaged.
+    pub(crate) fn read_with(&self, id: &str) -> Result<RwLockReadGuard<'_, Entries>> {
+        let entries = self.entries.read();
+        if entries.sessions.contains_key(id) || entries.cold().is_none() {
+            return Ok(entries);
+        }
+        drop(entries);
+        let mut entries = self.entries.write();
+        entries.load(id)?;
+        Ok(RwLockWriteGuard::downgrade(entries))
+    }
+
     /// The event `seq` of `session`, if it has one.
     pub(crate) fn event_at(
         &self,
@@ -44,7 +80,7 @@ impl Catalog {
         session: &str,
         seq: u64,
     ) -> Result<Option<Event>> {
-        let loc = self.entries.read().get(session)?.locs.get(seq)?;
+        let loc = self.read_with(session)?.get(session)?.locs.get(seq)?;
         loc.map(|l| segments.read_event(l, seq)).transpose()
     }
 }

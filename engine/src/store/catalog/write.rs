@@ -63,7 +63,7 @@ impl Catalog {
         seed: Seed,
     ) -> Result<(u64, Option<u64>)> {
         let id = header.id.clone();
-        if self.read().sessions.contains_key(&id) {
+        if self.read().exists(&id)? {
             return Err(Error::SessionExists { id });
         }
         if seed == Seed::EndMarked {
@@ -100,6 +100,7 @@ impl Catalog {
         // a write lock (their locked operations
         // led this function's `perf annotate`). Every other catalog writer holds the tail lock too, so the
         // upgrade never waits for one; readers go on beside it until the upgrade.
+        self.load(session)?;
         let cat = self.entries.upgradable_read();
         let (events, planned, first) = {
             let entry = cat.get(session)?;
@@ -145,11 +146,13 @@ impl Catalog {
         spec: ForkSpec,
     ) -> Result<(String, Option<u64>)> {
         let mut cat = self.write();
+        cat.load(source)?;
         let plan = plan_fork(
             source,
             cat.sessions.get(source).map(|p| (&p.header, &p.state)),
             &spec,
-            |id| cat.sessions.contains_key(id),
+            // An id whose entry in the index cannot be read is taken as used: never reused.
+            |id| cat.exists(id).unwrap_or(true),
             to.now.get(),
         )?;
         let Some((base, locs)) = cat.fork_base(
@@ -213,13 +216,14 @@ impl Catalog {
         mut to: WriteTo<'_>,
         session: &str,
     ) -> Result<(Option<SessionEntry>, Option<u64>)> {
-        if !self.read().sessions.contains_key(session) {
+        // Decoded before the record is written, so that applying it cannot fail after.
+        if !self.write().load_with_forks(session)? {
             return Err(Error::SessionNotFound {
                 id: session.to_owned(),
             });
         }
         let sealed = to.seal(&BodyRef::Delete { session })?;
-        let gone = self.write().delete(session);
+        let gone = self.write().delete(session)?;
         Ok((gone, Some(sealed.end)))
     }
 }

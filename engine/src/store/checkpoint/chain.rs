@@ -127,6 +127,8 @@ impl CheckpointHeaders {
             let bodies = self.bodies(&self.chain(g)?).ok()?;
             let mut catalog = Entries::default();
             crate::store::checkpoint::load::apply_chain(bodies, &mut catalog).ok()?;
+            // Salvage compares every session with the log.
+            catalog.load_all().ok()?;
             Some(catalog)
         })
     }

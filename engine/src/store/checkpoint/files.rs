@@ -25,8 +25,6 @@ pub(crate) enum RestoreError {
     /// A location run had to be decoded and failed its CRC: damage of the checkpoint, after
     /// which the open replays the whole log instead.
     RunDamaged,
-    /// A session's entry fails its CRC or does not decode: damage of the checkpoint, as above.
-    EntryDamaged,
     /// The body does not fit the chain it is applied on.
     Inconsistent(&'static str),
 }
@@ -36,7 +34,6 @@ impl RestoreError {
     pub(crate) fn kind(self) -> CorruptionKind {
         match self {
             RestoreError::RunDamaged => CorruptionKind::CheckpointLocations,
-            RestoreError::EntryDamaged => CorruptionKind::CheckpointEntry,
             RestoreError::Inconsistent(why) => CorruptionKind::Inconsistent(why),
         }
     }
@@ -107,6 +104,17 @@ pub(crate) fn encode(catalog: &Entries, kind: CheckpointKind, generation: u64) -
     let mut w = IndexedWriter::new(generation);
     let mut written = Vec::new();
     let mut to_write: Vec<(&String, &SessionEntry, Option<&[_]>)> = Vec::new();
+    if let Some(cold) = catalog.cold() {
+        // Sessions never decoded since the index was read: unchanged, their slots carried.
+        debug_assert_eq!(
+            kind,
+            CheckpointKind::Delta,
+            "a full checkpoint decodes every session"
+        );
+        for i in cold.untaken() {
+            w.carry(cold.slot(i)?);
+        }
+    }
     for (id, e) in &catalog.sessions {
         let earlier = match (&e.persisted, kind) {
             (Some(p), CheckpointKind::Delta) if !e.dirty => {
@@ -216,7 +224,10 @@ pub(super) fn apply_table(
         return Err("a layout-3 body in a layout-2 chain".into());
     };
     for id in &body.deleted {
-        catalog.delete(id);
+        // Layout 2 is decoded whole: nothing to read from an index, so nothing to fail.
+        catalog
+            .delete(id)
+            .map_err(|_| RestoreError::Inconsistent("a deletion in a layout-2 chain"))?;
     }
     let mut sessions = body.sessions;
     sessions.sort_by_key(|s| s.created_lsn);

@@ -137,6 +137,10 @@ impl Checkpointer {
         // lock held here. What changes after it is marked for the next delta.
         let bytes = {
             let mut cat = catalog.write();
+            if kind == CheckpointKind::Full {
+                // A full checkpoint names no earlier file: every session is written here.
+                cat.load_all()?;
+            }
             let encoded = files::encode(&cat, kind, meta.generation)?;
             cat.mark_checkpointed(encoded.written);
             encoded.body

@@ -49,6 +49,19 @@ impl Retention<'_> {
             .map(|(id, e)| (id.clone(), last_written(e)))
             .filter(|(_, t)| *t < cutoff_ms)
             .collect();
+        // Sessions not decoded: their slots say when they were last written. A damaged entry
+        // is not listed (its id cannot be read); `verify` names it.
+        if let Some(cold) = cat.cold() {
+            for i in cold.untaken() {
+                let Ok(slot) = cold.slot(i) else { continue };
+                let t = slot.last_time.unwrap_or(slot.created_at);
+                if t < cutoff_ms
+                    && let Ok(id) = cold.id(i)
+                {
+                    out.push((id.to_owned(), t));
+                }
+            }
+        }
         out.sort_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
         out
     }
@@ -58,7 +71,7 @@ impl Retention<'_> {
         self.store.writer.check_writable()?;
         {
             let cat = self.store.catalog.read();
-            if let Some(id) = ids.iter().find(|id| !cat.sessions.contains_key(**id)) {
+            if let Some(id) = ids.iter().find(|id| !cat.exists(id).unwrap_or(false)) {
                 return Err(Error::SessionNotFound {
                     id: (*id).to_owned(),
                 });
@@ -203,7 +216,9 @@ impl Retention<'_> {
     /// holding its own events (not those a fork inherits from its parent). An estimate: a
     /// live fork may still read some of them, which the next read of the log finds.
     pub(in crate::store) fn own_bytes(&self, id: &str) -> BTreeMap<u64, u64> {
-        let cat = self.store.catalog.read();
+        let Ok(cat) = self.store.catalog.read_with(id) else {
+            return BTreeMap::new();
+        };
         cat.sessions
             .get(id)
             .map(|e| e.own_bytes(&self.store.segments))

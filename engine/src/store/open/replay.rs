@@ -60,6 +60,21 @@ fn refused(why: &'static str) -> impl Fn(crate::Error) -> CorruptionKind {
     }
 }
 
+/// Decodes session `id` from the checkpoint's index if it is there (the catalog holds it
+/// then); a damaged entry is the checkpoint's damage.
+fn load(catalog: &mut Entries, id: &str) -> std::result::Result<bool, CorruptionKind> {
+    catalog
+        .load(id)
+        .map_err(refused("a session's checkpoint entry is damaged"))
+}
+
+/// Whether session `id` is live, decoded or not.
+fn exists(catalog: &Entries, id: &str) -> std::result::Result<bool, CorruptionKind> {
+    catalog
+        .exists(id)
+        .map_err(refused("a session's checkpoint entry is damaged"))
+}
+
 /// Applies one decoded record to the catalog, validating it as a live write would be. On a
 /// refusal the catalog is unchanged.
 pub(in crate::store) fn replay(
@@ -73,6 +88,7 @@ pub(in crate::store) fn replay(
     let inconsistent = CorruptionKind::Inconsistent;
     let (id, header_json, mut state, locs, parent, events) = match body {
         RecordBody::Append { session, events } => {
+            load(catalog, &session)?;
             let entry = catalog
                 .sessions
                 .get_mut(&session)
@@ -94,7 +110,10 @@ pub(in crate::store) fn replay(
         RecordBody::Delete { session } => {
             // Compaction leaves out every record of a deleted session and keeps its deletion
             // (it must not come back): such a deletion names no session.
-            if catalog.delete(&session).is_none() && !list.compacted_before(lsn) {
+            let gone = catalog
+                .delete(&session)
+                .map_err(refused("a session's checkpoint entry is damaged"))?;
+            if gone.is_none() && !list.compacted_before(lsn) {
                 return Err(inconsistent("deletion of an unknown session"));
             }
             touched.insert(session);
@@ -119,9 +138,10 @@ pub(in crate::store) fn replay(
             inherited,
             events,
         } => {
-            if catalog.sessions.contains_key(&child) {
+            if exists(catalog, &child)? {
                 return Err(inconsistent("a fork reuses a session id"));
             }
+            load(catalog, &parent)?;
             let (base, locs) = catalog
                 .fork_base(list, &child, &parent, inherited, &options.limits)
                 .map_err(refused("a fork's inherited events are refused"))?
@@ -137,7 +157,7 @@ pub(in crate::store) fn replay(
         }
     };
     // A new session: created, or forked.
-    if catalog.sessions.contains_key(&id) {
+    if exists(catalog, &id)? {
         return Err(inconsistent("a session is created twice"));
     }
     let header = SessionHeader::from_json(&header_json)

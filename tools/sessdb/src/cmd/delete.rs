@@ -118,7 +118,7 @@ fn delete(store: &sessdb::Store, a: &Args) -> Result<Vec<(String, Option<i64>)>,
     let ids: Vec<&str> = a.sessions.iter().map(String::as_str).collect();
     if a.dry_run {
         // The same look-up as the deletion's: an unknown id is the same error.
-        let known = store.list();
+        let known = store.list()?;
         if let Some(id) = ids
             .iter()
             .find(|id| !known.iter().any(|i| i.header.id == **id))

@@ -189,7 +189,7 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
     let report = store.open_report().clone();
     let stats = store.stats();
     let disk = store.disk_usage()?;
-    let sessions = store.list();
+    let sessions = store.list()?;
     store.close()?;
     let store = Store::open_read_only(&a.store, sessdb::StoreOptions::default())?;
     let jsonl_report = export_jsonl(&store, &jsonl, &ExportOptions::default())?;

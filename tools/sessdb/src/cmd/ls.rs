@@ -67,7 +67,7 @@ pub fn run(a: &Args) -> CliResult {
     if let Some(n) = a.limit {
         options = options.with_limit(n);
     }
-    let sessions = store.list_by(options);
+    let sessions = store.list_by(options)?;
     if a.json {
         let rows: Vec<Row<'_>> = sessions
             .iter()

@@ -90,7 +90,7 @@ fn repair(a: &Args, quiet: bool) -> CliResult<Outcome> {
     let store = store.map_err(|e| if a.salvage { e } else { salvage_hint(e) })?;
     let report = store.open_report().clone();
     let mut open_turns = Vec::new();
-    for info in store.list().into_iter().filter(|i| i.turn_open) {
+    for info in store.list()?.into_iter().filter(|i| i.turn_open) {
         let r = store.resume(&info.header.id)?;
         open_turns.push((info.header.id, Some(r.closers.len()), Some(r.end_seed)));
     }
@@ -141,7 +141,7 @@ fn plan(a: &Args, quiet: bool) -> CliResult<Outcome> {
         dry_run: true,
         torn_tail_bytes: report.torn_tail_ignored,
         open_turns: store
-            .list()
+            .list()?
             .into_iter()
             .filter(|i| i.turn_open)
             .map(|i| (i.header.id, None, None))
