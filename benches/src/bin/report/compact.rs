@@ -232,7 +232,7 @@ pub fn rows(mix: &Mix, reps: usize, rows: &mut Vec<Row>) {
         apply(&f, live_only(mix));
         let rows = |s: &Store| {
             s.list()
-                .unwrap()
+                .expect("list")
                 .into_iter()
                 .map(|i| (i.header.id, i.events))
                 .collect::<Vec<_>>()

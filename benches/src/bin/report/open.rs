@@ -206,7 +206,7 @@ pub fn shape_rows(
         let (top, whole) = pair(
             reps,
             || per_call(&|| drop(std::hint::black_box(store.list_by(newest)))),
-            || per_call(&|| drop(std::hint::black_box(store.list().unwrap()))),
+            || per_call(&|| drop(std::hint::black_box(store.list().expect("list")))),
         );
         rows.push(Row {
             what: "the 20 most recently updated sessions (s)",
@@ -223,7 +223,7 @@ pub fn shape_rows(
             Store::open_read_only(long.dir.path(), sessdb::StoreOptions::default()).expect("open");
         let id = store
             .list()
-            .unwrap()
+            .expect("list")
             .into_iter()
             .max_by_key(|s| s.events)
             .expect("session")

@@ -1,0 +1,182 @@
+//! The catalog read on demand equals the catalog decoded whole: after any sequence of creates,
+//! appends, forks, deletes, reads, checkpoints, compactions and reopens, a store opened from
+//! its checkpoint's index (sessions decoded when first used) lists, orders, counts and reads
+//! exactly what a full replay of the log gives — and so does the same store with every
+//! session decoded.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers fail loudly"
+)]
+
+use std::sync::Arc;
+
+use proptest::prelude::*;
+use sessdb::storage::MemStorage;
+use sessdb::store::{Direction, ListOptions, ListOrder};
+use sessdb::{
+    Clock, Draft, ForkSpec, LogType, SessionHeader, Store, StoreOptions, SurfaceIntent, SurfaceType,
+};
+use sessdb_tests::dump_store;
+use sessdb_workload::payload as p;
+
+fn options() -> StoreOptions {
+    StoreOptions::default()
+        .with_clock(Clock::fixed(1_000))
+        .with_segment_bytes_max(4096)
+        .with_checkpoint_interval_bytes(3000)
+        .with_checkpoint_merge_every(3)
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Create(u8),
+    Append(u8, u8),
+    Fork(u8),
+    Delete(u8),
+    Read(u8),
+    Checkpoint,
+    Compact,
+    Reopen,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        3 => any::<u8>().prop_map(Op::Create),
+        6 => (any::<u8>(), 1u8..6).prop_map(|(s, n)| Op::Append(s, n)),
+        2 => any::<u8>().prop_map(Op::Fork),
+        2 => any::<u8>().prop_map(Op::Delete),
+        2 => any::<u8>().prop_map(Op::Read),
+        2 => Just(Op::Checkpoint),
+        1 => Just(Op::Compact),
+        3 => Just(Op::Reopen),
+    ]
+}
+
+/// The live session picked by `n` (listed in id order), if any.
+fn pick(store: &Store, n: u8) -> Option<String> {
+    let all = store.list().unwrap();
+    (!all.is_empty()).then(|| all[usize::from(n) % all.len()].header.id.clone())
+}
+
+fn apply(store: &mut Store, storage: &MemStorage, op: &Op, made: &mut u32) {
+    // Each arm one operation of the store's API, as a user calls it.
+    match *op {
+        Op::Create(n) => {
+            *made += 1;
+            store
+                .create_session(
+                    SessionHeader::new(&format!("s{made}-{n}"), i64::from(n)),
+                    Vec::new(),
+                )
+                .unwrap();
+        }
+        Op::Append(n, k) => {
+            if let Some(id) = pick(store, n) {
+                for i in 0..k {
+                    let draft = if i % 2 == 0 {
+                        let data = format!("{{\"note\":\"{i}\"}}");
+                        Draft::log(LogType::new("plugin/note").unwrap(), data.into_bytes())
+                            .ignorable()
+                    } else {
+                        Draft::surface(
+                            SurfaceType::UserMessage,
+                            p::user_message(&format!("u{i}"), "user", "hi").into_bytes(),
+                            SurfaceIntent::append(),
+                        )
+                    };
+                    store.append(&id, draft).unwrap();
+                }
+            }
+        }
+        Op::Fork(n) => {
+            if let Some(id) = pick(store, n) {
+                *made += 1;
+                let spec = ForkSpec::default().with_child_id(format!("f{made}"));
+                // A fork inside an open turn is refused, as DSH refuses it: nothing changes.
+                let _ = store.fork(&id, spec);
+            }
+        }
+        Op::Delete(n) => {
+            if let Some(id) = pick(store, n) {
+                store.delete_session(&id).unwrap();
+            }
+        }
+        Op::Read(n) => {
+            if let Some(id) = pick(store, n) {
+                store.events(&id, ..).unwrap();
+            }
+        }
+        Op::Checkpoint => {
+            store.checkpoint().unwrap();
+        }
+        Op::Compact => {
+            store.compact().unwrap();
+        }
+        Op::Reopen => {
+            store.close().unwrap();
+            *store = Store::open_with(Arc::new(storage.clone()), options()).unwrap();
+        }
+    }
+}
+
+/// What a reader sees of a store: every listing order both ways, with and without a limit,
+/// the counts, and every session's events and state.
+fn seen(store: &Store) -> Vec<String> {
+    let mut out = Vec::new();
+    for order in [
+        ListOrder::Id,
+        ListOrder::Created,
+        ListOrder::Updated,
+        ListOrder::Events,
+    ] {
+        for direction in [Direction::Ascending, Direction::Descending] {
+            for limit in [None, Some(1), Some(3)] {
+                let mut o = ListOptions::new(order).with_direction(direction);
+                if let Some(n) = limit {
+                    o = o.with_limit(n);
+                }
+                let rows = store.list_by(o).unwrap();
+                out.push(format!("{order:?} {direction:?} {limit:?}: {rows:?}"));
+            }
+        }
+    }
+    let stats = store.stats();
+    out.push(format!(
+        "{} sessions, {} events",
+        stats.sessions, stats.events
+    ));
+    out.push(format!("{:?}", dump_store(store)));
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn a_catalog_read_on_demand_equals_one_decoded_whole(ops in proptest::collection::vec(op(), 1..40)) {
+        let storage = MemStorage::new();
+        let mut store = Store::open_with(Arc::new(storage.clone()), options()).unwrap();
+        let mut made = 0;
+        for op in &ops {
+            apply(&mut store, &storage, op, &mut made);
+        }
+        let live = seen(&store);
+        store.close().unwrap();
+        drop(store);
+        // The same log: opened from its checkpoint (sessions undecoded), then replayed whole.
+        let lazy = Store::open_with(Arc::new(storage.clone()), options()).unwrap();
+        let replayed = Store::open_read_only_with(
+            Arc::new(storage.clone()),
+            options().with_ignore_checkpoints(true),
+        )
+        .unwrap();
+        let undecoded = lazy.memory_usage().undecoded_sessions;
+        prop_assert_eq!(seen(&lazy), seen(&replayed));
+        prop_assert_eq!(seen(&lazy), live);
+        // Listing decodes nothing; the dump read every session: all decoded now.
+        prop_assert!(undecoded <= lazy.stats().sessions);
+        prop_assert_eq!(lazy.memory_usage().undecoded_sessions, 0);
+    }
+}
