@@ -67,7 +67,7 @@ fn apply(store: &mut Store, storage: &MemStorage, op: &Op, made: &mut u32) {
             *made += 1;
             store
                 .create_session(
-                    SessionHeader::new(&format!("s{made}-{n}"), i64::from(n)),
+                    SessionHeader::new(format!("s{made}-{n}"), i64::from(n)),
                     Vec::new(),
                 )
                 .unwrap();
