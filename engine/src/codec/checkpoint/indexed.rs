@@ -248,6 +248,27 @@ pub struct Entry {
 /// # Errors
 /// The first field that is short or malformed.
 pub fn decode_entry(bytes: &[u8]) -> Decoded<Entry> {
+    let (loc_base, runs, core) = split_entry(bytes)?;
+    let mut c = ByteReader::new(core);
+    let head: Head = read_head(&mut c)?;
+    let state = read_state(&mut c, &head)?;
+    c.finish(Entry {
+        id: head.id,
+        header_json: head.header_json,
+        created_lsn: head.created_lsn,
+        parent: head.parent,
+        loc_base,
+        runs,
+        state,
+    })
+}
+
+/// An entry's location base, its runs, and its bytes after them (what a full checkpoint copies
+/// as they are).
+///
+/// # Errors
+/// A short or malformed entry.
+pub fn split_entry(bytes: &[u8]) -> Decoded<(u64, Vec<RunRef>, &[u8])> {
     let mut c = ByteReader::new(bytes);
     let loc_base = c.u64("location base")?;
     let n = c.u32("run count")?;
@@ -261,17 +282,8 @@ pub fn decode_entry(bytes: &[u8]) -> Decoded<Entry> {
             crc: c.u32("run CRC")?,
         });
     }
-    let head: Head = read_head(&mut c)?;
-    let state = read_state(&mut c, &head)?;
-    c.finish(Entry {
-        id: head.id,
-        header_json: head.header_json,
-        created_lsn: head.created_lsn,
-        parent: head.parent,
-        loc_base,
-        runs,
-        state,
-    })
+    let core = bytes.get(c.pos()..).ok_or("entry")?;
+    Ok((loc_base, runs, core))
 }
 
 /// The session id of an entry's bytes, decoding nothing else (a hash shared by two ids is told
@@ -286,6 +298,65 @@ pub fn entry_id(bytes: &[u8]) -> Decoded<&str> {
     let n = c.count(u64::from(n), RUN_REF_LEN, "run count")?;
     c.take(n * RUN_REF_LEN, "runs")?;
     c.str16_ref("session id")
+}
+
+#[cfg(test)]
+mod copy_tests {
+    use super::*;
+    use crate::model::SessionState;
+
+    #[test]
+    fn a_copied_entry_decodes_as_the_original_with_its_locations_in_one_run() {
+        let state = SessionState::new();
+        let r = SessionRef {
+            id: "s",
+            header_json: b"{}",
+            created_lsn: 7,
+            parent: Some(("p", 2)),
+            loc_base: 2,
+            state: &state,
+        };
+        let earlier = [RunRef {
+            generation: 1,
+            start: 0,
+            count: 0,
+            crc: 0,
+        }];
+        let mut first = IndexedWriter::new(2);
+        let (slot, _) = first.entry(&r, 5, &earlier, 0, &[]).unwrap();
+        let body = first.finish().unwrap();
+        let regions = Regions::of(&body).unwrap();
+        let bytes = regions.entry(&body, &slot).unwrap();
+        let (loc_base, runs, core) = split_entry(bytes).unwrap();
+        assert_eq!((loc_base, runs.as_slice()), (2, &earlier[..]));
+        let loc = [0x11u8; 16];
+        let mut second = IndexedWriter::new(3);
+        let moved = second.copy(&slot, loc_base, core, 1, &[&loc]).unwrap();
+        let body2 = second.finish().unwrap();
+        let regions2 = Regions::of(&body2).unwrap();
+        let copied = decode_entry(regions2.entry(&body2, &moved).unwrap()).unwrap();
+        let original = decode_entry(bytes).unwrap();
+        assert_eq!(copied.id, original.id);
+        assert_eq!(copied.state, original.state);
+        assert_eq!(copied.parent, original.parent);
+        assert_eq!(copied.runs.len(), 1);
+        assert_eq!(copied.runs[0].generation, 3);
+        assert_eq!(regions2.run(&body2, &copied.runs[0]).unwrap(), &loc[..]);
+        assert_eq!(
+            (
+                moved.id_hash,
+                moved.created_at,
+                moved.next_seq,
+                moved.parent_hash
+            ),
+            (
+                slot.id_hash,
+                slot.created_at,
+                slot.next_seq,
+                slot.parent_hash
+            )
+        );
+    }
 }
 
 /// Writes a layout-3 body: entries written here, slots carried over from the previous index,
@@ -328,6 +399,59 @@ impl IndexedWriter {
         if bytes as u64 != count.saturating_mul(EventLoc::ENCODED_LEN as u64) {
             return Err("raw locations of another length than their count");
         }
+        let runs = self.with_new_run(earlier, count, pieces);
+        let mut core = Vec::new();
+        put_head(&mut core, s)?;
+        put_state(&mut core, s.state)?;
+        let slot = self.put_entry(
+            Slot {
+                id_hash: id_hash(s.id),
+                generation: self.generation,
+                entry_at: 0,
+                entry_len: 0,
+                entry_crc: 0,
+                created_at,
+                last_time: s.state.last_time,
+                next_seq: s.state.next_seq,
+                parent_hash: s.parent.map_or(0, |(p, _)| id_hash(p)),
+            },
+            s.loc_base,
+            &runs,
+            &core,
+        )?;
+        Ok((slot, runs))
+    }
+
+    /// Copies an untouched session's entry from an earlier file of the chain without decoding
+    /// it: its fields after the runs (`core`, from [`split_entry`]) as they are, its locations
+    /// (`pieces`, `count` × 16 bytes, read from the runs it named) into one new run here.
+    /// Returns its new slot.
+    ///
+    /// # Errors
+    /// Pieces of another length than `count`, or an entry too long for its length field.
+    pub fn copy(
+        &mut self,
+        slot: &Slot,
+        loc_base: u64,
+        core: &[u8],
+        count: u64,
+        pieces: &[&[u8]],
+    ) -> Decoded<Slot> {
+        let bytes: usize = pieces.iter().map(|p| p.len()).sum();
+        if bytes as u64 != count.saturating_mul(EventLoc::ENCODED_LEN as u64) {
+            return Err("raw locations of another length than their count");
+        }
+        let runs = self.with_new_run(&[], count, pieces);
+        let moved = Slot {
+            generation: self.generation,
+            ..*slot
+        };
+        self.put_entry(moved, loc_base, &runs, core)
+    }
+
+    /// `earlier` and, when there are any, the `count` locations of `pieces` written here as
+    /// one new run.
+    fn with_new_run(&mut self, earlier: &[RunRef], count: u64, pieces: &[&[u8]]) -> Vec<RunRef> {
         let mut runs = earlier.to_vec();
         if count > 0 {
             let at = self.runs.len();
@@ -341,36 +465,42 @@ impl IndexedWriter {
                 crc: crc32fast::hash(self.runs.get(at..).unwrap_or_default()),
             });
         }
+        runs
+    }
+
+    /// Writes an entry (its runs, then `core`) and its slot: `slot`'s keys, placed here.
+    fn put_entry(
+        &mut self,
+        slot: Slot,
+        loc_base: u64,
+        runs: &[RunRef],
+        core: &[u8],
+    ) -> Decoded<Slot> {
         let at = self.entries.len();
         let out = &mut self.entries;
-        out.extend_from_slice(&s.loc_base.to_le_bytes());
+        out.extend_from_slice(&loc_base.to_le_bytes());
         out.extend_from_slice(
             &u32::try_from(runs.len())
                 .map_err(|_| TOO_LARGE)?
                 .to_le_bytes(),
         );
-        for r in &runs {
+        for r in runs {
             out.extend_from_slice(&r.generation.to_le_bytes());
             out.extend_from_slice(&r.start.to_le_bytes());
             out.extend_from_slice(&r.count.to_le_bytes());
             out.extend_from_slice(&r.crc.to_le_bytes());
         }
-        put_head(out, s)?;
-        put_state(out, s.state)?;
+        out.extend_from_slice(core);
         let entry = out.get(at..).unwrap_or_default();
         let slot = Slot {
-            id_hash: id_hash(s.id),
             generation: self.generation,
             entry_at: at as u64,
             entry_len: u32::try_from(entry.len()).map_err(|_| TOO_LARGE)?,
             entry_crc: crc32fast::hash(entry),
-            created_at,
-            last_time: s.state.last_time,
-            next_seq: s.state.next_seq,
-            parent_hash: s.parent.map_or(0, |(p, _)| id_hash(p)),
+            ..slot
         };
         self.slots.push(slot);
-        Ok((slot, runs))
+        Ok(slot)
     }
 
     /// Keeps an untouched session's slot: its entry stays where an earlier file of the chain

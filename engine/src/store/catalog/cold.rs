@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use crate::codec::CorruptionKind;
 use crate::codec::checkpoint::indexed::{
-    Entry, Regions, RunRef, SLOT_LEN, Slot, decode_entry, entry_id, id_hash,
+    Entry, IndexedWriter, Regions, RunRef, SLOT_LEN, Slot, decode_entry, entry_id, id_hash,
+    split_entry,
 };
 use crate::codec::checkpoint::{CHECKPOINT_HEADER_LEN, LocRun};
 use crate::storage::FileView;
@@ -206,6 +207,54 @@ impl Cold {
             },
             path: Arc::clone(&file.path),
         })
+    }
+
+    /// Whether the file of `generation` is one of this index's chain.
+    pub(crate) fn holds(&self, generation: u64) -> bool {
+        self.files.contains_key(&generation)
+    }
+
+    /// Slot `i` and the runs its entry names (nothing else decoded).
+    ///
+    /// # Errors
+    /// `Corruption` for a damaged entry.
+    pub(crate) fn runs_of(&self, i: usize) -> Result<(Slot, Vec<RunRef>)> {
+        let slot = self.slot(i)?;
+        let file = self.file(slot.generation)?;
+        let (_, runs, _) =
+            split_entry(self.entry_bytes(&slot)?).map_err(|_| file.damaged(slot.entry_at))?;
+        Ok((slot, runs))
+    }
+
+    /// Writes slot `i`'s session into a full checkpoint without decoding it: its entry's
+    /// fields as they are, its locations (each run checked) into one new run.
+    ///
+    /// # Errors
+    /// `Corruption` for a damaged entry or run; the inner error is the writer's.
+    pub(crate) fn copy_into(
+        &self,
+        i: usize,
+        w: &mut IndexedWriter,
+    ) -> Result<std::result::Result<(), &'static str>> {
+        let slot = self.slot(i)?;
+        let file = self.file(slot.generation)?;
+        let (loc_base, runs, core) =
+            split_entry(self.entry_bytes(&slot)?).map_err(|_| file.damaged(slot.entry_at))?;
+        let mut pieces = Vec::with_capacity(runs.len());
+        let mut count = 0;
+        for run in &runs {
+            let holder = self.file(run.generation)?;
+            let bytes = holder.regions.run(holder.body(), run).map_err(|_| {
+                Error::corruption(
+                    &holder.path,
+                    run.start.saturating_add(CHECKPOINT_HEADER_LEN as u64),
+                    CorruptionKind::CheckpointLocations,
+                )
+            })?;
+            pieces.push(bytes);
+            count += run.count;
+        }
+        Ok(w.copy(&slot, loc_base, core, count, &pieces).map(|_| ()))
     }
 
     /// The slots not taken of the forks of `parent` (by its id hash: a fork of another parent

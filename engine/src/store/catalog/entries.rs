@@ -279,6 +279,45 @@ impl Entries {
         Ok(true)
     }
 
+    /// Takes the index a checkpoint just wrote as the sessions not decoded: a clean session
+    /// (its entry in that index as it is) is let go of — memory follows use — and every
+    /// session still decoded, or deleted since the checkpoint was encoded, is taken in it.
+    ///
+    /// # Errors
+    /// `Corruption` when an entry of the new index is damaged.
+    pub(crate) fn adopt(&mut self, mut cold: Cold) -> Result<()> {
+        self.sessions
+            .retain(|_, e| e.dirty || e.persisted.is_none());
+        for (id, e) in &mut self.sessions {
+            let found = cold.find(id)?;
+            if let Some(i) = found {
+                cold.set_taken(i, true);
+            }
+            // Decoded from the previous index after this checkpoint was encoded (and written
+            // to since): where it persists is the new index's entry, which a full checkpoint
+            // copied it into; a delta names no file outside its chain.
+            if e.persisted
+                .as_ref()
+                .is_some_and(|p| !cold.holds(p.slot.generation))
+            {
+                e.persisted = match found {
+                    Some(i) => {
+                        let (slot, runs) = cold.runs_of(i)?;
+                        (slot.next_seq == e.checkpointed_locs).then_some(Persisted { slot, runs })
+                    }
+                    None => None,
+                };
+            }
+        }
+        for id in &self.deleted {
+            if let Some(i) = cold.find(id)? {
+                cold.set_taken(i, true);
+            }
+        }
+        self.cold = Some(cold);
+        Ok(())
+    }
+
     /// Decodes session `id` and the forks in the index that share its locations (what its
     /// deletion changes); `false` when there is no such session.
     ///

@@ -14,6 +14,7 @@ use crate::codec::checkpoint::{
 use crate::model::SessionHeader;
 use crate::storage::Checked;
 use crate::storage::{FileView, OpenMode, Replacement, Storage, StorageFile};
+use crate::store::catalog::cold::{Cold, ColdFile};
 use crate::store::catalog::entries::Entries;
 use crate::store::catalog::entries::{Persisted, SessionEntry};
 use crate::store::catalog::locations::{Locations, MappedRun};
@@ -105,14 +106,13 @@ pub(crate) fn encode(catalog: &Entries, kind: CheckpointKind, generation: u64) -
     let mut written = Vec::new();
     let mut to_write: Vec<(&String, &SessionEntry, Option<&[_]>)> = Vec::new();
     if let Some(cold) = catalog.cold() {
-        // Sessions never decoded since the index was read: unchanged, their slots carried.
-        debug_assert_eq!(
-            kind,
-            CheckpointKind::Delta,
-            "a full checkpoint decodes every session"
-        );
+        // Sessions not decoded since the index was read are unchanged: a delta carries their
+        // slots, a full checkpoint copies their entries and locations as bytes.
         for i in cold.untaken() {
-            w.carry(cold.slot(i)?);
+            match kind {
+                CheckpointKind::Delta => w.carry(cold.slot(i)?),
+                CheckpointKind::Full => cold.copy_into(i, &mut w)?.map_err(too_large)?,
+            }
         }
     }
     for (id, e) in &catalog.sessions {
@@ -243,6 +243,52 @@ pub(super) fn apply_table(
         restore(snap, run, catalog)?;
     }
     Ok(())
+}
+
+/// The index of the chain whose files are `generations` (its newest last), mapped: what the
+/// catalog holds as its sessions not decoded after a checkpoint.
+///
+/// # Errors
+/// I/O errors opening or mapping a file, or one that does not check out.
+pub(crate) fn chain_index(
+    storage: &dyn Storage,
+    generations: std::ops::RangeInclusive<u64>,
+) -> Result<Cold> {
+    let newest = *generations.end();
+    let mut files = std::collections::BTreeMap::new();
+    for g in generations {
+        let unusable = |u: Unusable| {
+            Error::io(
+                "map a checkpoint",
+                checkpoint_path(g),
+                std::io::Error::other(u.why),
+            )
+        };
+        let opened = open_header(storage, g).map_err(unusable)?;
+        let check = if g == newest {
+            BodyCheck::Whole
+        } else {
+            BodyCheck::Regions
+        };
+        let loaded = opened.body(check).map_err(unusable)?;
+        if let BodyParts::Indexed(regions) = loaded.parts {
+            files.insert(
+                g,
+                ColdFile {
+                    view: loaded.view,
+                    path: loaded.path,
+                    regions,
+                },
+            );
+        }
+    }
+    Cold::new(files).ok_or_else(|| {
+        Error::io(
+            "map a checkpoint",
+            checkpoint_path(newest),
+            std::io::Error::other("no layout-3 file in the chain"),
+        )
+    })
 }
 
 /// Writes a checkpoint atomically and durably.

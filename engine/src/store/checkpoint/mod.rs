@@ -137,10 +137,6 @@ impl Checkpointer {
         // lock held here. What changes after it is marked for the next delta.
         let bytes = {
             let mut cat = catalog.write();
-            if kind == CheckpointKind::Full {
-                // A full checkpoint names no earlier file: every session is written here.
-                cat.load_all()?;
-            }
             let encoded = files::encode(&cat, kind, meta.generation)?;
             cat.mark_checkpointed(encoded.written);
             encoded.body
@@ -167,6 +163,14 @@ impl Checkpointer {
             return writer.poison(e);
         }
         let obsolete_below = chain.after_write(&meta, kind == CheckpointKind::Full);
+        // The new index becomes the sessions not decoded: the next delta's slots name files
+        // of this chain only, and sessions left clean go back to their mapped form. Failing
+        // that, the next delta could name a file outside its chain: the store stops writing.
+        if let Err(e) = files::chain_index(storage, chain.members())
+            .and_then(|cold| catalog.write().adopt(cold))
+        {
+            return writer.poison(e);
+        }
         if let Some(keep_from) = obsolete_below {
             // The chain no longer needs them; one left behind by a failure here is harmless
             // (an open takes the newest whole chain) and is removed by the next checkpoint,

@@ -59,6 +59,12 @@ impl CheckpointState {
         self.generation == 0 || self.next_full || self.deltas_since_full + 1 >= merge_every
     }
 
+    /// The generations of the chain the newest checkpoint belongs to: its full checkpoint,
+    /// then each delta on it (each names the one before as its base).
+    pub(in crate::store) fn members(&self) -> std::ops::RangeInclusive<u64> {
+        self.last_full..=self.generation
+    }
+
     /// After `meta` was written (`full` or a delta): returns the generation below which the
     /// files are no longer needed (a full checkpoint keeps the previous full chain as a
     /// fallback), if any.
