@@ -34,10 +34,23 @@ fn main() {
     // open added and the events it holds (the parent measures memory per event this way).
     if let Some(i) = args.iter().position(|a| a == "--open-rss") {
         let before = rss();
+        let t = std::time::Instant::now();
         let store =
             Store::open_read_only(&args[i + 1], sessdb::StoreOptions::default()).expect("open");
+        let opened = t.elapsed().as_secs_f64();
         let after = rss();
-        println!("{} {}", after.saturating_sub(before), store.stats().events);
+        // Then what `sessdb ls -n 20 --sort updated -r` asks of it.
+        let t = std::time::Instant::now();
+        let newest = sessdb::store::ListOptions::new(sessdb::store::ListOrder::Updated)
+            .with_direction(sessdb::store::Direction::Descending)
+            .with_limit(20);
+        let listed = store.list_by(newest).expect("list").len();
+        let ls = t.elapsed().as_secs_f64();
+        println!(
+            "{} {} {opened} {ls} {listed}",
+            after.saturating_sub(before),
+            store.stats().events
+        );
         return;
     }
     let quick = args.iter().any(|a| a == "--quick");
@@ -130,6 +143,11 @@ fn main() {
     }
     if run("open") || run("tail") {
         open::shape_rows(quick, big, reps, &run, &mut rows);
+    }
+    // Not in a plain run: it builds (once, kept under `target/`) a store of a million
+    // sessions and one of a single session of the same events, ~4 GB each.
+    if only.as_deref() == Some("million") {
+        open::million_rows(quick, reps, &mut rows);
     }
 
     if run("postgres") {

@@ -62,19 +62,121 @@ fn open_time(dir: &Path, from_checkpoint: bool) -> f64 {
     secs
 }
 
-/// Resident bytes a fresh process adds by opening `built`, per appended event.
-fn rss_per_event(built: &Built) -> f64 {
-    let dir = built.dir.path();
+/// What a fresh process measured opening a store (`report --open-rss DIR`).
+#[derive(Debug, Clone, Copy)]
+struct Fresh {
+    /// Resident bytes the open added.
+    rss: f64,
+    /// Seconds to open.
+    open: f64,
+    /// Seconds to list the 20 most recently updated sessions after it.
+    newest_20: f64,
+}
+
+fn fresh(dir: &Path) -> Fresh {
     let out = std::process::Command::new(std::env::current_exe().expect("exe"))
         .args(["--open-rss", &dir.display().to_string()])
         .output()
         .expect("child");
     let text = String::from_utf8_lossy(&out.stdout);
-    let mut it = text
+    let v: Vec<f64> = text
         .split_whitespace()
-        .map(|x| x.parse::<f64>().unwrap_or(0.0));
-    let bytes = it.next().unwrap_or(0.0);
-    bytes / (built.events.max(1) as f64)
+        .map(|x| x.parse::<f64>().unwrap_or(0.0))
+        .collect();
+    let at = |i: usize| v.get(i).copied().unwrap_or(0.0);
+    Fresh {
+        rss: at(0),
+        open: at(2),
+        newest_20: at(3),
+    }
+}
+
+/// Resident bytes a fresh process adds by opening `built`, per appended event.
+fn rss_per_event(built: &Built) -> f64 {
+    fresh(built.dir.path()).rss / (built.events.max(1) as f64)
+}
+
+/// A store kept under `target/bench-stores/NAME` (built by `spec` the first time; the body
+/// layout in the name, so that a store of another layout is not reused).
+fn kept(name: &str, spec: &WorkloadSpec) -> (std::path::PathBuf, String, u64) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench-stores");
+    let dir = root.join(name);
+    let done = dir.join("BUILT");
+    if let Ok(text) = std::fs::read_to_string(&done) {
+        let mut it = text.splitn(2, ' ');
+        let events = it.next().and_then(|e| e.parse().ok()).unwrap_or(0);
+        return (dir, it.next().unwrap_or("").to_owned(), events);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut store = Store::open(&dir, buffered()).expect("open");
+    let summary = generate(spec, &mut store).expect("workload");
+    store.close().expect("close");
+    let what = format!(
+        "DSH mix: {} sessions, {} events",
+        summary.sessions.len(),
+        summary.events
+    );
+    std::fs::write(&done, format!("{} {what}", summary.events)).expect("mark");
+    (dir, what, summary.events)
+}
+
+/// A million sessions of ~20 events (DSH mix) against one session of the same events, each
+/// opened in fresh processes, interleaved: open, resident memory, the newest 20 listed.
+pub fn million_rows(quick: bool, reps: usize, rows: &mut Vec<Row>) {
+    let sessions: usize = if quick { 100_000 } else { 1_000_000 };
+    let many = WorkloadSpec {
+        sessions,
+        min_turns: 1,
+        max_turns: 1,
+        max_chunks: 2,
+        ..WorkloadSpec::default()
+    };
+    let (many_dir, many_name, many_events) = kept(&format!("sessions-{sessions}-v3"), &many);
+    let (one_dir, one_name, _) = kept(
+        &format!("one-session-{many_events}-v3"),
+        &long_spec(many_events),
+    );
+    let (m, o) = pair(reps, || fresh(&many_dir).open, || fresh(&one_dir).open);
+    rows.push(Row {
+        what: "open in a fresh process, a million sessions (s)",
+        unit: "s",
+        subject: m,
+        baseline_name: "one session of the same events",
+        baseline: o,
+        goal: "<= 2x",
+        workload: format!("{many_name} against {one_name}"),
+    });
+    let per_session = |dir: &Path| fresh(dir).rss / sessions as f64;
+    let (m, o) = pair(reps, || per_session(&many_dir), || per_session(&one_dir));
+    rows.push(Row {
+        what: "resident bytes after open, per session, a million sessions",
+        unit: "B",
+        subject: m,
+        baseline_name: "one session of the same events, per the many's session",
+        baseline: o,
+        goal: "<= 64 B",
+        workload: format!("{many_name} against {one_name}"),
+    });
+    let (m, o) = pair(
+        reps,
+        || {
+            let f = fresh(&many_dir);
+            f.open + f.newest_20
+        },
+        || {
+            let f = fresh(&one_dir);
+            f.open + f.newest_20
+        },
+    );
+    rows.push(Row {
+        what: "open + the 20 most recently updated (`ls -n 20 --sort updated -r`), fresh (s)",
+        unit: "s",
+        subject: m,
+        baseline_name: "the same on one session of the same events",
+        baseline: o,
+        goal: "<= 50 ms",
+        workload: many_name,
+    });
 }
 
 /// The open rows on `main` (built from [`main_spec`]).
