@@ -50,6 +50,10 @@ pub enum CorruptionKind {
     /// not decode (found when the session is first read; `verify` checks every entry).
     #[error("a checkpoint's session entry is damaged")]
     CheckpointEntry,
+    /// A block of a checkpoint's index (layout 3) fails its CRC (found when a slot of it is
+    /// first read; `verify` reads every block).
+    #[error("a checkpoint's index block fails its checksum")]
+    CheckpointIndex,
     /// A compacted segment's footer or run table (what maps its LSNs) is damaged.
     #[error("a compacted segment's run table is damaged: {0}")]
     RunTable(&'static str),

@@ -20,8 +20,9 @@ use support::*;
 
 /// Regression (found by the `store_checkpoints` property test): a flipped byte in the
 /// checkpoint header's reserved field went unnoticed, because nothing covered it. The header
-/// now carries its own CRC; every byte of the header and the index is checked at open (an
-/// entry's or a run's bytes when they are first used: `store_checkpoints.rs`).
+/// now carries its own CRC; every byte of the header and of the index's prefix and block CRCs
+/// is checked at open (a block of slots, an entry or a run when first used:
+/// `store_checkpoints.rs`, `byte_flips.rs`).
 fn regression_a_flipped_byte_anywhere_in_a_checkpoint_discards_it(storage: &Backend) {
     let mut store = open(storage);
     workload(&mut store);
@@ -31,10 +32,12 @@ fn regression_a_flipped_byte_anywhere_in_a_checkpoint_discards_it(storage: &Back
         .into_iter()
         .rfind(|(p, _)| p.starts_with("checkpoints/"))
         .unwrap();
+    // The header's CRC covers the index's prefix and block CRCs; the slots, entries and runs
+    // are each checked when first read.
     let index_end = CHECKPOINT_HEADER_LEN
         + Regions::of(&bytes[CHECKPOINT_HEADER_LEN..])
             .unwrap()
-            .entries_start;
+            .slots_start;
     let at_all: Vec<usize> = (0..CHECKPOINT_HEADER_LEN)
         .chain([CHECKPOINT_HEADER_LEN + 3, index_end - 1])
         .collect();

@@ -103,10 +103,10 @@ proptest! {
                 prop_assert_eq!(got, reference.clone());
             }
             Err(sessdb::Error::Corruption { segment, kind, .. }) => {
-                prop_assert!(matches!(kind, sessdb::CorruptionKind::CheckpointLocations | sessdb::CorruptionKind::CheckpointEntry), "{kind:?}");
+                prop_assert!(matches!(kind, sessdb::CorruptionKind::CheckpointLocations | sessdb::CorruptionKind::CheckpointEntry | sessdb::CorruptionKind::CheckpointIndex), "{kind:?}");
                 prop_assert_eq!(&segment, &damaged[newest].0);
                 let problems = sessdb::store::verify(Arc::new(segments_and(&files, &damaged))).unwrap().problems;
-                prop_assert!(problems.iter().any(|p| p.contains("location run") || p.contains("entry")), "{problems:?}");
+                prop_assert!(problems.iter().any(|p| p.contains("location run") || p.contains("entry") || p.contains("index block")), "{problems:?}");
                 let replayed = Store::open_with(Arc::new(segments_and(&files, &damaged)), options().with_ignore_checkpoints(true)).unwrap();
                 prop_assert_eq!(dump(&replayed), reference.clone());
             }

@@ -57,7 +57,7 @@ fn main() {
     let json = args.iter().any(|a| a == "--json");
     let big = args.iter().any(|a| a == "--big");
     let reps = if quick { 3 } else { 5 };
-    // `--only ROW` (append, batch, durable, threads, open, tail, export, sqlite, surface, compact, postgres): one
+    // `--only ROW` (append, batch, durable, threads, open, tail, checkpoint, export, sqlite, surface, compact, postgres, million): one
     // group of rows (`export` runs both exports).
     let only = args
         .iter()
@@ -146,6 +146,9 @@ fn main() {
     }
     // Not in a plain run: it builds (once, kept under `target/`) a store of a million
     // sessions and one of a single session of the same events, ~4 GB each.
+    if run("checkpoint") {
+        open::checkpoint_rows(quick, reps, &mut rows);
+    }
     if only.as_deref() == Some("million") {
         open::million_rows(quick, reps, &mut rows);
     }

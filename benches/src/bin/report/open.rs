@@ -385,3 +385,68 @@ pub fn profile_many(quick: bool, big: bool, n: usize) {
         println!("{:.2} ms", open_time(many.dir.path(), true) * 1e3);
     }
 }
+
+/// Time of one checkpoint of the store in `dir` after appending a note to every 100th
+/// session: a delta, or (`merge_every` 1) a full one.
+fn checkpoint_after_one_percent(dir: &Path, ids: &[String], merge_every: u32, round: u64) -> f64 {
+    let store =
+        Store::open(dir, buffered().with_checkpoint_merge_every(merge_every)).expect("open");
+    for id in ids.iter().step_by(100) {
+        let data = format!("{{\"note\":\"round {round}\"}}");
+        store
+            .append(
+                id,
+                sessdb::Draft::log(
+                    sessdb::LogType::new("plugin/note").expect("type"),
+                    data.into_bytes(),
+                )
+                .ignorable(),
+            )
+            .expect("append");
+    }
+    let t = Instant::now();
+    let info = store.checkpoint().expect("checkpoint").expect("written");
+    let secs = t.elapsed().as_secs_f64();
+    assert_eq!(info.full, merge_every == 1, "{info:?}");
+    drop(store);
+    secs
+}
+
+/// A checkpoint where 1 % of the sessions changed, a delta against a full one, on a store of
+/// many short sessions (100,000; `quick`: 20,000).
+pub fn checkpoint_rows(quick: bool, reps: usize, rows: &mut Vec<Row>) {
+    let sessions = if quick { 20_000 } else { 100_000 };
+    let built = build(&WorkloadSpec {
+        sessions,
+        min_turns: 1,
+        max_turns: 1,
+        max_chunks: 10,
+        ..WorkloadSpec::default()
+    });
+    let ids: Vec<String> = Store::open_read_only(built.dir.path(), StoreOptions::default())
+        .expect("open")
+        .list()
+        .expect("list")
+        .into_iter()
+        .map(|i| i.header.id)
+        .collect();
+    let round = std::cell::Cell::new(0);
+    let next = || {
+        round.set(round.get() + 1);
+        round.get()
+    };
+    let (delta, full) = pair(
+        reps,
+        || checkpoint_after_one_percent(built.dir.path(), &ids, 8, next()),
+        || checkpoint_after_one_percent(built.dir.path(), &ids, 1, next()),
+    );
+    rows.push(Row {
+        what: "checkpoint, 1 % of the sessions changed (s)",
+        unit: "s",
+        subject: delta,
+        baseline_name: "a full checkpoint of the same store",
+        baseline: full,
+        goal: "<= 5%",
+        workload: built.name,
+    });
+}

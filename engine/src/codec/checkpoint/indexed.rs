@@ -14,9 +14,12 @@ use crate::model::SessionState;
 pub const SLOT_LEN: usize = 64;
 /// Bytes of one run reference in an entry.
 pub const RUN_REF_LEN: usize = 28;
-/// The body's prefix before the slots: the checked length, the slot count, the entries'
+/// The body's prefix before the block CRCs: the checked length, the slot count, the entries'
 /// length.
 const PREFIX_LEN: usize = 24;
+/// Slots per block of the index: each block has its own CRC, checked when a slot of it is
+/// first read, so an open reads no slot.
+pub const SLOTS_PER_BLOCK: usize = 64;
 /// `last time` of a slot whose session has no events.
 const NO_TIME: i64 = i64::MIN;
 
@@ -109,6 +112,10 @@ pub struct RunRef {
 pub struct Regions {
     /// Slots in the index.
     pub slots: usize,
+    /// Blocks of [`SLOTS_PER_BLOCK`] slots (the last one may hold fewer).
+    pub blocks: usize,
+    /// Where the slots begin, from the start of the body (after the block CRCs).
+    pub slots_start: usize,
     /// Where the entries begin, from the start of the body.
     pub entries_start: usize,
     /// Where the runs begin, from the start of the body.
@@ -126,13 +133,15 @@ impl Regions {
         let slots = c.u64("slot count")?;
         let entries_len = c.u64("entries length")?;
         let slots = usize::try_from(slots).map_err(|_| "slot count")?;
-        let index_len = slots
-            .checked_mul(SLOT_LEN)
-            .and_then(|n| n.checked_add(PREFIX_LEN))
-            .ok_or("slot count")?;
-        if checked.checked_add(8) != Some(index_len as u64) {
+        let blocks = slots.div_ceil(SLOTS_PER_BLOCK);
+        let slots_start = PREFIX_LEN + 4 * blocks;
+        if checked.checked_add(8) != Some(slots_start as u64) {
             return Err("index length does not match the slot count");
         }
+        let index_len = slots
+            .checked_mul(SLOT_LEN)
+            .and_then(|n| n.checked_add(slots_start))
+            .ok_or("slot count")?;
         let runs_start = usize::try_from(entries_len)
             .ok()
             .and_then(|n| n.checked_add(index_len))
@@ -140,12 +149,53 @@ impl Regions {
             .ok_or("entries past the body")?;
         Ok(Regions {
             slots,
+            blocks,
+            slots_start,
             entries_start: index_len,
             runs_start,
         })
     }
 
-    /// Slot `i` of `body`'s index.
+    /// The bytes of block `b`'s slots.
+    fn block<'a>(&self, body: &'a [u8], b: usize) -> Decoded<&'a [u8]> {
+        let first = b.checked_mul(SLOTS_PER_BLOCK).ok_or("block")?;
+        let end = first.saturating_add(SLOTS_PER_BLOCK).min(self.slots);
+        if first >= end {
+            return Err("block past the index");
+        }
+        body.get(self.slots_start + first * SLOT_LEN..self.slots_start + end * SLOT_LEN)
+            .ok_or("block past the body")
+    }
+
+    /// Checks block `b` of the index against its CRC (in the part the header's CRC covers).
+    ///
+    /// # Errors
+    /// The block is outside the index or fails its CRC.
+    pub fn check_block(&self, body: &[u8], b: usize) -> Decoded<()> {
+        let at = PREFIX_LEN + 4 * b;
+        let want = body
+            .get(at..at + 4)
+            .and_then(|w| <[u8; 4]>::try_from(w).ok())
+            .map(u32::from_le_bytes)
+            .ok_or("block CRC past the index")?;
+        if crc32fast::hash(self.block(body, b)?) != want {
+            return Err("an index block fails its checksum");
+        }
+        Ok(())
+    }
+
+    /// Slot `i`, its block checked first (stateless: a reader that keeps which blocks it
+    /// checked reads [`Regions::slot`] after its own check).
+    ///
+    /// # Errors
+    /// As [`Regions::check_block`] and [`Regions::slot`].
+    pub fn slot_checked(&self, body: &[u8], i: usize) -> Decoded<Slot> {
+        self.check_block(body, i / SLOTS_PER_BLOCK)?;
+        self.slot(body, i)
+    }
+
+    /// Slot `i` of `body`'s index, not checked: its block's CRC is checked by
+    /// [`Regions::check_block`] (or [`Regions::slot_checked`]).
     ///
     /// # Errors
     /// `i` past the index or the body.
@@ -153,19 +203,20 @@ impl Regions {
         if i >= self.slots {
             return Err("slot past the index");
         }
-        let at = PREFIX_LEN + i * SLOT_LEN;
+        let at = self.slots_start + i * SLOT_LEN;
         Slot::decode(body.get(at..at + SLOT_LEN).ok_or("slot past the body")?)
     }
 
-    /// The first slot whose id hash is not below `hash` (binary search: the index is sorted).
+    /// The first slot whose id hash is not below `hash` (binary search: the index is sorted),
+    /// each block read checked.
     ///
     /// # Errors
-    /// A slot past the body.
+    /// A slot past the body, or a block read that fails its CRC.
     pub fn lower_bound(&self, body: &[u8], hash: u64) -> Decoded<usize> {
         let (mut lo, mut hi) = (0, self.slots);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            if self.slot(body, mid)?.id_hash < hash {
+            if self.slot_checked(body, mid)?.id_hash < hash {
                 lo = mid + 1;
             } else {
                 hi = mid;
@@ -513,25 +564,28 @@ impl IndexedWriter {
         self.slots.push(slot);
     }
 
-    /// The body: the prefix, the slots sorted by id hash, the entries, the runs.
+    /// The body: the prefix, the block CRCs, the slots sorted by id hash, the entries, the
+    /// runs.
     ///
     /// # Errors
     /// None on 64-bit targets; kept for lengths past a field.
     pub fn finish(mut self) -> Decoded<Vec<u8>> {
         self.slots.sort_unstable_by_key(Slot::key);
-        let index_len = self
-            .slots
-            .len()
-            .checked_mul(SLOT_LEN)
-            .and_then(|n| n.checked_add(PREFIX_LEN))
-            .ok_or(TOO_LARGE)?;
-        let mut body = Vec::with_capacity(index_len + self.entries.len() + self.runs.len());
-        body.extend_from_slice(&(index_len as u64 - 8).to_le_bytes());
+        let mut slots = Vec::with_capacity(self.slots.len() * SLOT_LEN);
+        for s in &self.slots {
+            s.encode(&mut slots);
+        }
+        let blocks = self.slots.len().div_ceil(SLOTS_PER_BLOCK);
+        let slots_start = PREFIX_LEN + 4 * blocks;
+        let mut body =
+            Vec::with_capacity(slots_start + slots.len() + self.entries.len() + self.runs.len());
+        body.extend_from_slice(&(slots_start as u64 - 8).to_le_bytes());
         body.extend_from_slice(&(self.slots.len() as u64).to_le_bytes());
         body.extend_from_slice(&(self.entries.len() as u64).to_le_bytes());
-        for s in &self.slots {
-            s.encode(&mut body);
+        for block in slots.chunks(SLOTS_PER_BLOCK * SLOT_LEN) {
+            body.extend_from_slice(&crc32fast::hash(block).to_le_bytes());
         }
+        body.extend_from_slice(&slots);
         body.extend_from_slice(&self.entries);
         body.extend_from_slice(&self.runs);
         debug_assert_eq!(Regions::of(&body).map(|r| r.slots), Ok(self.slots.len()));
@@ -612,7 +666,7 @@ mod tests {
             let (bytes, written) = body(&seeds, &carried);
             let regions = Regions::of(&bytes).unwrap();
             prop_assert_eq!(regions.slots, seeds.len() + carried.len());
-            let slots: Vec<Slot> = (0..regions.slots).map(|i| regions.slot(&bytes, i).unwrap()).collect();
+            let slots: Vec<Slot> = (0..regions.slots).map(|i| regions.slot_checked(&bytes, i).unwrap()).collect();
             prop_assert!(slots.windows(2).all(|w| w[0].key() <= w[1].key()), "sorted");
             for c in &carried {
                 prop_assert!(slots.contains(c));
@@ -651,10 +705,21 @@ mod tests {
     }
 
     #[test]
-    fn the_header_checks_the_index_and_each_entry_and_run_checks_itself() {
+    fn the_header_checks_the_block_crcs_and_each_block_entry_and_run_checks_itself() {
         let (bytes, written) = body(&[(1, 3), (2, 4)], &[]);
         let regions = Regions::of(&bytes).unwrap();
-        assert_eq!(checked_part(&bytes), &bytes[..regions.entries_start]);
+        assert_eq!(checked_part(&bytes), &bytes[..regions.slots_start]);
+        for b in 0..regions.blocks {
+            regions.check_block(&bytes, b).unwrap();
+        }
+        // A flipped byte in a slot: its block refuses, the header's part is unchanged.
+        for i in regions.slots_start..regions.entries_start {
+            let mut bad = bytes.clone();
+            bad[i] ^= 0x40;
+            assert_eq!(checked_part(&bad), checked_part(&bytes));
+            let block = (i - regions.slots_start) / SLOT_LEN / SLOTS_PER_BLOCK;
+            assert!(regions.check_block(&bad, block).is_err(), "byte {i}");
+        }
         for i in regions.entries_start..bytes.len() {
             let mut bad = bytes.clone();
             bad[i] ^= 0x40;
@@ -668,6 +733,20 @@ mod tests {
                 .filter(|(_, r)| r.get(1).is_some_and(|r| regions.run(&bad, r).is_err()))
                 .count();
             assert_eq!(entries_hit + runs_hit, 1, "byte {i}");
+        }
+    }
+
+    #[test]
+    fn an_index_of_many_blocks_finds_every_session() {
+        let seeds: Vec<(u64, u64)> = (0..300).map(|i| (i, i % 3)).collect();
+        let (bytes, written) = body(&seeds, &[]);
+        let regions = Regions::of(&bytes).unwrap();
+        assert_eq!(regions.blocks, 300usize.div_ceil(SLOTS_PER_BLOCK));
+        for ((seed, _), (slot, _)) in seeds.iter().zip(&written) {
+            let i = regions
+                .lower_bound(&bytes, id_hash(&format!("s{seed}")))
+                .unwrap();
+            assert_eq!(regions.slot_checked(&bytes, i).unwrap(), *slot);
         }
     }
 

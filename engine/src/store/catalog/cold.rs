@@ -5,11 +5,12 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::codec::CorruptionKind;
 use crate::codec::checkpoint::indexed::{
-    Entry, IndexedWriter, Regions, RunRef, SLOT_LEN, Slot, decode_entry, entry_id, id_hash,
-    split_entry,
+    Entry, IndexedWriter, Regions, RunRef, SLOT_LEN, SLOTS_PER_BLOCK, Slot, decode_entry, entry_id,
+    id_hash, split_entry,
 };
 use crate::codec::checkpoint::{CHECKPOINT_HEADER_LEN, LocRun};
 use crate::storage::FileView;
@@ -50,6 +51,9 @@ pub(crate) struct Cold {
     taken_count: usize,
     /// The slots of forks by their parent's id hash, built at the first deletion that asks.
     forks: Option<HashMap<u64, Vec<usize>>>,
+    /// One bit per index block: checked against its CRC (readers set them under a shared
+    /// lock; a block checked twice costs time, not correctness).
+    checked: Vec<AtomicU64>,
 }
 
 impl Cold {
@@ -63,6 +67,9 @@ impl Cold {
             taken: vec![0; slots.div_ceil(64)],
             taken_count: 0,
             forks: None,
+            checked: (0..file.regions.blocks.div_ceil(64))
+                .map(|_| AtomicU64::new(0))
+                .collect(),
             files,
         })
     }
@@ -125,6 +132,26 @@ impl Cold {
     /// `Corruption` for a slot past the index (the index's CRC was checked at open).
     pub(crate) fn slot(&self, i: usize) -> Result<Slot> {
         let index = self.index()?;
+        let block = i / SLOTS_PER_BLOCK;
+        let (word, bit) = (block / 64, 1u64 << (block % 64));
+        let checked = self.checked.get(word);
+        if checked.is_none_or(|w| w.load(Ordering::Relaxed) & bit == 0) {
+            index
+                .regions
+                .check_block(index.body(), block)
+                .map_err(|_| {
+                    Error::corruption(
+                        &index.path,
+                        (CHECKPOINT_HEADER_LEN
+                            + index.regions.slots_start
+                            + block * SLOTS_PER_BLOCK * SLOT_LEN) as u64,
+                        CorruptionKind::CheckpointIndex,
+                    )
+                })?;
+            if let Some(w) = checked {
+                w.fetch_or(bit, Ordering::Relaxed);
+            }
+        }
         index
             .regions
             .slot(index.body(), i)
@@ -158,11 +185,17 @@ impl Cold {
     /// `Corruption` when an entry of the same id hash is damaged.
     pub(crate) fn find(&self, id: &str) -> Result<Option<usize>> {
         let hash = id_hash(id);
-        let index = self.index()?;
-        let mut i = index
-            .regions
-            .lower_bound(index.body(), hash)
-            .map_err(|_| index.damaged(0))?;
+        // The first slot whose hash is not below `hash`: the index is sorted by it.
+        let (mut lo, mut hi) = (0, self.slots);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.slot(mid)?.id_hash < hash {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        let mut i = lo;
         while i < self.slots && self.slot(i)?.id_hash == hash {
             if !self.is_taken(i) && self.id(i)? == id {
                 return Ok(Some(i));

@@ -277,7 +277,10 @@ struct Sources<'a> {
 fn load_with_fallback(from: &Sources<'_>, report: &mut OpenReport) -> Result<Loaded> {
     match load(from, from.options.ignore_checkpoints, report) {
         Err(Error::Corruption {
-            kind: kind @ (CorruptionKind::CheckpointLocations | CorruptionKind::CheckpointEntry),
+            kind:
+                kind @ (CorruptionKind::CheckpointLocations
+                | CorruptionKind::CheckpointEntry
+                | CorruptionKind::CheckpointIndex),
             segment,
             ..
         }) if !from.options.ignore_checkpoints => {

@@ -53,7 +53,10 @@ fn replay_events(
 fn refused(why: &'static str) -> impl Fn(crate::Error) -> CorruptionKind {
     move |e| match e {
         crate::Error::Corruption {
-            kind: kind @ (CorruptionKind::CheckpointLocations | CorruptionKind::CheckpointEntry),
+            kind:
+                kind @ (CorruptionKind::CheckpointLocations
+                | CorruptionKind::CheckpointEntry
+                | CorruptionKind::CheckpointIndex),
             ..
         } => kind,
         _ => CorruptionKind::Inconsistent(why),
