@@ -337,6 +337,58 @@ pub fn split_entry(bytes: &[u8]) -> Decoded<(u64, Vec<RunRef>, &[u8])> {
     Ok((loc_base, runs, core))
 }
 
+/// What a listing shows of an entry, read without building its state: the header line, the
+/// created LSN, the surface's length and whether a turn is open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntryRow<'a> {
+    /// The header as its DSH JSON line.
+    pub header_json: &'a [u8],
+    /// LSN of the record that created the session.
+    pub created_lsn: u64,
+    /// Entries of the surface.
+    pub surface_len: usize,
+    /// Whether the last turn is open.
+    pub turn_open: bool,
+}
+
+/// An entry's [`EntryRow`] (the surface and turn-mark arrays skipped, not read).
+///
+/// # Errors
+/// A short or malformed entry.
+pub fn entry_row(bytes: &[u8]) -> Decoded<EntryRow<'_>> {
+    let (_, _, core) = split_entry(bytes)?;
+    let mut c = ByteReader::new(core);
+    c.str16_ref("session id")?;
+    let header_json = c.bytes32("session header")?;
+    let created_lsn = c.u64("created LSN")?;
+    if c.u8("parent tag")? == 1 {
+        c.str16_ref("parent id")?;
+        c.u64("inherited count")?;
+    }
+    c.u64("next seq")?;
+    if c.u8("last time tag")? == 1 {
+        c.i64("last time")?;
+    }
+    c.u64("replace generation")?;
+    let surface = c.u64("surface")?;
+    let surface_len = c.count(surface, 8, "surface")?;
+    c.take(surface_len * 8, "surface")?;
+    let turns = c.u64("turn marks")?;
+    let turns = c.count(turns, 8, "turn marks")?;
+    c.take(turns * 8, "turn marks")?;
+    let turn_open = match c.u8("open turn tag")? {
+        0 => false,
+        1 => true,
+        _ => return Err("open turn tag"),
+    };
+    Ok(EntryRow {
+        header_json,
+        created_lsn,
+        surface_len,
+        turn_open,
+    })
+}
+
 /// The session id of an entry's bytes, decoding nothing else (a hash shared by two ids is told
 /// apart by it).
 ///
@@ -417,7 +469,10 @@ pub struct IndexedWriter {
     generation: u64,
     entries: Vec<u8>,
     runs: Vec<u8>,
+    /// Slots of the entries written here.
     slots: Vec<Slot>,
+    /// Slots carried over, in the order given (an earlier index's: sorted already).
+    carried: Vec<Slot>,
 }
 
 impl IndexedWriter {
@@ -428,6 +483,7 @@ impl IndexedWriter {
             entries: Vec::new(),
             runs: Vec::new(),
             slots: Vec::new(),
+            carried: Vec::new(),
         }
     }
 
@@ -561,7 +617,7 @@ impl IndexedWriter {
             slot.generation < self.generation,
             "a carried slot of this file"
         );
-        self.slots.push(slot);
+        self.carried.push(slot);
     }
 
     /// The body: the prefix, the block CRCs, the slots sorted by id hash, the entries, the
@@ -570,17 +626,32 @@ impl IndexedWriter {
     /// # Errors
     /// None on 64-bit targets; kept for lengths past a field.
     pub fn finish(mut self) -> Decoded<Vec<u8>> {
+        // The written slots sorted, then merged with the carried ones: a delta costs a sort
+        // of what changed, not of every session.
         self.slots.sort_unstable_by_key(Slot::key);
-        let mut slots = Vec::with_capacity(self.slots.len() * SLOT_LEN);
-        for s in &self.slots {
-            s.encode(&mut slots);
+        if !self.carried.is_sorted_by_key(Slot::key) {
+            self.carried.sort_unstable_by_key(Slot::key);
         }
-        let blocks = self.slots.len().div_ceil(SLOTS_PER_BLOCK);
+        let total = self.slots.len() + self.carried.len();
+        let mut slots = Vec::with_capacity(total * SLOT_LEN);
+        let (mut a, mut b) = (self.slots.iter().peekable(), self.carried.iter().peekable());
+        loop {
+            let next = match (a.peek(), b.peek()) {
+                (Some(x), Some(y)) if x.key() <= y.key() => a.next(),
+                (Some(_), Some(_)) | (None, Some(_)) => b.next(),
+                (Some(_), None) => a.next(),
+                (None, None) => break,
+            };
+            if let Some(slot) = next {
+                slot.encode(&mut slots);
+            }
+        }
+        let blocks = total.div_ceil(SLOTS_PER_BLOCK);
         let slots_start = PREFIX_LEN + 4 * blocks;
         let mut body =
             Vec::with_capacity(slots_start + slots.len() + self.entries.len() + self.runs.len());
         body.extend_from_slice(&(slots_start as u64 - 8).to_le_bytes());
-        body.extend_from_slice(&(self.slots.len() as u64).to_le_bytes());
+        body.extend_from_slice(&(total as u64).to_le_bytes());
         body.extend_from_slice(&(self.entries.len() as u64).to_le_bytes());
         for block in slots.chunks(SLOTS_PER_BLOCK * SLOT_LEN) {
             body.extend_from_slice(&crc32fast::hash(block).to_le_bytes());
@@ -588,7 +659,7 @@ impl IndexedWriter {
         body.extend_from_slice(&slots);
         body.extend_from_slice(&self.entries);
         body.extend_from_slice(&self.runs);
-        debug_assert_eq!(Regions::of(&body).map(|r| r.slots), Ok(self.slots.len()));
+        debug_assert_eq!(Regions::of(&body).map(|r| r.slots), Ok(total));
         Ok(body)
     }
 }
@@ -678,6 +749,11 @@ mod tests {
                 let raw = regions.entry(&bytes, slot).unwrap();
                 let e = decode_entry(raw).unwrap();
                 prop_assert_eq!(entry_id(raw).unwrap(), e.id.as_str());
+                let row = entry_row(raw).unwrap();
+                prop_assert_eq!(row.header_json, &e.header_json[..]);
+                prop_assert_eq!(row.created_lsn, e.created_lsn);
+                prop_assert_eq!(row.surface_len, e.state.surface().seqs().len());
+                prop_assert_eq!(row.turn_open, e.state.repair().turn_is_open());
                 prop_assert_eq!(&e.id, &format!("s{seed}"));
                 prop_assert_eq!(&e.state, &state(seed));
                 prop_assert_eq!(&e.runs, runs);
@@ -695,6 +771,7 @@ mod tests {
                     let Ok(s) = r.slot(&bytes, i) else { continue };
                     let Ok(e) = r.entry(&bytes, &s) else { continue };
                     let _ = entry_id(e);
+                    let _ = entry_row(e);
                     for run in decode_entry(e).map(|e| e.runs).unwrap_or_default() {
                         let _ = r.run(&bytes, &run);
                     }

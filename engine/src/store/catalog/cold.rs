@@ -205,6 +205,15 @@ impl Cold {
         Ok(None)
     }
 
+    /// Slot `i` and its entry's bytes, checked against the slot's CRC (nothing decoded).
+    ///
+    /// # Errors
+    /// `Corruption` for a damaged block or entry.
+    pub(crate) fn entry_bytes_of(&self, i: usize) -> Result<(Slot, &[u8])> {
+        let slot = self.slot(i)?;
+        Ok((slot, self.entry_bytes(&slot)?))
+    }
+
     /// Slot `i` and its entry, checked (CRC, id hash, length) and decoded.
     ///
     /// # Errors

@@ -7,6 +7,7 @@ use std::borrow::Cow;
 use std::cmp::Ordering;
 
 use crate::Result;
+use crate::codec::checkpoint::indexed::{entry_row, id_hash};
 use crate::model::SessionHeader;
 use crate::store::catalog::entries::{Entries, SessionEntry};
 use crate::store::info::{Direction, Incarnation, ListOptions, ListOrder, SessionInfo};
@@ -130,17 +131,20 @@ fn info(cat: &Entries, place: Place<'_>) -> Result<SessionInfo> {
         (Place::Decoded(e), _) => Ok(info_of(e)),
         (Place::Indexed(_), None) => Err(damaged(0, 0)),
         (Place::Indexed(i), Some(cold)) => {
-            let (slot, entry) = cold.entry(i)?;
-            let header = SessionHeader::from_json(&entry.header_json)
-                .map_err(|_| damaged(slot.generation, slot.entry_at))?;
-            let state = &entry.state;
+            let (slot, bytes) = cold.entry_bytes_of(i)?;
+            let bad = || damaged(slot.generation, slot.entry_at);
+            let row = entry_row(bytes).map_err(|_| bad())?;
+            let header = SessionHeader::from_json(row.header_json).map_err(|_| bad())?;
+            if id_hash(&header.id) != slot.id_hash {
+                return Err(bad());
+            }
             Ok(SessionInfo {
                 header,
-                events: state.next_seq(),
-                surface_len: state.surface().seqs().len(),
-                last_time: state.last_time(),
-                turn_open: state.repair().turn_is_open(),
-                incarnation: Incarnation(entry.created_lsn),
+                events: slot.next_seq,
+                surface_len: row.surface_len,
+                last_time: slot.last_time,
+                turn_open: row.turn_open,
+                incarnation: Incarnation(row.created_lsn),
             })
         }
     }
