@@ -1,6 +1,8 @@
 //! The segment header, frame, record and checkpoint-body decoders on arbitrary bytes: no panic,
 //! no unbounded allocation; a valid frame's payload re-encodes to the same bytes; a decoded
-//! checkpoint's location runs lie in the body and decode only when their CRC holds.
+//! checkpoint's location runs lie in the body and decode only when their CRC holds; a
+//! layout-3 body's blocks, slots, entries and runs are read only within it, and an entry's
+//! row agrees with its full decoding.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -18,6 +20,7 @@ fuzz_target!(|data: &[u8]| {
             }
         }
     }
+    indexed_body(data);
     if let FrameCheck::Valid {
         kind, frame_len, ..
     } = check_frame(data, 1 << 20)
@@ -80,3 +83,33 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(decode(kind, &out).ok(), Some(body));
     }
 });
+
+/// A layout-3 body: every block and slot, the entry each names (checked), its row and runs.
+fn indexed_body(data: &[u8]) {
+    use sessdb::codec::checkpoint::indexed::{Regions, decode_entry, entry_id, entry_row};
+    let Ok(r) = Regions::of(data) else {
+        return;
+    };
+    assert!(r.slots_start <= r.entries_start && r.entries_start <= r.runs_start);
+    assert!(r.runs_start <= data.len());
+    for b in 0..r.blocks.min(4) {
+        let _ = r.check_block(data, b);
+    }
+    for i in 0..r.slots.min(16) {
+        let Ok(slot) = r.slot(data, i) else { continue };
+        let Ok(bytes) = r.entry(data, &slot) else { continue };
+        let id = entry_id(bytes).ok();
+        let row = entry_row(bytes).ok();
+        if let Ok(e) = decode_entry(bytes) {
+            assert_eq!(id, Some(e.id.as_str()));
+            let row = row.expect("a decoded entry has a row");
+            assert_eq!(row.header_json, &e.header_json[..]);
+            assert_eq!(row.surface_len, e.state.surface().seqs().len());
+            for run in &e.runs {
+                if let Ok(bytes) = r.run(data, run) {
+                    assert_eq!(bytes.len() as u64, run.count * 16);
+                }
+            }
+        }
+    }
+}
