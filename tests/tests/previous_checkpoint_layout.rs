@@ -5,7 +5,8 @@
 //! and writes its next checkpoint full in layout 3, from which it reopens the same.
 //!
 //! The fixture was written by `write_the_fixture` below, run (`--ignored`) on the commit
-//! before layout 3; the README beside it names that commit.
+//! before layout 3; the README beside it names that commit. The file is self-contained (its
+//! helpers are its own, as in `previous_layout.rs`) so that it builds on that commit.
 
 #![allow(
     clippy::unwrap_used,
