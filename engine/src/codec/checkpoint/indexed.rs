@@ -5,7 +5,7 @@
 //! a checkpoint writes the sessions that changed plus the index, and an open reads the index
 //! alone.
 
-use super::{Head, SessionRef, TOO_LARGE, put_head, put_state, read_head, read_state};
+use super::{Head, LocRun, SessionRef, TOO_LARGE, put_head, put_state, read_head, read_state};
 use crate::codec::location::EventLoc;
 use crate::codec::reader::{ByteReader, Decoded};
 use crate::model::SessionState;
@@ -33,6 +33,28 @@ pub fn id_hash(id: &str) -> u64 {
         h = h.wrapping_mul(0x0000_0100_0000_01b3);
     }
     h.max(1)
+}
+
+/// The first of `slots` slots (read through `slot`) whose id hash is not below `hash`: a
+/// binary search, the index being sorted by it.
+///
+/// # Errors
+/// The first error `slot` gives.
+pub fn lower_bound<E>(
+    slots: usize,
+    hash: u64,
+    slot: impl Fn(usize) -> Result<Slot, E>,
+) -> Result<usize, E> {
+    let (mut lo, mut hi) = (0, slots);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if slot(mid)?.id_hash < hash {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    Ok(lo)
 }
 
 /// One session's slot in an index: where its entry is, and what a listing orders by.
@@ -213,16 +235,7 @@ impl Regions {
     /// # Errors
     /// A slot past the body, or a block read that fails its CRC.
     pub fn lower_bound(&self, body: &[u8], hash: u64) -> Decoded<usize> {
-        let (mut lo, mut hi) = (0, self.slots);
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            if self.slot_checked(body, mid)?.id_hash < hash {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        Ok(lo)
+        lower_bound(self.slots, hash, |i| self.slot_checked(body, i))
     }
 
     /// The bytes of an entry of this file, checked against the slot's CRC.
@@ -248,14 +261,14 @@ impl Regions {
     /// # Errors
     /// The run lies outside the runs region or fails its CRC.
     pub fn run<'a>(&self, body: &'a [u8], run: &RunRef) -> Decoded<&'a [u8]> {
-        let (at, len) = self.run_place(run)?;
-        let bytes = body
-            .get(at..at.checked_add(len).ok_or("run length")?)
-            .ok_or("a location run past the body")?;
-        if crc32fast::hash(bytes) != run.crc {
-            return Err("a location run fails its checksum");
+        let (start, _) = self.run_place(run)?;
+        // The same check as a layout-2 run's, at its place in this body.
+        LocRun {
+            start,
+            count: run.count,
+            crc: run.crc,
         }
-        Ok(bytes)
+        .checked(body)
     }
 
     /// A run's first byte from the start of the body, and its length.

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::codec::CorruptionKind;
 use crate::codec::checkpoint::indexed::{
     Entry, IndexedWriter, Regions, RunRef, SLOT_LEN, SLOTS_PER_BLOCK, Slot, decode_entry, entry_id,
-    id_hash, split_entry,
+    id_hash, lower_bound, split_entry,
 };
 use crate::codec::checkpoint::{CHECKPOINT_HEADER_LEN, LocRun};
 use crate::storage::FileView;
@@ -185,17 +185,7 @@ impl Cold {
     /// `Corruption` when an entry of the same id hash is damaged.
     pub(crate) fn find(&self, id: &str) -> Result<Option<usize>> {
         let hash = id_hash(id);
-        // The first slot whose hash is not below `hash`: the index is sorted by it.
-        let (mut lo, mut hi) = (0, self.slots);
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            if self.slot(mid)?.id_hash < hash {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        let mut i = lo;
+        let mut i = lower_bound(self.slots, hash, |i| self.slot(i))?;
         while i < self.slots && self.slot(i)?.id_hash == hash {
             if !self.is_taken(i) && self.id(i)? == id {
                 return Ok(Some(i));
