@@ -53,7 +53,8 @@ fn dumped(store: &Store) -> String {
 fn write_the_fixture() {
     let out = PathBuf::from(std::env::var("SESSDB_FIXTURE_OUT").unwrap());
     let store_dir = out.join("store");
-    let mut store = Store::open(&store_dir, options()).unwrap();
+    // Every checkpoint a delta on the first: the chain in use spans every file.
+    let mut store = Store::open(&store_dir, options().with_checkpoint_merge_every(64)).unwrap();
     generate(
         &WorkloadSpec {
             sessions: 6,
