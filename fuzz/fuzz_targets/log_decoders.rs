@@ -84,30 +84,47 @@ fuzz_target!(|data: &[u8]| {
     }
 });
 
-/// A layout-3 body: every block and slot, the entry each names (checked), its row and runs.
+/// A layout-3 or layout-4 body: every block or page and slot, the entry each names
+/// (checked), its row and runs.
 fn indexed_body(data: &[u8]) {
+    use sessdb::codec::checkpoint::BodyLayout;
     use sessdb::codec::checkpoint::indexed::{Regions, decode_entry, entry_id, entry_row};
-    let Ok(r) = Regions::of(data) else {
-        return;
-    };
-    assert!(r.slots_start <= r.entries_start && r.entries_start <= r.runs_start);
-    assert!(r.runs_start <= data.len());
-    for b in 0..r.blocks.min(4) {
-        let _ = r.check_block(data, b);
-    }
-    for i in 0..r.slots.min(16) {
-        let Ok(slot) = r.slot(data, i) else { continue };
-        let Ok(bytes) = r.entry(data, &slot) else { continue };
-        let id = entry_id(bytes).ok();
-        let row = entry_row(bytes).ok();
-        if let Ok(e) = decode_entry(bytes) {
-            assert_eq!(id, Some(e.id.as_str()));
-            let row = row.expect("a decoded entry has a row");
-            assert_eq!(row.header_json, &e.header_json[..]);
-            assert_eq!(row.surface_len, e.state.surface().seqs().len());
-            for run in &e.runs {
-                if let Ok(bytes) = r.run(data, run) {
-                    assert_eq!(bytes.len() as u64, run.count * 16);
+    use sessdb::codec::checkpoint::pages::page_slot;
+    for layout in [BodyLayout::Indexed, BodyLayout::Paged] {
+        let Ok(r) = Regions::of(data, layout) else {
+            continue;
+        };
+        assert!(r.slots_start <= r.entries_start && r.entries_start <= r.runs_start);
+        assert!(r.runs_start <= data.len());
+        let _ = r.check_pages(data);
+        let _ = r.page_for_hash(data, 0x5555);
+        let mut slots = Vec::new();
+        for b in 0..r.blocks.min(4) {
+            let _ = r.check_block(data, b);
+            if let Ok(page) = r.page(data, b)
+                && let Ok(bytes) = r.page_bytes(data, &page)
+            {
+                assert_eq!(bytes.len(), page.count as usize * 64);
+                slots.extend((0..page.count as usize).map_while(|k| page_slot(bytes, k).ok()));
+            }
+        }
+        for i in 0..r.slots.min(16) {
+            let _ = r.page_of_slot(data, i);
+            slots.extend(r.slot(data, i));
+        }
+        for slot in slots.iter().take(16) {
+            let Ok(bytes) = r.entry(data, slot) else { continue };
+            let id = entry_id(bytes).ok();
+            let row = entry_row(bytes).ok();
+            if let Ok(e) = decode_entry(bytes) {
+                assert_eq!(id, Some(e.id.as_str()));
+                let row = row.expect("a decoded entry has a row");
+                assert_eq!(row.header_json, &e.header_json[..]);
+                assert_eq!(row.surface_len, e.state.surface().seqs().len());
+                for run in &e.runs {
+                    if let Ok(bytes) = r.run(data, run) {
+                        assert_eq!(bytes.len() as u64, run.count * 16);
+                    }
                 }
             }
         }

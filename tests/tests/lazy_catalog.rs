@@ -32,6 +32,8 @@ fn options() -> StoreOptions {
 #[derive(Debug, Clone)]
 enum Op {
     Create(u8),
+    /// Many sessions at once: an index of several pages, which deltas split and rewrite.
+    CreateMany(u8),
     Append(u8, u8),
     Fork(u8),
     Delete(u8),
@@ -44,6 +46,7 @@ enum Op {
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         3 => any::<u8>().prop_map(Op::Create),
+        1 => any::<u8>().prop_map(Op::CreateMany),
         6 => (any::<u8>(), 1u8..6).prop_map(|(s, n)| Op::Append(s, n)),
         2 => any::<u8>().prop_map(Op::Fork),
         2 => any::<u8>().prop_map(Op::Delete),
@@ -71,6 +74,13 @@ fn apply(store: &mut Store, storage: &MemStorage, op: &Op, made: &mut u32) {
                     Vec::new(),
                 )
                 .unwrap();
+        }
+        Op::CreateMany(n) => {
+            for k in 0..20 + u32::from(n) % 60 {
+                *made += 1;
+                let header = SessionHeader::new(format!("m{made}-{k}"), i64::from(k));
+                store.create_session(header, Vec::new()).unwrap();
+            }
         }
         Op::Append(n, k) => {
             if let Some(id) = pick(store, n) {

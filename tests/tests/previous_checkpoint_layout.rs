@@ -1,12 +1,14 @@
-//! A store whose checkpoint chain the previous release wrote — body layout 2, a full
-//! checkpoint and deltas on it, with forks and a deletion in them — kept in
-//! `tests/fixtures/store-checkpoint-layout2/` with what that code read back (`expected.txt`).
-//! The current code opens it from that chain (no log replay before it), reads exactly that,
-//! and writes its next checkpoint full in layout 3, from which it reopens the same.
+//! Stores whose checkpoint chain earlier releases wrote — body layout 2 and body layout 3, a
+//! full checkpoint and deltas on it, with forks and a deletion in them — kept in
+//! `tests/fixtures/store-checkpoint-layout2/` and `…-layout3/` with what that code read back
+//! (`expected.txt`). The current code opens each from its chain (no log replay before it),
+//! reads exactly that, and writes its next checkpoint full in layout 4, then a delta, from
+//! which it reopens the same.
 //!
-//! The fixture was written by `write_the_fixture` below, run (`--ignored`) on the commit
-//! before layout 3; the README beside it names that commit. The file is self-contained (its
-//! helpers are its own, as in `previous_layout.rs`) so that it builds on that commit.
+//! Each fixture was written by `write_the_fixture` below, run (`--ignored`) on the commit
+//! before the next layout; the README beside it names that commit. The file is
+//! self-contained (its helpers are its own, as in `previous_layout.rs`) so that it builds on
+//! such a commit.
 
 #![allow(
     clippy::unwrap_used,
@@ -23,9 +25,13 @@ use std::sync::Arc;
 use sessdb::{Clock, ForkSpec, Store, StoreOptions};
 use sessdb_workload::{WorkloadSpec, generate};
 
-fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/store-checkpoint-layout2")
+/// The fixture of body layout `layout`.
+fn fixture(layout: u16) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("fixtures/store-checkpoint-layout{layout}"))
 }
+
+/// The layout this release writes.
+const CURRENT: u16 = 4;
 
 fn options() -> StoreOptions {
     StoreOptions::tiny()
@@ -103,11 +109,11 @@ fn write_the_fixture() {
 }
 
 /// A copy of the fixture's store in a temp dir (the tests write to it).
-fn copy_of_fixture() -> tempfile::TempDir {
+fn copy_of_fixture(layout: u16) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     for sub in ["segments", "checkpoints"] {
         std::fs::create_dir_all(dir.path().join(sub)).unwrap();
-        for entry in std::fs::read_dir(fixture().join("store").join(sub)).unwrap() {
+        for entry in std::fs::read_dir(fixture(layout).join("store").join(sub)).unwrap() {
             let entry = entry.unwrap();
             std::fs::copy(entry.path(), dir.path().join(sub).join(entry.file_name())).unwrap();
         }
@@ -129,39 +135,50 @@ fn checkpoints(dir: &Path) -> Vec<(u64, u16, u64)> {
     out
 }
 
-fn expected() -> String {
-    std::fs::read_to_string(fixture().join("expected.txt")).unwrap()
+fn expected(layout: u16) -> String {
+    std::fs::read_to_string(fixture(layout).join("expected.txt")).unwrap()
 }
 
 #[test]
-fn the_fixture_is_a_layout_2_chain_with_deltas() {
-    let chain = checkpoints(&fixture().join("store"));
-    assert!(chain.iter().all(|c| c.1 == 2), "{chain:?}");
-    assert!(chain.iter().filter(|c| c.2 != 0).count() >= 3, "{chain:?}");
+fn the_fixtures_are_chains_of_their_layout_with_deltas() {
+    for layout in [2, 3] {
+        let chain = checkpoints(&fixture(layout).join("store"));
+        assert!(chain.iter().all(|c| c.1 == layout), "{chain:?}");
+        assert!(chain.iter().filter(|c| c.2 != 0).count() >= 3, "{chain:?}");
+    }
 }
 
-#[test]
-fn a_layout_2_chain_opens_as_it_was_written_and_the_next_checkpoint_is_layout_3() {
-    let dir = copy_of_fixture();
+/// Opens the fixture of `layout` from its chain, reads what its code read, then writes a full
+/// checkpoint of the current layout and a delta on it and reopens from that.
+fn upgrades(layout: u16) {
+    let dir = copy_of_fixture(layout);
     let newest = checkpoints(dir.path()).last().unwrap().0;
     let store = Store::open(dir.path(), options()).unwrap();
     let report = store.open_report();
     assert_eq!(report.checkpoint, Some(newest), "{report:?}");
     assert!(report.checkpoints_discarded.is_empty(), "{report:?}");
-    assert_eq!(dumped(&store), expected());
+    assert_eq!(dumped(&store), expected(layout));
     let id = store.list().unwrap()[0].header.id.clone();
     support::note(&store, &id, "after the upgrade");
     let dump = dumped(&store);
     store.checkpoint().unwrap();
     let written = *checkpoints(dir.path()).last().unwrap();
-    assert_eq!((written.1, written.2), (3, 0), "a full layout-3 checkpoint");
-    // A delta of layout 3 on it, then a reopen from that chain.
-    support::note(&store, "fork-a", "a delta of layout 3");
+    assert_eq!(
+        (written.1, written.2),
+        (CURRENT, 0),
+        "a full checkpoint of the current layout"
+    );
+    // A delta of the current layout on it, then a reopen from that chain.
+    support::note(&store, "fork-a", "a delta of the current layout");
     let dump_after = dumped(&store);
     assert_ne!(dump_after, dump);
     store.checkpoint().unwrap();
     let delta = *checkpoints(dir.path()).last().unwrap();
-    assert_eq!((delta.1, delta.2), (3, written.0), "a layout-3 delta");
+    assert_eq!(
+        (delta.1, delta.2),
+        (CURRENT, written.0),
+        "a delta of the current layout"
+    );
     store.close().unwrap();
     drop(store);
     let store = Store::open(dir.path(), options()).unwrap();
@@ -174,9 +191,21 @@ fn a_layout_2_chain_opens_as_it_was_written_and_the_next_checkpoint_is_layout_3(
 }
 
 #[test]
-fn a_read_only_open_of_the_layout_2_chain_reads_the_same() {
-    let dir = copy_of_fixture();
-    let ro = Store::open_read_only(dir.path(), options()).unwrap();
-    assert!(ro.open_report().checkpoint.is_some());
-    assert_eq!(dumped(&ro), expected());
+fn a_layout_2_chain_opens_as_it_was_written_and_the_next_checkpoint_is_of_the_current_layout() {
+    upgrades(2);
+}
+
+#[test]
+fn a_layout_3_chain_opens_as_it_was_written_and_the_next_checkpoint_is_of_the_current_layout() {
+    upgrades(3);
+}
+
+#[test]
+fn a_read_only_open_of_an_earlier_layouts_chain_reads_the_same() {
+    for layout in [2, 3] {
+        let dir = copy_of_fixture(layout);
+        let ro = Store::open_read_only(dir.path(), options()).unwrap();
+        assert!(ro.open_report().checkpoint.is_some());
+        assert_eq!(dumped(&ro), expected(layout));
+    }
 }

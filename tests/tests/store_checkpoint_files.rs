@@ -32,12 +32,15 @@ fn regression_a_flipped_byte_anywhere_in_a_checkpoint_discards_it(storage: &Back
         .into_iter()
         .rfind(|(p, _)| p.starts_with("checkpoints/"))
         .unwrap();
-    // The header's CRC covers the index's prefix and block CRCs; the slots, entries and runs
+    // The header's CRC covers the index's prefix and page table; the slots, entries and runs
     // are each checked when first read.
     let index_end = CHECKPOINT_HEADER_LEN
-        + Regions::of(&bytes[CHECKPOINT_HEADER_LEN..])
-            .unwrap()
-            .slots_start;
+        + Regions::of(
+            &bytes[CHECKPOINT_HEADER_LEN..],
+            sessdb::codec::checkpoint::BodyLayout::CURRENT,
+        )
+        .unwrap()
+        .slots_start;
     let at_all: Vec<usize> = (0..CHECKPOINT_HEADER_LEN)
         .chain([CHECKPOINT_HEADER_LEN + 3, index_end - 1])
         .collect();

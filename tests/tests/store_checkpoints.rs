@@ -142,9 +142,12 @@ proptest! {
 fn runs_start(file: &[u8]) -> usize {
     let header = sessdb::codec::checkpoint::CHECKPOINT_HEADER_LEN;
     header
-        + sessdb::codec::checkpoint::indexed::Regions::of(&file[header..])
-            .unwrap()
-            .runs_start
+        + sessdb::codec::checkpoint::indexed::Regions::of(
+            &file[header..],
+            sessdb::codec::checkpoint::BodyLayout::CURRENT,
+        )
+        .unwrap()
+        .runs_start
 }
 
 #[test]

@@ -156,7 +156,7 @@ fn checkpoint_header() -> Vec<u8> {
             crc: 0x1234_5678,
         }),
     };
-    meta.encode_header(super::checkpoint::BodyLayout::Indexed, b"body")
+    meta.encode_header(super::checkpoint::BodyLayout::Paged, b"body")
         .to_vec()
 }
 
@@ -206,11 +206,12 @@ fn checkpoint_body() -> Vec<u8> {
     w.finish(["old"].into_iter()).unwrap()
 }
 
-/// A layout-3 delta (generation 2): session `s1` (the state above) whose first two locations
-/// are a run of generation 1 and whose third is written here, and the slot of an untouched
-/// session carried over from generation 1.
-fn checkpoint_indexed_body() -> Vec<u8> {
-    use super::checkpoint::indexed::{IndexedWriter, RunRef, Slot};
+/// A layout-4 delta (generation 2): session `s1` (the state above) whose first two locations
+/// are a run of generation 1 and whose third is written here, its slot in a page written here,
+/// and a page of generation 1 (an untouched session's slot) named where it is.
+fn checkpoint_paged_body() -> Vec<u8> {
+    use super::checkpoint::indexed::{IndexedWriter, RunRef};
+    use super::checkpoint::pages::PageRef;
     let state = SessionState {
         next_seq: 3,
         last_time: Some(1_767_225_600_007),
@@ -226,38 +227,63 @@ fn checkpoint_indexed_body() -> Vec<u8> {
     }
     .encode(&mut third);
     let mut w = IndexedWriter::new(2);
-    w.entry(
-        &SessionRef {
-            id: "s1",
-            header_json: br#"{"type":"session","version":0,"id":"s1","createdAt":0}"#,
-            created_lsn: 0,
-            parent: None,
-            loc_base: 0,
-            state: &state,
-        },
-        0,
-        &[RunRef {
-            generation: 1,
-            start: 0,
-            count: 2,
-            crc: 0x0102_0304,
-        }],
-        1,
-        &[&third],
-    )
-    .unwrap();
-    w.carry(Slot {
-        id_hash: 0x1111_2222_3333_4444,
+    let (slot, _) = w
+        .entry(
+            &SessionRef {
+                id: "s1",
+                header_json: br#"{"type":"session","version":0,"id":"s1","createdAt":0}"#,
+                created_lsn: 0,
+                parent: None,
+                loc_base: 0,
+                state: &state,
+            },
+            0,
+            &[RunRef {
+                generation: 1,
+                start: 0,
+                count: 2,
+                crc: 0x0102_0304,
+            }],
+            1,
+            &[&third],
+        )
+        .unwrap();
+    // s1's id hash is 0x08d8ff07b578d149: its page comes before the page of generation 1
+    // (first hash 0x1111222233334444).
+    w.write_page(&[slot]).unwrap();
+    w.carry_page(PageRef {
+        first_hash: 0x1111_2222_3333_4444,
+        first_slot: 0,
         generation: 1,
-        entry_at: 0x40,
-        entry_len: 0x30,
-        entry_crc: 0xAABB_CCDD,
-        created_at: 5,
-        last_time: None,
-        next_seq: 0,
-        parent_hash: 0,
+        at: 0,
+        count: 1,
+        crc: 0xAABB_CCDD,
     });
     w.finish().unwrap()
+}
+
+/// The layout-3 example of FORMAT.md (a body this release reads and no longer writes) reads
+/// as the document says: two slots, `s1`'s entry written here, a slot of generation 1.
+#[test]
+fn the_layout_3_example_reads_as_the_document_says() {
+    use super::checkpoint::BodyLayout;
+    use super::checkpoint::indexed::{Regions, decode_entry};
+    let body = doc_hex("checkpoint-indexed-body");
+    let r = Regions::of(&body, BodyLayout::Indexed).unwrap();
+    assert_eq!((r.slots, r.blocks), (2, 1));
+    assert_eq!(
+        super::checkpoint::checked_part(&body),
+        &body[..r.slots_start]
+    );
+    let slots: Vec<_> = (0..2).map(|i| r.slot_checked(&body, i).unwrap()).collect();
+    assert_eq!(slots[1].id_hash, 0x1111_2222_3333_4444);
+    assert_eq!((slots[1].generation, slots[1].entry_crc), (1, 0xAABB_CCDD));
+    assert_eq!(slots[0].generation, 2);
+    let e = decode_entry(r.entry(&body, &slots[0]).unwrap()).unwrap();
+    assert_eq!(
+        (e.id.as_str(), e.state.next_seq(), e.runs.len()),
+        ("s1", 3, 2)
+    );
 }
 
 #[test]
@@ -269,7 +295,7 @@ fn the_document_shows_exactly_the_bytes_the_code_writes() {
         ("append-frame-layout1-header", append_frame_layout1_header()),
         ("checkpoint-header", checkpoint_header()),
         ("checkpoint-body", checkpoint_body()),
-        ("checkpoint-indexed-body", checkpoint_indexed_body()),
+        ("checkpoint-paged-body", checkpoint_paged_body()),
     ] {
         // On a mismatch the message carries the block the document should hold.
         assert!(

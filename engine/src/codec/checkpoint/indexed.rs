@@ -1,11 +1,16 @@
-//! Body layout 3 (`docs/FORMAT.md` §5.2): an **index** by session id, then the **entries**,
-//! then the **location runs**. The header's body CRC covers the index alone; each entry and
-//! each run carries its own CRC, checked when it is read. A delta's index is complete — every
-//! live session has a slot — and a slot names the file of the chain that holds its entry, so
-//! a checkpoint writes the sessions that changed plus the index, and an open reads the index
-//! alone.
+//! Body layouts 3 and 4 (`docs/FORMAT.md` §5.2): an **index** by session id, then the
+//! **entries**, then the **location runs**. The header's body CRC covers the index's prefix
+//! and its block CRCs (3) or page table (4); each block or page, entry and run carries its own
+//! CRC, checked when it is read. An index is complete — every live session has a slot — and a
+//! slot names the file of the chain that holds its entry, so a checkpoint writes the sessions
+//! that changed plus the index, and an open reads the index's prefix alone. Layout 4 puts the
+//! slots in pages any file of the chain may hold (`pages.rs`), so a delta rewrites only the
+//! pages that changed; layout 3 (read, no longer written) has every slot in the newest file.
 
-use super::{Head, LocRun, SessionRef, TOO_LARGE, put_head, put_state, read_head, read_state};
+use super::pages::{PAGE_REF_LEN, PageRef};
+use super::{
+    BodyLayout, Head, LocRun, SessionRef, TOO_LARGE, put_head, put_state, read_head, read_state,
+};
 use crate::codec::location::EventLoc;
 use crate::codec::reader::{ByteReader, Decoded};
 use crate::model::SessionState;
@@ -14,9 +19,12 @@ use crate::model::SessionState;
 pub const SLOT_LEN: usize = 64;
 /// Bytes of one run reference in an entry.
 pub const RUN_REF_LEN: usize = 28;
-/// The body's prefix before the block CRCs: the checked length, the slot count, the entries'
+/// Layout 3's prefix before the block CRCs: the checked length, the slot count, the entries'
 /// length.
 const PREFIX_LEN: usize = 24;
+/// Layout 4's prefix before the page table: the checked length, the slot count, the page
+/// count, the pages region's length, the entries region's length.
+const PAGED_PREFIX_LEN: usize = 40;
 /// Slots per block of the index: each block has its own CRC, checked when a slot of it is
 /// first read, so an open reads no slot.
 pub const SLOTS_PER_BLOCK: usize = 64;
@@ -94,7 +102,7 @@ impl Slot {
         out.extend_from_slice(&self.parent_hash.to_le_bytes());
     }
 
-    fn decode(bytes: &[u8]) -> Decoded<Slot> {
+    pub(super) fn decode(bytes: &[u8]) -> Decoded<Slot> {
         let mut c = ByteReader::new(bytes);
         let slot = Slot {
             id_hash: c.u64("slot id hash")?,
@@ -111,7 +119,7 @@ impl Slot {
     }
 
     /// The key the index is sorted by.
-    fn key(&self) -> (u64, u64, u64) {
+    pub fn key(&self) -> (u64, u64, u64) {
         (self.id_hash, self.generation, self.entry_at)
     }
 }
@@ -129,14 +137,31 @@ pub struct RunRef {
     pub crc: u32,
 }
 
-/// The regions of a layout-3 body, from its 24-byte prefix.
+/// How an index's slots are placed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IndexShape {
+    /// Layout 3: every slot in this body, in blocks of [`SLOTS_PER_BLOCK`] whose CRCs precede
+    /// them.
+    Blocks,
+    /// Layout 4: pages of slots in the pages regions of the chain's files, named by this
+    /// body's page table (`pages.rs`).
+    Pages,
+}
+
+/// The regions of a layout-3 or layout-4 body, from its prefix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Regions {
+    /// How the slots are placed.
+    pub shape: IndexShape,
     /// Slots in the index.
     pub slots: usize,
-    /// Blocks of [`SLOTS_PER_BLOCK`] slots (the last one may hold fewer).
+    /// Blocks of [`SLOTS_PER_BLOCK`] slots (layout 3; the last one may hold fewer), or pages
+    /// in the page table (layout 4).
     pub blocks: usize,
-    /// Where the slots begin, from the start of the body (after the block CRCs).
+    /// Where the block CRCs (3) or the page table (4) begin, from the start of the body.
+    pub table_start: usize,
+    /// Where this body's slots begin (3: the index's, after the block CRCs; 4: the pages this
+    /// file holds, after the page table).
     pub slots_start: usize,
     /// Where the entries begin, from the start of the body.
     pub entries_start: usize,
@@ -148,8 +173,16 @@ impl Regions {
     /// Reads a body's prefix and checks that the regions lie in its `body.len()` bytes.
     ///
     /// # Errors
-    /// A prefix that does not fit the body.
-    pub fn of(body: &[u8]) -> Decoded<Regions> {
+    /// A prefix that does not fit the body, or a layout without an index.
+    pub fn of(body: &[u8], layout: BodyLayout) -> Decoded<Regions> {
+        match layout {
+            BodyLayout::Indexed => Self::of_blocks(body),
+            BodyLayout::Paged => Self::of_pages(body),
+            BodyLayout::Table => Err("a layout without an index"),
+        }
+    }
+
+    fn of_blocks(body: &[u8]) -> Decoded<Regions> {
         let mut c = ByteReader::new(body);
         let checked = c.u64("index length")?;
         let slots = c.u64("slot count")?;
@@ -170,10 +203,51 @@ impl Regions {
             .filter(|&end| end <= body.len())
             .ok_or("entries past the body")?;
         Ok(Regions {
+            shape: IndexShape::Blocks,
             slots,
             blocks,
+            table_start: PREFIX_LEN,
             slots_start,
             entries_start: index_len,
+            runs_start,
+        })
+    }
+
+    fn of_pages(body: &[u8]) -> Decoded<Regions> {
+        let mut c = ByteReader::new(body);
+        let checked = c.u64("index length")?;
+        let slots = c.u64("slot count")?;
+        let pages = c.u64("page count")?;
+        let pages_len = c.u64("pages length")?;
+        let entries_len = c.u64("entries length")?;
+        let slots = usize::try_from(slots).map_err(|_| "slot count")?;
+        let pages = usize::try_from(pages).map_err(|_| "page count")?;
+        let slots_start = pages
+            .checked_mul(PAGE_REF_LEN)
+            .and_then(|n| n.checked_add(PAGED_PREFIX_LEN))
+            .ok_or("page count")?;
+        if checked.checked_add(8) != Some(slots_start as u64) {
+            return Err("index length does not match the page count");
+        }
+        if pages_len % SLOT_LEN as u64 != 0 {
+            return Err("pages length");
+        }
+        let entries_start = usize::try_from(pages_len)
+            .ok()
+            .and_then(|n| n.checked_add(slots_start))
+            .ok_or("pages length")?;
+        let runs_start = usize::try_from(entries_len)
+            .ok()
+            .and_then(|n| n.checked_add(entries_start))
+            .filter(|&end| end <= body.len())
+            .ok_or("entries past the body")?;
+        Ok(Regions {
+            shape: IndexShape::Pages,
+            slots,
+            blocks: pages,
+            table_start: PAGED_PREFIX_LEN,
+            slots_start,
+            entries_start,
             runs_start,
         })
     }
@@ -194,6 +268,9 @@ impl Regions {
     /// # Errors
     /// The block is outside the index or fails its CRC.
     pub fn check_block(&self, body: &[u8], b: usize) -> Decoded<()> {
+        if self.shape != IndexShape::Blocks {
+            return Err("a paged index has no blocks");
+        }
         let at = PREFIX_LEN + 4 * b;
         let want = body
             .get(at..at + 4)
@@ -216,21 +293,21 @@ impl Regions {
         self.slot(body, i)
     }
 
-    /// Slot `i` of `body`'s index, not checked: its block's CRC is checked by
+    /// Slot `i` of a layout-3 body's index, not checked: its block's CRC is checked by
     /// [`Regions::check_block`] (or [`Regions::slot_checked`]).
     ///
     /// # Errors
     /// `i` past the index or the body.
     pub fn slot(&self, body: &[u8], i: usize) -> Decoded<Slot> {
-        if i >= self.slots {
+        if i >= self.slots || self.shape != IndexShape::Blocks {
             return Err("slot past the index");
         }
         let at = self.slots_start + i * SLOT_LEN;
         Slot::decode(body.get(at..at + SLOT_LEN).ok_or("slot past the body")?)
     }
 
-    /// The first slot whose id hash is not below `hash` (binary search: the index is sorted),
-    /// each block read checked.
+    /// The first slot of a layout-3 index whose id hash is not below `hash` (binary search:
+    /// the index is sorted), each block read checked.
     ///
     /// # Errors
     /// A slot past the body, or a block read that fails its CRC.
@@ -441,7 +518,7 @@ mod copy_tests {
         let mut first = IndexedWriter::new(2);
         let (slot, _) = first.entry(&r, 5, &earlier, 0, &[]).unwrap();
         let body = first.finish().unwrap();
-        let regions = Regions::of(&body).unwrap();
+        let regions = Regions::of(&body, BodyLayout::Paged).unwrap();
         let bytes = regions.entry(&body, &slot).unwrap();
         let (loc_base, runs, core) = split_entry(bytes).unwrap();
         assert_eq!((loc_base, runs.as_slice()), (2, &earlier[..]));
@@ -449,7 +526,7 @@ mod copy_tests {
         let mut second = IndexedWriter::new(3);
         let moved = second.copy(&slot, loc_base, core, 1, &[&loc]).unwrap();
         let body2 = second.finish().unwrap();
-        let regions2 = Regions::of(&body2).unwrap();
+        let regions2 = Regions::of(&body2, BodyLayout::Paged).unwrap();
         let copied = decode_entry(regions2.entry(&body2, &moved).unwrap()).unwrap();
         let original = decode_entry(bytes).unwrap();
         assert_eq!(copied.id, original.id);
@@ -475,17 +552,23 @@ mod copy_tests {
     }
 }
 
-/// Writes a layout-3 body: entries written here, slots carried over from the previous index,
-/// then [`IndexedWriter::finish`].
+/// Writes a layout-4 body: entries written here ([`IndexedWriter::entry`],
+/// [`IndexedWriter::copy`]), then the index in order of id hash — pages carried from earlier
+/// files of the chain ([`IndexedWriter::carry_page`]) and pages written here
+/// ([`IndexedWriter::write_page`]) — then [`IndexedWriter::finish`].
 #[derive(Debug)]
 pub struct IndexedWriter {
     generation: u64,
     entries: Vec<u8>,
     runs: Vec<u8>,
-    /// Slots of the entries written here.
-    slots: Vec<Slot>,
-    /// Slots carried over, in the order given (an earlier index's: sorted already).
-    carried: Vec<Slot>,
+    /// The page table so far.
+    table: Vec<u8>,
+    /// The bytes of the pages written here.
+    pages: Vec<u8>,
+    page_count: u64,
+    slot_count: u64,
+    /// The first hash of the last page named (the table is in its order).
+    last_first_hash: u64,
 }
 
 impl IndexedWriter {
@@ -495,8 +578,11 @@ impl IndexedWriter {
             generation,
             entries: Vec::new(),
             runs: Vec::new(),
-            slots: Vec::new(),
-            carried: Vec::new(),
+            table: Vec::new(),
+            pages: Vec::new(),
+            page_count: 0,
+            slot_count: 0,
+            last_first_hash: 0,
         }
     }
 
@@ -619,60 +705,82 @@ impl IndexedWriter {
             entry_crc: crc32fast::hash(entry),
             ..slot
         };
-        self.slots.push(slot);
         Ok(slot)
     }
 
-    /// Keeps an untouched session's slot: its entry stays where an earlier file of the chain
-    /// has it.
-    pub fn carry(&mut self, slot: Slot) {
+    /// Names a page an earlier file of the chain holds as the index's next page.
+    pub fn carry_page(&mut self, page: PageRef) {
         debug_assert!(
-            slot.generation < self.generation,
-            "a carried slot of this file"
+            page.generation < self.generation,
+            "a carried page of this file"
         );
-        self.carried.push(slot);
+        debug_assert!(page.count > 0, "an empty page");
+        debug_assert!(
+            page.first_hash >= self.last_first_hash,
+            "pages out of order"
+        );
+        self.name_page(page);
     }
 
-    /// The body: the prefix, the block CRCs, the slots sorted by id hash, the entries, the
-    /// runs.
+    /// Writes `slots` (sorted, at least one) here as the index's next page.
+    ///
+    /// # Errors
+    /// No slots, or more than a page's count field holds.
+    pub fn write_page(&mut self, slots: &[Slot]) -> Decoded<()> {
+        let first = slots.first().ok_or("an empty page")?;
+        debug_assert!(
+            slots.is_sorted_by_key(Slot::key),
+            "a page's slots out of order"
+        );
+        debug_assert!(first.id_hash >= self.last_first_hash, "pages out of order");
+        let at = self.pages.len();
+        for s in slots {
+            s.encode(&mut self.pages);
+        }
+        let page = PageRef {
+            first_hash: first.id_hash,
+            first_slot: 0,
+            generation: self.generation,
+            at: at as u64,
+            count: u32::try_from(slots.len()).map_err(|_| TOO_LARGE)?,
+            crc: crc32fast::hash(self.pages.get(at..).unwrap_or_default()),
+        };
+        self.name_page(page);
+        Ok(())
+    }
+
+    fn name_page(&mut self, page: PageRef) {
+        let page = PageRef {
+            first_slot: self.slot_count,
+            ..page
+        };
+        page.encode(&mut self.table);
+        self.slot_count += u64::from(page.count);
+        self.page_count += 1;
+        self.last_first_hash = page.first_hash;
+    }
+
+    /// The body: the prefix, the page table, the pages written here, the entries, the runs.
     ///
     /// # Errors
     /// None on 64-bit targets; kept for lengths past a field.
-    pub fn finish(mut self) -> Decoded<Vec<u8>> {
-        // The written slots sorted, then merged with the carried ones: a delta costs a sort
-        // of what changed, not of every session.
-        self.slots.sort_unstable_by_key(Slot::key);
-        if !self.carried.is_sorted_by_key(Slot::key) {
-            self.carried.sort_unstable_by_key(Slot::key);
-        }
-        let total = self.slots.len() + self.carried.len();
-        let mut slots = Vec::with_capacity(total * SLOT_LEN);
-        let (mut a, mut b) = (self.slots.iter().peekable(), self.carried.iter().peekable());
-        loop {
-            let next = match (a.peek(), b.peek()) {
-                (Some(x), Some(y)) if x.key() <= y.key() => a.next(),
-                (Some(_), Some(_)) | (None, Some(_)) => b.next(),
-                (Some(_), None) => a.next(),
-                (None, None) => break,
-            };
-            if let Some(slot) = next {
-                slot.encode(&mut slots);
-            }
-        }
-        let blocks = total.div_ceil(SLOTS_PER_BLOCK);
-        let slots_start = PREFIX_LEN + 4 * blocks;
+    pub fn finish(self) -> Decoded<Vec<u8>> {
+        let table_end = PAGED_PREFIX_LEN + self.table.len();
         let mut body =
-            Vec::with_capacity(slots_start + slots.len() + self.entries.len() + self.runs.len());
-        body.extend_from_slice(&(slots_start as u64 - 8).to_le_bytes());
-        body.extend_from_slice(&(total as u64).to_le_bytes());
+            Vec::with_capacity(table_end + self.pages.len() + self.entries.len() + self.runs.len());
+        body.extend_from_slice(&(table_end as u64 - 8).to_le_bytes());
+        body.extend_from_slice(&self.slot_count.to_le_bytes());
+        body.extend_from_slice(&self.page_count.to_le_bytes());
+        body.extend_from_slice(&(self.pages.len() as u64).to_le_bytes());
         body.extend_from_slice(&(self.entries.len() as u64).to_le_bytes());
-        for block in slots.chunks(SLOTS_PER_BLOCK * SLOT_LEN) {
-            body.extend_from_slice(&crc32fast::hash(block).to_le_bytes());
-        }
-        body.extend_from_slice(&slots);
+        body.extend_from_slice(&self.table);
+        body.extend_from_slice(&self.pages);
         body.extend_from_slice(&self.entries);
         body.extend_from_slice(&self.runs);
-        debug_assert_eq!(Regions::of(&body).map(|r| r.slots), Ok(total));
+        debug_assert_eq!(
+            Regions::of(&body, BodyLayout::Paged).map(|r| (r.slots, r.blocks)),
+            Ok((self.slot_count as usize, self.page_count as usize))
+        );
         Ok(body)
     }
 }
@@ -681,6 +789,7 @@ impl IndexedWriter {
 mod tests {
     use super::*;
     use crate::codec::checkpoint::checked_part;
+    use crate::codec::checkpoint::pages::page_slot;
     use crate::model::{RepairState, SurfaceManager, TurnMarks};
     use proptest::prelude::*;
 
@@ -708,8 +817,9 @@ mod tests {
     }
 
     /// A body of generation 5 with sessions `seeds` (each with `n` new locations after one
-    /// earlier run of 2 in generation 4), and `carried` slots of generation 4.
-    fn body(seeds: &[(u64, u64)], carried: &[Slot]) -> (Vec<u8>, Vec<(Slot, Vec<RunRef>)>) {
+    /// earlier run of 2 in generation 4), their slots in pages of up to 3 written here, and
+    /// `carried` pages of generation 4 named among them in order of first hash.
+    fn body(seeds: &[(u64, u64)], carried: &[PageRef]) -> (Vec<u8>, Vec<(Slot, Vec<RunRef>)>) {
         let mut w = IndexedWriter::new(5);
         let mut written = Vec::new();
         for &(seed, n) in seeds {
@@ -733,32 +843,67 @@ mod tests {
             let bytes = locs(n);
             written.push(w.entry(&r, -3, &earlier, n, &[&bytes]).unwrap());
         }
-        for s in carried {
-            w.carry(*s);
+        let mut slots: Vec<Slot> = written.iter().map(|(s, _)| *s).collect();
+        slots.sort_unstable_by_key(Slot::key);
+        enum Part<'a> {
+            Own(&'a [Slot]),
+            Carried(PageRef),
+        }
+        let mut parts: Vec<(u64, Part<'_>)> = slots
+            .chunks(3)
+            .map(|c| (c[0].id_hash, Part::Own(c)))
+            .chain(carried.iter().map(|p| (p.first_hash, Part::Carried(*p))))
+            .collect();
+        parts.sort_by_key(|(h, _)| *h);
+        for (_, part) in parts {
+            match part {
+                Part::Own(c) => w.write_page(c).unwrap(),
+                Part::Carried(p) => w.carry_page(p),
+            }
         }
         (w.finish().unwrap(), written)
     }
 
+    /// Every slot of the pages `bytes` holds itself, in order, each page checked.
+    fn own_slots(bytes: &[u8], r: &Regions) -> Vec<Slot> {
+        (0..r.blocks)
+            .map(|p| r.page(bytes, p).unwrap())
+            .filter(|p| p.generation == 5)
+            .flat_map(|p| {
+                let page = r.page_bytes(bytes, &p).unwrap();
+                (0..p.count as usize).map(move |k| page_slot(page, k).unwrap())
+            })
+            .collect()
+    }
+
     proptest! {
         #[test]
-        fn bodies_round_trip(seeds in proptest::collection::btree_map(0u64..1000, 0u64..9, 0..8), carried in proptest::collection::vec(any::<(u64, u64, u32)>(), 0..5)) {
+        fn bodies_round_trip(seeds in proptest::collection::btree_map(0u64..1000, 0u64..9, 0..8), carried in proptest::collection::vec(any::<(u64, u64, u32, u32)>(), 0..5)) {
             let seeds: Vec<(u64, u64)> = seeds.into_iter().collect();
-            let carried: Vec<Slot> = carried.iter().map(|&(h, at, crc)| Slot {
-                id_hash: h, generation: 4, entry_at: at, entry_len: 1, entry_crc: crc,
-                created_at: 0, last_time: None, next_seq: 0, parent_hash: 0,
+            let carried: Vec<PageRef> = carried.iter().map(|&(h, at, n, crc)| PageRef {
+                first_hash: h, first_slot: 0, generation: 4, at, count: 1 + n % 64, crc,
             }).collect();
             let (bytes, written) = body(&seeds, &carried);
-            let regions = Regions::of(&bytes).unwrap();
-            prop_assert_eq!(regions.slots, seeds.len() + carried.len());
-            let slots: Vec<Slot> = (0..regions.slots).map(|i| regions.slot_checked(&bytes, i).unwrap()).collect();
-            prop_assert!(slots.windows(2).all(|w| w[0].key() <= w[1].key()), "sorted");
+            let regions = Regions::of(&bytes, BodyLayout::Paged).unwrap();
+            prop_assert_eq!(regions.shape, IndexShape::Pages);
+            regions.check_pages(&bytes).unwrap();
+            let total: u64 = carried.iter().map(|p| u64::from(p.count)).sum::<u64>() + seeds.len() as u64;
+            prop_assert_eq!(regions.slots as u64, total);
+            let table: Vec<PageRef> = (0..regions.blocks).map(|p| regions.page(&bytes, p).unwrap()).collect();
             for c in &carried {
-                prop_assert!(slots.contains(c));
+                let found = table.iter().any(|t| PageRef { first_slot: 0, ..*t } == *c);
+                prop_assert!(found, "carried page {:?}", c);
             }
+            for (p, page) in table.iter().enumerate() {
+                prop_assert_eq!(regions.page_of_slot(&bytes, page.first_slot as usize).unwrap(), p);
+                prop_assert_eq!(regions.page_of_slot(&bytes, page.end_slot() as usize - 1).unwrap(), p);
+            }
+            let slots = own_slots(&bytes, &regions);
+            prop_assert!(slots.windows(2).all(|w| w[0].key() <= w[1].key()), "sorted");
             for (&(seed, n), (slot, runs)) in seeds.iter().zip(&written) {
                 prop_assert!(slots.contains(slot));
-                let i = regions.lower_bound(&bytes, id_hash(&format!("s{seed}"))).unwrap();
-                prop_assert_eq!(regions.slot(&bytes, i).unwrap().id_hash, slot.id_hash);
+                let p = regions.page_for_hash(&bytes, slot.id_hash).unwrap();
+                prop_assert!(table[p].first_hash <= slot.id_hash || p == 0);
                 let raw = regions.entry(&bytes, slot).unwrap();
                 let e = decode_entry(raw).unwrap();
                 prop_assert_eq!(entry_id(raw).unwrap(), e.id.as_str());
@@ -779,10 +924,23 @@ mod tests {
 
         #[test]
         fn arbitrary_bodies_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
-            if let Ok(r) = Regions::of(&bytes) {
+            for layout in [BodyLayout::Indexed, BodyLayout::Paged] {
+                let Ok(r) = Regions::of(&bytes, layout) else { continue };
+                let _ = r.check_pages(&bytes);
+                let _ = r.page_for_hash(&bytes, 7);
+                let mut slots = Vec::new();
                 for i in 0..r.slots.min(8) {
-                    let Ok(s) = r.slot(&bytes, i) else { continue };
-                    let Ok(e) = r.entry(&bytes, &s) else { continue };
+                    let _ = r.page_of_slot(&bytes, i);
+                    slots.extend(r.slot(&bytes, i));
+                }
+                for p in 0..r.blocks.min(8) {
+                    let _ = r.check_block(&bytes, p);
+                    if let Ok(page) = r.page(&bytes, p) && let Ok(b) = r.page_bytes(&bytes, &page) {
+                        slots.extend((0..page.count as usize).map_while(|k| page_slot(b, k).ok()));
+                    }
+                }
+                for s in slots.iter().take(8) {
+                    let Ok(e) = r.entry(&bytes, s) else { continue };
                     let _ = entry_id(e);
                     let _ = entry_row(e);
                     for run in decode_entry(e).map(|e| e.runs).unwrap_or_default() {
@@ -795,20 +953,24 @@ mod tests {
     }
 
     #[test]
-    fn the_header_checks_the_block_crcs_and_each_block_entry_and_run_checks_itself() {
-        let (bytes, written) = body(&[(1, 3), (2, 4)], &[]);
-        let regions = Regions::of(&bytes).unwrap();
+    fn the_header_checks_the_page_table_and_each_page_entry_and_run_checks_itself() {
+        let (bytes, written) = body(&[(1, 3), (2, 4), (3, 0), (4, 1)], &[]);
+        let regions = Regions::of(&bytes, BodyLayout::Paged).unwrap();
         assert_eq!(checked_part(&bytes), &bytes[..regions.slots_start]);
-        for b in 0..regions.blocks {
-            regions.check_block(&bytes, b).unwrap();
-        }
-        // A flipped byte in a slot: its block refuses, the header's part is unchanged.
+        let table: Vec<PageRef> = (0..regions.blocks)
+            .map(|p| regions.page(&bytes, p).unwrap())
+            .collect();
+        assert_eq!(table.len(), 2);
+        // A flipped byte in a page: that page refuses, the header's part is unchanged.
         for i in regions.slots_start..regions.entries_start {
             let mut bad = bytes.clone();
             bad[i] ^= 0x40;
             assert_eq!(checked_part(&bad), checked_part(&bytes));
-            let block = (i - regions.slots_start) / SLOT_LEN / SLOTS_PER_BLOCK;
-            assert!(regions.check_block(&bad, block).is_err(), "byte {i}");
+            let hit = table
+                .iter()
+                .filter(|p| regions.page_bytes(&bad, p).is_err())
+                .count();
+            assert_eq!(hit, 1, "byte {i}");
         }
         for i in regions.entries_start..bytes.len() {
             let mut bad = bytes.clone();
@@ -827,17 +989,31 @@ mod tests {
     }
 
     #[test]
-    fn an_index_of_many_blocks_finds_every_session() {
+    fn an_index_of_many_pages_finds_every_session() {
         let seeds: Vec<(u64, u64)> = (0..300).map(|i| (i, i % 3)).collect();
         let (bytes, written) = body(&seeds, &[]);
-        let regions = Regions::of(&bytes).unwrap();
-        assert_eq!(regions.blocks, 300usize.div_ceil(SLOTS_PER_BLOCK));
-        for ((seed, _), (slot, _)) in seeds.iter().zip(&written) {
-            let i = regions
-                .lower_bound(&bytes, id_hash(&format!("s{seed}")))
-                .unwrap();
-            assert_eq!(regions.slot_checked(&bytes, i).unwrap(), *slot);
+        let regions = Regions::of(&bytes, BodyLayout::Paged).unwrap();
+        assert_eq!(regions.blocks, 100);
+        let slots = own_slots(&bytes, &regions);
+        for (slot, _) in &written {
+            let p = regions.page_for_hash(&bytes, slot.id_hash).unwrap();
+            let page = regions.page(&bytes, p).unwrap();
+            let b = regions.page_bytes(&bytes, &page).unwrap();
+            let k = lower_bound(page.count as usize, slot.id_hash, |k| page_slot(b, k)).unwrap();
+            let at = page.first_slot as usize + k;
+            assert_eq!(slots[at], *slot);
         }
+    }
+
+    #[test]
+    fn a_page_table_out_of_order_is_refused() {
+        let (bytes, _) = body(&[(1, 3), (2, 4), (3, 0), (4, 1)], &[]);
+        let regions = Regions::of(&bytes, BodyLayout::Paged).unwrap();
+        // The second page's first slot moved by one.
+        let mut bad = bytes.clone();
+        bad[regions.table_start + PAGE_REF_LEN + 8] ^= 1;
+        assert!(regions.check_pages(&bad).is_err());
+        regions.check_pages(&bytes).unwrap();
     }
 
     #[test]
@@ -845,10 +1021,14 @@ mod tests {
         let (bytes, written) = body(&[(1, 3), (2, 0)], &[]);
         for cut in 0..bytes.len() {
             let cut = &bytes[..cut];
-            let whole = Regions::of(cut).is_ok_and(|r| {
-                written.iter().all(|(s, runs)| {
-                    r.entry(cut, s).is_ok() && runs[1..].iter().all(|run| r.run(cut, run).is_ok())
-                })
+            let whole = Regions::of(cut, BodyLayout::Paged).is_ok_and(|r| {
+                r.check_pages(cut).is_ok()
+                    && (0..r.blocks)
+                        .all(|p| r.page(cut, p).is_ok_and(|p| r.page_bytes(cut, &p).is_ok()))
+                    && written.iter().all(|(s, runs)| {
+                        r.entry(cut, s).is_ok()
+                            && runs[1..].iter().all(|run| r.run(cut, run).is_ok())
+                    })
             });
             assert!(!whole, "cut at {}", cut.len());
         }

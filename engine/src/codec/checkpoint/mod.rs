@@ -12,6 +12,7 @@
 //! deleted since.
 
 pub mod indexed;
+pub mod pages;
 
 use super::file_names::{numbered_path, parse_numbered};
 use super::frame::RecordLink;
@@ -31,20 +32,25 @@ pub enum BodyLayout {
     /// 2: a table of every session's header and state, then the location runs, each with
     /// its own CRC. Read, no longer written.
     Table,
-    /// 3: an index by session id, then entries each with its own CRC, then the location
-    /// runs; a delta's index names entries and runs of earlier files of its chain.
+    /// 3: an index by session id (every slot in this file), then entries each with its own
+    /// CRC, then the location runs; a delta's index names entries and runs of earlier files of
+    /// its chain. Read, no longer written.
     Indexed,
+    /// 4: as 3, the index's slots in pages any file of the chain may hold, named by a page
+    /// table: a delta rewrites only the pages that changed.
+    Paged,
 }
 
 impl BodyLayout {
     /// The layout this release writes.
-    pub const CURRENT: BodyLayout = BodyLayout::Indexed;
+    pub const CURRENT: BodyLayout = BodyLayout::Paged;
 
     /// Its number in the header.
     pub fn number(self) -> u16 {
         match self {
             BodyLayout::Table => 2,
             BodyLayout::Indexed => 3,
+            BodyLayout::Paged => 4,
         }
     }
 
@@ -52,6 +58,7 @@ impl BodyLayout {
         match n {
             2 => Some(BodyLayout::Table),
             3 => Some(BodyLayout::Indexed),
+            4 => Some(BodyLayout::Paged),
             _ => None,
         }
     }

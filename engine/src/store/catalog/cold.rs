@@ -5,13 +5,14 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crate::codec::CorruptionKind;
 use crate::codec::checkpoint::indexed::{
-    Entry, IndexedWriter, Regions, RunRef, SLOT_LEN, SLOTS_PER_BLOCK, Slot, decode_entry, entry_id,
-    id_hash, lower_bound, split_entry,
+    Entry, IndexShape, IndexedWriter, Regions, RunRef, SLOT_LEN, SLOTS_PER_BLOCK, Slot,
+    decode_entry, entry_id, id_hash, lower_bound, split_entry,
 };
+use crate::codec::checkpoint::pages::{PageRef, page_slot};
 use crate::codec::checkpoint::{CHECKPOINT_HEADER_LEN, LocRun};
 use crate::storage::FileView;
 use crate::store::catalog::locations::MappedRun;
@@ -28,6 +29,14 @@ pub(crate) struct ColdFile {
 impl ColdFile {
     fn body(&self) -> &[u8] {
         self.view.get(CHECKPOINT_HEADER_LEN..).unwrap_or_default()
+    }
+
+    fn index_damaged(&self, body_offset: usize) -> Error {
+        Error::corruption(
+            &self.path,
+            (body_offset + CHECKPOINT_HEADER_LEN) as u64,
+            CorruptionKind::CheckpointIndex,
+        )
     }
 
     fn damaged(&self, body_offset: u64) -> Error {
@@ -51,17 +60,38 @@ pub(crate) struct Cold {
     taken_count: usize,
     /// The slots of forks by their parent's id hash, built at the first deletion that asks.
     forks: Option<HashMap<u64, Vec<usize>>>,
-    /// One bit per index block: checked against its CRC (readers set them under a shared
-    /// lock; a block checked twice costs time, not correctness).
+    /// One bit per index block (layout 3) or page (4): checked against its CRC (readers set
+    /// them under a shared lock; a block checked twice costs time, not correctness).
     checked: Vec<AtomicU64>,
+    /// The page the last slot read was in (layout 4): a walk over the slots finds each one's
+    /// page without a search.
+    last_page: AtomicUsize,
+}
+
+/// An old page as a delta's index plan sees it: whether every slot of it is untouched.
+#[derive(Debug)]
+pub(crate) struct OldPage {
+    pub(crate) page: PageRef,
+    /// `None`: every slot untaken (the page can be named where it is); else the untaken ones.
+    pub(crate) kept: Option<Vec<Slot>>,
 }
 
 impl Cold {
-    /// The index of the newest of `files` over them all; `None` without files.
-    pub(crate) fn new(files: BTreeMap<u64, ColdFile>) -> Option<Self> {
-        let (&newest, file) = files.iter().next_back()?;
+    /// The index of the newest of `files` over them all.
+    ///
+    /// # Errors
+    /// No files, files of two index layouts, or a page table that does not describe one index.
+    pub(crate) fn new(files: BTreeMap<u64, ColdFile>) -> std::result::Result<Self, &'static str> {
+        let (&newest, file) = files.iter().next_back().ok_or("an empty chain")?;
+        if files
+            .values()
+            .any(|f| f.regions.shape != file.regions.shape)
+        {
+            return Err("a chain of two index layouts");
+        }
+        file.regions.check_pages(file.body())?;
         let slots = file.regions.slots;
-        Some(Self {
+        Ok(Self {
             newest,
             slots,
             taken: vec![0; slots.div_ceil(64)],
@@ -70,6 +100,7 @@ impl Cold {
             checked: (0..file.regions.blocks.div_ceil(64))
                 .map(|_| AtomicU64::new(0))
                 .collect(),
+            last_page: AtomicUsize::new(0),
             files,
         })
     }
@@ -129,33 +160,170 @@ impl Cold {
     /// Slot `i` of the index.
     ///
     /// # Errors
-    /// `Corruption` for a slot past the index (the index's CRC was checked at open).
+    /// `Corruption` for a slot past the index or a block or page that fails its CRC.
     pub(crate) fn slot(&self, i: usize) -> Result<Slot> {
         let index = self.index()?;
-        let block = i / SLOTS_PER_BLOCK;
-        let (word, bit) = (block / 64, 1u64 << (block % 64));
-        let checked = self.checked.get(word);
-        if checked.is_none_or(|w| w.load(Ordering::Relaxed) & bit == 0) {
-            index
-                .regions
-                .check_block(index.body(), block)
-                .map_err(|_| {
-                    Error::corruption(
-                        &index.path,
-                        (CHECKPOINT_HEADER_LEN
-                            + index.regions.slots_start
-                            + block * SLOTS_PER_BLOCK * SLOT_LEN) as u64,
-                        CorruptionKind::CheckpointIndex,
-                    )
-                })?;
-            if let Some(w) = checked {
-                w.fetch_or(bit, Ordering::Relaxed);
+        match index.regions.shape {
+            IndexShape::Blocks => {
+                let block = i / SLOTS_PER_BLOCK;
+                if !self.is_checked(block) {
+                    index
+                        .regions
+                        .check_block(index.body(), block)
+                        .map_err(|_| {
+                            index.index_damaged(
+                                index.regions.slots_start + block * SLOTS_PER_BLOCK * SLOT_LEN,
+                            )
+                        })?;
+                    self.set_checked(block);
+                }
+                index
+                    .regions
+                    .slot(index.body(), i)
+                    .map_err(|_| index.damaged((i * SLOT_LEN) as u64))
+            }
+            IndexShape::Pages => {
+                let (p, page) = self.page_of(i)?;
+                let bytes = self.page_bytes(p, &page)?;
+                let k = (i as u64 - page.first_slot) as usize;
+                page_slot(bytes, k).map_err(|_| index.index_damaged(index.regions.table_start))
             }
         }
+    }
+
+    fn is_checked(&self, b: usize) -> bool {
+        self.checked
+            .get(b / 64)
+            .is_some_and(|w| w.load(Ordering::Relaxed) & (1 << (b % 64)) != 0)
+    }
+
+    fn set_checked(&self, b: usize) {
+        if let Some(w) = self.checked.get(b / 64) {
+            w.fetch_or(1 << (b % 64), Ordering::Relaxed);
+        }
+    }
+
+    /// Pages in the index (layout 4; 0 for layout 3).
+    pub(crate) fn pages(&self) -> usize {
+        self.index().map_or(0, |f| match f.regions.shape {
+            IndexShape::Pages => f.regions.blocks,
+            IndexShape::Blocks => 0,
+        })
+    }
+
+    /// Entry `p` of the page table.
+    ///
+    /// # Errors
+    /// `Corruption` for a page past the table.
+    pub(crate) fn page(&self, p: usize) -> Result<PageRef> {
+        let index = self.index()?;
         index
             .regions
-            .slot(index.body(), i)
-            .map_err(|_| index.damaged((i * SLOT_LEN) as u64))
+            .page(index.body(), p)
+            .map_err(|_| index.index_damaged(index.regions.table_start))
+    }
+
+    /// The page holding slot `i`, and its reference.
+    fn page_of(&self, i: usize) -> Result<(usize, PageRef)> {
+        let hint = self.last_page.load(Ordering::Relaxed);
+        if let Ok(page) = self.page(hint)
+            && page.holds(i)
+        {
+            return Ok((hint, page));
+        }
+        let index = self.index()?;
+        let p = index
+            .regions
+            .page_of_slot(index.body(), i)
+            .map_err(|_| index.index_damaged(index.regions.table_start))?;
+        self.last_page.store(p, Ordering::Relaxed);
+        Ok((p, self.page(p)?))
+    }
+
+    /// The bytes of page `p` in the file that holds it, checked once against its CRC.
+    fn page_bytes(&self, p: usize, page: &PageRef) -> Result<&[u8]> {
+        let holder = self.file(page.generation)?;
+        let damaged = || holder.index_damaged(holder.regions.slots_start);
+        if self.is_checked(p) {
+            let at = holder.regions.slots_start + page.at as usize;
+            holder
+                .body()
+                .get(at..at + page.count as usize * SLOT_LEN)
+                .ok_or_else(damaged)
+        } else {
+            let bytes = holder
+                .regions
+                .page_bytes(holder.body(), page)
+                .map_err(|_| damaged())?;
+            self.set_checked(p);
+            Ok(bytes)
+        }
+    }
+
+    /// The slots of page `p`.
+    ///
+    /// # Errors
+    /// `Corruption` for a damaged page.
+    pub(crate) fn page_slots(&self, p: usize) -> Result<Vec<Slot>> {
+        let page = self.page(p)?;
+        let bytes = self.page_bytes(p, &page)?;
+        (0..page.count as usize)
+            .map(|k| {
+                page_slot(bytes, k).map_err(|_| {
+                    self.index()
+                        .map_or_else(|e| e, |f| f.index_damaged(f.regions.table_start))
+                })
+            })
+            .collect()
+    }
+
+    /// The pages of the index as a delta plans its own: each with whether every slot of it is
+    /// untaken, or else the untaken ones (read, checked).
+    ///
+    /// # Errors
+    /// `Corruption` for a damaged page.
+    pub(crate) fn old_pages(&self) -> Result<Vec<OldPage>> {
+        (0..self.pages())
+            .map(|p| {
+                let page = self.page(p)?;
+                let first = page.first_slot as usize;
+                let range = first..first + page.count as usize;
+                let kept = if range.clone().all(|i| !self.is_taken(i)) {
+                    None
+                } else {
+                    let slots = self.page_slots(p)?;
+                    Some(
+                        range
+                            .zip(slots)
+                            .filter(|(i, _)| !self.is_taken(*i))
+                            .map(|(_, s)| s)
+                            .collect(),
+                    )
+                };
+                Ok(OldPage { page, kept })
+            })
+            .collect()
+    }
+
+    /// The first slot whose id hash is not below `hash`.
+    fn lower_bound(&self, hash: u64) -> Result<usize> {
+        let index = self.index()?;
+        match index.regions.shape {
+            IndexShape::Blocks => lower_bound(self.slots, hash, |i| self.slot(i)),
+            IndexShape::Pages => {
+                if self.slots == 0 {
+                    return Ok(0);
+                }
+                let p = index
+                    .regions
+                    .page_for_hash(index.body(), hash)
+                    .map_err(|_| index.index_damaged(index.regions.table_start))?;
+                let page = self.page(p)?;
+                let first = page.first_slot as usize;
+                let k = lower_bound(page.count as usize, hash, |k| self.slot(first + k))?;
+                Ok(first + k)
+            }
+        }
     }
 
     /// The checked bytes of slot `i`'s entry.
@@ -185,7 +353,7 @@ impl Cold {
     /// `Corruption` when an entry of the same id hash is damaged.
     pub(crate) fn find(&self, id: &str) -> Result<Option<usize>> {
         let hash = id_hash(id);
-        let mut i = lower_bound(self.slots, hash, |i| self.slot(i))?;
+        let mut i = self.lower_bound(hash)?;
         while i < self.slots && self.slot(i)?.id_hash == hash {
             if !self.is_taken(i) && self.id(i)? == id {
                 return Ok(Some(i));
@@ -259,7 +427,8 @@ impl Cold {
     }
 
     /// Writes slot `i`'s session into a full checkpoint without decoding it: its entry's
-    /// fields as they are, its locations (each run checked) into one new run.
+    /// fields as they are, its locations (each run checked) into one new run. Returns its new
+    /// slot.
     ///
     /// # Errors
     /// `Corruption` for a damaged entry or run; the inner error is the writer's.
@@ -267,7 +436,7 @@ impl Cold {
         &self,
         i: usize,
         w: &mut IndexedWriter,
-    ) -> Result<std::result::Result<(), &'static str>> {
+    ) -> Result<std::result::Result<Slot, &'static str>> {
         let slot = self.slot(i)?;
         let file = self.file(slot.generation)?;
         let (loc_base, runs, core) =
@@ -286,7 +455,7 @@ impl Cold {
             pieces.push(bytes);
             count += run.count;
         }
-        Ok(w.copy(&slot, loc_base, core, count, &pieces).map(|_| ()))
+        Ok(w.copy(&slot, loc_base, core, count, &pieces))
     }
 
     /// The slots not taken of the forks of `parent` (by its id hash: a fork of another parent

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crate::codec::CorruptionKind;
-use crate::codec::checkpoint::indexed::{IndexedWriter, Regions};
+use crate::codec::checkpoint::indexed::{IndexedWriter, Regions, Slot};
 use crate::codec::checkpoint::{
     Body, BodyLayout, CHECKPOINT_HEADER_LEN, CHECKPOINTS_DIR, CheckpointHeader, CheckpointMeta,
     SessionRef, SessionSnap, checked_part, checkpoint_path, decode_body, decode_header,
@@ -18,6 +18,7 @@ use crate::store::catalog::cold::{Cold, ColdFile};
 use crate::store::catalog::entries::Entries;
 use crate::store::catalog::entries::{Persisted, SessionEntry};
 use crate::store::catalog::locations::{Locations, MappedRun};
+use crate::store::checkpoint::pages;
 use crate::{Error, Result};
 
 /// Why [`apply`] could not put a checkpoint body into the catalog.
@@ -105,20 +106,35 @@ pub(crate) fn encode(catalog: &Entries, kind: CheckpointKind, generation: u64) -
     let mut w = IndexedWriter::new(generation);
     let mut written = Vec::new();
     let mut to_write: Vec<(&String, &SessionEntry, Option<&[_]>)> = Vec::new();
+    // The slots of the index besides the old pages a delta names or merges into.
+    let mut fresh: Vec<Slot> = Vec::new();
+    let mut old = Vec::new();
     if let Some(cold) = catalog.cold() {
-        // Sessions not decoded since the index was read are unchanged: a delta carries their
-        // slots, a full checkpoint copies their entries and locations as bytes.
-        for i in cold.untaken() {
-            match kind {
-                CheckpointKind::Delta => w.carry(cold.slot(i)?),
-                CheckpointKind::Full => cold.copy_into(i, &mut w)?.map_err(too_large)?,
+        // Sessions not decoded since the index was read are unchanged: a delta keeps their
+        // slots (naming the pages they are in where they are), a full checkpoint copies their
+        // entries and locations as bytes.
+        match kind {
+            CheckpointKind::Delta => {
+                old = cold.old_pages()?;
+                if old.is_empty() {
+                    // An index without pages (layout 3: its chain's next checkpoint is full,
+                    // so this is for safety): each slot kept on its own.
+                    for i in cold.untaken() {
+                        fresh.push(cold.slot(i)?);
+                    }
+                }
+            }
+            CheckpointKind::Full => {
+                for i in cold.untaken() {
+                    fresh.push(cold.copy_into(i, &mut w)?.map_err(too_large)?);
+                }
             }
         }
     }
     for (id, e) in &catalog.sessions {
         let earlier = match (&e.persisted, kind) {
             (Some(p), CheckpointKind::Delta) if !e.dirty => {
-                w.carry(p.slot);
+                fresh.push(p.slot);
                 continue;
             }
             (Some(p), CheckpointKind::Delta) => p.runs_covering(e.checkpointed_locs),
@@ -149,8 +165,15 @@ pub(crate) fn encode(catalog: &Entries, kind: CheckpointKind, generation: u64) -
         let (slot, runs) = w
             .entry(&r, e.header.created_at, runs, count, &pieces)
             .map_err(too_large)?;
+        fresh.push(slot);
         written.push((id.clone(), Persisted { slot, runs }));
     }
+    let read = |p| {
+        catalog
+            .cold()
+            .map_or_else(|| Ok(Vec::new()), |c| c.page_slots(p))
+    };
+    pages::write_index(&mut w, old, fresh, read)?.map_err(too_large)?;
     Ok(Encoded {
         body: w.finish().map_err(too_large)?,
         written,
@@ -282,11 +305,11 @@ pub(crate) fn chain_index(
             );
         }
     }
-    Cold::new(files).ok_or_else(|| {
+    Cold::new(files).map_err(|why| {
         Error::io(
             "map a checkpoint",
             checkpoint_path(newest),
-            std::io::Error::other("no layout-3 file in the chain"),
+            std::io::Error::other(why),
         )
     })
 }
@@ -425,7 +448,7 @@ impl Opened {
         }
         let parts = match layout {
             BodyLayout::Table => decode_body(body).map(BodyParts::Table),
-            _ => Regions::of(body).map(BodyParts::Indexed),
+            _ => Regions::of(body, layout).map(BodyParts::Indexed),
         }
         .map_err(|why| unusable(format!("{path}: body: {why}")))?;
         Ok(LoadedBody {

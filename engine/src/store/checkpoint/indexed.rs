@@ -1,4 +1,4 @@
-//! A layout-3 chain (`docs/FORMAT.md` §5.2) handed to the catalog: the newest file's index
+//! A layout-3 or layout-4 chain (`docs/FORMAT.md` §5.2) handed to the catalog: the newest file's index
 //! over the chain's files, mapped; each session is decoded when first used
 //! (`store/catalog/cold.rs`).
 
@@ -8,7 +8,8 @@ use crate::store::catalog::cold::{Cold, ColdFile};
 use crate::store::catalog::entries::Entries;
 use crate::store::checkpoint::files::{BodyParts, LoadedBody, RestoreError};
 
-/// Gives a layout-3 chain (`bodies` oldest first, every one layout 3) to an empty catalog.
+/// Gives an indexed chain (`bodies` oldest first, every one of layout 3, or every one of
+/// layout 4) to an empty catalog.
 pub(super) fn apply(bodies: &[LoadedBody], catalog: &mut Entries) -> Result<(), RestoreError> {
     let files: BTreeMap<u64, ColdFile> = bodies
         .iter()
@@ -24,7 +25,7 @@ pub(super) fn apply(bodies: &[LoadedBody], catalog: &mut Entries) -> Result<(), 
             BodyParts::Table(_) => None,
         })
         .collect();
-    let cold = Cold::new(files).ok_or(RestoreError::Inconsistent("an empty chain"))?;
+    let cold = Cold::new(files).map_err(RestoreError::Inconsistent)?;
     *catalog = Entries::with_cold(cold);
     Ok(())
 }

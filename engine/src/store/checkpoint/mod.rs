@@ -11,6 +11,7 @@ pub(crate) mod chain;
 pub(crate) mod files;
 mod indexed;
 pub(crate) mod load;
+mod pages;
 pub(crate) mod state;
 
 use std::sync::atomic::{AtomicU64, Ordering};
