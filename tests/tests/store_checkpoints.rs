@@ -308,3 +308,27 @@ fn regression_a_deleted_id_created_again_extends_after_reopen() {
     assert_eq!(dump(&store), expected);
     assert_eq!(store.session_len("s0").unwrap(), 3);
 }
+
+#[test]
+fn regression_a_reopened_stores_next_checkpoint_is_a_delta_on_its_chain() {
+    // The open took the chain's layout from the body's parts, not its header, and so read a
+    // layout-4 chain as one of layout 3: every checkpoint after an open was written full.
+    let dir = tempfile::tempdir().unwrap();
+    let opts = || options().with_checkpoint_merge_every(8);
+    let store = Store::open(dir.path(), opts()).unwrap();
+    for k in 0..300 {
+        let header = sessdb::SessionHeader::new(format!("s{k}"), k);
+        store.create_session(header, Vec::new()).unwrap();
+    }
+    store.checkpoint().unwrap();
+    drop(store);
+    for round in 0..3 {
+        let store = Store::open(dir.path(), opts()).unwrap();
+        for k in (0..300).step_by(30) {
+            let header = sessdb::SessionHeader::new(format!("r{round}-{k}"), k);
+            store.create_session(header, Vec::new()).unwrap();
+        }
+        let info = store.checkpoint().unwrap().unwrap();
+        assert!(!info.full, "round {round}: {info:?}");
+    }
+}

@@ -51,6 +51,8 @@ impl From<&'static str> for RestoreError {
 #[derive(Debug)]
 pub(crate) struct LoadedBody {
     pub(crate) generation: u64,
+    /// The body layout its header names.
+    pub(crate) layout: BodyLayout,
     pub(crate) parts: BodyParts,
     pub(crate) view: FileView,
     pub(crate) path: Arc<str>,
@@ -453,6 +455,7 @@ impl Opened {
         .map_err(|why| unusable(format!("{path}: body: {why}")))?;
         Ok(LoadedBody {
             generation: self.header.meta.generation,
+            layout,
             parts,
             view,
             path: Arc::from(path.as_str()),

@@ -29,7 +29,6 @@ use crate::store::catalog::Catalog;
 use crate::store::catalog::entries::Entries;
 use crate::store::checkpoint::Checkpointer;
 use crate::store::checkpoint::chain::{CheckpointHeaders, Confirmed};
-use crate::store::checkpoint::files;
 use crate::store::checkpoint::state::CheckpointState;
 use crate::store::inner::Inner;
 use crate::store::log::discover::discover;
@@ -318,10 +317,10 @@ fn load(from: &Sources<'_>, full_replay: bool, report: &mut OpenReport) -> Resul
     let mut used = None;
     if let Some(chosen) = chosen {
         let meta = chosen.meta;
-        let layout = match chosen.bodies.last().map(|b| &b.parts) {
-            Some(files::BodyParts::Table(_)) => BodyLayout::Table,
-            _ => BodyLayout::Indexed,
-        };
+        let layout = chosen
+            .bodies
+            .last()
+            .map_or(BodyLayout::CURRENT, |b| b.layout);
         crate::store::checkpoint::load::apply_chain(chosen.bodies, &mut catalog)
             .map_err(|e| Error::corruption(&checkpoint_path(meta.generation), 0, e.kind()))?;
         // `deleted` is what the next delta must say was deleted since the chain: nothing yet.
