@@ -311,7 +311,13 @@ impl NativeStore {
 /// The revision of a session: the store's directory, the session's incarnation (which creation of
 /// the id it is), and its length (a session only grows; a repair appends).
 fn revision(root: &str, incarnation: sessdb::store::Incarnation, events: u64) -> String {
-    format!("sessdb:{root}#{incarnation}:{events}")
+    format!("{}{incarnation}:{events}", revision_prefix(root))
+}
+
+/// What every revision of the store at `root` starts with (index.js appends
+/// `incarnation:events` to it for a listing's rows).
+fn revision_prefix(root: &str) -> String {
+    format!("sessdb:{root}#")
 }
 
 #[napi]
@@ -499,32 +505,21 @@ impl NativeStore {
         let root = self.root.clone();
         Ok(self.job(move |s| {
             s.refresh()?;
-            let rows = s.list_by(options)?;
-            let mut out = Vec::with_capacity(rows.len() * 256 + 2);
+            // `[revision prefix, [header, events, incarnation, turn open 0/1], …]`: the header
+            // as the line the store keeps (not parsed and written again), the rest composed
+            // by index.js, so the JSON it parses holds little besides the headers.
+            let mut out = Vec::with_capacity(64 * 1024);
             out.push(b'[');
-            for (i, info) in rows.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                out.extend_from_slice(b"{\"id\":");
-                sessdb::json::write_str(&mut out, &info.header.id);
-                out.extend_from_slice(b",\"header\":");
-                out.extend_from_slice(&info.header.to_json());
-                out.extend_from_slice(b",\"events\":");
-                sessdb::json::write_u64(&mut out, info.events);
-                out.extend_from_slice(b",\"parent\":");
-                match &info.header.parent_session {
-                    Some(p) => sessdb::json::write_str(&mut out, p),
-                    None => out.extend_from_slice(b"null"),
-                }
-                out.extend_from_slice(if info.turn_open {
-                    b",\"turnOpen\":true,\"revision\":"
-                } else {
-                    b",\"turnOpen\":false,\"revision\":"
-                });
-                sessdb::json::write_str(&mut out, &revision(&root, info.incarnation, info.events));
-                out.push(b'}');
-            }
+            sessdb::json::write_str(&mut out, &revision_prefix(&root));
+            s.list_each(options, |row| {
+                out.extend_from_slice(b",[");
+                out.extend_from_slice(row.header_json);
+                out.push(b',');
+                sessdb::json::write_u64(&mut out, row.events);
+                out.push(b',');
+                sessdb::json::write_u64(&mut out, row.incarnation.get());
+                out.extend_from_slice(if row.turn_open { b",1]" } else { b",0]" });
+            })?;
             out.push(b']');
             Ok(text(out))
         }))

@@ -16,7 +16,7 @@ use crate::storage::{FsStorage, Storage};
 use crate::store::catalog::entries::{Batch, SessionEntry};
 use crate::store::compact::{Compaction, Run, Scope, Space};
 use crate::store::info::{
-    CheckpointInfo, DiskUsage, ListOptions, MemoryUsage, SessionInfo, StoreStats,
+    CheckpointInfo, DiskUsage, ListOptions, ListedRow, MemoryUsage, SessionInfo, StoreStats,
 };
 use crate::store::inner::Inner;
 use crate::store::log::record_at::LogMark;
@@ -474,6 +474,18 @@ impl Store {
     pub fn list_by(&self, options: ListOptions) -> Result<Vec<SessionInfo>> {
         let cat = self.inner.catalog.read();
         crate::store::catalog::listing::list(&cat, options)
+    }
+
+    /// As [`Store::list_by`], each row handed to `f` with its header as the JSON line the
+    /// store keeps: for a caller that writes the rows out (the CLI's `ls --json`, the Node
+    /// binding), a session not read since the open costs its entry's check, not a header
+    /// parsed and written again. The catalog is read-locked while `f` runs.
+    ///
+    /// # Errors
+    /// As [`Store::list_by`].
+    pub fn list_each(&self, options: ListOptions, f: impl FnMut(&ListedRow<'_>)) -> Result<()> {
+        let cat = self.inner.catalog.read();
+        crate::store::catalog::listing::list_each(&cat, options, f)
     }
 
     /// One session's row of [`Store::list`], if it exists.

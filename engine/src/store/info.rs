@@ -22,6 +22,25 @@ pub struct SessionInfo {
     pub incarnation: Incarnation,
 }
 
+/// One row of [`Store::list_each`](crate::store::Store::list_each): a listing row with the
+/// header as the JSON line the store keeps (DSH's header line), borrowed for the call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ListedRow<'a> {
+    /// The session id.
+    pub id: &'a str,
+    /// The header as its DSH JSON line (`{"type":"session",…}`).
+    pub header_json: &'a [u8],
+    /// Number of events.
+    pub events: u64,
+    /// Time of the last event.
+    pub last_time: Option<i64>,
+    /// Whether the last turn is open.
+    pub turn_open: bool,
+    /// As [`SessionInfo::incarnation`].
+    pub incarnation: Incarnation,
+}
+
 /// Which creation of a session id a session is ([`SessionInfo::incarnation`]). Today the
 /// log position of the record that created it: unique per creation within a store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -25,8 +25,8 @@ mod writer;
 pub use api::{EventIter, Store};
 pub use compact::{SegmentSpace, Space};
 pub use info::{
-    CheckpointInfo, Direction, DiskUsage, Incarnation, ListOptions, ListOrder, MemoryUsage,
-    SessionInfo, StoreStats,
+    CheckpointInfo, Direction, DiskUsage, Incarnation, ListOptions, ListOrder, ListedRow,
+    MemoryUsage, SessionInfo, StoreStats,
 };
 pub use log::record_at::LogMark;
 pub use maintenance::MaintenanceStatus;

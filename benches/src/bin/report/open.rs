@@ -131,9 +131,9 @@ pub fn million_rows(quick: bool, reps: usize, rows: &mut Vec<Row>) {
         max_chunks: 2,
         ..WorkloadSpec::default()
     };
-    let (many_dir, many_name, many_events) = kept(&format!("sessions-{sessions}-v4"), &many);
+    let (many_dir, many_name, many_events) = kept(&format!("sessions-{sessions}-v5"), &many);
     let (one_dir, one_name, _) = kept(
-        &format!("one-session-{many_events}-v4"),
+        &format!("one-session-{many_events}-v5"),
         &long_spec(many_events),
     );
     let (m, o) = pair(reps, || fresh(&many_dir).open, || fresh(&one_dir).open);

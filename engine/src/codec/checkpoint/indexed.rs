@@ -7,7 +7,6 @@
 //! slots in pages any file of the chain may hold (`pages.rs`), so a delta rewrites only the
 //! pages that changed; layout 3 (read, no longer written) has every slot in the newest file.
 
-use super::pages::{PAGE_REF_LEN, PageRef};
 use super::{
     BodyLayout, Head, LocRun, SessionRef, TOO_LARGE, put_head, put_state, read_head, read_state,
 };
@@ -28,6 +27,8 @@ const PAGED_PREFIX_LEN: usize = 40;
 /// Slots per block of the index: each block has its own CRC, checked when a slot of it is
 /// first read, so an open reads no slot.
 pub const SLOTS_PER_BLOCK: usize = 64;
+/// Bytes of one page reference in layout 4's page table (`pages.rs`).
+pub const PAGE_REF_LEN: usize = 40;
 /// `last time` of a slot whose session has no events.
 const NO_TIME: i64 = i64::MIN;
 
@@ -122,6 +123,66 @@ impl Slot {
     pub fn key(&self) -> (u64, u64, u64) {
         (self.id_hash, self.generation, self.entry_at)
     }
+}
+
+/// Where one page of slots is, and what its first slot's key is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageRef {
+    /// The id hash of its first slot.
+    pub first_hash: u64,
+    /// The index (in the whole index) of its first slot.
+    pub first_slot: u64,
+    /// The checkpoint file of the chain holding it.
+    pub generation: u64,
+    /// Its first byte, from the start of that file's pages region.
+    pub at: u64,
+    /// Slots in it (at least one).
+    pub count: u32,
+    /// CRC-32 of its `count` × 64 bytes.
+    pub crc: u32,
+}
+
+impl PageRef {
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.first_hash.to_le_bytes());
+        out.extend_from_slice(&self.first_slot.to_le_bytes());
+        out.extend_from_slice(&self.generation.to_le_bytes());
+        out.extend_from_slice(&self.at.to_le_bytes());
+        out.extend_from_slice(&self.count.to_le_bytes());
+        out.extend_from_slice(&self.crc.to_le_bytes());
+    }
+
+    pub(super) fn decode(bytes: &[u8]) -> Decoded<PageRef> {
+        let mut c = ByteReader::new(bytes);
+        let page = PageRef {
+            first_hash: c.u64("page first hash")?,
+            first_slot: c.u64("page first slot")?,
+            generation: c.u64("page file")?,
+            at: c.u64("page offset")?,
+            count: c.u32("page slot count")?,
+            crc: c.u32("page CRC")?,
+        };
+        c.finish(page)
+    }
+
+    /// The index just past its last slot.
+    pub fn end_slot(&self) -> u64 {
+        self.first_slot.saturating_add(u64::from(self.count))
+    }
+
+    /// Whether slot `i` of the index is in it.
+    pub fn holds(&self, i: usize) -> bool {
+        (self.first_slot..self.end_slot()).contains(&(i as u64))
+    }
+}
+
+/// Slot `k` of a page's bytes (already checked by [`Regions::page_bytes`]).
+///
+/// # Errors
+/// `k` past the page.
+pub fn page_slot(page: &[u8], k: usize) -> Decoded<Slot> {
+    let at = k.checked_mul(SLOT_LEN).ok_or("slot in page")?;
+    Slot::decode(page.get(at..at + SLOT_LEN).ok_or("slot past its page")?)
 }
 
 /// Where one run of locations is: in the runs region of a file of the chain.
@@ -789,7 +850,6 @@ impl IndexedWriter {
 mod tests {
     use super::*;
     use crate::codec::checkpoint::checked_part;
-    use crate::codec::checkpoint::pages::page_slot;
     use crate::model::{RepairState, SurfaceManager, TurnMarks};
     use proptest::prelude::*;
 

@@ -5,75 +5,14 @@
 //! session falls in and names the others where they are, so its index costs what changed
 //! plus the table (40 bytes per page), not every slot.
 
-use super::indexed::{IndexShape, Regions, SLOT_LEN, Slot};
-use crate::codec::reader::{ByteReader, Decoded};
+use super::indexed::{IndexShape, Regions, SLOT_LEN};
+pub use super::indexed::{PAGE_REF_LEN, PageRef, page_slot};
+use crate::codec::reader::Decoded;
 
-/// Bytes of one page reference in the table.
-pub const PAGE_REF_LEN: usize = 40;
 /// Slots a writer puts in a page it packs (a full checkpoint's, a split's).
 pub const PAGE_FILL: usize = 32;
 /// The most slots a writer leaves in one page: a page that grows past it is split.
 pub const PAGE_MAX: usize = 64;
-
-/// Where one page of slots is, and what its first slot's key is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PageRef {
-    /// The id hash of its first slot.
-    pub first_hash: u64,
-    /// The index (in the whole index) of its first slot.
-    pub first_slot: u64,
-    /// The checkpoint file of the chain holding it.
-    pub generation: u64,
-    /// Its first byte, from the start of that file's pages region.
-    pub at: u64,
-    /// Slots in it (at least one).
-    pub count: u32,
-    /// CRC-32 of its `count` × 64 bytes.
-    pub crc: u32,
-}
-
-impl PageRef {
-    pub(super) fn encode(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.first_hash.to_le_bytes());
-        out.extend_from_slice(&self.first_slot.to_le_bytes());
-        out.extend_from_slice(&self.generation.to_le_bytes());
-        out.extend_from_slice(&self.at.to_le_bytes());
-        out.extend_from_slice(&self.count.to_le_bytes());
-        out.extend_from_slice(&self.crc.to_le_bytes());
-    }
-
-    fn decode(bytes: &[u8]) -> Decoded<PageRef> {
-        let mut c = ByteReader::new(bytes);
-        let page = PageRef {
-            first_hash: c.u64("page first hash")?,
-            first_slot: c.u64("page first slot")?,
-            generation: c.u64("page file")?,
-            at: c.u64("page offset")?,
-            count: c.u32("page slot count")?,
-            crc: c.u32("page CRC")?,
-        };
-        c.finish(page)
-    }
-
-    /// The index just past its last slot.
-    pub fn end_slot(&self) -> u64 {
-        self.first_slot.saturating_add(u64::from(self.count))
-    }
-
-    /// Whether slot `i` of the index is in it.
-    pub fn holds(&self, i: usize) -> bool {
-        (self.first_slot..self.end_slot()).contains(&(i as u64))
-    }
-}
-
-/// Slot `k` of a page's bytes (already checked by [`Regions::page_bytes`]).
-///
-/// # Errors
-/// `k` past the page.
-pub fn page_slot(page: &[u8], k: usize) -> Decoded<Slot> {
-    let at = k.checked_mul(SLOT_LEN).ok_or("slot in page")?;
-    Slot::decode(page.get(at..at + SLOT_LEN).ok_or("slot past its page")?)
-}
 
 impl Regions {
     /// Entry `p` of a layout-4 body's page table.
