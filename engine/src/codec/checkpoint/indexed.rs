@@ -840,7 +840,10 @@ impl IndexedWriter {
         body.extend_from_slice(&self.runs);
         debug_assert_eq!(
             Regions::of(&body, BodyLayout::Paged).map(|r| (r.slots, r.blocks)),
-            Ok((self.slot_count as usize, self.page_count as usize))
+            Ok((
+                usize::try_from(self.slot_count).unwrap_or(usize::MAX),
+                usize::try_from(self.page_count).unwrap_or(usize::MAX)
+            ))
         );
         Ok(body)
     }

@@ -49,13 +49,13 @@ fn rows<'a>(cat: &'a Entries, order: ListOrder) -> Result<Vec<Row<'a>>> {
         place: Place::Decoded(e),
     }));
     if let Some(cold) = cat.cold() {
-        for i in cold.untaken() {
-            let s = cold.slot(i)?;
+        cold.each_untaken(|i, s| {
             rows.push(Row {
                 key: key_of(order, s.created_at, s.last_time, s.next_seq),
                 place: Place::Indexed(i),
             });
-        }
+            Ok(())
+        })?;
     }
     Ok(rows)
 }
