@@ -26,7 +26,7 @@ use std::time::Instant;
 
 use sessdb::Store;
 
-use measure::{Row, Stat, dur, rss, stat, temp};
+use measure::{Row, Stat, dur, rss, rss_anon, stat, temp};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -51,6 +51,52 @@ fn main() {
             after.saturating_sub(before),
             store.stats().events
         );
+        return;
+    }
+    // `report --read-rss DIR N`: a fresh process opens DIR, reads the events of the first N
+    // sessions by creation (each decoded into the catalog), and prints the resident bytes
+    // of its own memory (not mapped file pages) the open added and those the reads added,
+    // then the same counting mapped file pages.
+    if let Some(i) = args.iter().position(|a| a == "--read-rss") {
+        let n: usize = args[i + 2].parse().expect("N");
+        let (before, before_all) = (rss_anon(), rss());
+        let store =
+            Store::open_read_only(&args[i + 1], sessdb::StoreOptions::default()).expect("open");
+        let (opened, opened_all) = (rss_anon(), rss());
+        let ids: Vec<String> = store
+            .list_by(sessdb::store::ListOptions::new(sessdb::store::ListOrder::Created).with_limit(n))
+            .expect("list")
+            .into_iter()
+            .map(|s| s.header.id)
+            .collect();
+        let (listed, listed_all) = (rss_anon(), rss());
+        for id in &ids {
+            std::hint::black_box(store.events(id, ..).expect("read").len());
+        }
+        let (read, read_all) = (rss_anon(), rss());
+        println!(
+            "{} {} {} {} {}",
+            opened.saturating_sub(before),
+            read.saturating_sub(listed),
+            ids.len(),
+            opened_all.saturating_sub(before_all),
+            read_all.saturating_sub(listed_all),
+        );
+        return;
+    }
+    // `report --first-read DIR ID`: a fresh process opens DIR and prints the seconds of the
+    // first read of session ID's events, then of the part that found and decoded its entry
+    // (its row read first), then of the events' read after it.
+    if let Some(i) = args.iter().position(|a| a == "--first-read") {
+        let store =
+            Store::open_read_only(&args[i + 1], sessdb::StoreOptions::default()).expect("open");
+        let id = &args[i + 2];
+        let t = std::time::Instant::now();
+        let found = store.info(id).is_some();
+        let decoded = t.elapsed().as_secs_f64();
+        let n = store.events(id, ..).expect("read").len();
+        let total = t.elapsed().as_secs_f64();
+        println!("{total} {decoded} {} {n} {found}", total - decoded);
         return;
     }
     let quick = args.iter().any(|a| a == "--quick");

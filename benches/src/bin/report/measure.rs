@@ -58,11 +58,22 @@ pub fn dur(s: f64) -> String {
 
 /// Resident bytes of this process (`VmRSS`).
 pub fn rss() -> u64 {
+    status_bytes("VmRSS:")
+}
+
+/// Resident bytes of this process that are its own memory (`RssAnon`: the heap, not pages
+/// of mapped files, which the kernel can drop and read again).
+pub fn rss_anon() -> u64 {
+    status_bytes("RssAnon:")
+}
+
+/// A field of `/proc/self/status` given in kB, in bytes.
+fn status_bytes(field: &str) -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
             s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
+                .find(|l| l.starts_with(field))
                 .and_then(|l| l.split_whitespace().nth(1))
                 .and_then(|kb| kb.parse::<u64>().ok())
         })

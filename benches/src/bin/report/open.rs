@@ -91,6 +91,64 @@ fn fresh(dir: &Path) -> Fresh {
     }
 }
 
+/// What a fresh process measured reading sessions (`report --read-rss DIR N`): resident
+/// bytes of its own memory the open added, those the reads of the first `n` sessions by
+/// creation added, then the same with mapped file pages counted.
+fn read_rss(dir: &Path, n: usize) -> [f64; 4] {
+    let out = std::process::Command::new(std::env::current_exe().expect("exe"))
+        .args(["--read-rss", &dir.display().to_string(), &n.to_string()])
+        .output()
+        .expect("child");
+    let v: Vec<f64> = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .map(|x| x.parse::<f64>().unwrap_or(0.0))
+        .collect();
+    let at = |i: usize| v.get(i).copied().unwrap_or(0.0);
+    [at(0), at(1), at(3), at(4)]
+}
+
+/// Seconds a fresh process takes for the first read of session `id` of the store in `dir`:
+/// in all, and the part that found and decoded its entry.
+fn first_read(dir: &Path, id: &str) -> (f64, f64) {
+    let out = std::process::Command::new(std::env::current_exe().expect("exe"))
+        .args(["--first-read", &dir.display().to_string(), id])
+        .output()
+        .expect("child");
+    let v: Vec<f64> = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .map(|x| x.parse::<f64>().unwrap_or(0.0))
+        .collect();
+    (
+        v.first().copied().unwrap_or(0.0),
+        v.get(1).copied().unwrap_or(0.0),
+    )
+}
+
+/// A store under `target/bench-stores/NAME` holding copies of the first `n` sessions by
+/// creation of the store in `from` (built the first time).
+fn copied(name: &str, from: &Path, n: usize) -> std::path::PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/bench-stores")
+        .join(name);
+    let done = dir.join("BUILT");
+    if done.exists() {
+        return dir;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let source = Store::open_read_only(from, StoreOptions::default()).expect("open");
+    let store = Store::open(&dir, buffered()).expect("open");
+    for info in source
+        .list_by(sessdb::store::ListOptions::new(sessdb::store::ListOrder::Created).with_limit(n))
+        .expect("list")
+    {
+        let events = source.events(&info.header.id, ..).expect("read");
+        store.restore_session(info.header, events).expect("copy");
+    }
+    store.close().expect("close");
+    std::fs::write(&done, "").expect("mark");
+    dir
+}
+
 /// Resident bytes a fresh process adds by opening `built`, per appended event.
 fn rss_per_event(built: &Built) -> f64 {
     fresh(built.dir.path()).rss / (built.events.max(1) as f64)
@@ -175,8 +233,83 @@ pub fn million_rows(quick: bool, reps: usize, rows: &mut Vec<Row>) {
         baseline_name: "the same on one session of the same events",
         baseline: o,
         goal: "<= 50 ms",
-        workload: many_name,
+        workload: many_name.clone(),
     });
+    // Reading 1,000 of the million: what the reads add, against a store of those 1,000
+    // alone (its open and the same reads); and the first read of one session against a
+    // store holding only it.
+    let thousand = copied(&format!("first-1000-of-{sessions}-v5"), &many_dir, 1000);
+    let single = copied(&format!("first-1-of-{sessions}-v5"), &many_dir, 1);
+    // The bound: own memory after the open and the reads of 1,000 sessions of the
+    // million, against the million's index (its open alone) plus a store of those 1,000
+    // opened and read.
+    let (m, o) = pair(
+        reps,
+        || {
+            let r = read_rss(&many_dir, 1000);
+            r[0] + r[1]
+        },
+        || {
+            let index = read_rss(&many_dir, 0)[0];
+            let r = read_rss(&thousand, 1000);
+            index + r[0] + r[1]
+        },
+    );
+    rows.push(Row {
+        what: "own memory (heap) after open and reading 1,000 of a million sessions (B)",
+        unit: "B",
+        subject: m,
+        baseline_name: "the million's open alone + a store of those 1,000, opened and read",
+        baseline: o,
+        goal: "<= 1x",
+        workload: many_name.clone(),
+    });
+    // Mapped pages of the log the reads touched count as resident too (the kernel drops
+    // them under pressure): shown, no goal.
+    let (m, o) = pair(
+        reps,
+        || read_rss(&many_dir, 1000)[3],
+        || {
+            let r = read_rss(&thousand, 1000);
+            r[2] + r[3]
+        },
+    );
+    rows.push(Row {
+        what: "resident bytes with mapped file pages the same reads add (B)",
+        unit: "B",
+        subject: m,
+        baseline_name: "a store of those 1,000 alone, opened and read",
+        baseline: o,
+        goal: "",
+        workload: many_name.clone(),
+    });
+    let id = Store::open_read_only(&single, StoreOptions::default())
+        .expect("open")
+        .list()
+        .expect("list")
+        .first()
+        .map(|s| s.header.id.clone())
+        .expect("a session");
+    for (what, part) in [
+        ("the first read of a session's events, fresh (s)", 0),
+        ("of it, finding and decoding its entry (s)", 1),
+    ] {
+        let pick = |r: (f64, f64)| if part == 0 { r.0 } else { r.1 };
+        let (m, o) = pair(
+            reps,
+            || pick(first_read(&many_dir, &id)),
+            || pick(first_read(&single, &id)),
+        );
+        rows.push(Row {
+            what,
+            unit: "s",
+            subject: m,
+            baseline_name: "the same in a store holding only that session",
+            baseline: o,
+            goal: if part == 0 { "<= 2x" } else { "" },
+            workload: many_name.clone(),
+        });
+    }
 }
 
 /// The open rows on `main` (built from [`main_spec`]).
