@@ -64,7 +64,9 @@ fn main() {
             Store::open_read_only(&args[i + 1], sessdb::StoreOptions::default()).expect("open");
         let (opened, opened_all) = (rss_anon(), rss());
         let ids: Vec<String> = store
-            .list_by(sessdb::store::ListOptions::new(sessdb::store::ListOrder::Created).with_limit(n))
+            .list_by(
+                sessdb::store::ListOptions::new(sessdb::store::ListOrder::Created).with_limit(n),
+            )
             .expect("list")
             .into_iter()
             .map(|s| s.header.id)
