@@ -173,7 +173,7 @@ impl Cold {
         let index = self.index()?;
         for p in 0..self.pages() {
             let page = self.page(p)?;
-            let first = page.first_slot as usize;
+            let first = crate::width::index(page.first_slot);
             let range = first..first + page.count as usize;
             if range.clone().all(|i| self.is_taken(i)) {
                 continue;
@@ -218,7 +218,7 @@ impl Cold {
             IndexShape::Pages => {
                 let (p, page) = self.page_of(i)?;
                 let bytes = self.page_bytes(p, &page)?;
-                let k = (i as u64 - page.first_slot) as usize;
+                let k = i - crate::width::index(page.first_slot);
                 page_slot(bytes, k).map_err(|_| index.index_damaged(index.regions.table_start))
             }
         }
@@ -278,7 +278,7 @@ impl Cold {
         let holder = self.file(page.generation)?;
         let damaged = || holder.index_damaged(holder.regions.slots_start);
         if self.is_checked(p) {
-            let at = holder.regions.slots_start + page.at as usize;
+            let at = holder.regions.slots_start + crate::width::index(page.at);
             holder
                 .body()
                 .get(at..at + page.count as usize * SLOT_LEN)
@@ -319,7 +319,7 @@ impl Cold {
         (0..self.pages())
             .map(|p| {
                 let page = self.page(p)?;
-                let first = page.first_slot as usize;
+                let first = crate::width::index(page.first_slot);
                 let range = first..first + page.count as usize;
                 let kept = if range.clone().all(|i| !self.is_taken(i)) {
                     None
@@ -352,7 +352,7 @@ impl Cold {
                     .page_for_hash(index.body(), hash)
                     .map_err(|_| index.index_damaged(index.regions.table_start))?;
                 let page = self.page(p)?;
-                let first = page.first_slot as usize;
+                let first = crate::width::index(page.first_slot);
                 let k = lower_bound(page.count as usize, hash, |k| self.slot(first + k))?;
                 Ok(first + k)
             }
