@@ -184,8 +184,16 @@ export declare class Store {
    */
   rawJsonl(id: string, options?: { pack?: boolean }): Promise<string | null>
   header(id: string): Promise<SessionHeader>
-  /** The sessions in `sort` order (ties by id; default: all, by id), at most `limit` of them. */
-  list(options?: { sort?: 'id' | 'created' | 'updated' | 'events'; descending?: boolean; limit?: number }): Promise<SessionRow[]>
+  /**
+   * The sessions in `sort` order (ties by id; default: all, by id), at most `limit` of them;
+   * `stored`: in the order the store keeps them (no order promised, nothing sorted).
+   */
+  list(options?: { sort?: 'id' | 'created' | 'updated' | 'events' | 'stored'; descending?: boolean; limit?: number }): Promise<SessionRow[]>
+  /**
+   * Every session as DSH's `listSnapshots` returns it — the header without its `type` key
+   * and the revision — in no order, built from one parse.
+   */
+  listSnapshots(): Promise<Array<{ header: Record<string, unknown>; revision: string }>>
   revision(id: string): Promise<string | null>
   /** Closes an interrupted turn and appends the end-seed marker (DSH resume). */
   repair(id: string): Promise<RepairResult>

@@ -262,8 +262,8 @@ class Store {
         { sort: true, descending: true, limit: true },
         'list options',
       )
-      if (sort !== undefined && !['id', 'created', 'updated', 'events'].includes(sort)) {
-        throw coded('INVALID_ARGUMENT', `list options.sort must be id, created, updated or events, not ${JSON.stringify(sort)}`)
+      if (sort !== undefined && !['id', 'created', 'updated', 'events', 'stored'].includes(sort)) {
+        throw coded('INVALID_ARGUMENT', `list options.sort must be id, created, updated, events or stored, not ${JSON.stringify(sort)}`)
       }
       if (typeof descending !== 'boolean') {
         throw coded('INVALID_ARGUMENT', 'list options.descending must be a boolean')
@@ -284,6 +284,24 @@ class Store {
         turnOpen: open === 1,
         revision: `${prefix}${incarnation}:${events}`,
       }
+    }
+    return out
+  }
+
+  /**
+   * Every session as DSH's `listSnapshots` returns it — `{ header, revision }`, the header
+   * without its `type` key — in no order, built from one parse.
+   */
+  async listSnapshots() {
+    const json = await call(() => this.inner.listSnapshots())
+    // `[revision prefix, header, incarnation, events, header, …]` (src/lib.rs).
+    const flat = JSON.parse(json)
+    const prefix = flat[0]
+    const out = new Array((flat.length - 1) / 3)
+    for (let i = 1, j = 0; i < flat.length; i += 3, j++) {
+      const header = flat[i]
+      if (header.type !== undefined) delete header.type
+      out[j] = { header, revision: `${prefix}${flat[i + 1]}:${flat[i + 2]}` }
     }
     return out
   }

@@ -152,6 +152,44 @@ fn seen(store: &Store) -> Vec<String> {
             }
         }
     }
+    // The store's own order promises none: as a set, every session, each row as by id.
+    let mut stored = store.list_by(ListOptions::new(ListOrder::Stored)).unwrap();
+    stored.sort_by(|a, b| a.header.id.cmp(&b.header.id));
+    out.push(format!("Stored, sorted by id: {stored:?}"));
+    // Rows with the header line as kept, streamed (the store's order) and by id: the same
+    // rows as `list_by` gives, the header line its header's JSON.
+    for order in [ListOrder::Stored, ListOrder::Id] {
+        let mut rows = Vec::new();
+        store
+            .list_each(ListOptions::new(order), |r| {
+                rows.push((
+                    r.id.to_owned(),
+                    String::from_utf8(r.header_json.to_vec()).unwrap(),
+                    r.events,
+                    r.last_time,
+                    r.turn_open,
+                    r.incarnation,
+                ));
+            })
+            .unwrap();
+        rows.sort();
+        let from_list: Vec<_> = store
+            .list()
+            .unwrap()
+            .into_iter()
+            .map(|i| {
+                (
+                    i.header.id.clone(),
+                    String::from_utf8(i.header.to_json()).unwrap(),
+                    i.events,
+                    i.last_time,
+                    i.turn_open,
+                    i.incarnation,
+                )
+            })
+            .collect();
+        assert_eq!(rows, from_list, "{order:?}");
+    }
     let stats = store.stats();
     out.push(format!(
         "{} sessions, {} events",

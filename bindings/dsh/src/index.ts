@@ -251,10 +251,15 @@ class SessdbBackend implements PersistenceBackend<never> {
         header: toMeta(r.header),
         revision: SessionPersistenceRevision(r.revision),
       }))
-      return [...(await (await this.store()).list()).map(r => ({
-        header: toMeta(r.header),
-        revision: SessionPersistenceRevision(r.revision),
-      })), ...refused]
+      // The store's rows as DSH lists them (the header without `type`), in no order — DSH
+      // promises none — from one parse of one buffer.
+      const listed = await (await this.store()).listSnapshots()
+      const out: SessionPersistenceSnapshot[] = new Array(listed.length)
+      for (let i = 0; i < listed.length; i++) {
+        const r = listed[i]!
+        out[i] = { header: r.header as unknown as SessionHeader, revision: SessionPersistenceRevision(r.revision) }
+      }
+      return [...out, ...refused]
     }))
   }
 

@@ -467,14 +467,15 @@ impl NativeStore {
         self.job(move |s| s.header(&session).map(|h| text(h.to_json())))
     }
 
-    /// Every session, in id order, with its revision: one JSON array (`[{"id", "header",
-    /// "events", "parent", "turnOpen", "revision"}, …]`, the header as its JSON object),
-    /// parsed once in JavaScript: an object per session built through N-API took about twice
-    /// as long (`docs/PERFORMANCE.md`, listing the sessions).
+    /// Every session, in id order, with what its revision is made of: one JSON array
+    /// (`[revision prefix, [header, events, incarnation, turn open 0/1], …]`, the header as
+    /// the JSON line the store keeps), parsed once in JavaScript, which builds the rows
+    /// index.js returns: an object per session built through N-API took about twice as long
+    /// (`docs/PERFORMANCE.md`, listing the sessions).
     ///
-    /// `sort` (`id`, `created`, `updated`, `events`; default `id`), `descending`, and `limit`
-    /// choose which sessions and in what order: only those are copied out of the catalog
-    /// (`Store::list_by`).
+    /// `sort` (`id`, `created`, `updated`, `events`, `stored`: no order; default `id`),
+    /// `descending`, and `limit` choose which sessions and in what order: only those are
+    /// copied out of the catalog (`Store::list_each`).
     #[napi]
     pub fn list(
         &self,
@@ -487,9 +488,10 @@ impl NativeStore {
             "created" => ListOrder::Created,
             "updated" => ListOrder::Updated,
             "events" => ListOrder::Events,
+            "stored" => ListOrder::Stored,
             other => {
                 return Err(invalid(format!(
-                    "sort must be one of id, created, updated, events, not {other:?}"
+                    "sort must be one of id, created, updated, events, stored, not {other:?}"
                 )));
             }
         };
@@ -523,6 +525,39 @@ impl NativeStore {
             out.push(b']');
             Ok(text(out))
         }))
+    }
+
+    /// Every session as DSH's `listSnapshots` returns it, in no order: one JSON array
+    /// (`[revision prefix, header, incarnation, events, header, …]`, each header the stored
+    /// line without its `"type"` key — DSH's `SessionHeader` — parsed once in JavaScript),
+    /// each session's entry read once and nothing sorted.
+    #[napi]
+    pub fn list_snapshots(&self) -> AsyncTask<Job<String>> {
+        let root = self.root.clone();
+        self.job(move |s| {
+            s.refresh()?;
+            let mut out = Vec::with_capacity(64 * 1024);
+            out.push(b'[');
+            sessdb::json::write_str(&mut out, &revision_prefix(&root));
+            s.list_each(ListOptions::new(ListOrder::Stored), |row| {
+                out.push(b',');
+                // The line starts `{"type":"session",` as the store writes it; a line that
+                // does not (none today) goes whole, and index.js drops the key.
+                match row.header_json.strip_prefix(br#"{"type":"session","#) {
+                    Some(rest) => {
+                        out.push(b'{');
+                        out.extend_from_slice(rest);
+                    }
+                    None => out.extend_from_slice(row.header_json),
+                }
+                out.push(b',');
+                sessdb::json::write_u64(&mut out, row.incarnation.get());
+                out.push(b',');
+                sessdb::json::write_u64(&mut out, row.events);
+            })?;
+            out.push(b']');
+            Ok(text(out))
+        })
     }
 
     /// The revision of one session, or `null` when there is none; reads no event.

@@ -576,5 +576,33 @@ test('list() by order, newest first, at most a limit; bad options refused', asyn
   for (const bad of [{ sort: 'newest' }, { limit: -1 }, { limit: 1.5 }, { descending: 'yes' }, { order: 'id' }]) {
     await assert.rejects(store.list(bad), (e) => e.code === 'INVALID_ARGUMENT', JSON.stringify(bad))
   }
+  // The store's own order: every session once, each row as by id.
+  const byId = (rows) => [...rows].sort((x, y) => (x.id < y.id ? -1 : 1))
+  assert.deepEqual(byId(await store.list({ sort: 'stored' })), await store.list())
+  await store.close()
+})
+
+test('listSnapshots() gives each session as DSH lists it: the header without its type, the revision', async () => {
+  const dir = tempDir()
+  let store = await Store.open(dir)
+  for (const id of ['x', 'y', 'z']) {
+    await store.createSession({ ...header(id), parentSession: id === 'z' ? 'x' : undefined }, [turnStart(0, 1)], { exact: true })
+  }
+  const check = async () => {
+    const rows = await store.list()
+    const snaps = [...(await store.listSnapshots())].sort((a, b) => (a.header.id < b.header.id ? -1 : 1))
+    assert.deepEqual(snaps, rows.map((r) => {
+      const { type, ...meta } = r.header
+      assert.equal(type, 'session')
+      return { header: meta, revision: r.revision }
+    }))
+  }
+  await check()
+  // From the checkpoint's index after a reopen (the sessions not decoded) too.
+  await store.close()
+  store = await Store.open(dir)
+  await check()
+  await store.appendBatch('y', [turnEnd(1, 1)])
+  await check()
   await store.close()
 })

@@ -142,6 +142,11 @@ pub enum ListOrder {
     Updated,
     /// By number of events.
     Events,
+    /// In the order the store keeps them (the sessions decoded since the open, then the
+    /// index's, by a hash of the id): no order is promised and none is made, so a listing of
+    /// every session reads each one's row once and sorts nothing (what a caller that puts its
+    /// own order on the rows, or needs none, asks for).
+    Stored,
 }
 
 /// Which end of the order a listing starts from.

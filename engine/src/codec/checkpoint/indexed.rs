@@ -507,8 +507,8 @@ pub struct EntryRow<'a> {
 /// # Errors
 /// A short or malformed entry.
 pub fn entry_row(bytes: &[u8]) -> Decoded<EntryRow<'_>> {
-    let (_, _, core) = split_entry(bytes)?;
-    let mut c = ByteReader::new(core);
+    let mut c = ByteReader::new(bytes);
+    skip_runs(&mut c)?;
     c.str16_ref("session id")?;
     let header_json = c.bytes32("session header")?;
     let created_lsn = c.u64("created LSN")?;
@@ -547,11 +547,18 @@ pub fn entry_row(bytes: &[u8]) -> Decoded<EntryRow<'_>> {
 /// A short or malformed entry.
 pub fn entry_id(bytes: &[u8]) -> Decoded<&str> {
     let mut c = ByteReader::new(bytes);
+    skip_runs(&mut c)?;
+    c.str16_ref("session id")
+}
+
+/// Moves `c` past an entry's location base and runs (nothing allocated: a listing reads
+/// every entry's row).
+fn skip_runs(c: &mut ByteReader<'_>) -> Decoded<()> {
     let _ = c.u64("location base")?;
     let n = c.u32("run count")?;
     let n = c.count(u64::from(n), RUN_REF_LEN, "run count")?;
     c.take(n * RUN_REF_LEN, "runs")?;
-    c.str16_ref("session id")
+    Ok(())
 }
 
 #[cfg(test)]

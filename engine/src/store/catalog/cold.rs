@@ -359,7 +359,15 @@ impl Cold {
         }
     }
 
-    /// The checked bytes of slot `i`'s entry.
+    /// The checked bytes of the entry `slot` names.
+    ///
+    /// # Errors
+    /// `Corruption` (`CheckpointEntry`) when the entry is damaged.
+    pub(crate) fn entry_of(&self, slot: &Slot) -> Result<&[u8]> {
+        self.entry_bytes(slot)
+    }
+
+    /// The checked bytes of the entry `slot` names.
     fn entry_bytes(&self, slot: &Slot) -> Result<&[u8]> {
         let file = self.file(slot.generation)?;
         file.regions
