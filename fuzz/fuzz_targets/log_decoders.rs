@@ -1,8 +1,8 @@
 //! The segment header, frame, record and checkpoint-body decoders on arbitrary bytes: no panic,
 //! no unbounded allocation; a valid frame's payload re-encodes to the same bytes; a decoded
 //! checkpoint's location runs lie in the body and decode only when their CRC holds; a
-//! layout-3 body's blocks, slots, entries and runs are read only within it, and an entry's
-//! row agrees with its full decoding.
+//! layout-3 or layout-4 body's blocks or pages (and page table), slots, entries and runs are
+//! read only within it, and an entry's row agrees with its full decoding.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
