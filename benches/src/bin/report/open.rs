@@ -74,15 +74,7 @@ struct Fresh {
 }
 
 fn fresh(dir: &Path) -> Fresh {
-    let out = std::process::Command::new(std::env::current_exe().expect("exe"))
-        .args(["--open-rss", &dir.display().to_string()])
-        .output()
-        .expect("child");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let v: Vec<f64> = text
-        .split_whitespace()
-        .map(|x| x.parse::<f64>().unwrap_or(0.0))
-        .collect();
+    let v = probe(&["--open-rss", &dir.display().to_string()]);
     let at = |i: usize| v.get(i).copied().unwrap_or(0.0);
     Fresh {
         rss: at(0),
@@ -95,29 +87,27 @@ fn fresh(dir: &Path) -> Fresh {
 /// bytes of its own memory the open added, those the reads of the first `n` sessions by
 /// creation added, then the same with mapped file pages counted.
 fn read_rss(dir: &Path, n: usize) -> [f64; 4] {
-    let out = std::process::Command::new(std::env::current_exe().expect("exe"))
-        .args(["--read-rss", &dir.display().to_string(), &n.to_string()])
-        .output()
-        .expect("child");
-    let v: Vec<f64> = String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .map(|x| x.parse::<f64>().unwrap_or(0.0))
-        .collect();
+    let v = probe(&["--read-rss", &dir.display().to_string(), &n.to_string()]);
     let at = |i: usize| v.get(i).copied().unwrap_or(0.0);
     [at(0), at(1), at(3), at(4)]
+}
+
+/// The numbers a fresh process of this program prints when run with `args` (a probe mode).
+fn probe(args: &[&str]) -> Vec<f64> {
+    let out = std::process::Command::new(std::env::current_exe().expect("exe"))
+        .args(args)
+        .output()
+        .expect("child");
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .map(|x| x.parse::<f64>().unwrap_or(0.0))
+        .collect()
 }
 
 /// Seconds a fresh process takes for the first read of session `id` of the store in `dir`:
 /// in all, and the part that found and decoded its entry.
 fn first_read(dir: &Path, id: &str) -> (f64, f64) {
-    let out = std::process::Command::new(std::env::current_exe().expect("exe"))
-        .args(["--first-read", &dir.display().to_string(), id])
-        .output()
-        .expect("child");
-    let v: Vec<f64> = String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .map(|x| x.parse::<f64>().unwrap_or(0.0))
-        .collect();
+    let v = probe(&["--first-read", &dir.display().to_string(), id]);
     (
         v.first().copied().unwrap_or(0.0),
         v.get(1).copied().unwrap_or(0.0),
