@@ -73,15 +73,18 @@ impl CheckpointHeaders {
         self.by_generation.keys().next_back().copied()
     }
 
-    /// Every checkpoint confirmed against the log in `segments`, once: what the durable mark
-    /// and the choice of a chain read.
-    pub(in crate::store) fn confirm<'h>(&'h self, segments: &SegmentList) -> Confirmed<'h> {
+    /// The checkpoints as confirmed against the log in `segments`: what the durable mark and
+    /// the choice of a chain read. Each is confirmed when first asked, at most once — an
+    /// open usually asks of the newest alone (each confirmation reads a record of the log,
+    /// and a store keeps up to two chains of checkpoint files).
+    pub(in crate::store) fn confirm<'h>(&'h self, segments: &'h SegmentList) -> Confirmed<'h> {
         Confirmed {
             headers: self,
+            segments,
             by_generation: self
                 .by_generation
-                .iter()
-                .map(|(&g, o)| (g, confirm(segments, &o.header.meta)))
+                .keys()
+                .map(|&g| (g, std::cell::OnceCell::new()))
                 .collect(),
         }
     }
@@ -134,23 +137,37 @@ impl CheckpointHeaders {
     }
 }
 
-/// Each checkpoint header confirmed against one segment list ([`CheckpointHeaders::confirm`]).
+/// Each checkpoint header confirmed against one segment list ([`CheckpointHeaders::confirm`]),
+/// when first asked.
 pub(in crate::store) struct Confirmed<'h> {
     headers: &'h CheckpointHeaders,
-    by_generation: BTreeMap<u64, Confirmation>,
+    segments: &'h SegmentList,
+    by_generation: BTreeMap<u64, std::cell::OnceCell<Confirmation>>,
 }
 
 impl Confirmed<'_> {
+    /// What the log says of checkpoint `g` (confirmed now if not yet).
+    fn of(&self, g: u64) -> Option<Confirmation> {
+        let opened = self.headers.by_generation.get(&g)?;
+        let cell = self.by_generation.get(&g)?;
+        Some(*cell.get_or_init(|| confirm(self.segments, &opened.header.meta)))
+    }
+
     /// The furthest position any checkpoint header vouches for: every one does, whether or
     /// not its state can be used, unless the log holds another valid record where it points.
+    /// The headers are asked furthest first, so the first that is not stale decides.
     pub(in crate::store) fn durable_mark(&self) -> u64 {
-        self.headers
+        let mut by_reach: Vec<(u64, u64)> = self
+            .headers
             .by_generation
             .iter()
-            .filter(|(g, _)| self.by_generation.get(g) != Some(&Confirmation::Stale))
-            .map(|(_, o)| o.header.meta.covered_lsn)
-            .max()
-            .unwrap_or(0)
+            .map(|(&g, o)| (o.header.meta.covered_lsn, g))
+            .collect();
+        by_reach.sort_unstable_by(|a, b| b.cmp(a));
+        by_reach
+            .into_iter()
+            .find(|&(_, g)| self.of(g) != Some(Confirmation::Stale))
+            .map_or(0, |(covered, _)| covered)
     }
 
     /// The newest chain that the log confirms and whose bodies check out; every checkpoint
@@ -159,8 +176,10 @@ impl Confirmed<'_> {
         let headers = self.headers;
         for (&g, opened) in headers.by_generation.iter().rev() {
             let meta = opened.header.meta;
-            let confirmation = self.by_generation.get(&g).copied();
-            match confirmation.unwrap_or(Confirmation::Unconfirmed("not confirmed")) {
+            match self
+                .of(g)
+                .unwrap_or(Confirmation::Unconfirmed("not confirmed"))
+            {
                 Confirmation::Holds => {}
                 Confirmation::Stale => {
                     discarded.push(format!(

@@ -64,6 +64,12 @@ pub(crate) fn segment_lsns(storage: &dyn Storage) -> Result<Vec<u64>> {
 /// Reads a segment's header bytes (fewer when the file is shorter).
 pub(crate) fn read_head(file: &dyn StorageFile, path: &str) -> Result<Vec<u8>> {
     let len = file.at(path).len()?;
+    read_head_of(file, path, len)
+}
+
+/// [`read_head`] of a file whose length is known (`len`): one `statx` less per segment
+/// an open discovers.
+fn read_head_of(file: &dyn StorageFile, path: &str, len: u64) -> Result<Vec<u8>> {
     let mut head = vec![0u8; crate::width::index(len.min(SEGMENT_HEADER_LEN as u64))];
     file.at(path).read_at(&mut head, 0)?;
     Ok(head)
@@ -210,7 +216,8 @@ fn discover_once(storage: &dyn Storage, access: Access) -> Result<Discovered> {
         let newest = i + 1 == count;
         let path = segment_path(lsn);
         let file = storage.open_file(&path, mode)?;
-        let head = read_head(&*file, &path)?;
+        let len = file.at(&path).len()?;
+        let head = read_head_of(&*file, &path, len)?;
         let header = match judge_header(lsn, &head, || rest_is_zero(&*file, &path), newest)? {
             HeaderVerdict::Valid(header) => header,
             HeaderVerdict::Interrupted => {
@@ -239,7 +246,6 @@ fn discover_once(storage: &dyn Storage, access: Access) -> Result<Discovered> {
                 ));
             }
         };
-        let len = file.at(&path).len()?;
         let compacted = compacted_footer(&*file, &path, &header, len)?;
         let prev = kept.last().map(Found::as_prev);
         match continuation(prev, lsn, compacted.as_ref().map(|(f, _)| f.end_lsn)) {
