@@ -251,15 +251,12 @@ class SessdbBackend implements PersistenceBackend<never> {
         header: toMeta(r.header),
         revision: SessionPersistenceRevision(r.revision),
       }))
-      // The store's rows as DSH lists them (the header without `type`), in no order — DSH
-      // promises none — from one parse of one buffer.
-      const listed = await (await this.store()).listSnapshots()
-      const out: SessionPersistenceSnapshot[] = new Array(listed.length)
-      for (let i = 0; i < listed.length; i++) {
-        const r = listed[i]!
-        out[i] = { header: r.header as unknown as SessionHeader, revision: SessionPersistenceRevision(r.revision) }
-      }
-      return [...out, ...refused]
+      // The store's rows as DSH lists them (`{ header, revision }`, the header without
+      // `type`), in no order — DSH promises none — from one parse of one buffer, returned as
+      // they are: `SessionPersistenceRevision` brands a string and changes nothing.
+      const listed = (await (await this.store()).listSnapshots()) as unknown as SessionPersistenceSnapshot[]
+      if (refused.length > 0) listed.push(...refused)
+      return listed
     }))
   }
 
