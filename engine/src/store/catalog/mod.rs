@@ -39,24 +39,6 @@ impl Catalog {
         self.entries.write()
     }
 
-    /// Makes session `id` resident if the checkpoint's index holds it; `false` when there is
-    /// no such session.
-    ///
-    /// # Errors
-    /// `Corruption` when its entry is damaged.
-    pub(crate) fn load(&self, id: &str) -> Result<bool> {
-        {
-            let entries = self.entries.read();
-            if entries.sessions.contains_key(id) {
-                return Ok(true);
-            }
-            if entries.cold().is_none() {
-                return Ok(false);
-            }
-        }
-        self.entries.write().load(id)
-    }
-
     /// Every session read-locked, with session `id` resident if it exists (decoded from the
     /// checkpoint's index on its first use).
     ///

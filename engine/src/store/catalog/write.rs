@@ -2,7 +2,7 @@
 //! function, have the writer seal it as one record, commit the plan and the record's event
 //! locations. Every catalog write holds the tail lock: two never run at once.
 
-use parking_lot::RwLockUpgradableReadGuard;
+use parking_lot::{RwLockUpgradableReadGuard, RwLockWriteGuard};
 
 use super::Catalog;
 use super::entries::{Batch, SessionEntry, StoredEvents, plan_batch};
@@ -100,8 +100,16 @@ impl Catalog {
         // a write lock (their locked operations
         // led this function's `perf annotate`). Every other catalog writer holds the tail lock too, so the
         // upgrade never waits for one; readers go on beside it until the upgrade.
-        self.load(session)?;
-        let cat = self.entries.upgradable_read();
+        let mut cat = self.entries.upgradable_read();
+        if !cat.sessions.contains_key(session) && cat.cold().is_some() {
+            // Decoded under the lock the plan and commit hold: with the lock let go in
+            // between, a checkpoint's `adopt` handed the session just decoded (clean) back to
+            // its index, and the plan then found no session
+            // (`tests/tests/append_beside_checkpoints.rs`).
+            let mut loading = RwLockUpgradableReadGuard::upgrade(cat);
+            loading.load(session)?;
+            cat = RwLockWriteGuard::downgrade_to_upgradable(loading);
+        }
         let (events, planned, first) = {
             let entry = cat.get(session)?;
             let events = make(entry, to.now)?;
