@@ -241,7 +241,12 @@ class SessdbBackend implements PersistenceBackend<never> {
   list(signal?: AbortSignal): Promise<SessionHeader[]> {
     return this.run(() => abortable(signal, async () => {
       const refused = (await this.refused.all()).map(r => toMeta(r.header))
-      return [...(await (await this.store()).list()).map(r => toMeta(r.header)), ...refused]
+      // The headers of `listSnapshots`' rows (already without `type`), in no order.
+      const listed = await (await this.store()).listSnapshots()
+      const out: SessionHeader[] = new Array(listed.length)
+      for (let i = 0; i < listed.length; i++) out[i] = listed[i]!.header as unknown as SessionHeader
+      if (refused.length > 0) out.push(...refused)
+      return out
     }))
   }
 
