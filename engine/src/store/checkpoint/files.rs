@@ -72,8 +72,8 @@ pub(crate) enum BodyParts {
 pub(crate) enum BodyCheck {
     /// The table or index against the header's CRC: the body whose index is used.
     Whole,
-    /// The regions only: an earlier link of a layout-3 chain, whose entries and runs the
-    /// newest index names (each checked against its own CRC when read).
+    /// The regions only: an earlier link of a layout-3 or layout-4 chain, whose pages,
+    /// entries and runs the newest index names (each checked against its own CRC when read).
     Regions,
 }
 
@@ -87,7 +87,7 @@ pub(crate) enum CheckpointKind {
     Full,
 }
 
-/// An encoded body (layout 3) and where each session written into it now persists.
+/// An encoded body (layout 4) and where each session written into it now persists.
 pub(crate) struct Encoded {
     pub(crate) body: Vec<u8>,
     /// Sessions whose entry this body holds, with their slot and runs.
@@ -246,7 +246,7 @@ pub(super) fn apply_table(
         parts, view, path, ..
     } = loaded;
     let BodyParts::Table(body) = parts else {
-        return Err("a layout-3 body in a layout-2 chain".into());
+        return Err("an indexed body in a layout-2 chain".into());
     };
     for id in &body.deleted {
         // Layout 2 is decoded whole: nothing to read from an index, so nothing to fail.
@@ -427,7 +427,7 @@ pub(crate) fn open_header(
 
 impl Opened {
     /// The body, checked against the header's length and (`BodyCheck::Whole`) its table or
-    /// index against the CRC; a layout-2 table is decoded, a layout-3 body's regions read.
+    /// index against the CRC; a layout-2 table is decoded, a layout-3 or -4 body's regions read.
     /// The location runs and entries are not read (each is checked on first use). Read
     /// through the file's view (a map on real files: checkpoint files are never changed once
     /// renamed into place), so the raw bytes are not copied.

@@ -1,4 +1,4 @@
-//! A layout-3 or layout-4 chain (`docs/FORMAT.md` §5.2) handed to the catalog: the newest file's index
+//! A layout-3 or layout-4 chain (`docs/FORMAT.md` §5.2, §5.3) handed to the catalog: the newest file's index
 //! over the chain's files, mapped; each session is decoded when first used
 //! (`store/catalog/cold.rs`).
 

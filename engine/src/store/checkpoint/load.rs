@@ -1,12 +1,12 @@
-//! A chosen chain applied to the catalog, by its body layout: a layout-3 chain through its
+//! A chosen chain applied to the catalog, by its body layout: a layout-3 or -4 chain through its
 //! newest index (`indexed.rs`), a layout-2 chain body by body (`files.rs`).
 
 use crate::store::catalog::entries::Entries;
 use crate::store::checkpoint::files::{self, BodyParts, LoadedBody, RestoreError};
 use crate::store::checkpoint::indexed;
 
-/// Applies a chain's bodies (oldest first) to an empty catalog: a layout-3 chain through its
-/// newest index, a layout-2 chain body by body.
+/// Applies a chain's bodies (oldest first) to an empty catalog: an indexed chain (layout 3
+/// or 4) through its newest index, a layout-2 chain body by body.
 pub(crate) fn apply_chain(
     bodies: Vec<LoadedBody>,
     catalog: &mut Entries,
@@ -15,7 +15,7 @@ pub(crate) fn apply_chain(
     match bodies.last() {
         Some(newest) if indexed(newest) => {
             if !bodies.iter().all(indexed) {
-                return Err("a layout-3 checkpoint on a layout-2 chain".into());
+                return Err("an indexed checkpoint on a layout-2 chain".into());
             }
             indexed::apply(&bodies, catalog)
         }
