@@ -363,12 +363,7 @@ impl Cold {
     ///
     /// # Errors
     /// `Corruption` (`CheckpointEntry`) when the entry is damaged.
-    pub(crate) fn entry_of(&self, slot: &Slot) -> Result<&[u8]> {
-        self.entry_bytes(slot)
-    }
-
-    /// The checked bytes of the entry `slot` names.
-    fn entry_bytes(&self, slot: &Slot) -> Result<&[u8]> {
+    pub(crate) fn entry_bytes(&self, slot: &Slot) -> Result<&[u8]> {
         let file = self.file(slot.generation)?;
         file.regions
             .entry(file.body(), slot)

@@ -97,7 +97,7 @@ pub(crate) fn list_each(
                     return Ok(());
                 }
                 left -= 1;
-                emit(picked_slot(slot, cold.entry_of(&slot)?)?, &mut f)
+                emit(picked_slot(slot, cold.entry_bytes(&slot)?)?, &mut f)
             })?;
         }
         return Ok(());
