@@ -11,7 +11,7 @@
 )]
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use sessdb::storage::MemStorage;
 use sessdb::{Clock, Draft, LogType, SessionHeader, Store, StoreOptions};
@@ -46,28 +46,36 @@ fn regression_an_append_beside_a_checkpoint_never_loses_its_session() {
     // Every session now in the index, none decoded.
     let store = Store::open_with(Arc::new(storage), options()).unwrap();
     let stop = Arc::new(AtomicBool::new(false));
+    let taken = Arc::new(AtomicU64::new(0));
     let checkpoints = {
-        let (store, stop) = (store.clone(), Arc::clone(&stop));
+        let (store, stop, taken) = (store.clone(), Arc::clone(&stop), Arc::clone(&taken));
         std::thread::spawn(move || {
-            let mut n = 0u64;
             while !stop.load(Ordering::Relaxed) {
                 store.checkpoint().unwrap();
-                n += 1;
+                taken.fetch_add(1, Ordering::Relaxed);
             }
-            n
         })
     };
-    let mut appended = 0u64;
-    for round in 0..200 {
+    // Rounds go on until enough checkpoints ran beside them, however the threads are
+    // scheduled (on a loaded machine the checkpoints may start late).
+    let mut rounds = 0usize;
+    while rounds < 200 || taken.load(Ordering::Relaxed) <= 10 {
         for k in 0..SESSIONS {
-            store.append(&format!("s{k}"), note(round)).unwrap();
-            appended += 1;
+            store.append(&format!("s{k}"), note(rounds)).unwrap();
         }
+        rounds += 1;
     }
     stop.store(true, Ordering::Relaxed);
-    let taken = checkpoints.join().unwrap();
-    assert!(taken > 10, "{taken} checkpoints beside {appended} appends");
+    checkpoints.join().unwrap();
+    let taken = taken.load(Ordering::Relaxed);
+    assert!(
+        taken > 10,
+        "{taken} checkpoints beside {rounds} rounds of appends"
+    );
     for k in 0..SESSIONS {
-        assert_eq!(store.session_len(&format!("s{k}")).unwrap(), 1 + 200);
+        assert_eq!(
+            store.session_len(&format!("s{k}")).unwrap(),
+            1 + rounds as u64
+        );
     }
 }
