@@ -270,7 +270,7 @@ class Store {
       }
       return this.inner.list(sort, descending, wholeOrNone(limit, 'list options.limit'))
     })
-    // `[revision prefix, [header, events, incarnation, turn open 0/1], …]` (src/lib.rs).
+    // `[revision prefix, [header, events, "incarnation", turn open 0/1], …]` (src/lib.rs).
     const rows = JSON.parse(json)
     const prefix = rows[0]
     const out = new Array(rows.length - 1)
@@ -294,7 +294,7 @@ class Store {
    */
   async listSnapshots() {
     const json = await call(() => this.inner.listSnapshots())
-    // `[revision prefix, header, incarnation, events, header, …]` (src/lib.rs).
+    // `[revision prefix, header, "incarnation", events, header, …]` (src/lib.rs).
     const flat = JSON.parse(json)
     const prefix = flat[0]
     const out = new Array((flat.length - 1) / 3)

@@ -468,7 +468,7 @@ impl NativeStore {
     }
 
     /// Every session, in id order, with what its revision is made of: one JSON array
-    /// (`[revision prefix, [header, events, incarnation, turn open 0/1], …]`, the header as
+    /// (`[revision prefix, [header, events, "incarnation", turn open 0/1], …]`, the header as
     /// the JSON line the store keeps), parsed once in JavaScript, which builds the rows
     /// index.js returns: an object per session built through N-API took about twice as long
     /// (`docs/PERFORMANCE.md`, listing the sessions).
@@ -519,7 +519,11 @@ impl NativeStore {
                 out.push(b',');
                 sessdb::json::write_u64(&mut out, row.events);
                 out.push(b',');
+                // Quoted: a position past 2^53 would lose digits as a JS number, and
+                // the revision is compared as text.
+                out.push(b'"');
                 sessdb::json::write_u64(&mut out, row.incarnation.get());
+                out.push(b'"');
                 out.extend_from_slice(if row.turn_open { b",1]" } else { b",0]" });
             })?;
             out.push(b']');
@@ -528,7 +532,7 @@ impl NativeStore {
     }
 
     /// Every session as DSH's `listSnapshots` returns it, in no order: one JSON array
-    /// (`[revision prefix, header, incarnation, events, header, …]`, each header the stored
+    /// (`[revision prefix, header, "incarnation", events, header, …]`, each header the stored
     /// line without its `"type"` key — DSH's `SessionHeader` — parsed once in JavaScript),
     /// each session's entry read once and nothing sorted.
     #[napi]
@@ -551,7 +555,11 @@ impl NativeStore {
                     None => out.extend_from_slice(row.header_json),
                 }
                 out.push(b',');
+                // Quoted: a position past 2^53 would lose digits as a JS number, and
+                // the revision is compared as text.
+                out.push(b'"');
                 sessdb::json::write_u64(&mut out, row.incarnation.get());
+                out.push(b'"');
                 out.push(b',');
                 sessdb::json::write_u64(&mut out, row.events);
             })?;
