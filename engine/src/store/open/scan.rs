@@ -194,9 +194,8 @@ fn at_stop(
 
 /// The segment's bytes from file offset `at` to its end (or `limit`), read now.
 fn read_from(seg: &Segment, at: usize, limit: Option<u64>) -> Result<Vec<u8>> {
-    // A live writer's roll, or its clean stop (`Tail::trim`), cuts the active segment's
-    // allocated space between the length and the read: read again at the new length (a
-    // sealed segment no longer changes).
+    // A live writer's roll cuts the active segment's allocated space between the length and
+    // the read: read again at the new length (a sealed segment no longer changes).
     let mut attempts = 0;
     loop {
         let mut len = seg.records_end()?;
