@@ -147,16 +147,9 @@ impl Writer {
     }
 
     /// The tail's helper finished and stopped (`Tail::quiesce`): before the lock is released.
-    /// A writer that stops cleanly gives back the space allocated past the log's end
-    /// (`Tail::trim`), so that the next open has nothing past it to read; one poisoned by a
-    /// failed write leaves the file as the failure left it.
     pub(crate) fn quiesce(&self) {
         if let Some(tail) = self.tail.lock().as_mut() {
             tail.quiesce();
-            if self.poison.check().is_ok() {
-                // Best effort: a file left longer holds zeros an open reads past.
-                let _ = tail.trim();
-            }
         }
     }
 

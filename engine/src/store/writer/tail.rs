@@ -377,25 +377,6 @@ impl Tail {
         self.windows.prefault = false;
     }
 
-    /// Cuts the active segment at the log's end, giving back the space allocated ahead (zeros
-    /// the writer never wrote a record into): after [`Tail::quiesce`], when nothing maps it
-    /// (as a roll cuts it). An open then reads nothing past the last record: the zeros it read
-    /// and checked after a clean close were up to the allocation step long, whatever the
-    /// history (`docs/PERFORMANCE.md`, open growth).
-    ///
-    /// # Errors
-    /// I/O errors of the length or the cut (the file is then as it was).
-    pub(crate) fn trim(&mut self) -> Result<()> {
-        debug_assert!(self.windows.current.is_none() && self.windows.helper.is_none());
-        let used = self.active.offset_of(self.next_lsn);
-        let file = self.active.file.at(&self.active.path);
-        if file.len()? > used {
-            file.set_len(used)?;
-        }
-        self.space.allocated = used;
-        Ok(())
-    }
-
     /// Seals the active segment and starts the next one, when it holds records (compaction
     /// writes only sealed segments).
     pub(crate) fn roll_now(
