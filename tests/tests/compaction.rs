@@ -301,7 +301,56 @@ on_both_storages!(
     a_deleted_session_leaves_no_byte_and_the_rest_is_kept,
     a_fork_of_a_deleted_parent_keeps_what_it_inherits,
     a_dry_run_changes_nothing,
+    regression_a_compaction_leaves_no_empty_segment_behind,
 );
+
+fn segment_files(storage: &Backend) -> Vec<String> {
+    let mut names: Vec<String> = storage
+        .files()
+        .into_iter()
+        .map(|(p, _)| p)
+        .filter(|p| p.starts_with("segments/") && p.ends_with(".seg"))
+        .collect();
+    names.sort();
+    names
+}
+
+/// Compaction seals the active segment to write it; the next one is created by the next
+/// write, not by the roll or an open. Before, a store of one segment held two after
+/// `compact` (the second 40 bytes, a header and nothing), and each reopen kept it.
+fn regression_a_compaction_leaves_no_empty_segment_behind(storage: &Backend) {
+    let store = open(storage);
+    session_with(&store, "keep", "kept", 10);
+    session_with(&store, "gone", "secret-of-gone", 10);
+    store.delete_session("gone").unwrap();
+    assert_eq!(segment_files(storage).len(), 1);
+    let report = store.compact().unwrap();
+    assert!(report.rolled, "{report:?}");
+    let after = segment_files(storage);
+    assert_eq!(after.len(), 1, "{after:?}");
+    let live = dump(&store);
+    store.close().unwrap();
+    drop(store);
+    // An open that writes nothing creates nothing; a read-only one neither.
+    let reopened = open(storage);
+    assert_eq!(dump(&reopened), live);
+    reopened.close().unwrap();
+    drop(reopened);
+    drop(Store::open_read_only_with(storage.storage(), opts()).unwrap());
+    assert_eq!(segment_files(storage), after);
+    // The first write creates the next segment where the compacted one ends.
+    let store = open(storage);
+    note(&store, "keep", "after the compaction");
+    let now = segment_files(storage);
+    assert_eq!(now.len(), 2, "{now:?}");
+    let with_note = dump(&store);
+    store.close().unwrap();
+    drop(store);
+    assert_eq!(dump(&open(storage)), with_note);
+    let replayed =
+        Store::open_with(storage.storage(), opts().with_ignore_checkpoints(true)).unwrap();
+    assert_eq!(dump(&replayed), with_note);
+}
 
 /// A store compacted by the first compacted layout (format version 4: no tombstone table, a
 /// `u64` run count) opens and reads the same; this code reads it as version 5 with none.

@@ -18,8 +18,8 @@ use crate::{Error, Result};
 
 /// Groups of neighbouring small sealed compacted segments — a quarter of `max_bytes` at most
 /// each, so that a segment compaction left half full is not written a second time — whose
-/// files together fit in `max_bytes` (indices into `segments`; the newest segment is never
-/// in one): each group of two or more becomes one file. Files stay fewer than four per
+/// files together fit in `max_bytes` (indices into `segments`; the active segment is never
+/// in one, being not compacted): each group of two or more becomes one file. Files stay fewer than four per
 /// `max_bytes` of what is kept, plus the segments appends wrote.
 pub(super) fn groups(segments: &[Arc<Segment>], max_bytes: u64) -> Vec<Vec<usize>> {
     let sizes: Vec<Size> = segments
@@ -45,8 +45,7 @@ pub(super) fn groups_of(segments: &[Size], max_bytes: u64) -> Vec<Vec<usize>> {
     let mut out: Vec<Vec<usize>> = Vec::new();
     let mut current: Vec<usize> = Vec::new();
     let mut bytes = 0u64;
-    let sealed = segments.len().saturating_sub(1);
-    for (i, seg) in segments.iter().enumerate().take(sealed) {
+    for (i, seg) in segments.iter().enumerate() {
         let size = seg.bytes;
         let fits = seg.compacted && size <= max_bytes / 4;
         if fits && !current.is_empty() && bytes.saturating_add(size) <= max_bytes {

@@ -478,7 +478,7 @@ impl Compaction<'_> {
         }
         report.segments.sort_by(|a, b| a.segment.cmp(&b.segment));
         // The files the run merges afterwards: the list as the run leaves it.
-        let mut sizes: Vec<merge::Size> = segments
+        let sizes: Vec<merge::Size> = segments
             .iter()
             .enumerate()
             .map(|(si, seg)| match after.get(&si) {
@@ -492,13 +492,6 @@ impl Compaction<'_> {
                 },
             })
             .collect();
-        if rolls {
-            // The new active segment the roll starts: never merged.
-            sizes.push(merge::Size {
-                compacted: false,
-                bytes: 0,
-            });
-        }
         report.segments_merged = merge::groups_of(&sizes, self.store.options.segment_bytes_max)
             .iter()
             .map(|g| g.len() - 1)
@@ -559,11 +552,7 @@ impl Compaction<'_> {
         let Some(tail) = guard.as_mut() else {
             return Ok(());
         };
-        if let Err(e) = tail.roll_now(
-            &*self.store.storage,
-            &self.store.segments,
-            self.store.options.clock.now_ms(),
-        ) {
+        if let Err(e) = tail.roll_now() {
             return self.store.writer.poison(e);
         }
         self.store.writer.publish(tail);

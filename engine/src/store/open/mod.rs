@@ -39,7 +39,7 @@ use crate::store::options::StoreOptions;
 use crate::store::report::OpenReport;
 use crate::store::salvage;
 pub(crate) use crate::store::writer::Access;
-use crate::store::writer::tail::Tail;
+use crate::store::writer::tail::{Active, Tail};
 use crate::store::writer::{LogEnd, Writer};
 use crate::{Error, Result};
 
@@ -229,18 +229,14 @@ fn finish_writable(
         report.bytes_truncated = cut.bytes;
     }
     let active = match list.all().pop() {
-        // Compaction writes only sealed segments; a newest one that compaction wrote (its
-        // successor's creation never finished) is followed by a new segment, as a roll does.
-        Some(last) if last.is_compacted() => {
-            let next = create_segment(storage, last.end_lsn()?, options.clock.now_ms())?;
-            list.push(Arc::clone(&next));
-            next
-        }
-        Some(active) => active,
+        // Compaction writes only sealed segments: after a compacted newest one, the first
+        // write creates the next segment, as after a roll.
+        Some(last) if last.is_compacted() => Active::Due,
+        Some(active) => Active::Open(active),
         None => {
             let first = create_segment(storage, 0, options.clock.now_ms())?;
             list.push(Arc::clone(&first));
-            first
+            Active::Open(first)
         }
     };
     Tail::at(active, scanned.end_lsn, last_record, options)

@@ -53,8 +53,14 @@ impl GroupCommit {
             }),
             done: Condvar::new(),
             written: AtomicU64::new(end),
-            active: Mutex::new(tail.map(|t| (Arc::clone(&t.active.file), t.active.path.clone()))),
-            active_first_lsn: AtomicU64::new(tail.map_or(u64::MAX, |t| t.active.first_lsn)),
+            active: Mutex::new(
+                tail.and_then(Tail::active_segment)
+                    .map(|s| (Arc::clone(&s.file), s.path.clone())),
+            ),
+            active_first_lsn: AtomicU64::new(
+                tail.and_then(Tail::active_segment)
+                    .map_or(u64::MAX, |s| s.first_lsn),
+            ),
         }
     }
 
@@ -62,10 +68,14 @@ impl GroupCommit {
     /// and the log end, published after the bytes so a sync that reads it covers them.
     pub(crate) fn written(&self, tail: &Tail) {
         // Checked lock-free; the slot is locked only after a roll (writers hold the tail).
-        if self.active_first_lsn.load(Ordering::Relaxed) != tail.active.first_lsn {
-            *self.active.lock() = Some((Arc::clone(&tail.active.file), tail.active.path.clone()));
+        // Between a roll and the next write there is no active file: the sealed one, synced
+        // whole by the roll, stays in the slot.
+        if let Some(seg) = tail.active_segment()
+            && self.active_first_lsn.load(Ordering::Relaxed) != seg.first_lsn
+        {
+            *self.active.lock() = Some((Arc::clone(&seg.file), seg.path.clone()));
             self.active_first_lsn
-                .store(tail.active.first_lsn, Ordering::Relaxed);
+                .store(seg.first_lsn, Ordering::Relaxed);
         }
         self.written.store(tail.next_lsn, Ordering::Release);
     }

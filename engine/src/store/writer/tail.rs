@@ -18,7 +18,8 @@ use crate::{Error, Result};
 /// write windows over it, the buffers every record reuses.
 #[derive(Debug)]
 pub(crate) struct Tail {
-    pub(crate) active: Arc<Segment>,
+    /// The segment appends go into, or none yet.
+    active: Active,
     pub(crate) next_lsn: u64,
     /// LSN and frame checksum of the last record written (the checkpoint links to it).
     pub(crate) last_record: Option<RecordLink>,
@@ -38,6 +39,17 @@ pub(crate) struct Tail {
     /// only (`StorageFile::preallocate_written`), and records go out with `pwrite`, not
     /// through a window (`docs/DESIGN.md` §3.2).
     sync_store: bool,
+}
+
+/// The segment appends go into.
+#[derive(Debug)]
+pub(crate) enum Active {
+    /// Appends go into this segment.
+    Open(Arc<Segment>),
+    /// The newest segment is sealed (a roll, or a compacted newest segment at open): the
+    /// first write creates the next one at the log's end. So a compaction, or an open that
+    /// writes nothing, leaves no empty segment behind.
+    Due,
 }
 
 /// The active segment's allocation ahead of the appends.
@@ -76,19 +88,25 @@ impl Tail {
     /// The append position at `next_lsn` of the `active` (newest) segment, whose last record
     /// is `last_record`: what recovery hands the writer.
     pub(crate) fn at(
-        active: Arc<Segment>,
+        active: Active,
         next_lsn: u64,
         last_record: Option<RecordLink>,
         options: &crate::store::options::StoreOptions,
     ) -> Result<Tail> {
         let durability = options.durability;
-        let allocated = active.file.at(&active.path).len()?;
-        // The tail starts at a frame boundary: past the last record, inside the active segment.
-        debug_assert!(
-            last_record.is_none_or(|l| l.lsn < next_lsn) && next_lsn >= active.first_lsn,
-            "a tail inside a record or before its segment"
-        );
-        let layout = active.frame_layout();
+        let (allocated, layout) = match &active {
+            Active::Open(seg) => {
+                // The tail starts at a frame boundary: past the last record, inside the
+                // active segment.
+                debug_assert!(
+                    last_record.is_none_or(|l| l.lsn < next_lsn) && next_lsn >= seg.first_lsn,
+                    "a tail inside a record or before its segment"
+                );
+                (seg.file.at(&seg.path).len()?, seg.frame_layout())
+            }
+            // Set when the first write creates the segment.
+            Active::Due => (SEGMENT_HEADER_LEN as u64, FrameLayout::Split),
+        };
         Ok(Tail {
             active,
             next_lsn,
@@ -113,9 +131,39 @@ impl Tail {
         })
     }
 
-    /// Bytes written to the active segment after its header.
+    /// Bytes written to the active segment after its header (none before it exists).
     fn active_bytes(&self) -> u64 {
-        self.next_lsn - self.active.first_lsn
+        match &self.active {
+            Active::Open(seg) => self.next_lsn - seg.first_lsn,
+            Active::Due => 0,
+        }
+    }
+
+    /// The segment appends go into, when it exists.
+    pub(crate) fn active_segment(&self) -> Option<&Arc<Segment>> {
+        match &self.active {
+            Active::Open(seg) => Some(seg),
+            Active::Due => None,
+        }
+    }
+
+    /// The segment the next frame goes into, created first when it is due (durable: file
+    /// and directory synced, as a roll always did).
+    fn open_segment(
+        &mut self,
+        storage: &dyn Storage,
+        segments: &SegmentList,
+        now: &crate::limits::Now<'_>,
+    ) -> Result<Arc<Segment>> {
+        if let Active::Open(seg) = &self.active {
+            return Ok(Arc::clone(seg));
+        }
+        let next = create_segment(storage, self.next_lsn, now.get())?;
+        segments.push(Arc::clone(&next));
+        self.layout = next.frame_layout();
+        self.space.allocated = SEGMENT_HEADER_LEN as u64;
+        self.active = Active::Open(Arc::clone(&next));
+        Ok(next)
     }
 
     /// Hands `push` the location of each event of the record just written at `lsn` (the
@@ -139,26 +187,27 @@ impl Tail {
         frame: &mut [u8],
         now: &crate::limits::Now<'_>,
     ) -> Result<u64> {
-        self.roll_if_full(storage, segments, frame.len(), now)?;
+        self.roll_if_full(frame.len())?;
+        let seg = self.open_segment(storage, segments, now)?;
         let crc = seal_frame(kind, frame, self.layout, &self.offsets);
         let frame = &*frame;
         let lsn = self.next_lsn;
         // The frame goes where the log ends, inside the active segment, after the last record.
-        debug_assert!(lsn >= self.active.first_lsn, "a frame before its segment");
+        debug_assert!(lsn >= seg.first_lsn, "a frame before its segment");
         debug_assert!(
             self.last_record.is_none_or(|l| l.lsn < lsn),
             "LSNs ascend: the last record {:?}, this one {lsn}",
             self.last_record
         );
-        let at = self.active.offset_of(lsn);
+        let at = seg.offset_of(lsn);
         let end = at + frame.len() as u64;
-        self.make_room(at, end)?;
-        self.keep_ahead(end);
-        self.copy(at, frame)?;
+        self.make_room(&seg, at, end)?;
+        self.keep_ahead(&seg, end);
+        self.copy(&seg, at, frame)?;
         self.next_lsn += frame.len() as u64;
         self.last_record = Some(RecordLink { lsn, crc });
         debug_assert_eq!(
-            self.active.offset_of(self.next_lsn),
+            seg.offset_of(self.next_lsn),
             end,
             "the log's end is where the frame ends"
         );
@@ -167,25 +216,19 @@ impl Tail {
 
     /// Rolls if the active segment is non-empty and a frame of `frame_len` bytes would cross
     /// the size limit.
-    fn roll_if_full(
-        &mut self,
-        storage: &dyn Storage,
-        segments: &SegmentList,
-        frame_len: usize,
-        now: &crate::limits::Now<'_>,
-    ) -> Result<()> {
+    fn roll_if_full(&mut self, frame_len: usize) -> Result<()> {
         if self.active_bytes() > 0
             && SEGMENT_HEADER_LEN as u64 + self.active_bytes() + frame_len as u64
                 > self.space.segment_bytes_max
         {
-            self.roll(storage, segments, now.get())?;
+            self.roll()?;
         }
         Ok(())
     }
 
     /// Allocation for a frame at file offset `at` ending at `end`: a running zero-fill there
     /// waited for, and (with preallocation) the next stretch allocated and mapped.
-    fn make_room(&mut self, at: u64, end: u64) -> Result<()> {
+    fn make_room(&mut self, seg: &Arc<Segment>, at: u64, end: u64) -> Result<()> {
         if end > self.space.allocated {
             // The helper's zero-fill ahead may cover it: wait for it, never write into
             // space it is still writing zeros to.
@@ -197,19 +240,19 @@ impl Tail {
         // Never past the roll point (plus this frame, when one frame alone is larger).
         let target = (end + self.space.preallocate).min(self.space.segment_bytes_max.max(end));
         self.retire_windows();
-        let file = &self.active.file;
+        let file = &seg.file;
         let allocated = if self.sync_store {
             file.preallocate_written(target)
         } else {
             file.preallocate(target)
         }
-        .map_err(|e| Error::io("allocate", &self.active.path, e))?;
+        .map_err(|e| Error::io("allocate", &seg.path, e))?;
         self.space.allocated = target;
         // A map only over space really allocated; without one, `write_at` as before. A
         // `Sync` store writes each record with one `pwrite` (followed by its sync anyway): a
         // window would take a page fault on every page each sync's writeback cleaned.
         if allocated && !self.sync_store {
-            self.windows.current = self.active.file.map_window(at, target).ok().flatten();
+            self.windows.current = seg.file.map_window(at, target).ok().flatten();
             if let Some(window) = &self.windows.current
                 && self.windows.prefault
             {
@@ -228,7 +271,7 @@ impl Tail {
 
     /// With half the lead used (the frame ends at `end`), the next stretch is prepared on
     /// the helper, off the appender's path.
-    fn keep_ahead(&mut self, end: u64) {
+    fn keep_ahead(&mut self, seg: &Arc<Segment>, end: u64) {
         let (preallocate, max) = (self.space.preallocate, self.space.segment_bytes_max);
         let due = end + preallocate / 2 > self.space.allocated
             && self.space.allocated < max
@@ -240,7 +283,7 @@ impl Tail {
             && self.windows.next.is_none()
             && self.windows.helper.is_some()
         {
-            self.map_ahead(preallocate, max);
+            self.map_ahead(seg, preallocate, max);
         }
         // A `Sync` store: allocated, written with zeros and synced (the zero-fill's `pwrite`
         // led the appender's profile: PERFORMANCE.md).
@@ -248,9 +291,9 @@ impl Tail {
             && self.sync_store
             && preallocate > 0
             && self.space.zero_fill.is_none()
-            && self.active.file.writes_zeros_ahead()
+            && seg.file.writes_zeros_ahead()
         {
-            self.start_zero_fill(preallocate, max);
+            self.start_zero_fill(seg, preallocate, max);
         }
     }
 
@@ -258,7 +301,7 @@ impl Tail {
     /// written with `pwrite`. The header before the payload: a kill mid-copy then leaves a
     /// torn tail that recovery can cut, never a zero header with data after it
     /// (`WriteWindow::write`).
-    fn copy(&mut self, at: u64, frame: &[u8]) -> Result<()> {
+    fn copy(&mut self, seg: &Arc<Segment>, at: u64, frame: &[u8]) -> Result<()> {
         if self
             .windows
             .current
@@ -275,21 +318,21 @@ impl Tail {
             if let Some(done) =
                 std::mem::replace(&mut self.windows.current, self.windows.next.take())
             {
-                self.retire(done, true);
+                self.retire(done, Some(seg));
             }
             return Ok(());
         }
-        self.active.file.at(&self.active.path).write_at(frame, at)
+        seg.file.at(&seg.path).write_at(frame, at)
     }
 
     /// Allocates `preallocate` more bytes (never past the roll point) and maps them as the
     /// next window, faulted in on the helper thread. Nothing here fails an append: without
     /// the space (a full disk) the append that needs it allocates it and reports the error;
     /// without a map, appends past the current window `pwrite`, as without a map.
-    fn map_ahead(&mut self, preallocate: u64, segment_bytes_max: u64) {
+    fn map_ahead(&mut self, seg: &Arc<Segment>, preallocate: u64, segment_bytes_max: u64) {
         let from = self.space.allocated;
         let target = (from + preallocate).min(segment_bytes_max);
-        let file = &self.active.file;
+        let file = &seg.file;
         let Ok(allocated) = file.preallocate(target) else {
             self.space.ahead_failed_at = Some(from);
             return;
@@ -306,7 +349,7 @@ impl Tail {
     /// Queues the zero-fill of the next `preallocate` bytes (never past the roll point) on
     /// the helper, started here if there is none yet; without a thread the appender
     /// allocates as before, when it needs the space.
-    fn start_zero_fill(&mut self, preallocate: u64, segment_bytes_max: u64) {
+    fn start_zero_fill(&mut self, seg: &Arc<Segment>, preallocate: u64, segment_bytes_max: u64) {
         if self.windows.helper.is_none() {
             self.windows.helper = crate::store::writer::prefault::Prefaulter::spawn();
         }
@@ -317,7 +360,7 @@ impl Tail {
         let to = (self.space.allocated + preallocate).min(segment_bytes_max);
         let done = Arc::new(std::sync::OnceLock::new());
         p.submit(Job::ZeroFill {
-            file: Arc::clone(&self.active.file),
+            file: Arc::clone(&seg.file),
             to,
             done: Arc::clone(&done),
         });
@@ -342,14 +385,11 @@ impl Tail {
     }
 
     /// Hands a window the writer is done with to the helper, which unmaps it (an `munmap`
-    /// costs the writer a TLB shootdown and the page-table teardown) and, for a `filled` one,
-    /// starts its writeback; without a helper it is unmapped here.
-    fn retire(&self, window: WriteWindow, filled: bool) {
+    /// costs the writer a TLB shootdown and the page-table teardown) and, for one `filled`
+    /// in this segment, starts its writeback; without a helper it is unmapped here.
+    fn retire(&self, window: WriteWindow, filled: Option<&Arc<Segment>>) {
         match &self.windows.helper {
-            Some(p) => p.submit(Job::Retire(
-                window,
-                filled.then(|| Arc::clone(&self.active.file)),
-            )),
+            Some(p) => p.submit(Job::Retire(window, filled.map(|s| Arc::clone(&s.file)))),
             None => drop(window),
         }
     }
@@ -360,7 +400,7 @@ impl Tail {
             .into_iter()
             .flatten()
         {
-            self.retire(w, false);
+            self.retire(w, None);
         }
     }
 
@@ -377,26 +417,25 @@ impl Tail {
         self.windows.prefault = false;
     }
 
-    /// Seals the active segment and starts the next one, when it holds records (compaction
-    /// writes only sealed segments).
-    pub(crate) fn roll_now(
-        &mut self,
-        storage: &dyn Storage,
-        segments: &SegmentList,
-        now_ms: i64,
-    ) -> Result<()> {
+    /// Seals the active segment, when it holds records (compaction writes only sealed
+    /// segments); the next write starts the next one.
+    pub(crate) fn roll_now(&mut self) -> Result<()> {
         if self.active_bytes() == 0 {
             return Ok(());
         }
-        self.roll(storage, segments, now_ms)
+        self.roll()
     }
 
-    /// Seals the active segment and starts the next one.
-    fn roll(&mut self, storage: &dyn Storage, segments: &SegmentList, now_ms: i64) -> Result<()> {
+    /// Seals the active segment; the next write creates the next one.
+    fn roll(&mut self) -> Result<()> {
+        let Active::Open(active) = &self.active else {
+            return Ok(());
+        };
+        let active = Arc::clone(active);
         // A sealed segment is exactly its records (the next one's LSN continues from its
         // length); its allocated space goes before the sync that makes it durable. Nothing
         // maps the active segment, so cutting it is safe (`storage/mmap.rs`).
-        let used = self.active.offset_of(self.next_lsn);
+        let used = active.offset_of(self.next_lsn);
         // The window goes first, and the helper's handle on it: a mapped range is never
         // truncated away.
         self.retire_windows();
@@ -408,19 +447,16 @@ impl Tail {
         let filled_ahead = self.space.zero_fill.is_some();
         self.finish_zero_fill();
         let len = if filled_ahead {
-            self.active.file.at(&self.active.path).len()?
+            active.file.at(&active.path).len()?
         } else {
             self.space.allocated
         };
         if self.space.allocated.max(len) > used {
-            self.active.file.at(&self.active.path).set_len(used)?;
+            active.file.at(&active.path).set_len(used)?;
         }
-        self.active.file.at(&self.active.path).sync_data()?;
-        let next = create_segment(storage, self.next_lsn, now_ms)?;
-        self.active.seal();
-        segments.push(Arc::clone(&next));
-        self.layout = next.frame_layout();
-        self.active = next;
+        active.file.at(&active.path).sync_data()?;
+        active.seal();
+        self.active = Active::Due;
         self.space.allocated = SEGMENT_HEADER_LEN as u64;
         Ok(())
     }
