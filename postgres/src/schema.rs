@@ -6,7 +6,7 @@ use postgres::Client;
 use crate::{Error, Result};
 
 /// The layout version of the tables this crate writes and reads.
-pub const LAYOUT_VERSION: i32 = 3;
+pub const LAYOUT_VERSION: i32 = 4;
 
 /// The table of erasures (§4.2): in the schema, and what layout 3 added to layout 2.
 macro_rules! erased_table {
@@ -34,7 +34,8 @@ CREATE TABLE sessdb_stores (
   shipped_lsn bigint NOT NULL DEFAULT 0,
   shipped_at timestamptz NOT NULL DEFAULT now(),
   record_lsn bigint,
-  record_crc bigint
+  record_crc bigint,
+  record_epoch bigint
 );
 CREATE TABLE sessdb_sessions (
   id text PRIMARY KEY,
@@ -92,8 +93,14 @@ CREATE VIEW sessdb_messages AS
 /// What layout 3 adds to layout 2: the sessions a store's lineage erased (§4.2).
 const FROM_2: &str = concat!(erased_table!(), "UPDATE sessdb_layout SET version = 3;\n");
 
+/// What layout 4 adds to layout 3: the writer epoch of the record a round remembers (§4.2).
+const FROM_3: &str = "ALTER TABLE sessdb_stores ADD COLUMN record_epoch bigint;
+UPDATE sessdb_layout SET version = 4;
+";
+
 /// Creates the tables in a database that has none; checks the layout of one that has them,
-/// bringing layout 2 to 3 (one table added: nothing of layout 2 changes).
+/// bringing layout 2 to 3 (one table added: nothing of layout 2 changes) and 3 to 4 (one
+/// column added).
 ///
 /// # Errors
 /// `Layout` for another layout version, PostgreSQL errors.
@@ -126,6 +133,13 @@ pub fn ensure(client: &mut Client) -> Result<()> {
         // again from a restored backup: the bump keeps it out (bump-and-reject).
         tx.batch_execute(FROM_2)
             .map_err(Error::pg("bring the tables from layout 2 to 3"))?;
+        version = 3;
+    }
+    if version == 3 {
+        // A shipper of layout 3 would remember records without their epoch, and a store
+        // compacted since keeps no tombstone for them: the bump keeps it out.
+        tx.batch_execute(FROM_3)
+            .map_err(Error::pg("bring the tables from layout 3 to 4"))?;
         version = LAYOUT_VERSION;
     }
     if version != LAYOUT_VERSION {

@@ -358,12 +358,14 @@ impl Shipper {
         }
         let mark = store.last_record();
         tx.execute(
-            "UPDATE sessdb_stores SET shipped_lsn = $2, shipped_at = now(), record_lsn = $3, record_crc = $4 WHERE store_id = $1",
+            "UPDATE sessdb_stores SET shipped_lsn = $2, shipped_at = now(), record_lsn = $3, record_crc = $4, record_epoch = $5 WHERE store_id = $1",
             &[
                 &view.store_id,
                 &to_i64(lsn),
                 &mark.map(|m| to_i64(m.lsn)),
                 &mark.map(|m| i64::from(m.crc)),
+                // The u64 id's bits, as PostgreSQL has no unsigned type.
+                &mark.and_then(|m| m.epoch).map(|e| i64::from_le_bytes(e.to_le_bytes())),
             ],
         )
         .map_err(Error::pg("record the store's shipped position"))?;
@@ -591,7 +593,7 @@ fn log_continues(
 ) -> Result<bool> {
     let last_read = tx
         .query_one(
-            "SELECT record_lsn, record_crc FROM sessdb_stores WHERE store_id = $1 FOR UPDATE",
+            "SELECT record_lsn, record_crc, record_epoch FROM sessdb_stores WHERE store_id = $1 FOR UPDATE",
             &[&store_id],
         )
         .map_err(Error::pg("read the store's shipped position"))?;
@@ -603,6 +605,9 @@ fn log_continues(
             (Some(lsn), Some(crc)) => store.holds_record(LogMark {
                 lsn: lsn.unsigned_abs(),
                 crc: u32::try_from(crc).unwrap_or(0),
+                epoch: last_read
+                    .get::<_, Option<i64>>(2)
+                    .map(|e| u64::from_le_bytes(e.to_le_bytes())),
             }),
             _ => true,
         },

@@ -136,26 +136,37 @@ fn a_dry_run_changes_nothing(storage: &Backend) {
     assert!(again.segments.is_empty(), "{again:?}");
 }
 
-/// A consumer remembering a record by position and checksum (the shipper) still finds it after
-/// a compaction left it out — its tombstone names it — and tells another log apart.
+/// A consumer remembering a record (the shipper) still finds it after a compaction left it
+/// out — the epoch in force where it was is the one it was written under — and tells another
+/// log apart.
 fn a_remembered_record_compaction_left_out_is_still_told_from_another_log(storage: &Backend) {
     let store = open(storage);
     session_with(&store, "keep", "kept", 30);
     session_with(&store, "gone", "secret-of-gone", 30);
     let mark = store.last_record().unwrap();
+    assert!(mark.epoch.is_some(), "{mark:?}");
     assert!(store.holds_record(mark));
     store.delete_session("gone").unwrap();
+    // The mark is no longer the newest record: no tombstone is kept for it.
+    note(&store, "keep", "after the deletion");
     store.compact().unwrap();
     assert_eq!(occurrences(storage, "secret-of-gone"), 0);
-    assert!(
-        store.holds_record(mark),
-        "the tombstone names the record left out"
+    assert_eq!(
+        store.space().unwrap().tombstones(),
+        0,
+        "no tombstone: the epoch confirms what was left out"
     );
-    let forged = sessdb::store::LogMark {
-        lsn: mark.lsn,
-        crc: mark.crc ^ 1,
+    assert!(store.holds_record(mark), "the epoch where it was is its");
+    let other_epoch = sessdb::store::LogMark {
+        epoch: mark.epoch.map(|e| e ^ 1),
+        ..mark
     };
-    assert!(!store.holds_record(forged));
+    assert!(!store.holds_record(other_epoch));
+    let no_epoch = sessdb::store::LogMark {
+        epoch: None,
+        ..mark
+    };
+    assert!(!store.holds_record(no_epoch), "and no tombstone names it");
     store.close().unwrap();
     assert!(open(storage).holds_record(mark), "after a reopen too");
     // Another log with a record at the same position is not this one.

@@ -101,7 +101,14 @@ fn a_flipped_byte_in_a_sealed_record_is_corruption_at_its_offset(storage: &Backe
         .collect();
     assert!(segments.len() >= 3);
     let (path, bytes) = &segments[1];
-    let at = SEGMENT_HEADER_LEN + 20; // inside the first record's payload
+    // The segment's first frame is the writer's epoch record (32 bytes, no session's): the
+    // byte flipped is inside the first session record's payload after it.
+    assert_eq!(
+        bytes[SEGMENT_HEADER_LEN + 8],
+        sessdb::codec::frame::RecordKind::Epoch as u8
+    );
+    let first = SEGMENT_HEADER_LEN + 32;
+    let at = first + 20;
     let mut damaged = bytes.clone();
     damaged[at] ^= 0x01;
     let image = storage.without_checkpoints().image_with(path, &damaged);
@@ -113,7 +120,7 @@ fn a_flipped_byte_in_a_sealed_record_is_corruption_at_its_offset(storage: &Backe
             kind,
         } => {
             assert_eq!(&segment, path);
-            assert_eq!(offset, SEGMENT_HEADER_LEN as u64);
+            assert_eq!(offset, first as u64);
             assert_eq!(kind, CorruptionKind::ChecksumMismatch);
         }
         other => panic!("expected corruption, got {other}"),
@@ -134,7 +141,7 @@ fn a_flipped_byte_in_a_sealed_record_is_corruption_at_its_offset(storage: &Backe
         (d.segment.as_str(), d.offset, d.kind, d.repair),
         (
             path.as_str(),
-            SEGMENT_HEADER_LEN as u64,
+            first as u64,
             CorruptionKind::ChecksumMismatch,
             sessdb::store::DamageRepair::Voided
         )

@@ -96,7 +96,7 @@ fn events_section(kind: RecordKind, payload: &[u8]) -> Option<Option<usize>> {
             c.bytes16("parent id").ok()?;
             c.u64("inherited").ok()?;
         }
-        RecordKind::Delete | RecordKind::Void => return Some(None),
+        RecordKind::Delete | RecordKind::Void | RecordKind::Epoch => return Some(None),
     }
     Some(Some(c.pos()))
 }

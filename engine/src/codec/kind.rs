@@ -18,6 +18,11 @@ pub enum RecordKind {
     /// than cutting the file) keeps every other record at its LSN, so sessions salvage keeps
     /// stay byte for byte where their locations say.
     Void = 5,
+    /// A writer's epoch (`docs/FORMAT.md` §4.5): the random id a writable open writes under,
+    /// before its first record and first in every segment it creates. Replay skips it;
+    /// compaction keeps it. It is what a consumer's remembered position is confirmed by once
+    /// compaction has left the remembered record out (`Store::holds_record`).
+    Epoch = 6,
 }
 
 impl RecordKind {
@@ -29,6 +34,7 @@ impl RecordKind {
             3 => Some(Self::Fork),
             4 => Some(Self::Delete),
             5 => Some(Self::Void),
+            6 => Some(Self::Epoch),
             _ => None,
         }
     }

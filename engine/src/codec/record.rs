@@ -63,6 +63,55 @@ pub enum RecordBody {
     },
     /// Space salvage took over (`RecordKind::Void`): nothing to replay.
     Void,
+    /// A writer's epoch (`RecordKind::Epoch`): nothing to replay.
+    Epoch(WriterEpoch),
+}
+
+/// The payload of an epoch record (`docs/FORMAT.md` §4.5): the random id of one writable
+/// open, and when it started writing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct WriterEpoch {
+    /// Random, never 0.
+    pub id: u64,
+    /// Unix epoch milliseconds.
+    pub started_ms: i64,
+}
+
+/// Bytes in an epoch record's payload.
+pub const EPOCH_PAYLOAD_LEN: usize = 16;
+
+impl WriterEpoch {
+    /// A new epoch: 64 random bits (never 0), started now.
+    pub fn new(started_ms: i64) -> Self {
+        let (hi, lo) = uuid::Uuid::new_v4().as_u64_pair();
+        // The version and variant bits are fixed in each half: their XOR is random.
+        Self {
+            id: (hi ^ lo.rotate_left(17)).max(1),
+            started_ms,
+        }
+    }
+
+    /// The 16 payload bytes.
+    pub fn encode(&self) -> [u8; EPOCH_PAYLOAD_LEN] {
+        let mut b = [0u8; EPOCH_PAYLOAD_LEN];
+        b[..8].copy_from_slice(&self.id.to_le_bytes());
+        b[8..].copy_from_slice(&self.started_ms.to_le_bytes());
+        b
+    }
+
+    /// Decodes the payload.
+    ///
+    /// # Errors
+    /// A payload of another length, or an id of 0.
+    pub fn decode(payload: &[u8]) -> Decoded<Self> {
+        let mut c = ByteReader::new(payload);
+        let id = c.u64("epoch id")?;
+        let started_ms = i64::from_le_bytes(c.u64("epoch start")?.to_le_bytes());
+        if id == 0 {
+            return Err("epoch id 0");
+        }
+        c.finish(Self { id, started_ms })
+    }
 }
 
 /// An event and where its bytes are inside the payload.
@@ -363,6 +412,8 @@ pub enum RecordSummary<'a> {
     },
     /// Void space.
     Void,
+    /// A writer's epoch: no session's.
+    Epoch,
 }
 
 /// Reads a payload's [`RecordSummary`] (the frame's checksum was checked by the caller).
@@ -408,6 +459,10 @@ pub fn summarize(kind: RecordKind, payload: &[u8]) -> Decoded<RecordSummary<'_>>
             session: c.bytes16("session id")?,
         },
         RecordKind::Void => RecordSummary::Void,
+        RecordKind::Epoch => {
+            WriterEpoch::decode(payload)?;
+            RecordSummary::Epoch
+        }
     })
 }
 
@@ -457,6 +512,7 @@ fn decode_with(kind: RecordKind, payload: &[u8], check: bool) -> Decoded<RecordB
             }
             return Ok(RecordBody::Void);
         }
+        RecordKind::Epoch => return WriterEpoch::decode(payload).map(RecordBody::Epoch),
     };
     c.finish(body)
 }
@@ -738,7 +794,7 @@ mod tests {
                     assert_eq!(session, "gone");
                     Vec::new()
                 }
-                RecordBody::Void => unreachable!("not encoded here"),
+                RecordBody::Void | RecordBody::Epoch(_) => unreachable!("not encoded here"),
             };
             assert_eq!(
                 located.iter().map(|l| l.event.clone()).collect::<Vec<_>>(),
@@ -916,7 +972,7 @@ mod tests {
                     (child, Some((parent, inherited)), seqs(&events))
                 }
                 RecordBody::Delete { session } => (session, None, 0..0),
-                RecordBody::Void => unreachable!("not encoded here"),
+                RecordBody::Void | RecordBody::Epoch(_) => unreachable!("not encoded here"),
             };
             let got = match summary {
                 RecordSummary::Start { session, parent, seqs } => (
@@ -926,7 +982,7 @@ mod tests {
                 ),
                 RecordSummary::Append { session, seqs } => (session, None, seqs),
                 RecordSummary::Delete { session } => (session, None, 0..0),
-                RecordSummary::Void => unreachable!("not encoded here"),
+                RecordSummary::Void | RecordSummary::Epoch => unreachable!("not encoded here"),
             };
             prop_assert_eq!(got.0, expected.0.as_bytes());
             prop_assert_eq!(got.1, expected.1);

@@ -550,22 +550,40 @@ impl Store {
     /// `None` for an empty log. With [`Store::holds_record`], a way for a consumer that
     /// remembers how far it read to tell later whether the log is still the one it read.
     pub fn last_record(&self) -> Option<LogMark> {
-        let link = self.inner.writer.end().last_record;
-        link.map(|l| LogMark {
+        let (link, own) = self.inner.writer.end_and_epoch();
+        let l = link?;
+        let epoch = match own {
+            // This open wrote the newest records: they are of its epoch.
+            Some(epoch) => Some(epoch),
+            None => self.inner.writer.epoch_at(&self.inner.segments, l.lsn),
+        };
+        Some(LogMark {
             lsn: l.lsn,
             crc: l.crc,
+            epoch,
         })
     }
 
     /// Whether the log holds `mark`'s record — a frame at its position whose header names its
     /// checksum (16 bytes read: cheap enough to ask every round; the record's bytes are checked
-    /// by every read, `verify` and salvage) — or held it until a compaction left it out (its
-    /// segment's tombstone names the position and checksum: `docs/FORMAT.md` §2.1). `false`
-    /// for a store restored from a backup older than the record, or one whose log was
+    /// by every read, `verify` and salvage) — or held it until a compaction left it out: its
+    /// position lies in a hole compaction left and the epoch in force there is the mark's
+    /// (the writer that wrote the record wrote the log there: `docs/DESIGN.md` §3.7), or its
+    /// segment's tombstone names the position and checksum (records from before epochs:
+    /// `docs/FORMAT.md` §2.1). `false` for a store restored from a backup older than the
+    /// record (its next writer wrote there under another epoch), or one whose log was
     /// rewritten there (salvage voids damaged and dropped records).
     pub fn holds_record(&self, mark: LogMark) -> bool {
-        crate::store::log::record_at::crc_field_at(&self.inner.segments, mark.lsn) == Some(mark.crc)
-            || crate::store::log::record_at::left_out(&self.inner.segments, mark.lsn, mark.crc)
+        use crate::store::log::record_at::{crc_field_at, in_hole, left_out};
+        let segments = &self.inner.segments;
+        if let Some(crc) = crc_field_at(segments, mark.lsn) {
+            return crc == mark.crc;
+        }
+        left_out(segments, mark.lsn, mark.crc)
+            || mark.epoch.is_some_and(|e| {
+                in_hole(segments, mark.lsn)
+                    && self.inner.writer.epoch_at(segments, mark.lsn) == Some(e)
+            })
     }
 
     /// What the resident index and the surfaces cost in memory.

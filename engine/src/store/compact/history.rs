@@ -139,6 +139,8 @@ impl History {
                 self.deletions.push((rec(0), ended));
             }
             RecordSummary::Void => self.voids.push(rec(0)),
+            // Kept always: what a remembered position is confirmed by (`docs/DESIGN.md` §3.7).
+            RecordSummary::Epoch => {}
         }
     }
 

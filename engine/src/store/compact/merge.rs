@@ -92,7 +92,8 @@ pub(super) fn merge<'s>(
         let seg_end = seg.end_lsn()?;
         seg.with_bytes(SEGMENT_HEADER_LEN as u64, len, |bytes| {
             // The void that ended a segment whose last record compaction left out ends none
-            // now: it goes (a tombstone names it, as any record left out). No checkpoint
+            // now: it goes (confirmed as any record left out: by its epoch, else a
+            // tombstone). No checkpoint
             // names it — the one compaction wrote names the writer's last record, and a
             // void inside the group is not that — and it would only count as dead bytes.
             let tail_void = (k < last)
@@ -114,10 +115,18 @@ pub(super) fn merge<'s>(
                 Some((at, crc)) => {
                     out.extend_from_slice(&bytes[..at]);
                     len = at;
-                    tombstones.push(Tombstone {
-                        lsn: seg_end - FRAME_HEADER_LEN as u64,
-                        crc,
-                    });
+                    let lsn = seg_end - FRAME_HEADER_LEN as u64;
+                    let rule = crate::store::compact::rewrite::TombstoneRule {
+                        first_epoch: crate::store::log::record_at::first_epoch_lsn(
+                            map,
+                            SEGMENT_HEADER_LEN as u64,
+                            bytes,
+                        ),
+                        named: keep.named,
+                    };
+                    if rule.wants(lsn, crc) {
+                        tombstones.push(Tombstone { lsn, crc });
+                    }
                 }
                 None => out.extend_from_slice(bytes),
             }

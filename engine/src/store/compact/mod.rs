@@ -353,6 +353,7 @@ impl Compaction<'_> {
                     record_bytes: records,
                     dead_bytes: dead[si],
                     table_bytes,
+                    tombstones: seg.tombstone_count(),
                 })
             })
             .collect::<Result<_>>()?;
@@ -623,6 +624,12 @@ impl Space {
     pub fn table_bytes(&self) -> u64 {
         self.segments.iter().map(|s| s.table_bytes).sum()
     }
+
+    /// Tombstones over all segments: records left out by compactions that confirm them by
+    /// tombstone (written before epochs, or named by a checkpoint: `docs/DESIGN.md` §3.7).
+    pub fn tombstones(&self) -> u64 {
+        self.segments.iter().map(|s| s.tombstones).sum()
+    }
 }
 
 /// One segment of a [`Space`].
@@ -638,6 +645,8 @@ pub struct SegmentSpace {
     pub dead_bytes: u64,
     /// A compacted segment's run and tombstone tables and footer (0 for one appends wrote).
     pub table_bytes: u64,
+    /// The tombstones in its table.
+    pub tombstones: u64,
 }
 
 /// The dead bytes of each segment of a snapshot: what a plan leaves out, the deletions its

@@ -206,7 +206,9 @@ fn walk_segment(seg: &Segment, bytes: &[u8], record_bytes_max: u32) -> Result<Ve
                 (seqs.start, What::Append(Id::of(bytes, session)))
             }
             RecordSummary::Delete { session } => (0, What::Delete(Id::of(bytes, session))),
+            // Kept always (what a remembered position is confirmed by): never left out.
             RecordSummary::Void if end_void => return Ok(Go::On),
+            RecordSummary::Epoch => return Ok(Go::On),
             RecordSummary::Void => (0, What::Void),
         };
         seen.push(Seen {

@@ -20,6 +20,7 @@ use crate::store::compact::history::Rec;
 use crate::store::log::cursor::Pass;
 use crate::store::log::cursor::{LogCursor, SegmentFacts, StopAction};
 use crate::store::log::map::LsnMap;
+use crate::store::log::record_at::first_epoch_lsn;
 use crate::store::log::segments::Segment;
 use crate::store::log::walk::{Go, Met, walk};
 use crate::store::report::SegmentCompaction;
@@ -131,11 +132,17 @@ fn build(
         runs: Vec::new(),
         kept_end: None,
         tombstones,
+        tombstone: TombstoneRule {
+            first_epoch: None,
+            named: job.tombstones.named,
+        },
     };
     let mut drops = job.drops.iter().peekable();
     let len = crate::width::index(records_end).saturating_sub(SEGMENT_HEADER_LEN);
     // A sealed segment's bytes are borrowed from its map, not copied.
     let misplaced = seg.with_bytes(SEGMENT_HEADER_LEN as u64, len, |bytes| {
+        copied.tombstone.first_epoch =
+            first_epoch_lsn(map, SEGMENT_HEADER_LEN as u64, bytes);
         let misplaced = spans
             .iter()
             .find_map(|span| copied.span(span, bytes, &mut drops).err());
@@ -175,6 +182,25 @@ struct Copied<'b> {
     runs: Vec<Run>,
     kept_end: Option<u64>,
     tombstones: Vec<Tombstone>,
+    tombstone: TombstoneRule,
+}
+
+/// Which records left out get a tombstone (`docs/DESIGN.md` §3.7): those no epoch record
+/// precedes in their segment (written before epochs: a consumer's mark of one names no
+/// epoch), and the one the compaction's checkpoint names. Any other is confirmed by the
+/// epoch in force where it was.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct TombstoneRule {
+    /// The LSN of the segment's first epoch record.
+    pub(super) first_epoch: Option<u64>,
+    pub(super) named: Option<RecordLink>,
+}
+
+impl TombstoneRule {
+    pub(super) fn wants(&self, lsn: u64, crc: u32) -> bool {
+        self.first_epoch.is_none_or(|e| lsn < e)
+            || self.named.is_some_and(|n| n.lsn == lsn && n.crc == crc)
+    }
 }
 
 impl Copied<'_> {
@@ -214,10 +240,12 @@ impl Copied<'_> {
             if d.lsn < from || d.lsn + d.len > span_end {
                 return Err(span.offset);
             }
-            self.tombstones.push(Tombstone {
-                lsn: d.lsn,
-                crc: d.crc,
-            });
+            if self.tombstone.wants(d.lsn, d.crc) {
+                self.tombstones.push(Tombstone {
+                    lsn: d.lsn,
+                    crc: d.crc,
+                });
+            }
             from = d.lsn + d.len;
             drops.next();
         }

@@ -106,6 +106,11 @@ impl Segment {
         })
     }
 
+    /// The tombstones its table holds (0 for a segment appends wrote).
+    pub(crate) fn tombstone_count(&self) -> u64 {
+        self.compacted.as_ref().map_or(0, |c| c.footer.tombstones)
+    }
+
     /// The bytes of its records when it is segment `si` of `segments` and the log ends at
     /// `end_lsn`: the active segment's (the last, written by appends) up to the log's end —
     /// its file runs on past it, allocated ahead — any other's up to its records' end. The

@@ -109,7 +109,7 @@ pub(in crate::store) fn replay(
             touched.insert(session);
             return Ok(());
         }
-        RecordBody::Void => return Ok(()),
+        RecordBody::Void | RecordBody::Epoch(_) => return Ok(()),
         RecordBody::Delete { session } => {
             // Compaction leaves out every record of a deleted session and keeps its deletion
             // (it must not come back): such a deletion names no session.

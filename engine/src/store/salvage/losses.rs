@@ -73,7 +73,7 @@ pub(super) fn session_of(body: &RecordBody) -> Option<&str> {
         | RecordBody::Append { session, .. }
         | RecordBody::Delete { session } => Some(session),
         RecordBody::Fork { child, .. } => Some(child),
-        RecordBody::Void => None,
+        RecordBody::Void | RecordBody::Epoch(_) => None,
     }
 }
 
@@ -122,7 +122,10 @@ pub(super) fn removed_records(
             }
             Met::Record(frame) => {
                 if let Ok(body) = frame.decode()
-                    && !matches!(body, RecordBody::Void | RecordBody::Delete { .. })
+                    && !matches!(
+                        body,
+                        RecordBody::Void | RecordBody::Delete { .. } | RecordBody::Epoch(_)
+                    )
                 {
                     losses.dropped += 1;
                     if let Some(id) = session_of(&body) {

@@ -15,6 +15,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use parking_lot::{Mutex, MutexGuard};
 
 use crate::codec::frame::RecordLink;
+use crate::store::log::record_at::{EpochWalk, epoch_at};
+use crate::store::log::segments::SegmentList;
 use crate::limits::{Clock, Now};
 use crate::{Error, Result};
 use changes::Changes;
@@ -57,6 +59,9 @@ pub(crate) struct Writer {
     closed: AtomicBool,
     /// What subscribers wait on: bumped after every record.
     changes: Changes,
+    /// The last walk for the epoch in force at a position (`Store::last_record`): the next
+    /// one in the same segment goes on from there.
+    epoch_walk: Mutex<Option<EpochWalk>>,
 }
 
 impl Writer {
@@ -78,6 +83,7 @@ impl Writer {
             poison: Poison::default(),
             closed: AtomicBool::new(false),
             changes: Changes::default(),
+            epoch_walk: Mutex::new(None),
         }
     }
 
@@ -139,6 +145,22 @@ impl Writer {
             },
             None => *self.scanned.lock(),
         }
+    }
+
+    /// Where the log ends, and this open's epoch when it wrote the newest records.
+    pub(crate) fn end_and_epoch(&self) -> (Option<crate::codec::frame::RecordLink>, Option<u64>) {
+        match self.tail.lock().as_ref() {
+            Some(t) => (t.last_record, t.announced().then(|| t.epoch().id)),
+            None => (self.scanned.lock().last_record, None),
+        }
+    }
+
+    /// The epoch in force at `lsn` (`record_at::epoch_at`), going on from the last walk.
+    pub(crate) fn epoch_at(&self, segments: &SegmentList, lsn: u64) -> Option<u64> {
+        let mut last = self.epoch_walk.lock();
+        let walk = epoch_at(segments, lsn, *last)?;
+        *last = Some(walk);
+        walk.epoch
     }
 
     /// A reader's scan position, locked while a refresh moves it on.

@@ -7,12 +7,16 @@ use std::sync::Arc;
 
 use crate::codec::EventLoc;
 use crate::codec::frame::{FRAME_HEADER_LEN, FrameLayout, RecordKind, RecordLink, seal_frame};
+use crate::codec::record::{EPOCH_PAYLOAD_LEN, WriterEpoch};
 use crate::codec::segment::SEGMENT_HEADER_LEN;
 use crate::storage::CheckedFile;
 use crate::storage::{Storage, WriteWindow};
 use crate::store::log::segments::{Segment, SegmentList, create_segment};
 use crate::store::writer::prefault::Job;
 use crate::{Error, Result};
+
+/// Bytes of an epoch record's frame.
+const EPOCH_FRAME_LEN: usize = FRAME_HEADER_LEN + EPOCH_PAYLOAD_LEN;
 
 /// The append position: the active segment and the next LSN, the space allocated ahead, the
 /// write windows over it, the buffers every record reuses.
@@ -39,6 +43,11 @@ pub(crate) struct Tail {
     /// only (`StorageFile::preallocate_written`), and records go out with `pwrite`, not
     /// through a window (`docs/DESIGN.md` §3.2).
     sync_store: bool,
+    /// The epoch this open writes under (`docs/DESIGN.md` §3.7), and the segment (first LSN)
+    /// where its epoch record was last written: one goes before the open's first record and
+    /// first into every segment it creates.
+    epoch: WriterEpoch,
+    announced_in: Option<u64>,
 }
 
 /// The segment appends go into.
@@ -128,6 +137,8 @@ impl Tail {
             offsets: Vec::new(),
             layout,
             sync_store: durability == crate::store::options::Durability::Sync,
+            epoch: WriterEpoch::new(options.clock.now_ms()),
+            announced_in: None,
         })
     }
 
@@ -187,8 +198,15 @@ impl Tail {
         frame: &mut [u8],
         now: &crate::limits::Now<'_>,
     ) -> Result<u64> {
-        self.roll_if_full(frame.len())?;
+        let announce = match &self.active {
+            Active::Open(seg) if self.announced_in == Some(seg.first_lsn) => 0,
+            _ => EPOCH_FRAME_LEN,
+        };
+        self.roll_if_full(frame.len() + announce)?;
         let seg = self.open_segment(storage, segments, now)?;
+        if self.announced_in != Some(seg.first_lsn) && self.layout == FrameLayout::Split {
+            self.announce(&seg)?;
+        }
         let crc = seal_frame(kind, frame, self.layout, &self.offsets);
         let frame = &*frame;
         let lsn = self.next_lsn;
@@ -212,6 +230,37 @@ impl Tail {
             "the log's end is where the frame ends"
         );
         Ok(lsn)
+    }
+
+    /// Writes this open's epoch record at the tail of `seg` (where the open's first record,
+    /// or the segment's first, goes next). Only into a segment of this release's format: the
+    /// previous release, which reads a format-3 segment, knows no epoch record.
+    fn announce(&mut self, seg: &Arc<Segment>) -> Result<()> {
+        let mut frame = [0u8; EPOCH_FRAME_LEN];
+        frame[FRAME_HEADER_LEN..].copy_from_slice(&self.epoch.encode());
+        // In the segment's layout, as every frame in it (no events: the frame CRC covers all).
+        let crc = seal_frame(RecordKind::Epoch, &mut frame, self.layout, &[]);
+        let lsn = self.next_lsn;
+        let at = seg.offset_of(lsn);
+        let end = at + frame.len() as u64;
+        self.make_room(seg, at, end)?;
+        self.keep_ahead(seg, end);
+        self.copy(seg, at, &frame)?;
+        self.next_lsn += frame.len() as u64;
+        self.last_record = Some(RecordLink { lsn, crc });
+        self.announced_in = Some(seg.first_lsn);
+        Ok(())
+    }
+
+    /// The epoch this open writes under.
+    pub(crate) fn epoch(&self) -> WriterEpoch {
+        self.epoch
+    }
+
+    /// Whether this open wrote its epoch record (and records after it): the log's newest
+    /// records are its.
+    pub(crate) fn announced(&self) -> bool {
+        self.announced_in.is_some()
     }
 
     /// Rolls if the active segment is non-empty and a frame of `frame_len` bytes would cross
