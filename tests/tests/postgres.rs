@@ -326,15 +326,15 @@ fn tables_of_another_layout_version_are_refused() {
         .execute("UPDATE sessdb_layout SET version = 1", &[])
         .unwrap();
     match Shipper::new(&pg.url(), "store-b") {
-        Err(Error::Layout { found, expected }) => assert_eq!((found, expected), (1, 3)),
+        Err(Error::Layout { found, expected }) => assert_eq!((found, expected), (1, 4)),
         other => panic!("{other:?}"),
     }
 }
 
-/// Tables of layout 2 (before `sessdb_erased`) are brought to 3: the table added, the rows
-/// kept, and the shipper goes on where it was.
+/// Tables of layout 2 (before `sessdb_erased` and `record_epoch`) are brought to 4: the table
+/// and the column added, the rows kept, and the shipper goes on where it was.
 #[test]
-fn tables_of_layout_2_are_brought_to_3() {
+fn tables_of_layout_2_are_brought_to_4() {
     let Some(pg) = Cluster::start() else { return };
     let store = workload_store(5, 2);
     Shipper::new(&pg.url(), "store-a")
@@ -343,7 +343,10 @@ fn tables_of_layout_2_are_brought_to_3() {
         .unwrap();
     let mut client = sql(&pg.url());
     client
-        .batch_execute("DROP TABLE sessdb_erased; UPDATE sessdb_layout SET version = 2")
+        .batch_execute(
+            "DROP TABLE sessdb_erased; ALTER TABLE sessdb_stores DROP COLUMN record_epoch;
+             UPDATE sessdb_layout SET version = 2",
+        )
         .unwrap();
     let report = Shipper::new(&pg.url(), "store-a")
         .unwrap()
@@ -354,7 +357,15 @@ fn tables_of_layout_2_are_brought_to_3() {
         .query_one("SELECT version FROM sessdb_layout", &[])
         .unwrap()
         .get(0);
-    assert_eq!(version, 3);
+    assert_eq!(version, 4);
+    let epoch: Option<i64> = client
+        .query_one("SELECT record_epoch FROM sessdb_stores", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(
+        epoch, None,
+        "nothing shipped since: the old mark, without its epoch"
+    );
     let erased: i64 = client
         .query_one("SELECT count(*) FROM sessdb_erased", &[])
         .unwrap()

@@ -500,8 +500,9 @@ fn regression_postgres_errors_carry_the_servers_message() {
 
 /// Retention deletes a session whose record is the one the shipper remembers, and a
 /// compaction leaves that record out: the shipper still knows the log for the one it shipped
-/// from (the record's tombstone) and ships the deletion. Before tombstones it took the log
-/// for another and kept the session under `lost/`.
+/// from (the writer epoch in force where the record was is the one it remembered; no
+/// tombstone is kept for it) and ships the deletion. Before tombstones it took the log for
+/// another and kept the session under `lost/`.
 #[test]
 fn a_retention_deletion_compacted_away_is_shipped() {
     use std::sync::Arc;
@@ -536,7 +537,13 @@ fn a_retention_deletion_compacted_away_is_shipped() {
     assert_eq!(expired.deleted.len(), 1, "{expired:?}");
     let compacted = store.compact().unwrap();
     assert_eq!(compacted.sessions_erased, 1);
-    assert!(store.holds_record(mark), "its tombstone names it");
+    assert!(mark.epoch.is_some(), "{mark:?}");
+    assert!(store.holds_record(mark), "its epoch confirms it");
+    assert_eq!(
+        store.space().unwrap().tombstones(),
+        1,
+        "one tombstone: the deletion the compaction's checkpoint names"
+    );
     let report = shipper.ship(&store).unwrap();
     assert_eq!(report.removed, vec!["old".to_owned()], "{report:?}");
     assert!(
@@ -559,8 +566,9 @@ fn a_retention_deletion_compacted_away_is_shipped() {
 }
 
 /// A store restored from a backup that then compacts its own records where the lost store's
-/// remembered record lay is still told apart: its tombstones name its own records, not that
-/// one, so the session created after the backup is kept under `lost/`, not deleted.
+/// remembered record lay is still told apart: its writer wrote those positions under an
+/// epoch of its own, not the remembered one, so the session created after the backup is kept
+/// under `lost/`, not deleted.
 #[test]
 fn a_restored_store_that_compacted_is_still_not_the_one_shipped_from() {
     let Some(pg) = Cluster::start() else { return };
@@ -588,6 +596,12 @@ fn a_restored_store_that_compacted_is_still_not_the_one_shipped_from() {
     store.delete_session("y").unwrap();
     store.compact().unwrap();
     assert!(!store.holds_record(mark));
+    // The remembered position lies in a hole this compaction left, under another epoch.
+    let theirs = store.last_record().unwrap();
+    assert!(
+        theirs.epoch.is_some() && theirs.epoch != mark.epoch,
+        "{theirs:?} {mark:?}"
+    );
     let mut shipper = Shipper::new(&pg.url(), "store-a").unwrap();
     let report = shipper.ship(&store).unwrap();
     assert_eq!(report.kept, vec!["z".to_owned()], "{report:?}");

@@ -224,3 +224,49 @@ fn appends_to_it_go_on_in_the_new_layout_once_its_active_segment_rolls() {
     let v = sessdb::store::verify(Arc::new(sessdb::storage::FsStorage::new(dir.path()))).unwrap();
     assert!(v.ok() && v.compared, "{v:?}");
 }
+
+/// Tombstones still name what compaction leaves out of records written before epochs — this
+/// fixture's, all of them — and expire as before: dead bytes after
+/// `CompactionPolicy::tombstone_ttl`, gone at the next compaction, the record they named then
+/// no longer held.
+#[test]
+fn records_from_before_epochs_keep_tombstones_until_they_expire() {
+    use std::sync::atomic::{AtomicI64, Ordering};
+    let dir = copy_of_fixture();
+    let now = Arc::new(AtomicI64::new(1_000));
+    let clock = {
+        let now = Arc::clone(&now);
+        Clock::from_fn(move || now.load(Ordering::SeqCst))
+    };
+    let ttl_options = options().with_clock(clock).with_compaction(Some(
+        sessdb::CompactionPolicy::default()
+            .with_tombstone_ttl(std::time::Duration::from_secs(3600))
+            .with_first_check_after(std::time::Duration::from_secs(86_400)),
+    ));
+    let store = Store::open(dir.path(), ttl_options).unwrap();
+    // The fixture's newest record: the note written to the fork, before epochs.
+    let mark = store.last_record().unwrap();
+    assert_eq!(mark.epoch, None, "{mark:?}");
+    store.delete_session("the-fork").unwrap();
+    store.compact().unwrap();
+    assert!(store.holds_record(mark), "its tombstone names it");
+    let tombstones = store.space().unwrap().tombstones();
+    assert!(tombstones >= 2, "{tombstones}");
+    assert_eq!(
+        store.space().unwrap().dead_bytes(),
+        0,
+        "fresh ones are not dead"
+    );
+    let live = dumped(&store);
+    now.store(1_000 + 2 * 3_600_000, Ordering::SeqCst);
+    let dead = store.space().unwrap().dead_bytes();
+    assert!(dead >= 12 * 2, "{dead}");
+    let done = store.compact().unwrap();
+    assert!(done.reclaimed_bytes() >= 12 * 2, "{done:?}");
+    assert_eq!(store.space().unwrap().dead_bytes(), 0);
+    assert!(!store.holds_record(mark), "its tombstone is gone");
+    assert_eq!(dumped(&store), live);
+    drop(store);
+    let reopened = Store::open(dir.path(), options()).unwrap();
+    assert_eq!(dumped(&reopened), live);
+}

@@ -68,6 +68,24 @@ pub(super) fn groups_of(segments: &[Size], max_bytes: u64) -> Vec<Vec<usize>> {
     out
 }
 
+/// Where the void that ends a compacted segment's records starts in `bytes` (its records
+/// from the end of its header), and its checksum, when one does.
+fn tail_void(map: LsnMap<'_>, seg_end: u64, bytes: &[u8]) -> Option<(usize, u32)> {
+    let at = bytes.len().checked_sub(FRAME_HEADER_LEN)?;
+    match check_frame(&bytes[at..], 0) {
+        FrameCheck::Valid {
+            kind: RecordKind::Void,
+            crc,
+            ..
+        } if map.offset_of(seg_end - FRAME_HEADER_LEN as u64)
+            == Some(SEGMENT_HEADER_LEN as u64 + at as u64) =>
+        {
+            Some((at, crc))
+        }
+        _ => None,
+    }
+}
+
 /// Stages `group` (neighbouring segments, oldest first) as one compacted segment to go under
 /// the first one's name (`file.rs`); committing it puts it there, and [`remove_merged`]
 /// then removes the others.
@@ -93,24 +111,14 @@ pub(super) fn merge<'s>(
         seg.with_bytes(SEGMENT_HEADER_LEN as u64, len, |bytes| {
             // The void that ended a segment whose last record compaction left out ends none
             // now: it goes (confirmed as any record left out: by its epoch, else a
-            // tombstone). No checkpoint
-            // names it — the one compaction wrote names the writer's last record, and a
-            // void inside the group is not that — and it would only count as dead bytes.
-            let tail_void = (k < last)
-                .then(|| bytes.len().checked_sub(FRAME_HEADER_LEN))
-                .flatten()
-                .and_then(|at| match check_frame(&bytes[at..], 0) {
-                    FrameCheck::Valid {
-                        kind: RecordKind::Void,
-                        crc,
-                        ..
-                    } if map.offset_of(seg_end - FRAME_HEADER_LEN as u64)
-                        == Some(SEGMENT_HEADER_LEN as u64 + at as u64) =>
-                    {
-                        Some((at, crc))
-                    }
-                    _ => None,
-                });
+            // tombstone). No checkpoint names it — the one compaction wrote names the
+            // writer's last record, and a void inside the group is not that — and it would
+            // only count as dead bytes.
+            let tail_void = if k < last {
+                tail_void(map, seg_end, bytes)
+            } else {
+                None
+            };
             match tail_void {
                 Some((at, crc)) => {
                     out.extend_from_slice(&bytes[..at]);

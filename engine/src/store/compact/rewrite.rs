@@ -141,8 +141,7 @@ fn build(
     let len = crate::width::index(records_end).saturating_sub(SEGMENT_HEADER_LEN);
     // A sealed segment's bytes are borrowed from its map, not copied.
     let misplaced = seg.with_bytes(SEGMENT_HEADER_LEN as u64, len, |bytes| {
-        copied.tombstone.first_epoch =
-            first_epoch_lsn(map, SEGMENT_HEADER_LEN as u64, bytes);
+        copied.tombstone.first_epoch = first_epoch_lsn(map, SEGMENT_HEADER_LEN as u64, bytes);
         let misplaced = spans
             .iter()
             .find_map(|span| copied.span(span, bytes, &mut drops).err());

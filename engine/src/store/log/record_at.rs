@@ -56,10 +56,10 @@ pub(in crate::store) fn epoch_at(
     let (start, epoch) = resume.unwrap_or((header, None));
     // Up to the frame at `lsn` (an epoch record itself, when the mark names one), no further:
     // an active segment's file runs on into space allocated ahead.
-    let end = seg
-        .records_end()
-        .ok()?
-        .min(map.offset_at_or_after(lsn).saturating_add(EPOCH_FRAME_LEN as u64));
+    let end = seg.records_end().ok()?.min(
+        map.offset_at_or_after(lsn)
+            .saturating_add(EPOCH_FRAME_LEN as u64),
+    );
     let len = crate::width::index(end.saturating_sub(start));
     seg.with_bytes(start, len, |bytes| {
         let mut epoch = epoch;

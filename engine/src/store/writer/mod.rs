@@ -15,9 +15,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use parking_lot::{Mutex, MutexGuard};
 
 use crate::codec::frame::RecordLink;
+use crate::limits::{Clock, Now};
 use crate::store::log::record_at::{EpochWalk, epoch_at};
 use crate::store::log::segments::SegmentList;
-use crate::limits::{Clock, Now};
 use crate::{Error, Result};
 use changes::Changes;
 use commit::GroupCommit;
