@@ -113,6 +113,26 @@ fn append_frame() -> Vec<u8> {
     frame
 }
 
+/// An epoch record, as the writer seals it in a segment of format 6: id
+/// `0x0123456789ABCDEF`, started 2026-01-01T00:00:00Z.
+fn epoch_frame() -> Vec<u8> {
+    let epoch = super::record::WriterEpoch {
+        id: 0x0123_4567_89AB_CDEF,
+        started_ms: 1_767_225_600_000,
+    };
+    let mut frame = vec![0; super::frame::FRAME_HEADER_LEN];
+    frame.extend_from_slice(&epoch.encode());
+    super::frame::seal_frame(
+        super::frame::RecordKind::Epoch,
+        &mut frame,
+        super::frame::FrameLayout::Split,
+        &[],
+    );
+    let payload = &frame[super::frame::FRAME_HEADER_LEN..];
+    assert_eq!(super::record::WriterEpoch::decode(payload), Ok(epoch));
+    frame
+}
+
 /// The header of the same record in layout 1 (the payload is the same).
 fn append_frame_layout1_header() -> Vec<u8> {
     append_frame_layout1()[..super::frame::FRAME_HEADER_LEN].to_vec()
@@ -293,6 +313,7 @@ fn the_document_shows_exactly_the_bytes_the_code_writes() {
         ("compacted-trailer", compacted_trailer()),
         ("append-frame", append_frame()),
         ("append-frame-layout1-header", append_frame_layout1_header()),
+        ("epoch-frame", epoch_frame()),
         ("checkpoint-header", checkpoint_header()),
         ("checkpoint-body", checkpoint_body()),
         ("checkpoint-paged-body", checkpoint_paged_body()),

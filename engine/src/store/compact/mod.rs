@@ -501,14 +501,10 @@ impl Compaction<'_> {
     }
 
     /// What the tombstones of this compaction keep: those written after `cutoff`, and the
-    /// one of the writer's last record (the record the next checkpoint names).
+    /// one of the log's last record (the record the next checkpoint names; a dry run, read
+    /// only, names the one its run would).
     fn tombstones(&self, cutoff: i64) -> Tombstones {
-        let named = self
-            .store
-            .writer
-            .tail()
-            .as_ref()
-            .and_then(|t| t.last_record);
+        let named = self.store.writer.end().last_record;
         Tombstones { cutoff, named }
     }
 
