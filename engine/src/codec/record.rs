@@ -861,6 +861,22 @@ mod tests {
     }
 
     proptest! {
+        /// An epoch record's payload decodes to what was encoded; every other length, and
+        /// an id of 0, is refused (and a summary of it too).
+        #[test]
+        fn an_epoch_payload_round_trips(id in 1u64.., started in any::<i64>(), cut in 0usize..16, extra in 1usize..8) {
+            let epoch = WriterEpoch { id, started_ms: started };
+            let b = epoch.encode();
+            prop_assert_eq!(WriterEpoch::decode(&b), Ok(epoch));
+            prop_assert_eq!(decode(RecordKind::Epoch, &b), Ok(RecordBody::Epoch(epoch)));
+            prop_assert!(WriterEpoch::decode(&b[..cut]).is_err());
+            let mut long = b.to_vec();
+            long.extend(std::iter::repeat_n(0u8, extra));
+            prop_assert!(WriterEpoch::decode(&long).is_err());
+            let zero = WriterEpoch { id: 0, started_ms: started }.encode();
+            prop_assert!(summarize(RecordKind::Epoch, &zero).is_err());
+        }
+
         /// The borrowed view of a stored event is the event: the same fields, layout hints
         /// included, and the same JSONL line byte for byte.
         #[test]

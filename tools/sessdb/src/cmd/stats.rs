@@ -113,14 +113,16 @@ pub fn run(a: &Args) -> CliResult {
         )),
         Err(e) => println(&format!("live / dead        {e}")),
     }
-    // What the files hold beside the records once compaction ran: a store that deletes much
-    // keeps a tombstone per record left out for `tombstone_ttl`.
+    // What the files hold beside the records once compaction ran: a run per stretch of
+    // records kept, and tombstones only for records from before epochs (and the one a
+    // checkpoint names).
     if let Ok(sp) = &space
         && sp.table_bytes() > 0
     {
         println(&format!(
-            "tables             {} byte(s) of compaction's run and tombstone tables (a tombstone: 12 bytes per record left out, kept for the tombstone TTL)",
-            sp.table_bytes()
+            "tables             {} byte(s) of compaction's run and tombstone tables ({} tombstone(s): records left out that no epoch confirms, kept for the tombstone TTL)",
+            sp.table_bytes(),
+            sp.tombstones()
         ));
     }
     println(&format!(
