@@ -313,7 +313,59 @@ on_both_storages!(
     a_fork_of_a_deleted_parent_keeps_what_it_inherits,
     a_dry_run_changes_nothing,
     regression_a_compaction_leaves_no_empty_segment_behind,
+    a_reader_beside_tells_records_left_out_by_their_epoch,
 );
+
+/// A read-only view beside the writer, over many small segments: the marks it takes name the
+/// writer's epoch (found by walking the segment, as the reader wrote nothing), and after the
+/// writer compacted them away and the view refreshed, it still holds them — a record of each
+/// segment, left out — while a mark of another epoch at the same place is not held.
+fn a_reader_beside_tells_records_left_out_by_their_epoch(storage: &Backend) {
+    let writer = open(storage);
+    let mut marks = Vec::new();
+    let reader = Store::open_read_only_with(storage.storage(), opts()).unwrap();
+    for round in 0..200 {
+        for id in ["keep", "gone"] {
+            if round == 0 {
+                session_with(&writer, id, &format!("text-of-{id}"), 0);
+            }
+            note(&writer, id, &format!("{id} note {round}"));
+        }
+        reader.refresh().unwrap();
+        // The newest record is "gone"'s: what a shipper reading beside would remember.
+        marks.push(reader.last_record().unwrap());
+    }
+    assert!(
+        segment_files(storage).len() >= 4,
+        "{:?}",
+        segment_files(storage)
+    );
+    let theirs = writer.last_record().unwrap();
+    assert_eq!(
+        marks.last(),
+        Some(&theirs),
+        "the reader names what the writer does"
+    );
+    assert!(
+        marks
+            .iter()
+            .all(|m| m.epoch == theirs.epoch && m.epoch.is_some())
+    );
+    writer.delete_session("gone").unwrap();
+    note(&writer, "keep", "after the deletion");
+    writer.compact().unwrap();
+    assert_eq!(occurrences(storage, "text-of-gone"), 0);
+    reader.refresh().unwrap();
+    for m in &marks {
+        assert!(reader.holds_record(*m), "{m:?}");
+        assert!(writer.holds_record(*m), "{m:?}");
+        let other = sessdb::store::LogMark {
+            epoch: m.epoch.map(|e| e.wrapping_add(1)),
+            ..*m
+        };
+        assert!(!reader.holds_record(other), "{other:?}");
+    }
+}
 
 fn segment_files(storage: &Backend) -> Vec<String> {
     let mut names: Vec<String> = storage

@@ -208,7 +208,12 @@ impl Tail {
             self.announce(&seg)?;
         }
         let crc = seal_frame(kind, frame, self.layout, &self.offsets);
-        let frame = &*frame;
+        self.place(&seg, frame, crc)
+    }
+
+    /// Writes a sealed frame (checksum `crc`) at the log's end in `seg`, the active segment;
+    /// returns its LSN.
+    fn place(&mut self, seg: &Arc<Segment>, frame: &[u8], crc: u32) -> Result<u64> {
         let lsn = self.next_lsn;
         // The frame goes where the log ends, inside the active segment, after the last record.
         debug_assert!(lsn >= seg.first_lsn, "a frame before its segment");
@@ -219,9 +224,9 @@ impl Tail {
         );
         let at = seg.offset_of(lsn);
         let end = at + frame.len() as u64;
-        self.make_room(&seg, at, end)?;
-        self.keep_ahead(&seg, end);
-        self.copy(&seg, at, frame)?;
+        self.make_room(seg, at, end)?;
+        self.keep_ahead(seg, end);
+        self.copy(seg, at, frame)?;
         self.next_lsn += frame.len() as u64;
         self.last_record = Some(RecordLink { lsn, crc });
         debug_assert_eq!(
@@ -240,14 +245,7 @@ impl Tail {
         frame[FRAME_HEADER_LEN..].copy_from_slice(&self.epoch.encode());
         // In the segment's layout, as every frame in it (no events: the frame CRC covers all).
         let crc = seal_frame(RecordKind::Epoch, &mut frame, self.layout, &[]);
-        let lsn = self.next_lsn;
-        let at = seg.offset_of(lsn);
-        let end = at + frame.len() as u64;
-        self.make_room(seg, at, end)?;
-        self.keep_ahead(seg, end);
-        self.copy(seg, at, &frame)?;
-        self.next_lsn += frame.len() as u64;
-        self.last_record = Some(RecordLink { lsn, crc });
+        self.place(seg, &frame, crc)?;
         self.announced_in = Some(seg.first_lsn);
         Ok(())
     }
