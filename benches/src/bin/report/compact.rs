@@ -26,6 +26,11 @@ fn options() -> StoreOptions {
 /// The sessions the rows delete: every other one that no fork names as its parent (so a
 /// fresh store of the others is the same writes without them).
 fn doomed(mix: &Mix) -> Vec<String> {
+    deletable(mix).into_iter().step_by(2).collect()
+}
+
+/// The sessions no fork names as its parent, by id: those a row may delete.
+pub(super) fn deletable(mix: &Mix) -> Vec<String> {
     use crate::mix::Op;
     let parents: Vec<&str> = mix
         .ops
@@ -44,7 +49,7 @@ fn doomed(mix: &Mix) -> Vec<String> {
         })
         .collect();
     ids.sort();
-    ids.into_iter().step_by(2).collect()
+    ids
 }
 
 /// A store of the mix with every other session deleted.
@@ -59,8 +64,12 @@ fn half_deleted(dir: &Path, mix: &Mix, options: StoreOptions) -> Store {
 
 /// The mix's writes of the sessions [`half_deleted`] keeps, alone.
 fn live_only(mix: &Mix) -> Vec<crate::mix::Op> {
+    without(mix, &doomed(mix))
+}
+
+/// The mix's writes but those of the sessions `doomed`.
+pub(super) fn without(mix: &Mix, doomed: &[String]) -> Vec<crate::mix::Op> {
     use crate::mix::Op;
-    let doomed = doomed(mix);
     mix.ops
         .iter()
         .filter(|op| match op {
@@ -73,7 +82,7 @@ fn live_only(mix: &Mix) -> Vec<crate::mix::Op> {
 
 /// Bytes the log takes: every segment file, less the space allocated ahead of the active
 /// segment's records (a fresh store preallocates; compacted segments are exact).
-fn segment_bytes(dir: &Path) -> u64 {
+pub(super) fn segment_bytes(dir: &Path) -> u64 {
     let files: u64 = std::fs::read_dir(dir.join("segments"))
         .expect("segments")
         .map(|e| e.expect("entry").metadata().expect("metadata").len())

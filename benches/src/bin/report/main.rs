@@ -19,6 +19,7 @@ mod measure;
 mod mix;
 mod open;
 mod postgres;
+mod residue;
 
 use std::fs::File;
 use std::io::Write;
@@ -117,6 +118,7 @@ fn main() {
     let needs_mix = run("append")
         || run("batch")
         || run("compact")
+        || run("residue")
         || args
             .iter()
             .any(|a| a == "--profile-append" || a == "--profile-batch" || a == "--profile-compact");
@@ -174,6 +176,9 @@ fn main() {
         append::rows(mix, reps, &run, &mut rows);
         if run("compact") {
             compact::rows(mix, reps, &mut rows);
+        }
+        if run("residue") {
+            residue::rows(quick, mix, &mut rows);
         }
     }
     extra::rows(quick, reps, &run, &mut rows);
