@@ -457,7 +457,8 @@ fn a_version_4_compacted_segment_still_opens() {
             let crc = crc32fast::hash(&out[..36]);
             out[36..40].copy_from_slice(&crc.to_le_bytes());
             out.extend_from_slice(&bytes[SEGMENT_HEADER_LEN..usize::try_from(end).unwrap()]);
-            out.extend_from_slice(&v4.encode());
+            // Version 4's run table: wide, no tombstones.
+            out.extend_from_slice(&v4.encode_as(sessdb::codec::compacted::RunTable::Wide));
             rewritten += 1;
             (path, out)
         })

@@ -215,8 +215,8 @@ fn appends_to_it_go_on_in_the_new_layout_once_its_active_segment_rolls() {
     drop(store);
     let versions = segment_versions(dir.path());
     assert!(
-        versions.contains(&7),
-        "compaction writes format 7: {versions:?}"
+        versions.contains(&8),
+        "compaction writes format 8: {versions:?}"
     );
     let store = Store::open(dir.path(), options()).unwrap();
     assert_eq!(dumped(&store), kept);

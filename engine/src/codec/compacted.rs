@@ -9,12 +9,45 @@
 use super::reader::ByteReader;
 use super::segment::SEGMENT_HEADER_LEN;
 
-/// The footer magic.
+/// The footer magic of a table of wide runs (versions 4, 5 and 7; version 8 when a run is
+/// longer than a `u32`).
 pub const FOOTER_MAGIC: [u8; 8] = *b"SESSDBRT";
+/// The footer magic of a table of narrow runs (version 8).
+pub const FOOTER_MAGIC_NARROW: [u8; 8] = *b"SESSDBRN";
 /// Bytes in the footer.
 pub const FOOTER_LEN: usize = 32;
-/// Bytes in one run entry.
+/// Bytes in one wide run entry: `u64` LSN, `u64` file offset.
 pub const RUN_LEN: usize = 16;
+/// Bytes in one narrow run entry: `u64` LSN, `u32` length (its offset is where the one
+/// before it ends).
+pub const NARROW_RUN_LEN: usize = 12;
+
+/// How a run table stores its runs (`docs/FORMAT.md` §2.1), named by the footer's magic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunTable {
+    /// LSN and file offset, 16 bytes a run.
+    Wide,
+    /// LSN and length, 12 bytes a run: under churn nearly every kept record is a run of its
+    /// own, and the 4 bytes were most of what a compacted store kept beside its records.
+    Narrow,
+}
+
+impl RunTable {
+    /// Bytes in one run entry.
+    pub fn run_len(self) -> usize {
+        match self {
+            Self::Wide => RUN_LEN,
+            Self::Narrow => NARROW_RUN_LEN,
+        }
+    }
+
+    fn magic(self) -> [u8; 8] {
+        match self {
+            Self::Wide => FOOTER_MAGIC,
+            Self::Narrow => FOOTER_MAGIC_NARROW,
+        }
+    }
+}
 /// Bytes in one tombstone entry.
 pub const TOMBSTONE_LEN: usize = 12;
 
@@ -47,6 +80,8 @@ pub struct Footer {
     pub tombstones: u64,
     /// CRC-32 of the run table and the tombstone table.
     pub runs_crc: u32,
+    /// How the run table stores its runs (the footer's magic).
+    pub table: RunTable,
 }
 
 /// What is wrong with a compacted segment's footer or run table.
@@ -56,7 +91,7 @@ impl Footer {
     /// The 32 footer bytes.
     pub fn encode(&self) -> [u8; FOOTER_LEN] {
         let mut v = Vec::with_capacity(FOOTER_LEN);
-        v.extend_from_slice(&FOOTER_MAGIC);
+        v.extend_from_slice(&self.table.magic());
         v.extend_from_slice(&self.end_lsn.to_le_bytes());
         // Two u32 counts where version 4 had one u64: a version 4 footer (no tombstones)
         // reads the same.
@@ -82,9 +117,11 @@ impl Footer {
         let b = bytes.get(..FOOTER_LEN).ok_or("the footer is cut short")?;
         let (covered, crc) = b.split_at(FOOTER_LEN - 4);
         let mut c = ByteReader::new(covered);
-        if c.take(FOOTER_MAGIC.len(), "magic")? != FOOTER_MAGIC {
-            return Err("the footer's magic is wrong");
-        }
+        let table = match c.take(FOOTER_MAGIC.len(), "magic")? {
+            m if m == FOOTER_MAGIC => RunTable::Wide,
+            m if m == FOOTER_MAGIC_NARROW => RunTable::Narrow,
+            _ => return Err("the footer's magic is wrong"),
+        };
         if ByteReader::new(crc).u32("crc")? != crc32fast::hash(covered) {
             return Err("the footer's checksum does not match");
         }
@@ -93,6 +130,7 @@ impl Footer {
             runs: u64::from(c.u32("run count")?),
             tombstones: u64::from(c.u32("tombstone count")?),
             runs_crc: c.u32("run table CRC")?,
+            table,
         };
         let trailer = f
             .table_len()
@@ -111,7 +149,7 @@ impl Footer {
 
     /// Bytes of the run and tombstone tables (counts are u32: no overflow).
     pub fn table_len(&self) -> u64 {
-        self.runs * RUN_LEN as u64 + self.tombstones * TOMBSTONE_LEN as u64
+        self.runs * self.table.run_len() as u64 + self.tombstones * TOMBSTONE_LEN as u64
     }
 }
 
@@ -229,11 +267,23 @@ impl Runs {
             return Err("the run table's length is wrong");
         }
         let mut runs = Vec::with_capacity(n);
+        let mut offset = SEGMENT_HEADER_LEN as u64;
         for _ in 0..n {
-            runs.push(Run {
-                lsn: c.u64("run LSN")?,
-                offset: c.u64("run offset")?,
-            });
+            let lsn = c.u64("run LSN")?;
+            match footer.table {
+                RunTable::Wide => offset = c.u64("run offset")?,
+                RunTable::Narrow => {}
+            }
+            runs.push(Run { lsn, offset });
+            if footer.table == RunTable::Narrow {
+                // `Runs::new` checks the lengths add up to where the records end.
+                offset = offset
+                    .checked_add(u64::from(c.u32("run length")?))
+                    .ok_or("a run past the file's end")?;
+            }
+        }
+        if footer.table == RunTable::Narrow && offset != records_end {
+            return Err("the runs' lengths do not end where the records do");
         }
         let mut tombstones = Vec::with_capacity(t);
         for _ in 0..t {
@@ -245,14 +295,39 @@ impl Runs {
         Self::new(runs, first_lsn, records_end, footer.end_lsn)?.with_tombstones(tombstones)
     }
 
-    /// The run table's bytes and the footer that follows them.
+    /// The run table's bytes and the footer that follows them: narrow runs, or wide ones when
+    /// a run is longer than a narrow length holds.
     pub fn encode(&self) -> Vec<u8> {
+        let narrow = (0..self.runs.len()).all(|i| u32::try_from(self.run_len(i)).is_ok());
+        self.encode_as(if narrow {
+            RunTable::Narrow
+        } else {
+            RunTable::Wide
+        })
+    }
+
+    /// The bytes of run `i` (to the next run, the last to where the records end).
+    fn run_len(&self, i: usize) -> u64 {
+        let end = self.runs.get(i + 1).map_or(self.records_end, |n| n.offset);
+        self.runs.get(i).map_or(0, |r| end - r.offset)
+    }
+
+    /// [`Runs::encode`] with runs stored as `table` says (a wide table is what the previous
+    /// releases wrote; a narrow one holds only lengths up to `u32::MAX`).
+    pub fn encode_as(&self, table: RunTable) -> Vec<u8> {
         let mut out = Vec::with_capacity(
-            self.runs.len() * RUN_LEN + self.tombstones.len() * TOMBSTONE_LEN + FOOTER_LEN,
+            self.runs.len() * table.run_len() + self.tombstones.len() * TOMBSTONE_LEN + FOOTER_LEN,
         );
-        for r in &self.runs {
+        for (i, r) in self.runs.iter().enumerate() {
             out.extend_from_slice(&r.lsn.to_le_bytes());
-            out.extend_from_slice(&r.offset.to_le_bytes());
+            match table {
+                RunTable::Wide => out.extend_from_slice(&r.offset.to_le_bytes()),
+                RunTable::Narrow => out.extend_from_slice(
+                    &u32::try_from(self.run_len(i))
+                        .unwrap_or(u32::MAX)
+                        .to_le_bytes(),
+                ),
+            }
         }
         for t in &self.tombstones {
             out.extend_from_slice(&t.lsn.to_le_bytes());
@@ -263,6 +338,7 @@ impl Runs {
             runs: self.runs.len() as u64,
             tombstones: self.tombstones.len() as u64,
             runs_crc: crc32fast::hash(&out),
+            table,
         };
         out.extend_from_slice(&footer.encode());
         out
@@ -426,6 +502,48 @@ mod tests {
         assert!(runs().with_tombstones(vec![t(200, 1), t(160, 1)]).is_err());
         assert!(runs().with_tombstones(vec![t(340, 1)]).is_err());
         assert!(runs().with_tombstones(vec![t(90, 1)]).is_err());
+    }
+
+    /// This code writes narrow runs (12 bytes); a wide table (16 bytes: versions 4, 5, 7)
+    /// reads as the same runs; narrow lengths that do not end where the records do are
+    /// refused.
+    #[test]
+    fn narrow_tables_are_written_and_wide_ones_still_read() {
+        let r = runs();
+        let narrow = r.encode();
+        let f = Footer::decode(&narrow[narrow.len() - FOOTER_LEN..], 1 << 20).unwrap();
+        assert_eq!(f.table, RunTable::Narrow);
+        assert_eq!(narrow.len(), 2 * NARROW_RUN_LEN + FOOTER_LEN);
+        let mut wide = Vec::new();
+        for run in r.runs() {
+            wide.extend_from_slice(&run.lsn.to_le_bytes());
+            wide.extend_from_slice(&run.offset.to_le_bytes());
+        }
+        let wf = Footer {
+            runs_crc: crc32fast::hash(&wide),
+            table: RunTable::Wide,
+            ..f
+        };
+        let mut written = wide.clone();
+        written.extend_from_slice(&wf.encode());
+        assert_eq!(
+            r.encode_as(RunTable::Wide),
+            written,
+            "a wide table as it was written"
+        );
+        let file_len = 140 + wide.len() as u64 + FOOTER_LEN as u64;
+        let back = Footer::decode(&wf.encode(), file_len).unwrap();
+        assert_eq!(back, wf);
+        assert_eq!(back.records_end(file_len), 140);
+        assert_eq!(Runs::decode(&wide, &back, 100, 140).unwrap(), r);
+        // A narrow table whose last length overshoots the records (checksum made to match).
+        let mut table = narrow[..narrow.len() - FOOTER_LEN].to_vec();
+        table[2 * NARROW_RUN_LEN - 4] += 1;
+        let bad = Footer {
+            runs_crc: crc32fast::hash(&table),
+            ..f
+        };
+        assert!(Runs::decode(&table, &bad, 100, 140).is_err());
     }
 
     #[test]

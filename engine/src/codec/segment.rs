@@ -11,9 +11,13 @@ pub const SEGMENT_FORMAT_VERSION: u16 = 6;
 /// The previous segment format, read: frames of layout 1 only, and appended to in layout 1.
 pub const SEGMENT_FORMAT_V3: u16 = 3;
 /// The version of a segment compaction writes: the records it kept (either layout), then a
-/// run table, a tombstone table and a footer (`docs/FORMAT.md` §2.1).
-pub const SEGMENT_COMPACTED_VERSION: u16 = 7;
-/// The previous compacted format, read: as version 7, frames of layout 1 only.
+/// run table (narrow, unless a run is too long for it: the footer's magic says), a tombstone
+/// table and a footer (`docs/FORMAT.md` §2.1). A release that reads only wide run tables
+/// refuses it rather than take its footer for damage.
+pub const SEGMENT_COMPACTED_VERSION: u16 = 8;
+/// The previous compacted format, read: as version 8, its run table wide.
+pub const SEGMENT_COMPACTED_V7: u16 = 7;
+/// An older compacted format, read: as version 7, frames of layout 1 only.
 pub const SEGMENT_COMPACTED_V5: u16 = 5;
 /// The first compacted layout: no tombstones (its footer reads as version 5's with none).
 pub const SEGMENT_COMPACTED_V4: u16 = 4;
@@ -45,7 +49,7 @@ pub struct SegmentHeader {
     pub first_lsn: u64,
     /// Creation time, Unix epoch milliseconds.
     pub created_ms: i64,
-    /// Written by compaction: a run table maps its LSNs (version 4, 5 or 7).
+    /// Written by compaction: a run table maps its LSNs (version 4, 5, 7 or 8).
     pub compacted: bool,
     /// The format version its header names.
     pub version: u16,
@@ -71,7 +75,10 @@ impl SegmentHeader {
     /// Whether frames of layout 2 may be appended to it (formats 6 and 7): a release that
     /// reads formats 3 and 5 only would take them for damage.
     pub fn split_frames(&self) -> bool {
-        self.version == SEGMENT_FORMAT_VERSION || self.version == SEGMENT_COMPACTED_VERSION
+        matches!(
+            self.version,
+            SEGMENT_FORMAT_VERSION | SEGMENT_COMPACTED_VERSION | SEGMENT_COMPACTED_V7
+        )
     }
 
     /// The layout of the frames appended to a segment with this header (`split_frames`).
@@ -120,7 +127,10 @@ impl SegmentHeader {
         let version = c.u16("version").map_err(short)?;
         let compacted = matches!(
             version,
-            SEGMENT_COMPACTED_VERSION | SEGMENT_COMPACTED_V5 | SEGMENT_COMPACTED_V4
+            SEGMENT_COMPACTED_VERSION
+                | SEGMENT_COMPACTED_V7
+                | SEGMENT_COMPACTED_V5
+                | SEGMENT_COMPACTED_V4
         );
         if version != SEGMENT_FORMAT_VERSION && version != SEGMENT_FORMAT_V3 && !compacted {
             return Err(SegmentHeaderError::UnsupportedVersion(version));
@@ -177,8 +187,11 @@ mod tests {
             Err(SegmentHeaderError::BadChecksum)
         );
         let c = SegmentHeader::new(4096, 1_767_225_600_000, true);
-        assert_eq!(c.version, 7);
+        assert_eq!(c.version, 8);
         assert_eq!(SegmentHeader::decode(&c.encode()), Ok(c));
+        let v7 = SegmentHeader { version: 7, ..c };
+        assert_eq!(SegmentHeader::decode(&v7.encode()), Ok(v7));
+        assert!(v7.split_frames());
         for (version, compacted) in [(3, false), (4, true), (5, true)] {
             let old = SegmentHeader {
                 version,
@@ -188,10 +201,10 @@ mod tests {
             assert_eq!(SegmentHeader::decode(&old.encode()), Ok(old));
             assert!(!old.split_frames(), "format {version} holds layout 1 only");
         }
-        let unknown = SegmentHeader { version: 8, ..h };
+        let unknown = SegmentHeader { version: 9, ..h };
         assert_eq!(
             SegmentHeader::decode(&unknown.encode()),
-            Err(SegmentHeaderError::UnsupportedVersion(8))
+            Err(SegmentHeaderError::UnsupportedVersion(9))
         );
     }
 
