@@ -186,7 +186,7 @@ fn checkpoint_body() -> Vec<u8> {
         last_time: Some(1_767_225_600_007),
         surface: SurfaceManager::from_parts(vec![2], 0),
         repair: RepairState {
-            open_turn: Some(Some(Box::from("1"))),
+            open_turn: Some(Some(crate::model::ShortStr::new("1"))),
             open_step: None,
             pending: Vec::new(),
         },

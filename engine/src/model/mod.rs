@@ -18,6 +18,7 @@ mod session_tests;
 mod set;
 mod shape;
 mod shared_vec;
+mod short_str;
 mod state;
 mod surface;
 mod turns;
@@ -35,6 +36,7 @@ pub use repair::{NOT_STARTED_TEXT, OUTCOME_UNKNOWN_TEXT, OpenStep, PendingCall, 
 pub use session::Session;
 pub use set::SessionSet;
 pub(crate) use shared_vec::SharedVec;
+pub use short_str::ShortStr;
 pub use state::SessionState;
 pub use surface::SurfaceManager;
 pub use turns::TurnMarks;

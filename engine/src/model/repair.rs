@@ -5,6 +5,7 @@
 //! Invariant: [`RepairState`] after events `0..n` equals what DSH's repair scan computes over
 //! the same events, without ever rescanning them.
 
+use super::short_str::ShortStr;
 use crate::event::{Event, SurfaceOp, SurfaceType, types::names};
 use crate::json::{JsonRef, Node, write_str};
 
@@ -21,9 +22,9 @@ no effect; it may be retried.";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PendingCall {
     /// The tool call id.
-    pub call_id: String,
+    pub call_id: ShortStr,
     /// The raw JSON of the announcing message's `data.step`, if it had one.
-    pub step: Option<Box<str>>,
+    pub step: Option<ShortStr>,
     /// The seq of the `tool/call` event, once the call started.
     pub tool_call_seq: Option<u64>,
 }
@@ -32,25 +33,25 @@ pub struct PendingCall {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OpenStep {
     /// `data.turn` of the `step/start`.
-    pub turn: Option<Box<str>>,
+    pub turn: Option<ShortStr>,
     /// `data.step` of the `step/start`.
-    pub step: Option<Box<str>>,
+    pub step: Option<ShortStr>,
 }
 
 /// What repair needs to know about a session, maintained incrementally.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RepairState {
     /// `data.turn` of the open `turn/start` (outer `None`: no open turn).
-    pub open_turn: Option<Option<Box<str>>>,
+    pub open_turn: Option<Option<ShortStr>>,
     /// The open step, if any.
     pub open_step: Option<OpenStep>,
     /// Calls announced and not answered, in the order first seen.
     pub pending: Vec<PendingCall>,
 }
 
-fn raw(v: Option<JsonRef<'_>>) -> Option<Box<str>> {
+fn raw(v: Option<JsonRef<'_>>) -> Option<ShortStr> {
     v.and_then(|v| std::str::from_utf8(v.bytes()).ok())
-        .map(Box::from)
+        .map(ShortStr::new)
 }
 
 /// Where in an event's `data` a value lies (byte offsets).
@@ -68,7 +69,42 @@ pub(crate) struct RepairFacts {
     second: Option<Span>,
     /// `callId` of a `tool/call`; `message.source.callId` of a `tool/result`; the ids of an
     /// assistant message's `tool-call` blocks that are strings.
-    ids: Vec<Span>,
+    ids: Spans,
+}
+
+/// Spans in the order found, the first four inline: an assistant message calls few tools at
+/// once, and reading its facts allocates nothing then.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Spans {
+    inline: [Span; 4],
+    len: usize,
+    /// Past the fourth.
+    more: Vec<Span>,
+}
+
+impl Spans {
+    fn first(&self) -> Option<Span> {
+        self.iter().next()
+    }
+
+    fn iter(&self) -> impl Iterator<Item = Span> + '_ {
+        let inline = self.inline.get(..self.len).unwrap_or_default();
+        inline.iter().chain(&self.more).copied()
+    }
+}
+
+impl Extend<Span> for Spans {
+    fn extend<I: IntoIterator<Item = Span>>(&mut self, spans: I) {
+        for span in spans {
+            match self.inline.get_mut(self.len) {
+                Some(slot) => {
+                    *slot = span;
+                    self.len += 1;
+                }
+                None => self.more.push(span),
+            }
+        }
+    }
 }
 
 impl RepairFacts {
@@ -119,6 +155,13 @@ impl RepairFacts {
 }
 
 impl RepairState {
+    /// No turn, step or call open; the pending list keeps its room (a turn's calls reuse it).
+    fn clear(&mut self) {
+        self.open_turn = None;
+        self.open_step = None;
+        self.pending.clear();
+    }
+
     /// Whether a turn is open.
     pub fn turn_is_open(&self) -> bool {
         self.open_turn.is_some()
@@ -143,12 +186,10 @@ impl RepairState {
         };
         match event.event_type() {
             names::TURN_START => {
-                *self = Self {
-                    open_turn: Some(raw(value(facts.first))),
-                    ..Self::default()
-                };
+                self.clear();
+                self.open_turn = Some(raw(value(facts.first)));
             }
-            names::TURN_END => *self = Self::default(),
+            names::TURN_END => self.clear(),
             names::STEP_START => {
                 self.open_step = Some(OpenStep {
                     turn: raw(value(facts.first)),
@@ -160,7 +201,7 @@ impl RepairState {
                 self.pending.clear();
             }
             names::TOOL_CALL => {
-                let id = value(facts.ids.first().copied()).and_then(|c| c.as_str());
+                let id = value(facts.ids.first()).and_then(|c| c.as_str());
                 if let Some(p) = self
                     .pending
                     .iter_mut()
@@ -172,12 +213,12 @@ impl RepairState {
             _ => match event.surface_type() {
                 Some(SurfaceType::AssistantMessage) => {
                     let step = raw(value(facts.first));
-                    for &span in &facts.ids {
+                    for span in facts.ids.iter() {
                         let Some(id) = value(Some(span)).and_then(|i| i.as_str()) else {
                             continue;
                         };
                         let call = PendingCall {
-                            call_id: id.into_owned(),
+                            call_id: ShortStr::new(&id),
                             step: step.clone(),
                             tool_call_seq: None,
                         };
@@ -189,7 +230,7 @@ impl RepairState {
                     }
                 }
                 Some(SurfaceType::ToolResult) => {
-                    let id = value(facts.ids.first().copied());
+                    let id = value(facts.ids.first());
                     if let Some(id) = id.and_then(|i| i.as_str()) {
                         self.pending.retain(|p| p.call_id != *id);
                     }
@@ -344,7 +385,7 @@ mod tests {
         // Two string ids of tool calls, the numeric one left out.
         let a = &events[2];
         let facts = RepairFacts::read(a.event_type(), a.surface_type(), Node::plain(a.data_json()));
-        assert_eq!(facts.ids.len(), 2);
+        assert_eq!(facts.ids.iter().count(), 2);
     }
 
     #[test]

@@ -18,7 +18,9 @@ use super::file_names::{numbered_path, parse_numbered};
 use super::frame::RecordLink;
 use super::location::EventLoc;
 use super::reader::{ByteReader, Decoded, len32};
-use crate::model::{OpenStep, PendingCall, RepairState, SessionState, SurfaceManager, TurnMarks};
+use crate::model::{
+    OpenStep, PendingCall, RepairState, SessionState, ShortStr, SurfaceManager, TurnMarks,
+};
 
 /// The checkpoint magic.
 pub const CHECKPOINT_MAGIC: [u8; 8] = *b"SESSDBCP";
@@ -477,13 +479,13 @@ impl BodyWriter {
     }
 }
 
-fn read_opt_str(c: &mut ByteReader<'_>, what: &'static str) -> Decoded<Option<Box<str>>> {
+fn read_opt_str(c: &mut ByteReader<'_>, what: &'static str) -> Decoded<Option<ShortStr>> {
     match c.u8(what)? {
         0 => Ok(None),
         1 => {
             let b = c.bytes32(what)?;
             std::str::from_utf8(b)
-                .map(|s| Some(Box::from(s)))
+                .map(|s| Some(ShortStr::new(s)))
                 .map_err(|_| what)
         }
         _ => Err(what),
@@ -566,8 +568,8 @@ pub(crate) fn read_state(c: &mut ByteReader<'_>, head: &Head) -> Decoded<Session
     let mut pending = Vec::with_capacity(pending_count);
     for _ in 0..pending_count {
         let call_id = std::str::from_utf8(c.bytes32("call id")?)
-            .map_err(|_| "call id")?
-            .to_owned();
+            .map(ShortStr::new)
+            .map_err(|_| "call id")?;
         let step = read_opt_str(c, "call step")?;
         let tool_call_seq = match c.u8("tool call tag")? {
             0 => None,
@@ -665,14 +667,14 @@ mod tests {
             last_time: seed.is_multiple_of(2).then_some(-5 - seed as i64),
             surface: SurfaceManager::from_parts(vec![1, seed + 2], seed),
             repair: RepairState {
-                open_turn: Some(seed.is_multiple_of(3).then(|| Box::from("7"))),
+                open_turn: Some(seed.is_multiple_of(3).then(|| ShortStr::new("7"))),
                 open_step: Some(OpenStep {
-                    turn: Some(Box::from("7")),
+                    turn: Some(ShortStr::new("7")),
                     step: None,
                 }),
                 pending: vec![PendingCall {
-                    call_id: format!("call-{seed}"),
-                    step: Some(Box::from("2")),
+                    call_id: ShortStr::new(&format!("call-{seed}")),
+                    step: Some(ShortStr::new("2")),
                     tool_call_seq: (seed % 2 == 1).then_some(seed),
                 }],
             },
