@@ -1,6 +1,6 @@
 //! One writer: a second one is locked out (a reader is not, a subscription holds no lock);
 //! a failed write or sync poisons the store and nothing after it is acknowledged; a refused
-//! event writes nothing.
+//! event writes nothing; appends from many threads at once each get their own seqs.
 //! Each scenario runs on memory and on real files (`on_both_storages!`) unless it needs the
 //! crash simulator.
 
@@ -215,4 +215,71 @@ fn regression_after_close_every_call_is_closed() {
     );
     // Closing again is no error.
     clone.close().unwrap();
+}
+
+fn user_draft(text: &str) -> Draft {
+    Draft::surface(
+        sessdb::SurfaceType::UserMessage,
+        p::user_message(text, "user", text).into_bytes(),
+        sessdb::SurfaceIntent::append(),
+    )
+}
+
+#[test]
+fn many_threads_appending_at_once_each_get_their_own_seqs_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(
+        dir.path(),
+        sessdb::StoreOptions::default().with_durability(sessdb::Durability::Buffered),
+    )
+    .unwrap();
+    let threads = 16;
+    let per = 300u64;
+    store
+        .create_session(SessionHeader::new("shared", 0), Vec::new())
+        .unwrap();
+    for t in 0..threads {
+        store
+            .create_session(SessionHeader::new(format!("t{t}"), 0), Vec::new())
+            .unwrap();
+    }
+    let shared_seqs: Vec<Vec<u64>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let store = &store;
+                s.spawn(move || {
+                    let mut shared = Vec::new();
+                    for n in 0..per {
+                        // Each thread's own session: its seqs one after another.
+                        let seq = store.append(&format!("t{t}"), user_draft(&format!("t{t}-{n}")));
+                        assert_eq!(seq.unwrap(), n + 1, "t{t}");
+                        shared.push(
+                            store
+                                .append("shared", user_draft(&format!("t{t}-{n}")))
+                                .unwrap(),
+                        );
+                    }
+                    shared
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    // The shared session: every seq taken once, each thread's in its own order, and each
+    // seq holds the event its thread appended.
+    let mut all: Vec<u64> = shared_seqs.iter().flatten().copied().collect();
+    all.sort_unstable();
+    assert_eq!(all, (1..=threads as u64 * per).collect::<Vec<_>>());
+    for (t, seqs) in shared_seqs.iter().enumerate() {
+        assert!(seqs.windows(2).all(|w| w[0] < w[1]), "t{t}");
+        for (n, &seq) in seqs.iter().enumerate() {
+            let e = store.events("shared", seq..=seq).unwrap().remove(0);
+            let text = format!("\"t{t}-{n}\"");
+            assert!(
+                String::from_utf8_lossy(e.data()).contains(&text),
+                "seq {seq}: {:?}",
+                String::from_utf8_lossy(e.data())
+            );
+        }
+    }
 }

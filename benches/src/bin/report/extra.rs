@@ -59,8 +59,8 @@ fn raw_p50(n: u64) -> f64 {
     lat[lat.len() / 2]
 }
 
-/// Events/s with `threads` Sync appenders of 10-event batches, `per_thread` batches each.
-fn sessdb_threads(threads: u64, per_thread: u64, options: sessdb::StoreOptions) -> f64 {
+/// Events/s with `threads` appenders of `batch`-event batches, `per_thread` batches each.
+fn sessdb_threads(threads: u64, per_thread: u64, batch: u64, options: sessdb::StoreOptions) -> f64 {
     let dir = temp();
     let store = Store::open(dir.path(), options).expect("open");
     for t in 0..threads {
@@ -73,14 +73,19 @@ fn sessdb_threads(threads: u64, per_thread: u64, options: sessdb::StoreOptions) 
         for t in 0..threads {
             let store = &store;
             s.spawn(move || {
+                let session = format!("t{t}");
                 for b in 0..per_thread {
-                    let batch = (0..10).map(|i| user_draft(b * 10 + i)).collect();
-                    store.append_batch(&format!("t{t}"), batch).expect("append");
+                    if batch == 1 {
+                        store.append(&session, user_draft(b)).expect("append");
+                    } else {
+                        let drafts = (0..batch).map(|i| user_draft(b * batch + i)).collect();
+                        store.append_batch(&session, drafts).expect("append");
+                    }
                 }
             });
         }
     });
-    (threads * per_thread * 10) as f64 / start.elapsed().as_secs_f64()
+    (threads * per_thread * batch) as f64 / start.elapsed().as_secs_f64()
 }
 
 /// Surface operations on a long surface vs 1k entries; `Session::messages()` of 10k nodes
@@ -183,8 +188,8 @@ pub fn rows(quick: bool, reps: usize, run: &dyn Fn(&str) -> bool, rows: &mut Vec
     if run("threads") {
         let (m, o) = pair(
             reps,
-            || sessdb_threads(threads, per, sync_options()),
-            || sessdb_threads(1, per * 4, sync_options()),
+            || sessdb_threads(threads, per, 10, sync_options()),
+            || sessdb_threads(1, per * 4, 10, sync_options()),
         );
         rows.push(Row {
             what: if quick {
@@ -204,8 +209,8 @@ pub fn rows(quick: bool, reps: usize, run: &dyn Fn(&str) -> bool, rows: &mut Vec
         let buffered = || sync_options().with_durability(sessdb::Durability::Buffered);
         let (m, o) = pair(
             reps,
-            || sessdb_threads(threads, per * 10, buffered()),
-            || sessdb_threads(1, per * 40, buffered()),
+            || sessdb_threads(threads, per * 10, 10, buffered()),
+            || sessdb_threads(1, per * 40, 10, buffered()),
         );
         rows.push(Row {
             what: if quick {
@@ -218,6 +223,26 @@ pub fn rows(quick: bool, reps: usize, run: &dyn Fn(&str) -> bool, rows: &mut Vec
             baseline_name: "the same, 1 thread",
             baseline: o,
             goal: "held (>= 0.84x)",
+            workload: "user messages, a session per thread".to_owned(),
+        });
+        // One event per append: every append meets the others at the tail (the write group's
+        // row, `docs/PERFORMANCE.md`).
+        let (m, o) = pair(
+            reps,
+            || sessdb_threads(threads, per * 25, 1, buffered()),
+            || sessdb_threads(1, per * 25 * threads, 1, buffered()),
+        );
+        rows.push(Row {
+            what: if quick {
+                "Buffered, 16 threads x 1-event appends (events/s)"
+            } else {
+                "Buffered, 64 threads x 1-event appends (events/s)"
+            },
+            unit: "ev/s",
+            subject: m,
+            baseline_name: "the same, 1 thread",
+            baseline: o,
+            goal: ">= 0.9x",
             workload: "user messages, a session per thread".to_owned(),
         });
     }
