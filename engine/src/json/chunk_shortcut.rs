@@ -11,6 +11,7 @@
 //! proptest and the `json_validate` fuzz target check it); anything else — other keys,
 //! non-ASCII text, `\u` escapes, fractions — is for the general validator to decide.
 
+use super::swar::{not_printable_ascii, word_at};
 use crate::Limits;
 
 struct Reader<'a> {
@@ -48,6 +49,15 @@ impl Reader<'_> {
     fn string(&mut self) -> Option<()> {
         self.lit(b"\"")?;
         loop {
+            // Eight bytes at a time over plain printable ASCII (most of a delta's text).
+            while let Some(word) = word_at(self.b, self.at) {
+                let stop = not_printable_ascii(word);
+                if stop != 0 {
+                    self.at += (stop.trailing_zeros() / 8) as usize;
+                    break;
+                }
+                self.at += 8;
+            }
             match *self.b.get(self.at)? {
                 b'"' => {
                     self.at += 1;

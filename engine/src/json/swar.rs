@@ -34,6 +34,13 @@ pub(crate) fn special_or_high(x: u64) -> u64 {
     special_bytes(x) | (x & HIGH)
 }
 
+/// [`special_or_high`] and DEL (0x7f): where a run of printable ASCII stops (exact for the
+/// lowest) — the chunk shortcut's strings take nothing else without a closer look.
+#[inline]
+pub(crate) fn not_printable_ascii(x: u64) -> u64 {
+    special_or_high(x) | equal_to(x, 0x7f)
+}
+
 /// The high bit of each byte of `x` that is `"` or `\\` (exact for the lowest).
 #[inline]
 pub(crate) fn quote_or_backslash(x: u64) -> u64 {
@@ -63,6 +70,10 @@ mod tests {
             proptest::prop_assert_eq!(
                 lowest(special_or_high(x)),
                 word.iter().position(|&c| c == b'"' || c == b'\\' || !(0x20..0x80).contains(&c))
+            );
+            proptest::prop_assert_eq!(
+                lowest(not_printable_ascii(x)),
+                word.iter().position(|&c| c == b'"' || c == b'\\' || !(0x20..0x7f).contains(&c))
             );
             proptest::prop_assert_eq!(
                 lowest(quote_or_backslash(x)),
