@@ -45,6 +45,28 @@ pub fn fixtures_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/dsh")
 }
 
+/// A copy, in a temp dir the test may write to, of the store a previous release wrote under
+/// `fixture/store/` (its `segments/` and `checkpoints/`).
+///
+/// # Panics
+/// On an unreadable fixture or an unwritable temp dir.
+pub fn copy_of_store_fixture(fixture: &std::path::Path) -> tempfile::TempDir {
+    let io = |what: &str, path: &std::path::Path, e: std::io::Error| -> ! {
+        panic!("{what} {}: {e}", path.display())
+    };
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("temp dir: {e}"));
+    for sub in ["segments", "checkpoints"] {
+        let (from, to) = (fixture.join("store").join(sub), dir.path().join(sub));
+        std::fs::create_dir_all(&to).unwrap_or_else(|e| io("create", &to, e));
+        for entry in std::fs::read_dir(&from).unwrap_or_else(|e| io("list", &from, e)) {
+            let path = entry.unwrap_or_else(|e| io("list", &from, e)).path();
+            let target = to.join(path.file_name().unwrap_or_default());
+            std::fs::copy(&path, &target).unwrap_or_else(|e| io("copy", &path, e));
+        }
+    }
+    dir
+}
+
 /// A renumbered fixture.
 #[derive(Debug, Clone)]
 pub struct Fixture {

@@ -110,15 +110,7 @@ fn write_the_fixture() {
 
 /// A copy of the fixture's store in a temp dir (the tests write to it).
 fn copy_of_fixture(layout: u16) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    for sub in ["segments", "checkpoints"] {
-        std::fs::create_dir_all(dir.path().join(sub)).unwrap();
-        for entry in std::fs::read_dir(fixture(layout).join("store").join(sub)).unwrap() {
-            let entry = entry.unwrap();
-            std::fs::copy(entry.path(), dir.path().join(sub).join(entry.file_name())).unwrap();
-        }
-    }
-    dir
+    sessdb_tests::copy_of_store_fixture(&fixture(layout))
 }
 
 /// `(generation, body layout, base)` of every checkpoint file, oldest first.

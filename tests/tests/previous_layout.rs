@@ -84,15 +84,7 @@ fn write_the_fixture() {
 
 /// A copy of the fixture's store in a temp dir (the tests write to it).
 fn copy_of_fixture() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    for sub in ["segments", "checkpoints"] {
-        std::fs::create_dir_all(dir.path().join(sub)).unwrap();
-        for entry in std::fs::read_dir(fixture().join("store").join(sub)).unwrap() {
-            let entry = entry.unwrap();
-            std::fs::copy(entry.path(), dir.path().join(sub).join(entry.file_name())).unwrap();
-        }
-    }
-    dir
+    sessdb_tests::copy_of_store_fixture(&fixture())
 }
 
 /// The format version in each segment's header (bytes 8..10), oldest segment first.
