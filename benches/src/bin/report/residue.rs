@@ -129,8 +129,21 @@ fn compare(compacted: &Store, a: &Path, fresh: &Store, f: &Path) -> (u64, u64) {
     (files(a), files(f))
 }
 
-pub fn rows(quick: bool, mix: &Mix, rows: &mut Vec<Row>) {
+/// A residue row: the files after `compact` beside the fresh store's.
+fn row(what: &'static str, (after, baseline): (u64, u64), workload: String) -> Row {
     let one = |v: u64| stat(vec![v as f64]);
+    Row {
+        what,
+        unit: "B",
+        subject: one(after),
+        baseline_name: "a fresh store of the live sessions' writes alone",
+        baseline: one(baseline),
+        goal: "<= 1.10x",
+        workload,
+    }
+}
+
+pub fn rows(quick: bool, mix: &Mix, rows: &mut Vec<Row>) {
     // 1. Churn, the background compaction beside the writes, then `compact`.
     let sessions = if quick { 2_000 } else { 20_000 };
     let ops = churn(sessions, 20, 16);
@@ -140,18 +153,13 @@ pub fn rows(quick: bool, mix: &Mix, rows: &mut Vec<Row>) {
     store.compact().expect("compact");
     let fresh = Store::open(f.path(), options(None)).expect("open");
     play(&fresh, &kept(&ops));
-    let (after, baseline) = compare(&store, a.path(), &fresh, f.path());
-    rows.push(Row {
-        what: "files after compact, under churn",
-        unit: "B",
-        subject: one(after),
-        baseline_name: "a fresh store of the live sessions' writes alone",
-        baseline: one(baseline),
-        goal: "<= 1.10x",
-        workload: format!(
+    rows.push(row(
+        "files after compact, under churn",
+        compare(&store, a.path(), &fresh, f.path()),
+        format!(
             "{sessions} sessions of 20 one-event appends, 16 at once, 9 in 10 deleted when they end; background compaction on, 1 MiB segments"
         ),
-    });
+    ));
     // 2. 90 % of DSH's mix purged, then `compact`.
     let ids = deletable(mix);
     let doomed: Vec<String> = ids
@@ -169,19 +177,14 @@ pub fn rows(quick: bool, mix: &Mix, rows: &mut Vec<Row>) {
     store.compact().expect("compact");
     let fresh = Store::open(f.path(), options(None)).expect("open");
     apply(&fresh, without(mix, &doomed));
-    let (after, baseline) = compare(&store, a.path(), &fresh, f.path());
-    rows.push(Row {
-        what: "files after compact, 90% purged",
-        unit: "B",
-        subject: one(after),
-        baseline_name: "a fresh store of the live sessions' writes alone",
-        baseline: one(baseline),
-        goal: "<= 1.10x",
-        workload: format!(
+    rows.push(row(
+        "files after compact, 90% purged",
+        compare(&store, a.path(), &fresh, f.path()),
+        format!(
             "{}, {} of {} sessions deleted, 1 MiB segments",
             mix.name(),
             doomed.len(),
             ids.len()
         ),
-    });
+    ));
 }
