@@ -80,6 +80,9 @@ pub struct WriterEpoch {
 /// Bytes in an epoch record's payload.
 pub const EPOCH_PAYLOAD_LEN: usize = 16;
 
+/// Bytes of an epoch record's whole frame: the frame header and the payload.
+pub const EPOCH_FRAME_LEN: usize = super::frame::FRAME_HEADER_LEN + EPOCH_PAYLOAD_LEN;
+
 impl WriterEpoch {
     /// A new epoch: 64 random bits (never 0), started now.
     pub fn new(started_ms: i64) -> Self {

@@ -6,7 +6,7 @@
 use crate::codec::frame::{
     FRAME_HEADER_LEN, FrameCheck, OFF_CRC, OFF_KIND, RecordKind, check_frame, frame_len_of,
 };
-use crate::codec::record::{EPOCH_PAYLOAD_LEN, WriterEpoch};
+use crate::codec::record::{EPOCH_FRAME_LEN, WriterEpoch};
 use crate::codec::segment::SEGMENT_HEADER_LEN;
 use crate::store::log::cursor::zeros;
 use crate::store::log::map::LsnMap;
@@ -150,9 +150,6 @@ pub(in crate::store) fn in_hole(segments: &SegmentList, lsn: u64) -> bool {
             && matches!(seg.map(), Ok(m) if m.offset_of(lsn).is_none())
     })
 }
-
-/// Bytes of an epoch record's frame.
-const EPOCH_FRAME_LEN: usize = FRAME_HEADER_LEN + EPOCH_PAYLOAD_LEN;
 
 /// The checksum and length of the intact frame at `lsn`, or why there is none.
 pub(in crate::store) fn frame_at(

@@ -7,16 +7,13 @@ use std::sync::Arc;
 
 use crate::codec::EventLoc;
 use crate::codec::frame::{FRAME_HEADER_LEN, FrameLayout, RecordKind, RecordLink, seal_frame};
-use crate::codec::record::{EPOCH_PAYLOAD_LEN, WriterEpoch};
+use crate::codec::record::{EPOCH_FRAME_LEN, WriterEpoch};
 use crate::codec::segment::SEGMENT_HEADER_LEN;
 use crate::storage::CheckedFile;
 use crate::storage::{Storage, WriteWindow};
 use crate::store::log::segments::{Segment, SegmentList, create_segment};
 use crate::store::writer::prefault::Job;
 use crate::{Error, Result};
-
-/// Bytes of an epoch record's frame.
-const EPOCH_FRAME_LEN: usize = FRAME_HEADER_LEN + EPOCH_PAYLOAD_LEN;
 
 /// The append position: the active segment and the next LSN, the space allocated ahead, the
 /// write windows over it, the buffers every record reuses.
