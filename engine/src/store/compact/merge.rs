@@ -12,6 +12,7 @@ use crate::codec::frame::{FRAME_HEADER_LEN, FrameCheck, RecordKind, check_frame}
 use crate::codec::segment::{SEGMENT_HEADER_LEN, SEGMENTS_DIR, SegmentHeader};
 use crate::storage::Checked;
 use crate::storage::Storage;
+use crate::store::compact::rewrite::TombstoneRule;
 use crate::store::log::map::LsnMap;
 use crate::store::log::segments::Segment;
 use crate::{Error, Result};
@@ -19,8 +20,8 @@ use crate::{Error, Result};
 /// Groups of neighbouring small sealed compacted segments — a quarter of `max_bytes` at most
 /// each, so that a segment compaction left half full is not written a second time — whose
 /// files together fit in `max_bytes` (indices into `segments`; the active segment is never
-/// in one, being not compacted): each group of two or more becomes one file. Files stay fewer than four per
-/// `max_bytes` of what is kept, plus the segments appends wrote.
+/// in one, being not compacted): each group of two or more becomes one file. Files stay
+/// fewer than four per `max_bytes` of what is kept, plus the segments appends wrote.
 pub(super) fn groups(segments: &[Arc<Segment>], max_bytes: u64) -> Vec<Vec<usize>> {
     let sizes: Vec<Size> = segments
         .iter()
@@ -124,15 +125,7 @@ pub(super) fn merge<'s>(
                     out.extend_from_slice(&bytes[..at]);
                     len = at;
                     let lsn = seg_end - FRAME_HEADER_LEN as u64;
-                    let rule = crate::store::compact::rewrite::TombstoneRule {
-                        first_epoch: crate::store::log::record_at::first_epoch_lsn(
-                            map,
-                            SEGMENT_HEADER_LEN as u64,
-                            bytes,
-                        ),
-                        named: keep.named,
-                    };
-                    if rule.wants(lsn, crc) {
+                    if TombstoneRule::for_segment(map, bytes, keep.named).wants(lsn, crc) {
                         tombstones.push(Tombstone { lsn, crc });
                     }
                 }

@@ -141,7 +141,7 @@ fn build(
     let len = crate::width::index(records_end).saturating_sub(SEGMENT_HEADER_LEN);
     // A sealed segment's bytes are borrowed from its map, not copied.
     let misplaced = seg.with_bytes(SEGMENT_HEADER_LEN as u64, len, |bytes| {
-        copied.tombstone.first_epoch = first_epoch_lsn(map, SEGMENT_HEADER_LEN as u64, bytes);
+        copied.tombstone = TombstoneRule::for_segment(map, bytes, job.tombstones.named);
         let misplaced = spans
             .iter()
             .find_map(|span| copied.span(span, bytes, &mut drops).err());
@@ -196,6 +196,15 @@ pub(super) struct TombstoneRule {
 }
 
 impl TombstoneRule {
+    /// The rule for a segment whose records (from the end of its header) are `bytes`, as
+    /// `map` places them; `named` the record the compaction's checkpoint names.
+    pub(super) fn for_segment(map: LsnMap<'_>, bytes: &[u8], named: Option<RecordLink>) -> Self {
+        Self {
+            first_epoch: first_epoch_lsn(map, SEGMENT_HEADER_LEN as u64, bytes),
+            named,
+        }
+    }
+
     pub(super) fn wants(&self, lsn: u64, crc: u32) -> bool {
         self.first_epoch.is_none_or(|e| lsn < e)
             || self.named.is_some_and(|n| n.lsn == lsn && n.crc == crc)
