@@ -69,7 +69,100 @@ fn an_interrupted_checkpoint_leaves_no_garbage_after_the_next_open(storage: &Bac
     assert!(storage.files().iter().all(|(p, _)| !p.ends_with(".tmp")));
 }
 
+/// A store whose checkpoint files hold two chains (merged every 2): generations 1..=4, the
+/// newest chain 3..=4, the previous one 1..=2 kept beside it. Returns the checkpoint paths,
+/// oldest first, and the store's dump.
+fn two_chains(storage: &Backend) -> (Vec<String>, sessdb_tests::StoreDump) {
+    let store = Store::open_with(storage.storage(), opts().with_checkpoint_merge_every(2)).unwrap();
+    for round in 0..4 {
+        session_with(&store, &format!("s{round}"), "two chains", 3);
+        let info = store.checkpoint().unwrap().unwrap();
+        assert_eq!(info.full, round % 2 == 0, "round {round}: {info:?}");
+    }
+    let before = dump(&store);
+    drop(store);
+    let paths: Vec<String> = storage
+        .files()
+        .into_iter()
+        .map(|(p, _)| p)
+        .filter(|p| p.starts_with("checkpoints/"))
+        .collect();
+    assert_eq!(paths.len(), 4, "{paths:?}");
+    (paths, before)
+}
+
+/// An open reads the headers of the chain it applies, newest first, not the previous chain's
+/// kept beside it (a few microseconds a file); `verify` reads every header and names the
+/// damaged one.
+fn an_open_reads_only_its_chains_headers_and_verify_reads_every_one(storage: &Backend) {
+    let (paths, before) = two_chains(storage);
+    let oldest = &paths[0];
+    let mut bytes = storage
+        .files()
+        .into_iter()
+        .find(|(p, _)| p == oldest)
+        .unwrap()
+        .1;
+    bytes[8] ^= 0x10;
+    storage.put(oldest, bytes);
+    let reader = Store::open_read_only_with(storage.storage(), opts()).unwrap();
+    assert!(
+        reader.open_report().checkpoints_discarded.is_empty(),
+        "{:?}",
+        reader.open_report()
+    );
+    assert_eq!(reader.open_report().checkpoint, Some(4));
+    assert_eq!(dump(&reader), before);
+    drop(reader);
+    let report = sessdb::store::verify(storage.storage()).unwrap();
+    assert!(
+        report.problems.iter().any(|p| p.contains(oldest.as_str())),
+        "{report:?}"
+    );
+}
+
+/// A newest checkpoint whose header is damaged is passed over, and its generation is never
+/// written again: the next checkpoint is numbered after it (a reader that listed the damaged
+/// file never finds another file under its name).
+fn a_damaged_newest_checkpoint_generation_is_not_written_again(storage: &Backend) {
+    let (paths, before) = two_chains(storage);
+    let newest = paths.last().unwrap();
+    let mut bytes = storage
+        .files()
+        .into_iter()
+        .find(|(p, _)| p == newest)
+        .unwrap()
+        .1;
+    bytes[8] ^= 0x10;
+    storage.put(newest, bytes.clone());
+    let store = Store::open_with(storage.storage(), opts().with_checkpoint_merge_every(2)).unwrap();
+    assert!(
+        store
+            .open_report()
+            .checkpoints_discarded
+            .iter()
+            .any(|why| why.contains(newest.as_str())),
+        "{:?}",
+        store.open_report()
+    );
+    assert_eq!(dump(&store), before);
+    let info = store.checkpoint().unwrap().unwrap();
+    assert_eq!(info.generation, 5, "{info:?}");
+    assert!(info.full, "built on no chain the damaged file belonged to");
+    drop(store);
+    let damaged_kept = storage
+        .files()
+        .into_iter()
+        .any(|(p, b)| p == *newest && b == bytes);
+    assert!(damaged_kept, "the damaged file is not written over");
+    let reopened = Store::open_read_only_with(storage.storage(), opts()).unwrap();
+    assert_eq!(reopened.open_report().checkpoint, Some(5));
+    assert_eq!(dump(&reopened), before);
+}
+
 on_both_storages!(
     regression_a_flipped_byte_anywhere_in_a_checkpoint_discards_it,
     an_interrupted_checkpoint_leaves_no_garbage_after_the_next_open,
+    an_open_reads_only_its_chains_headers_and_verify_reads_every_one,
+    a_damaged_newest_checkpoint_generation_is_not_written_again,
 );

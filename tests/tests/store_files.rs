@@ -525,6 +525,45 @@ fn closing_waits_for_the_helpers_zero_fill_before_the_lock_goes() {
     assert!(overlaps.is_empty(), "{overlaps:?}");
 }
 
+/// A clean close cuts off the space the writer allocated ahead (the next open reads no zeros
+/// past the last record); the closed store's last handle, dropped after another writer has
+/// opened the store and appended, cuts nothing of that writer's records. Regression: a cut
+/// judged by the file's length, run again when the last handle went, cut the next writer's
+/// record (DSH's backend test: a `Sync` store created and closed, reopened, one deletion
+/// written, closed, opened again — the deletion was missing).
+#[test]
+fn a_dropped_closed_store_never_cuts_the_next_writers_records() {
+    for durability in [Durability::Sync, Durability::Buffered] {
+        let dir = tempfile::tempdir().unwrap();
+        let options = StoreOptions::default()
+            .with_durability(durability)
+            .with_preallocate_bytes(64 << 10);
+        let first = store_with_session(dir.path(), &options);
+        append_padded(&first, 20, 30);
+        let written_first = first.events("s", ..).unwrap().len();
+        first.close().unwrap();
+        let segment = std::fs::read_dir(dir.path().join("segments"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .max()
+            .unwrap();
+        let records_end = sessdb::codec::segment::SEGMENT_HEADER_LEN as u64 + first.stats().end_lsn;
+        assert_eq!(
+            std::fs::metadata(&segment).unwrap().len(),
+            records_end,
+            "{durability:?}: a closed store's active segment ends at its last record"
+        );
+        let second = Store::open(dir.path(), options.clone()).unwrap();
+        append_padded(&second, 3, 30);
+        let before = second.events("s", ..).unwrap();
+        assert_eq!(before.len(), written_first + 3);
+        drop(first);
+        second.close().unwrap();
+        drop(second);
+        reopen_reads_back_and_verifies(dir.path(), options, &before);
+    }
+}
+
 /// A store whose segments another sessdb version wrote (the header's format version differs,
 /// its checksum valid) is refused as such — not reported as damage, and never salvaged: the
 /// advice is to export with that version and import here. Nothing on disk changes.

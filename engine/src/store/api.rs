@@ -49,7 +49,8 @@ impl Drop for Handle {
         // work and the helper stop, the lock goes.
         self.0.writer.close();
         self.0.maintenance.stop();
-        self.0.writer.quiesce();
+        // A failed cut leaves zeros an open reads as the clean end: nothing to report.
+        let _ = self.0.writer.quiesce();
         self.0.lock.lock().take();
         self.0.writer.notify();
     }
@@ -726,10 +727,10 @@ impl Store {
                     .map(|_| ())
             })
         };
-        self.inner.writer.quiesce();
+        let trimmed = self.inner.writer.quiesce();
         self.inner.lock.lock().take();
         self.inner.writer.notify();
-        result
+        result.and(trimmed)
     }
 
     /// One rule after [`Store::close`]: every call that can fail is `Closed` (reads as

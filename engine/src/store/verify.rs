@@ -88,6 +88,15 @@ pub fn verify_with_progress(
     for why in &checked.report.checkpoints_discarded {
         report.problems.push(format!("unusable checkpoint: {why}"));
     }
+    // Every checkpoint file's header, also of the files no open reads (the previous chain
+    // kept beside the newest one).
+    let headers = crate::store::checkpoint::chain::CheckpointHeaders::load(&*storage)?;
+    headers.read_all();
+    for why in headers.discarded() {
+        if !checked.report.checkpoints_discarded.contains(&why) {
+            report.problems.push(format!("unusable checkpoint: {why}"));
+        }
+    }
     // Every session the checkpoint's index names, decoded: a damaged entry is a problem.
     if let Err(e) = checked.catalog.write().load_all() {
         report

@@ -115,6 +115,13 @@ fn main() {
     let run = |row: &str| only.as_deref().is_none_or(|o| o == row);
     let mut rows: Vec<Row> = Vec::new();
 
+    // `--profile-growth N`: the open-growth row's two stores (kept under `target/`), opened
+    // alternately N times each; prints each one's median.
+    if let Some(i) = args.iter().position(|a| a == "--profile-growth") {
+        let n: usize = args.get(i + 1).and_then(|n| n.parse().ok()).unwrap_or(200);
+        open::profile_growth(quick, n);
+        return;
+    }
     let needs_mix = run("append")
         || run("batch")
         || run("compact")

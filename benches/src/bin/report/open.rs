@@ -509,6 +509,31 @@ pub fn profile_many(quick: bool, big: bool, n: usize) {
     }
 }
 
+/// The open-growth row's two stores (kept under `target/bench-stores`), opened read-only
+/// alternately `n` times each: prints each one's median and their ratio.
+pub fn profile_growth(quick: bool, n: usize) {
+    let one = main_spec(quick);
+    let four = WorkloadSpec {
+        sessions: one.sessions * 4,
+        ..main_spec(quick)
+    };
+    let (one_dir, one_name, _) = kept(&format!("growth-1x-{}-v5", one.sessions), &one);
+    let (four_dir, four_name, _) = kept(&format!("growth-4x-{}-v5", four.sessions), &four);
+    let (mut a, mut b) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for _ in 0..n {
+        a.push(open_time(&four_dir, true));
+        b.push(open_time(&one_dir, true));
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (a, b) = (median(&mut a), median(&mut b));
+    println!("{four_name}: {:.1} us", a * 1e6);
+    println!("{one_name}: {:.1} us", b * 1e6);
+    println!("ratio {:.2}x", a / b);
+}
+
 /// Time of one checkpoint of the store in `dir` after appending a note to every 100th
 /// session: a delta, or (`merge_every` 1) a full one.
 fn checkpoint_after_one_percent(dir: &Path, ids: &[String], merge_every: u32, round: u64) -> f64 {

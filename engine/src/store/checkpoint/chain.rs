@@ -5,6 +5,7 @@
 //! by them). Open and salvage share this.
 
 use crate::codec::frame::RecordLink;
+use std::cell::{Cell, OnceCell, RefCell};
 use std::collections::BTreeMap;
 
 use crate::Result;
@@ -15,13 +16,17 @@ use crate::store::checkpoint::files::{self, Opened};
 use crate::store::checkpoint::files::{BodyCheck, LoadedBody};
 use crate::store::log::segments::SegmentList;
 
-/// Every checkpoint header that checks out, by generation.
-pub(in crate::store) struct CheckpointHeaders {
-    by_generation: BTreeMap<u64, Opened>,
+/// The checkpoint files listed, by generation, each header read and checked when first asked
+/// for: an open reads the newest chain's (the chain it applies, usually), not the previous
+/// chain's kept beside it (`docs/DESIGN.md` §3.5).
+pub(in crate::store) struct CheckpointHeaders<'s> {
+    storage: &'s dyn Storage,
+    /// Every generation listed; `None` once read when its header does not check out.
+    by_generation: BTreeMap<u64, OnceCell<Option<Opened>>>,
     /// A file listed was gone when opened: retention removed it (a reader beside a writer).
-    any_gone: bool,
-    /// Files whose header does not check out, with the reason.
-    pub(in crate::store) discarded: Vec<String>,
+    any_gone: Cell<bool>,
+    /// Files whose header does not check out, with the reason (of the headers read so far).
+    discarded: RefCell<Vec<String>>,
 }
 
 /// What the log says of a checkpoint.
@@ -44,31 +49,56 @@ pub(in crate::store) struct Chosen {
     pub(in crate::store) base: u64,
 }
 
-impl CheckpointHeaders {
-    /// Lists the checkpoint files and checks their headers (bodies are read on use).
-    pub(in crate::store) fn load(storage: &dyn Storage) -> Result<CheckpointHeaders> {
-        let mut out = CheckpointHeaders {
-            by_generation: BTreeMap::new(),
-            any_gone: false,
-            discarded: Vec::new(),
-        };
-        for g in files::list(storage)? {
-            match files::open_header(storage, g) {
-                Ok(opened) => {
-                    out.by_generation.insert(g, opened);
-                }
-                Err(unusable) => {
-                    out.any_gone |= unusable.gone;
-                    if !unusable.gone {
-                        out.discarded.push(unusable.why);
-                    }
-                }
-            }
-        }
-        Ok(out)
+impl<'s> CheckpointHeaders<'s> {
+    /// Lists the checkpoint files (headers and bodies are read on use). Listed before the
+    /// segments: a file renamed into place is never changed and a generation is never
+    /// written twice, so whatever header is read later was written after the log it covers
+    /// was durable, and the segments listed next cover it.
+    pub(in crate::store) fn load(storage: &'s dyn Storage) -> Result<CheckpointHeaders<'s>> {
+        Ok(CheckpointHeaders {
+            storage,
+            by_generation: files::list(storage)?
+                .into_iter()
+                .map(|g| (g, OnceCell::new()))
+                .collect(),
+            any_gone: Cell::new(false),
+            discarded: RefCell::new(Vec::new()),
+        })
     }
 
-    /// The newest generation listed with a valid header.
+    /// Checkpoint `g`'s header, read and checked the first time it is asked for; `None` when
+    /// it is not listed or does not check out (then named in `discarded`, unless gone).
+    fn opened(&self, g: u64) -> Option<&Opened> {
+        self.by_generation
+            .get(&g)?
+            .get_or_init(|| match files::open_header(self.storage, g) {
+                Ok(opened) => Some(opened),
+                Err(unusable) => {
+                    if unusable.gone {
+                        self.any_gone.set(true);
+                    } else {
+                        self.discarded.borrow_mut().push(unusable.why);
+                    }
+                    None
+                }
+            })
+            .as_ref()
+    }
+
+    /// Every header read (`verify` names each that does not check out).
+    pub(in crate::store) fn read_all(&self) {
+        for &g in self.by_generation.keys() {
+            self.opened(g);
+        }
+    }
+
+    /// The files whose header did not check out, of those read so far, with the reason.
+    pub(in crate::store) fn discarded(&self) -> Vec<String> {
+        self.discarded.borrow().clone()
+    }
+
+    /// The newest generation listed, whether or not its header checks out: the next
+    /// checkpoint is numbered after it, so no generation is ever written twice.
     pub(in crate::store) fn newest(&self) -> Option<u64> {
         self.by_generation.keys().next_back().copied()
     }
@@ -77,7 +107,7 @@ impl CheckpointHeaders {
     /// the choice of a chain read. Each is confirmed when first asked, at most once — an
     /// open usually asks of the newest alone (each confirmation reads a record of the log,
     /// and a store keeps up to two chains of checkpoint files).
-    pub(in crate::store) fn confirm<'h>(&'h self, segments: &'h SegmentList) -> Confirmed<'h> {
+    pub(in crate::store) fn confirm<'h>(&'h self, segments: &'h SegmentList) -> Confirmed<'h, 's> {
         Confirmed {
             headers: self,
             segments,
@@ -92,9 +122,9 @@ impl CheckpointHeaders {
     /// The generations of `g`'s chain, newest first, when it reaches a full checkpoint.
     fn chain(&self, g: u64) -> Option<Vec<u64>> {
         let mut chain = vec![g];
-        let mut base = self.by_generation.get(&g)?.header.meta.base;
+        let mut base = self.opened(g)?.header.meta.base;
         while base != 0 {
-            let member = self.by_generation.get(&base)?;
+            let member = self.opened(base)?;
             chain.push(base);
             base = member.header.meta.base;
         }
@@ -114,8 +144,7 @@ impl CheckpointHeaders {
                 } else {
                     BodyCheck::Regions
                 };
-                self.by_generation
-                    .get(g)
+                self.opened(*g)
                     .ok_or_else(|| format!("{}: gone", checkpoint_path(*g)))?
                     .body(check)
                     .map_err(|unusable| unusable.why)
@@ -139,42 +168,46 @@ impl CheckpointHeaders {
 
 /// Each checkpoint header confirmed against one segment list ([`CheckpointHeaders::confirm`]),
 /// when first asked.
-pub(in crate::store) struct Confirmed<'h> {
-    headers: &'h CheckpointHeaders,
+pub(in crate::store) struct Confirmed<'h, 's> {
+    headers: &'h CheckpointHeaders<'s>,
     segments: &'h SegmentList,
     by_generation: BTreeMap<u64, std::cell::OnceCell<Confirmation>>,
 }
 
-impl Confirmed<'_> {
+impl Confirmed<'_, '_> {
     /// What the log says of checkpoint `g` (confirmed now if not yet).
     fn of(&self, g: u64) -> Option<Confirmation> {
-        let opened = self.headers.by_generation.get(&g)?;
+        let opened = self.headers.opened(g)?;
         let cell = self.by_generation.get(&g)?;
         Some(*cell.get_or_init(|| confirm(self.segments, &opened.header.meta)))
     }
 
     /// The furthest position any checkpoint header vouches for: every one does, whether or
     /// not its state can be used, unless the log holds another valid record where it points.
-    /// The headers are asked furthest first, so the first that is not stale decides.
+    /// Generations are numbered in the order they were written, each at the log's end, and
+    /// salvage (the one operation that cuts a log short) removes every checkpoint: so the
+    /// newest header that checks out and is not stale reaches furthest, and the headers
+    /// behind it need not be read.
     pub(in crate::store) fn durable_mark(&self) -> u64 {
-        let mut by_reach: Vec<(u64, u64)> = self
-            .headers
+        self.headers
             .by_generation
-            .iter()
-            .map(|(&g, o)| (o.header.meta.covered_lsn, g))
-            .collect();
-        by_reach.sort_unstable_by(|a, b| b.cmp(a));
-        by_reach
-            .into_iter()
-            .find(|&(_, g)| self.of(g) != Some(Confirmation::Stale))
-            .map_or(0, |(covered, _)| covered)
+            .keys()
+            .rev()
+            .find_map(|&g| {
+                let covered = self.headers.opened(g)?.header.meta.covered_lsn;
+                (self.of(g) != Some(Confirmation::Stale)).then_some(covered)
+            })
+            .unwrap_or(0)
     }
 
     /// The newest chain that the log confirms and whose bodies check out; every checkpoint
     /// passed over on the way is named in `discarded`.
     pub(in crate::store) fn choose(&self, discarded: &mut Vec<String>) -> Option<Chosen> {
         let headers = self.headers;
-        for (&g, opened) in headers.by_generation.iter().rev() {
+        for &g in headers.by_generation.keys().rev() {
+            let Some(opened) = headers.opened(g) else {
+                continue;
+            };
             let meta = opened.header.meta;
             match self
                 .of(g)
@@ -195,7 +228,7 @@ impl Confirmed<'_> {
             }
             let Some(chain) = headers.chain(g) else {
                 // A base that retention removed after the listing is not damage.
-                if !headers.any_gone {
+                if !headers.any_gone.get() {
                     discarded.push(format!("{}: its chain lacks a base", checkpoint_path(g)));
                 }
                 continue;

@@ -91,7 +91,6 @@ fn open_log(
         Access::Write => Some(before_reading(&*storage, &options, &mut report)?),
     };
     let headers = CheckpointHeaders::load(&*storage)?;
-    report.checkpoints_discarded = headers.discarded.clone();
     let discovered = discover(&*storage, access)?;
     let list = SegmentList::new(discovered.segments);
 
@@ -115,6 +114,10 @@ fn open_log(
         },
         &mut report,
     )?;
+    // The headers read that did not check out, before what choosing a chain passed over.
+    report
+        .checkpoints_discarded
+        .splice(0..0, headers.discarded());
     report.records_replayed = scanned.records;
     report.torn_tail_ignored = scanned.pending_bytes;
     report.sessions_touched = touched.into_iter().collect();
@@ -255,9 +258,9 @@ struct Loaded {
 
 /// What a load reads from, as the open found it.
 struct Sources<'a> {
-    headers: &'a CheckpointHeaders,
+    headers: &'a CheckpointHeaders<'a>,
     /// Each checkpoint confirmed against the log, once.
-    confirmed: &'a Confirmed<'a>,
+    confirmed: &'a Confirmed<'a, 'a>,
     list: &'a SegmentList,
     options: &'a StoreOptions,
     durable_lsn: u64,

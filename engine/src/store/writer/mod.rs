@@ -169,10 +169,18 @@ impl Writer {
     }
 
     /// The tail's helper finished and stopped (`Tail::quiesce`): before the lock is released.
-    pub(crate) fn quiesce(&self) {
-        if let Some(tail) = self.tail.lock().as_mut() {
-            tail.quiesce();
+    /// Unless a write or sync failed, the space allocated ahead is cut off too
+    /// (`Tail::trim_ahead`): a closed store holds no preallocated zeros.
+    pub(crate) fn quiesce(&self) -> Result<()> {
+        let mut tail = self.tail.lock();
+        let Some(tail) = tail.as_mut() else {
+            return Ok(());
+        };
+        tail.quiesce();
+        if self.poison.check().is_ok() {
+            return tail.trim_ahead();
         }
+        Ok(())
     }
 
     /// Group commit: returns once everything before `lsn` is durable.

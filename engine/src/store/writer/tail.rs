@@ -455,10 +455,39 @@ impl Tail {
     pub(crate) fn quiesce(&mut self) {
         self.windows.current = None;
         self.windows.next = None;
-        self.space.zero_fill = None;
+        // Waited for: the space it writes is this tail's to give back (`trim_ahead`).
+        self.finish_zero_fill();
         // Dropping the helper runs what it has queued and joins it.
         self.windows.helper = None;
         self.windows.prefault = false;
+    }
+
+    /// After [`Tail::quiesce`], on a clean close: the space this tail allocated ahead of its
+    /// last record cut off, so the next open's tail scan reads no zeros (up to a preallocated
+    /// stretch of them at every open of a closed store: the largest part of an open that
+    /// grew with the history, `docs/PERFORMANCE.md`). Not synced: a crash before the
+    /// length is durable leaves the zeros, which an open reads as the clean end anyway. The
+    /// next writer allocates again on its first append.
+    ///
+    /// At most once, and only what this tail allocated (never judged by the file's length):
+    /// the last handle of a closed store is dropped after the lock is gone, when another
+    /// writer may have appended past this tail's end. (A cut judged by the file's length,
+    /// run again then, cut that writer's records: DSH's backend test found it, a deletion
+    /// missing after a reopen; `a_dropped_closed_store_never_cuts_the_next_writers_records`.)
+    pub(crate) fn trim_ahead(&mut self) -> Result<()> {
+        debug_assert!(
+            self.windows.current.is_none() && self.windows.helper.is_none(),
+            "space cut under a mapped window"
+        );
+        let Active::Open(active) = &self.active else {
+            return Ok(());
+        };
+        let used = active.offset_of(self.next_lsn);
+        let allocated = std::mem::replace(&mut self.space.allocated, used);
+        if allocated <= used {
+            return Ok(());
+        }
+        active.file.at(&active.path).set_len(used)
     }
 
     /// Seals the active segment, when it holds records (compaction writes only sealed
