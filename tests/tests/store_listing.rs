@@ -85,3 +85,69 @@ fn every_order_direction_and_limit_is_the_whole_sorted_list_cut() {
     );
     assert!(ids(&all).windows(2).all(|w| w[0] < w[1]));
 }
+
+/// The sessions of `spec` (creation time, notes, the first note's time), created in that
+/// order; with `reopen`, closed and opened again, so that the listing reads the checkpoint's
+/// index rather than decoded sessions (and `touch` of them decoded again by a read).
+fn store_of(spec: &[(i64, u64, i64)], reopen: bool, touch: usize) -> Store {
+    let storage = Arc::new(MemStorage::new());
+    let options = StoreOptions::default().with_clock(Clock::fixed(5));
+    let store = Store::open_with(storage.clone(), options.clone()).unwrap();
+    let note = LogType::new("plugin/note").unwrap();
+    for (i, &(created, notes, at)) in spec.iter().enumerate() {
+        let id = format!("s{:03}", (i * 37) % 1000);
+        store
+            .create_session(SessionHeader::new(id.as_str(), created), Vec::new())
+            .unwrap();
+        for k in 0..notes {
+            let draft = Draft::log(&note, b"{}".as_slice()).at(at + k as i64);
+            store.append(&id, draft.ignorable()).unwrap();
+        }
+    }
+    if !reopen {
+        return store;
+    }
+    store.close().unwrap();
+    drop(store);
+    let store = Store::open_with(storage, options).unwrap();
+    for info in store.list().unwrap().iter().take(touch) {
+        store.events(&info.header.id, ..).unwrap();
+    }
+    store
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(96))]
+
+    /// A listing with a limit (the first rows kept in a bounded heap as they are read, ties
+    /// of the last key kept for the ids to decide) is the whole sorted list cut, in every
+    /// keyed order and direction, over decoded sessions, the index's, and both at once.
+    #[test]
+    fn a_limited_listing_is_the_whole_sorted_list_cut(
+        spec in proptest::collection::vec((0i64..4, 0u64..3, 0i64..3), 1..50),
+        limit in 0usize..55,
+        reopen in proptest::bool::ANY,
+        touch in 0usize..10,
+    ) {
+        let store = store_of(&spec, reopen, touch);
+        let all = store.list().unwrap();
+        let ids = |v: &[SessionInfo]| v.iter().map(|s| s.header.id.clone()).collect::<Vec<_>>();
+        for order in [ListOrder::Created, ListOrder::Updated, ListOrder::Events] {
+            let mut sorted = all.clone();
+            sorted.sort_by(|a, b| (key(order, a), &a.header.id).cmp(&(key(order, b), &b.header.id)));
+            for direction in [Direction::Ascending, Direction::Descending] {
+                let mut expected = sorted.clone();
+                if direction == Direction::Descending {
+                    expected.reverse();
+                }
+                let options = ListOptions::new(order).with_direction(direction).with_limit(limit);
+                let listed = store.list_by(options).unwrap();
+                proptest::prop_assert_eq!(
+                    ids(&listed),
+                    ids(&expected[..limit.min(expected.len())]),
+                    "{:?} {:?}", order, direction
+                );
+            }
+        }
+    }
+}

@@ -116,10 +116,10 @@ fn main() {
     let mut rows: Vec<Row> = Vec::new();
 
     // `--profile-growth N`: the open-growth row's two stores (kept under `target/`), opened
-    // alternately N times each; prints each one's median.
+    // alternately N times each; prints each one's median (`--big`: the larger alone).
     if let Some(i) = args.iter().position(|a| a == "--profile-growth") {
         let n: usize = args.get(i + 1).and_then(|n| n.parse().ok()).unwrap_or(200);
-        open::profile_growth(quick, n);
+        open::profile_growth(quick, big, n);
         return;
     }
     let needs_mix = run("append")

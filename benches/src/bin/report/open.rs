@@ -510,8 +510,9 @@ pub fn profile_many(quick: bool, big: bool, n: usize) {
 }
 
 /// The open-growth row's two stores (kept under `target/bench-stores`), opened read-only
-/// alternately `n` times each: prints each one's median and their ratio.
-pub fn profile_growth(quick: bool, n: usize) {
+/// alternately `n` times each: prints each one's median and their ratio (`big`: the larger
+/// store alone, for `perf`).
+pub fn profile_growth(quick: bool, big: bool, n: usize) {
     let one = main_spec(quick);
     let four = WorkloadSpec {
         sessions: one.sessions * 4,
@@ -522,7 +523,7 @@ pub fn profile_growth(quick: bool, n: usize) {
     let (mut a, mut b) = (Vec::with_capacity(n), Vec::with_capacity(n));
     for _ in 0..n {
         a.push(open_time(&four_dir, true));
-        b.push(open_time(&one_dir, true));
+        b.push(if big { 1.0 } else { open_time(&one_dir, true) });
     }
     let median = |v: &mut Vec<f64>| {
         v.sort_by(f64::total_cmp);

@@ -36,27 +36,104 @@ fn key_of(order: ListOrder, created_at: i64, last_time: Option<i64>, events: u64
     }
 }
 
-/// The rows of every live session.
-fn rows<'a>(cat: &'a Entries, order: ListOrder) -> Result<Vec<Row<'a>>> {
-    let mut rows: Vec<Row<'a>> = Vec::with_capacity(cat.len());
-    rows.extend(cat.sessions.values().map(|e| Row {
-        key: key_of(
-            order,
-            e.header.created_at,
-            e.state.last_time(),
-            e.state.next_seq(),
-        ),
-        place: Place::Decoded(e),
-    }));
+/// Hands `f` the row of every live session.
+fn each_row<'a>(cat: &'a Entries, order: ListOrder, mut f: impl FnMut(Row<'a>)) -> Result<()> {
+    for e in cat.sessions.values() {
+        f(Row {
+            key: key_of(
+                order,
+                e.header.created_at,
+                e.state.last_time(),
+                e.state.next_seq(),
+            ),
+            place: Place::Decoded(e),
+        });
+    }
     if let Some(cold) = cat.cold() {
         cold.each_untaken(|i, s| {
-            rows.push(Row {
+            f(Row {
                 key: key_of(order, s.created_at, s.last_time, s.next_seq),
                 place: Place::Indexed(i),
             });
             Ok(())
         })?;
     }
+    Ok(())
+}
+
+/// The rows of every live session.
+fn rows<'a>(cat: &'a Entries, order: ListOrder) -> Result<Vec<Row<'a>>> {
+    let mut rows: Vec<Row<'a>> = Vec::with_capacity(cat.len());
+    each_row(cat, order, |r| rows.push(r))?;
+    Ok(rows)
+}
+
+/// A row ranked for a bounded selection: the first rows of the order asked have the
+/// smallest ranks (`!key` reverses an order without overflow).
+struct Ranked<'a> {
+    rank: i128,
+    row: Row<'a>,
+}
+
+impl PartialEq for Ranked<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.rank == other.rank
+    }
+}
+impl Eq for Ranked<'_> {}
+impl PartialOrd for Ranked<'_> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Ranked<'_> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.rank.cmp(&other.rank)
+    }
+}
+
+/// The rows that can be among the first `n` (`n` > 0) of a keyed order: the `n` with the
+/// smallest ranks and every tie of the largest of them (the ids decide among ties), held
+/// in a bounded heap as they are read. Collecting every row first cost 32 bytes a session
+/// whatever the limit (32 MB for `ls -n 20` of a million), and a freed block that large
+/// raised the allocator's threshold for returning memory: the reads after a listing kept
+/// ~0.5 MB more of heap (`docs/PERFORMANCE.md`, "heap after reading 1,000").
+fn first_rows<'a>(cat: &'a Entries, options: ListOptions, n: usize) -> Result<Vec<Row<'a>>> {
+    debug_assert!(n > 0 && options.order != ListOrder::Id);
+    let rank = |key: i128| match options.direction {
+        Direction::Ascending => key,
+        Direction::Descending => !key,
+    };
+    let mut heap: std::collections::BinaryHeap<Ranked<'a>> =
+        std::collections::BinaryHeap::with_capacity(n + 1);
+    // Rows ranked as the heap's largest, left out of it when it was full.
+    let mut ties: Vec<Row<'a>> = Vec::new();
+    each_row(cat, options.order, |row| {
+        let r = Ranked {
+            rank: rank(row.key),
+            row,
+        };
+        let Some(largest) = heap.peek().map(|l| l.rank) else {
+            heap.push(r);
+            return;
+        };
+        if heap.len() < n {
+            heap.push(r);
+        } else if r.rank < largest {
+            heap.push(r);
+            if let Some(out) = heap.pop() {
+                if heap.peek().is_some_and(|l| l.rank == out.rank) {
+                    ties.push(out.row);
+                } else {
+                    ties.clear();
+                }
+            }
+        } else if r.rank == largest {
+            ties.push(r.row);
+        }
+    })?;
+    let mut rows: Vec<Row<'a>> = heap.into_iter().map(|r| r.row).collect();
+    rows.append(&mut ties);
     Ok(rows)
 }
 
@@ -171,7 +248,13 @@ fn select(cat: &Entries, options: ListOptions) -> Result<Vec<Picked<'_>>> {
         Direction::Ascending => o,
         Direction::Descending => o.reverse(),
     };
-    let mut rows = rows(cat, options.order)?;
+    let mut rows = match options.limit {
+        Some(0) => return Ok(Vec::new()),
+        Some(n) if !matches!(options.order, ListOrder::Id | ListOrder::Stored) => {
+            first_rows(cat, options, n)?
+        }
+        _ => rows(cat, options.order)?,
+    };
     if options.order == ListOrder::Stored {
         if options.direction == Direction::Descending {
             rows.reverse();
