@@ -91,20 +91,27 @@ fn two_chains(storage: &Backend) -> (Vec<String>, sessdb_tests::StoreDump) {
     (paths, before)
 }
 
+/// Flips a bit of checkpoint `path`'s header (in its covered LSN: the header's CRC then
+/// fails); returns the bytes.
+fn damage_header(storage: &Backend, path: &str) -> Vec<u8> {
+    let mut bytes = storage
+        .files()
+        .into_iter()
+        .find(|(p, _)| p == path)
+        .unwrap()
+        .1;
+    bytes[33] ^= 0x10;
+    storage.put(path, bytes.clone());
+    bytes
+}
+
 /// An open reads the headers of the chain it applies, newest first, not the previous chain's
 /// kept beside it (a few microseconds a file); `verify` reads every header and names the
 /// damaged one.
 fn an_open_reads_only_its_chains_headers_and_verify_reads_every_one(storage: &Backend) {
     let (paths, before) = two_chains(storage);
     let oldest = &paths[0];
-    let mut bytes = storage
-        .files()
-        .into_iter()
-        .find(|(p, _)| p == oldest)
-        .unwrap()
-        .1;
-    bytes[8] ^= 0x10;
-    storage.put(oldest, bytes);
+    damage_header(storage, oldest);
     let reader = Store::open_read_only_with(storage.storage(), opts()).unwrap();
     assert!(
         reader.open_report().checkpoints_discarded.is_empty(),
@@ -127,14 +134,7 @@ fn an_open_reads_only_its_chains_headers_and_verify_reads_every_one(storage: &Ba
 fn a_damaged_newest_checkpoint_generation_is_not_written_again(storage: &Backend) {
     let (paths, before) = two_chains(storage);
     let newest = paths.last().unwrap();
-    let mut bytes = storage
-        .files()
-        .into_iter()
-        .find(|(p, _)| p == newest)
-        .unwrap()
-        .1;
-    bytes[8] ^= 0x10;
-    storage.put(newest, bytes.clone());
+    let bytes = damage_header(storage, newest);
     let store = Store::open_with(storage.storage(), opts().with_checkpoint_merge_every(2)).unwrap();
     assert!(
         store
