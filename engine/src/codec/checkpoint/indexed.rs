@@ -236,14 +236,31 @@ impl Regions {
     /// # Errors
     /// A prefix that does not fit the body, or a layout without an index.
     pub fn of(body: &[u8], layout: BodyLayout) -> Decoded<Regions> {
+        Self::of_prefix(body, body.len(), layout)
+    }
+
+    /// As [`Regions::of`], from the body's first bytes alone (at least [`Regions::PREFIX_MAX`]
+    /// of them, or the whole body when shorter) and its length: what an open checks of an
+    /// earlier file of a chain without mapping it.
+    ///
+    /// # Errors
+    /// As [`Regions::of`].
+    pub fn of_prefix(prefix: &[u8], body_len: usize, layout: BodyLayout) -> Decoded<Regions> {
         match layout {
-            BodyLayout::Indexed => Self::of_blocks(body),
-            BodyLayout::Paged => Self::of_pages(body),
+            BodyLayout::Indexed => Self::of_blocks(prefix, body_len),
+            BodyLayout::Paged => Self::of_pages(prefix, body_len),
             BodyLayout::Table => Err("a layout without an index"),
         }
     }
 
-    fn of_blocks(body: &[u8]) -> Decoded<Regions> {
+    /// The most bytes [`Regions::of_prefix`] reads.
+    pub const PREFIX_MAX: usize = if PREFIX_LEN > PAGED_PREFIX_LEN {
+        PREFIX_LEN
+    } else {
+        PAGED_PREFIX_LEN
+    };
+
+    fn of_blocks(body: &[u8], body_len: usize) -> Decoded<Regions> {
         let mut c = ByteReader::new(body);
         let checked = c.u64("index length")?;
         let slots = c.u64("slot count")?;
@@ -261,7 +278,7 @@ impl Regions {
         let runs_start = usize::try_from(entries_len)
             .ok()
             .and_then(|n| n.checked_add(index_len))
-            .filter(|&end| end <= body.len())
+            .filter(|&end| end <= body_len)
             .ok_or("entries past the body")?;
         Ok(Regions {
             shape: IndexShape::Blocks,
@@ -274,7 +291,7 @@ impl Regions {
         })
     }
 
-    fn of_pages(body: &[u8]) -> Decoded<Regions> {
+    fn of_pages(body: &[u8], body_len: usize) -> Decoded<Regions> {
         let mut c = ByteReader::new(body);
         let checked = c.u64("index length")?;
         let slots = c.u64("slot count")?;
@@ -300,7 +317,7 @@ impl Regions {
         let runs_start = usize::try_from(entries_len)
             .ok()
             .and_then(|n| n.checked_add(entries_start))
-            .filter(|&end| end <= body.len())
+            .filter(|&end| end <= body_len)
             .ok_or("entries past the body")?;
         Ok(Regions {
             shape: IndexShape::Pages,

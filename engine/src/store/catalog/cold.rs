@@ -14,21 +14,30 @@ use crate::codec::checkpoint::indexed::{
 };
 use crate::codec::checkpoint::pages::{PageRef, page_slot};
 use crate::codec::checkpoint::{CHECKPOINT_HEADER_LEN, LocRun};
-use crate::storage::FileView;
 use crate::store::catalog::locations::MappedRun;
+use crate::store::checkpoint::view::BodyView;
 use crate::{Error, Result};
 
 /// One checkpoint file of the chain, mapped.
 #[derive(Debug)]
 pub(crate) struct ColdFile {
-    pub(crate) view: FileView,
+    /// Mapped at open for the newest file of the chain, on first read for the others.
+    pub(crate) view: BodyView,
     pub(crate) path: Arc<str>,
     pub(crate) regions: Regions,
 }
 
 impl ColdFile {
-    fn body(&self) -> &[u8] {
-        self.view.get(CHECKPOINT_HEADER_LEN..).unwrap_or_default()
+    /// The body's bytes (the file mapped now if not yet).
+    ///
+    /// # Errors
+    /// I/O errors of the map.
+    fn body(&self) -> Result<&[u8]> {
+        Ok(self
+            .view
+            .view()?
+            .get(CHECKPOINT_HEADER_LEN..)
+            .unwrap_or_default())
     }
 
     fn index_damaged(&self, body_offset: usize) -> Error {
@@ -89,7 +98,11 @@ impl Cold {
         {
             return Err("a chain of two index layouts");
         }
-        file.regions.check_pages(file.body())?;
+        // The newest file is mapped at open (its index checked whole).
+        let body = file
+            .body()
+            .map_err(|_| "the newest file of a chain not mapped")?;
+        file.regions.check_pages(body)?;
         let slots = file.regions.slots;
         Ok(Self {
             newest,
@@ -202,7 +215,7 @@ impl Cold {
                 if !self.is_checked(block) {
                     index
                         .regions
-                        .check_block(index.body(), block)
+                        .check_block(index.body()?, block)
                         .map_err(|_| {
                             index.index_damaged(
                                 index.regions.slots_start + block * SLOTS_PER_BLOCK * SLOT_LEN,
@@ -212,7 +225,7 @@ impl Cold {
                 }
                 index
                     .regions
-                    .slot(index.body(), i)
+                    .slot(index.body()?, i)
                     .map_err(|_| index.damaged((i * SLOT_LEN) as u64))
             }
             IndexShape::Pages => {
@@ -252,7 +265,7 @@ impl Cold {
         let index = self.index()?;
         index
             .regions
-            .page(index.body(), p)
+            .page(index.body()?, p)
             .map_err(|_| index.index_damaged(index.regions.table_start))
     }
 
@@ -267,7 +280,7 @@ impl Cold {
         let index = self.index()?;
         let p = index
             .regions
-            .page_of_slot(index.body(), i)
+            .page_of_slot(index.body()?, i)
             .map_err(|_| index.index_damaged(index.regions.table_start))?;
         self.last_page.store(p, Ordering::Relaxed);
         Ok((p, self.page(p)?))
@@ -280,13 +293,13 @@ impl Cold {
         if self.is_checked(p) {
             let at = holder.regions.slots_start + crate::width::index(page.at);
             holder
-                .body()
+                .body()?
                 .get(at..at + page.count as usize * SLOT_LEN)
                 .ok_or_else(damaged)
         } else {
             let bytes = holder
                 .regions
-                .page_bytes(holder.body(), page)
+                .page_bytes(holder.body()?, page)
                 .map_err(|_| damaged())?;
             self.set_checked(p);
             Ok(bytes)
@@ -349,7 +362,7 @@ impl Cold {
                 }
                 let p = index
                     .regions
-                    .page_for_hash(index.body(), hash)
+                    .page_for_hash(index.body()?, hash)
                     .map_err(|_| index.index_damaged(index.regions.table_start))?;
                 let page = self.page(p)?;
                 let first = crate::width::index(page.first_slot);
@@ -366,7 +379,7 @@ impl Cold {
     pub(crate) fn entry_bytes(&self, slot: &Slot) -> Result<&[u8]> {
         let file = self.file(slot.generation)?;
         file.regions
-            .entry(file.body(), slot)
+            .entry(file.body()?, slot)
             .map_err(|_| file.damaged(slot.entry_at))
     }
 
@@ -434,7 +447,7 @@ impl Cold {
             .run_place(run)
             .map_err(|_| file.damaged(run.start))?;
         Ok(MappedRun {
-            view: file.view.clone(),
+            view: file.view.view()?.clone(),
             body_at: CHECKPOINT_HEADER_LEN,
             run: LocRun {
                 start,
@@ -481,7 +494,7 @@ impl Cold {
         let mut count = 0;
         for run in &runs {
             let holder = self.file(run.generation)?;
-            let bytes = holder.regions.run(holder.body(), run).map_err(|_| {
+            let bytes = holder.regions.run(holder.body()?, run).map_err(|_| {
                 Error::corruption(
                     &holder.path,
                     run.start.saturating_add(CHECKPOINT_HEADER_LEN as u64),

@@ -13,12 +13,13 @@ use crate::codec::checkpoint::{
 };
 use crate::model::SessionHeader;
 use crate::storage::Checked;
-use crate::storage::{FileView, OpenMode, Replacement, Storage, StorageFile};
+use crate::storage::{OpenMode, Replacement, Storage, StorageFile};
 use crate::store::catalog::cold::{Cold, ColdFile};
 use crate::store::catalog::entries::Entries;
 use crate::store::catalog::entries::{Persisted, SessionEntry};
 use crate::store::catalog::locations::{Locations, MappedRun};
 use crate::store::checkpoint::pages;
+use crate::store::checkpoint::view::BodyView;
 use crate::{Error, Result};
 
 /// Why [`apply`] could not put a checkpoint body into the catalog.
@@ -54,7 +55,7 @@ pub(crate) struct LoadedBody {
     /// The body layout its header names.
     pub(crate) layout: BodyLayout,
     pub(crate) parts: BodyParts,
-    pub(crate) view: FileView,
+    pub(crate) view: BodyView,
     pub(crate) path: Arc<str>,
 }
 
@@ -248,6 +249,11 @@ pub(super) fn apply_table(
     let BodyParts::Table(body) = parts else {
         return Err("an indexed body in a layout-2 chain".into());
     };
+    // A layout-2 body is always read whole, so mapped already.
+    let view = view
+        .view()
+        .map_err(|_| RestoreError::Inconsistent("a layout-2 body not read"))?
+        .clone();
     for id in &body.deleted {
         // Layout 2 is decoded whole: nothing to read from an index, so nothing to fail.
         catalog
@@ -393,7 +399,9 @@ pub(crate) struct Unusable {
 /// A checkpoint file whose header checks out; its body is read only if its chain is used.
 pub(crate) struct Opened {
     pub(crate) header: CheckpointHeader,
-    file: Box<dyn StorageFile>,
+    file: Arc<dyn StorageFile>,
+    /// The file's length when its header was read.
+    len: u64,
     path: String,
 }
 
@@ -422,7 +430,12 @@ pub(crate) fn open_header(
             header.meta.generation
         )));
     }
-    Ok(Opened { header, file, path })
+    Ok(Opened {
+        header,
+        file: Arc::from(file),
+        len,
+        path,
+    })
 }
 
 impl Opened {
@@ -432,6 +445,9 @@ impl Opened {
     /// through the file's view (a map on real files: checkpoint files are never changed once
     /// renamed into place), so the raw bytes are not copied.
     pub(crate) fn body(&self, check: BodyCheck) -> std::result::Result<LoadedBody, Unusable> {
+        if check == BodyCheck::Regions && self.header.layout != BodyLayout::Table {
+            return self.regions_only();
+        }
         let path = &self.path;
         let unusable = |why: String| Unusable { why, gone: false };
         let view = self
@@ -457,8 +473,37 @@ impl Opened {
             generation: self.header.meta.generation,
             layout,
             parts,
-            view,
+            view: BodyView::mapped(view),
             path: Arc::from(path.as_str()),
+        })
+    }
+
+    /// An earlier file of a layout-3 or -4 chain: its length and regions checked from the
+    /// body's first bytes, read with one `pread`; the file mapped when an entry, page or run
+    /// in it is first read (`BodyView`).
+    fn regions_only(&self) -> std::result::Result<LoadedBody, Unusable> {
+        let path = &self.path;
+        let unusable = |why: String| Unusable { why, gone: false };
+        let body_len = self
+            .len
+            .checked_sub(CHECKPOINT_HEADER_LEN as u64)
+            .filter(|&n| n == self.header.body_len)
+            .and_then(|n| usize::try_from(n).ok())
+            .ok_or_else(|| unusable(format!("{path}: body length mismatch")))?;
+        let mut prefix = [0u8; Regions::PREFIX_MAX];
+        let prefix = &mut prefix[..body_len.min(Regions::PREFIX_MAX)];
+        self.file
+            .read_at(prefix, CHECKPOINT_HEADER_LEN as u64)
+            .map_err(|e| unusable(format!("{path}: {e}")))?;
+        let regions = Regions::of_prefix(prefix, body_len, self.header.layout)
+            .map_err(|why| unusable(format!("{path}: body: {why}")))?;
+        let path: Arc<str> = Arc::from(path.as_str());
+        Ok(LoadedBody {
+            generation: self.header.meta.generation,
+            layout: self.header.layout,
+            parts: BodyParts::Indexed(regions),
+            view: BodyView::on_use(Arc::clone(&self.file), Arc::clone(&path)),
+            path,
         })
     }
 }

@@ -13,6 +13,7 @@ mod indexed;
 pub(crate) mod load;
 mod pages;
 pub(crate) mod state;
+pub(crate) mod view;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
