@@ -10,6 +10,7 @@
 
 mod backend;
 pub mod pg;
+mod wrapped;
 
 pub use backend::Backend;
 

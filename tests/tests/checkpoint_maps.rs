@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use sessdb::storage::{FileView, LockGuard, MemStorage, OpenMode, Storage, StorageFile};
+use sessdb::storage::{FileView, MemStorage, StorageFile};
 use sessdb::{Clock, Draft, LogType, SessionHeader, Store, StoreOptions};
 
 /// Memory storage that counts, per path, how many times a file's bytes were mapped.
@@ -28,36 +28,11 @@ struct CountedFile {
     views: Arc<Mutex<BTreeMap<String, usize>>>,
 }
 
-impl Storage for CountingViews {
-    fn create_dir_all(&self, dir: &str) -> std::io::Result<()> {
-        self.inner.create_dir_all(dir)
-    }
-    fn list(&self, dir: &str) -> std::io::Result<Vec<String>> {
-        self.inner.list(dir)
-    }
-    fn open(&self, path: &str, mode: OpenMode) -> std::io::Result<Box<dyn StorageFile>> {
-        Ok(Box::new(CountedFile {
-            inner: self.inner.open(path, mode)?,
-            path: path.to_owned(),
-            views: Arc::clone(&self.views),
-        }))
-    }
-    fn rename(&self, from: &str, to: &str) -> std::io::Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn remove(&self, path: &str) -> std::io::Result<()> {
-        self.inner.remove(path)
-    }
-    fn sync_dir(&self, dir: &str) -> std::io::Result<()> {
-        self.inner.sync_dir(dir)
-    }
-    fn try_lock(&self, path: &str) -> std::io::Result<Option<LockGuard>> {
-        self.inner.try_lock(path)
-    }
-    fn describe(&self, path: &str) -> String {
-        self.inner.describe(path)
-    }
-}
+sessdb_tests::delegate_storage!(CountingViews, |this, path, file| CountedFile {
+    inner: file,
+    path: path.to_owned(),
+    views: Arc::clone(&this.views),
+});
 
 impl StorageFile for CountedFile {
     fn len(&self) -> std::io::Result<u64> {

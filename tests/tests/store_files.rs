@@ -335,40 +335,11 @@ impl WatchedZeroFill {
     }
 }
 
-impl sessdb::storage::Storage for WatchedZeroFill {
-    fn create_dir_all(&self, dir: &str) -> std::io::Result<()> {
-        self.inner.create_dir_all(dir)
-    }
-    fn list(&self, dir: &str) -> std::io::Result<Vec<String>> {
-        self.inner.list(dir)
-    }
-    fn open(
-        &self,
-        path: &str,
-        mode: sessdb::storage::OpenMode,
-    ) -> std::io::Result<Box<dyn sessdb::storage::StorageFile>> {
-        Ok(Box::new(WatchedFile {
-            inner: self.inner.open(path, mode)?,
-            path: path.to_owned(),
-            storage: self.clone(),
-        }))
-    }
-    fn rename(&self, from: &str, to: &str) -> std::io::Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn remove(&self, path: &str) -> std::io::Result<()> {
-        self.inner.remove(path)
-    }
-    fn sync_dir(&self, dir: &str) -> std::io::Result<()> {
-        self.inner.sync_dir(dir)
-    }
-    fn try_lock(&self, path: &str) -> std::io::Result<Option<sessdb::storage::LockGuard>> {
-        self.inner.try_lock(path)
-    }
-    fn describe(&self, path: &str) -> String {
-        self.inner.describe(path)
-    }
-}
+sessdb_tests::delegate_storage!(WatchedZeroFill, |this, path, file| WatchedFile {
+    inner: file,
+    path: path.to_owned(),
+    storage: this.clone(),
+});
 
 impl sessdb::storage::StorageFile for WatchedFile {
     fn len(&self) -> std::io::Result<u64> {
