@@ -160,7 +160,22 @@ fn a_damaged_newest_checkpoint_generation_is_not_written_again(storage: &Backend
     assert_eq!(dump(&reopened), before);
 }
 
+/// `verify` on a store whose log is damaged names the newest checkpoint whose header checks
+/// out (one whose header is damaged is no checkpoint it can name).
+fn verify_of_a_damaged_log_names_the_newest_readable_checkpoint(storage: &Backend) {
+    let (paths, _) = two_chains(storage);
+    damage_header(storage, paths.last().unwrap());
+    let (segment, mut bytes) = last_segment(storage);
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x55;
+    storage.put(&segment, bytes);
+    let report = sessdb::store::verify(storage.storage()).unwrap();
+    assert!(!report.ok(), "{report:?}");
+    assert_eq!(report.checkpoint, Some(3), "{report:?}");
+}
+
 on_both_storages!(
+    verify_of_a_damaged_log_names_the_newest_readable_checkpoint,
     regression_a_flipped_byte_anywhere_in_a_checkpoint_discards_it,
     an_interrupted_checkpoint_leaves_no_garbage_after_the_next_open,
     an_open_reads_only_its_chains_headers_and_verify_reads_every_one,

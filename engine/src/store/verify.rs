@@ -173,7 +173,7 @@ fn every_damage(storage: &dyn Storage, first: &Error, report: &mut VerifyReport)
     report.problems.push(first.to_string());
     report.checkpoint = crate::store::checkpoint::chain::CheckpointHeaders::load(storage)
         .ok()
-        .and_then(|h| h.newest());
+        .and_then(|h| h.newest_readable());
     let Ok(plan) = crate::store::salvage::plan(storage, &StoreOptions::default()) else {
         return;
     };

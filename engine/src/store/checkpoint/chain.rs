@@ -92,6 +92,16 @@ impl<'s> CheckpointHeaders<'s> {
         }
     }
 
+    /// The newest generation whose header checks out (headers read newest first until one
+    /// does).
+    pub(in crate::store) fn newest_readable(&self) -> Option<u64> {
+        self.by_generation
+            .keys()
+            .rev()
+            .copied()
+            .find(|&g| self.opened(g).is_some())
+    }
+
     /// The files whose header did not check out, of those read so far, with the reason.
     pub(in crate::store) fn discarded(&self) -> Vec<String> {
         self.discarded.borrow().clone()
