@@ -64,6 +64,15 @@ impl Backend {
         }
     }
 
+    /// The bytes of file `rel` (panics when there is none).
+    pub fn file(&self, rel: &str) -> Vec<u8> {
+        self.files()
+            .into_iter()
+            .find(|(p, _)| p == rel)
+            .unwrap_or_else(|| panic!("no file {rel}"))
+            .1
+    }
+
     /// Every file, `(relative path, bytes)`, sorted by path.
     pub fn files(&self) -> Vec<(String, Vec<u8>)> {
         let mut out = match self {

@@ -172,12 +172,7 @@ fn salvage_rewrites_a_damaged_segment_header_and_loses_nothing(storage: &Backend
     let segments = support::segment_paths(storage);
     let victim = &segments[2];
     let image = storage.without_checkpoints();
-    let mut header = image
-        .files()
-        .into_iter()
-        .find(|(p, _)| p == victim)
-        .unwrap()
-        .1;
+    let mut header = image.file(victim);
     header[0] = b'X';
     image.put(victim, header);
     let err = Store::open_with(image.storage(), opts()).unwrap_err();

@@ -94,12 +94,7 @@ fn two_chains(storage: &Backend) -> (Vec<String>, sessdb_tests::StoreDump) {
 /// Flips a bit of checkpoint `path`'s header (in its covered LSN: the header's CRC then
 /// fails); returns the bytes.
 fn damage_header(storage: &Backend, path: &str) -> Vec<u8> {
-    let mut bytes = storage
-        .files()
-        .into_iter()
-        .find(|(p, _)| p == path)
-        .unwrap()
-        .1;
+    let mut bytes = storage.file(path);
     bytes[33] ^= 0x10;
     storage.put(path, bytes.clone());
     bytes
