@@ -23,11 +23,15 @@ pub(crate) fn map_sealed(file: &File) -> io::Result<memmap2::Mmap> {
     //   whole replacement file and renames it over the segment; a live mapping keeps the old
     //   file's pages, so a reader beside a salvage reads the old bytes, never a fault
     //   (`tests/tests/store_files.rs` exercises it). Removing a mapped file is equally safe.
-    // - The only truncation is the torn-tail cut of the newest segment on a writable open.
-    //   No process maps the newest segment (read-only opens map only segments with a
-    //   successor); and a segment with a successor was synced whole before that successor was
-    //   created, so it never has a torn tail, even when open removes an interrupted successor.
-    // - Checkpoint files are mapped to read their bodies on open: each is written under a
+    // - Every truncation is of the newest segment, by the writer holding the lock: the
+    //   torn-tail cut on a writable open, the roll's cut of the space allocated ahead before
+    //   the sync that seals it, and a clean close's cut of that space (`Tail::trim_ahead`).
+    //   No process maps the newest segment read-only (read-only opens map only segments with
+    //   a successor; the writer's own write windows are unmapped before any cut); and a
+    //   segment with a successor was synced whole before that successor was created, so it
+    //   never has a torn tail, even when open removes an interrupted successor.
+    // - Checkpoint files are mapped to read their bodies (the newest of a chain on open, the
+    //   earlier ones when first read): each is written under a
     //   temp name, synced and renamed into place, and never written again; retention and
     //   salvage only remove them, which leaves a live mapping intact.
     // - The single writer holds the store's lock for all of this.
