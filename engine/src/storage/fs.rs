@@ -5,6 +5,7 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
+use super::open_files;
 use super::seam::{FileView, LockGuard, OpenMode, Storage, StorageFile};
 
 /// Files under a root directory.
@@ -39,7 +40,7 @@ impl Storage for FsStorage {
     }
 
     fn list(&self, dir: &str) -> io::Result<Vec<String>> {
-        let entries = match std::fs::read_dir(self.path(dir)) {
+        let entries = match open_files::with_room(|| std::fs::read_dir(self.path(dir))) {
             Ok(e) => e,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(e),
@@ -62,8 +63,9 @@ impl Storage for FsStorage {
             OpenMode::ReadWrite => opts.read(true).write(true),
             OpenMode::CreateNew => opts.read(true).write(true).create_new(true),
         };
+        let path = self.path(path);
         Ok(Box::new(FsFile {
-            file: opts.open(self.path(path))?,
+            file: open_files::with_room(|| opts.open(&path))?,
         }))
     }
 
@@ -77,16 +79,18 @@ impl Storage for FsStorage {
 
     fn sync_dir(&self, dir: &str) -> io::Result<()> {
         // IMPORTANT: on Linux a new or renamed file is durable only once its directory is.
-        File::open(self.path(dir))?.sync_all()
+        open_files::with_room(|| File::open(self.path(dir)))?.sync_all()
     }
 
     fn try_lock(&self, path: &str) -> io::Result<Option<LockGuard>> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(self.path(path))?;
+        let file = open_files::with_room(|| {
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(self.path(path))
+        })?;
         match file.try_lock() {
             Ok(()) => Ok(Some(Box::new(file))),
             Err(std::fs::TryLockError::WouldBlock) => Ok(None),

@@ -11,6 +11,7 @@ mod crash;
 mod fs;
 mod mem;
 mod mmap;
+mod open_files;
 mod replace;
 mod seam;
 

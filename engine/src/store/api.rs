@@ -72,6 +72,10 @@ impl Store {
     /// Opens (creating if needed) the store in directory `dir` for writing. A store is
     /// created only in a new or empty directory.
     ///
+    /// A store keeps one file open per segment: when an open of a file meets the process's
+    /// soft limit on open files (`RLIMIT_NOFILE`), the store raises that limit towards the
+    /// hard one for the whole process (as Node and Go do at start) and goes on.
+    ///
     /// # Errors
     /// `NotAStore` for a directory that holds other files and no store, `Locked` if another
     /// writer has it, `Corruption` for damage that is not a torn tail (unless
