@@ -1,23 +1,40 @@
 //! The real-file backend on `std::fs`.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io;
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
 use super::open_files;
 use super::seam::{FileView, LockGuard, OpenMode, Storage, StorageFile};
 
-/// Files under a root directory.
+/// Files under a root directory, reached through a handle on it: the directory it named when
+/// first used stays the one written, whatever the process's working directory or the paths
+/// above it become. (By path, a store opened at a relative path wrote its next segments and
+/// checkpoints into whatever directory of that name the working directory held after a
+/// `chdir`, another store's included, and lost the acknowledged writes there:
+/// `tests/tests/working_directory.rs`.)
 #[derive(Debug, Clone)]
 pub struct FsStorage {
+    /// The root, made absolute when the storage is made (for messages, and the first open).
     root: PathBuf,
+    /// The root directory, opened on first use (a store's directory may not exist before its
+    /// open makes it); shared by clones.
+    dir: Arc<OnceLock<OwnedFd>>,
 }
 
 impl FsStorage {
-    /// Files under `root`.
+    /// Files under `root` (a relative root is taken from the working directory now).
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into() }
+        let root = root.into();
+        Self {
+            root: std::path::absolute(&root).unwrap_or(root),
+            dir: Arc::new(OnceLock::new()),
+        }
     }
 
     /// The root directory.
@@ -32,24 +49,95 @@ impl FsStorage {
             self.root.join(rel)
         }
     }
+
+    /// The handle on the root directory, opened by its path on first use.
+    fn dir(&self) -> io::Result<&OwnedFd> {
+        if let Some(dir) = self.dir.get() {
+            return Ok(dir);
+        }
+        let opened = open_files::with_room(|| {
+            Ok(rustix::fs::open(
+                &self.root,
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )?)
+        })?;
+        // Two first uses at once: one handle is kept, the other closed.
+        let _ = self.dir.set(opened);
+        self.dir
+            .get()
+            .ok_or_else(|| io::Error::other("the store directory's handle was not kept"))
+    }
+
+    /// `rel` as a path under the root handle (`.` for the root itself).
+    fn at(rel: &str) -> &str {
+        if rel.is_empty() { "." } else { rel }
+    }
+
+    /// Opens `rel` under the root with `flags` (always close-on-exec: a child process must
+    /// not keep a store's file, its lock above all).
+    fn open_at(&self, rel: &str, flags: OFlags) -> io::Result<File> {
+        let dir = self.dir()?;
+        let fd = open_files::with_room(|| {
+            Ok(rustix::fs::openat(
+                dir,
+                Self::at(rel),
+                flags | OFlags::CLOEXEC,
+                Mode::from_raw_mode(0o666),
+            )?)
+        })?;
+        Ok(File::from(fd))
+    }
 }
 
 impl Storage for FsStorage {
     fn create_dir_all(&self, dir: &str) -> io::Result<()> {
-        std::fs::create_dir_all(self.path(dir))
+        // The root by its path only before its handle is open: after, the handle is the root.
+        if self.dir.get().is_none() {
+            std::fs::create_dir_all(&self.root)?;
+        }
+        let root = self.dir()?;
+        let mut at = String::new();
+        for part in dir.split('/').filter(|p| !p.is_empty()) {
+            if !at.is_empty() {
+                at.push('/');
+            }
+            at.push_str(part);
+            match rustix::fs::mkdirat(root, at.as_str(), Mode::from_raw_mode(0o777)) {
+                Ok(()) => {}
+                Err(e) if e == rustix::io::Errno::EXIST => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
     }
 
     fn list(&self, dir: &str) -> io::Result<Vec<String>> {
-        let entries = match open_files::with_room(|| std::fs::read_dir(self.path(dir))) {
-            Ok(e) => e,
+        let listed = match self.open_at(dir, OFlags::RDONLY | OFlags::DIRECTORY) {
+            Ok(listed) => listed,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(e),
         };
         let mut names = Vec::new();
-        for entry in entries {
+        for entry in rustix::fs::Dir::read_from(&listed)? {
             let entry = entry?;
-            if entry.file_type()?.is_file() {
-                names.push(entry.file_name().to_string_lossy().into_owned());
+            let name = entry.file_name().to_bytes();
+            if name == b"." || name == b".." {
+                continue;
+            }
+            let file = match entry.file_type() {
+                FileType::RegularFile => true,
+                // A file system that does not say in the listing: asked of the file.
+                FileType::Unknown => {
+                    rustix::fs::statat(&listed, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW)
+                        .is_ok_and(|st| {
+                            FileType::from_raw_mode(st.st_mode) == FileType::RegularFile
+                        })
+                }
+                _ => false,
+            };
+            if file {
+                names.push(String::from_utf8_lossy(name).into_owned());
             }
         }
         names.sort();
@@ -57,40 +145,42 @@ impl Storage for FsStorage {
     }
 
     fn open(&self, path: &str, mode: OpenMode) -> io::Result<Box<dyn StorageFile>> {
-        let mut opts = OpenOptions::new();
-        match mode {
-            OpenMode::Read => opts.read(true),
-            OpenMode::ReadWrite => opts.read(true).write(true),
-            OpenMode::CreateNew => opts.read(true).write(true).create_new(true),
+        let flags = match mode {
+            OpenMode::Read => OFlags::RDONLY,
+            OpenMode::ReadWrite => OFlags::RDWR,
+            OpenMode::CreateNew => OFlags::RDWR | OFlags::CREATE | OFlags::EXCL,
         };
-        let path = self.path(path);
         Ok(Box::new(FsFile {
-            file: open_files::with_room(|| opts.open(&path))?,
+            file: self.open_at(path, flags)?,
         }))
     }
 
     fn rename(&self, from: &str, to: &str) -> io::Result<()> {
-        std::fs::rename(self.path(from), self.path(to))
+        let dir = self.dir()?;
+        Ok(rustix::fs::renameat(
+            dir,
+            Self::at(from),
+            dir,
+            Self::at(to),
+        )?)
     }
 
     fn remove(&self, path: &str) -> io::Result<()> {
-        std::fs::remove_file(self.path(path))
+        Ok(rustix::fs::unlinkat(
+            self.dir()?,
+            Self::at(path),
+            AtFlags::empty(),
+        )?)
     }
 
     fn sync_dir(&self, dir: &str) -> io::Result<()> {
         // IMPORTANT: on Linux a new or renamed file is durable only once its directory is.
-        open_files::with_room(|| File::open(self.path(dir)))?.sync_all()
+        self.open_at(dir, OFlags::RDONLY | OFlags::DIRECTORY)?
+            .sync_all()
     }
 
     fn try_lock(&self, path: &str) -> io::Result<Option<LockGuard>> {
-        let file = open_files::with_room(|| {
-            OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .open(self.path(path))
-        })?;
+        let file = self.open_at(path, OFlags::RDWR | OFlags::CREATE)?;
         match file.try_lock() {
             Ok(()) => Ok(Some(Box::new(file))),
             Err(std::fs::TryLockError::WouldBlock) => Ok(None),
@@ -103,7 +193,7 @@ impl Storage for FsStorage {
     }
 
     fn available_bytes(&self, dir: &str) -> io::Result<Option<u64>> {
-        let s = rustix::fs::statvfs(self.path(dir))?;
+        let s = rustix::fs::fstatvfs(self.open_at(dir, OFlags::RDONLY | OFlags::DIRECTORY)?)?;
         Ok(Some(s.f_bavail.saturating_mul(s.f_frsize)))
     }
 }

@@ -1,0 +1,131 @@
+//! A store opened at a relative path, and the process's working directory changed after
+//! (Node's `process.chdir()`, any host that moves between projects). Found by attack: the
+//! storage resolved every file by its path, so the writer's next segment went into whatever
+//! `store/segments` the new working directory held — another store's, unlocked — its
+//! checkpoint too; every append was acknowledged and the close returned `Ok`, but the store
+//! reopened without them, and the other store was refused at its next open ("segment does
+//! not continue the log"). The storage now holds a handle on the store's directory
+//! (`engine/src/storage/fs.rs`). The case runs in a child process (this test binary again):
+//! the working directory is the whole process's.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers fail loudly"
+)]
+
+use std::path::Path;
+use std::process::Command;
+
+use sessdb::{Draft, LogType, SessionHeader, Store, StoreOptions};
+
+const CHILD_ENV: &str = "SESSDB_WORKING_DIRECTORY_CHILD";
+
+/// Small segments: the appends roll several.
+fn options() -> StoreOptions {
+    StoreOptions::default()
+        .with_segment_bytes_max(8 << 10)
+        .with_preallocate_bytes(0)
+}
+
+fn note(i: u64) -> Draft {
+    let text = format!("{i:04}").repeat(500);
+    Draft::log(
+        LogType::new("plugin/note").unwrap(),
+        format!("{{\"i\":{i},\"text\":\"{text}\"}}").into_bytes(),
+    )
+    .ignorable()
+}
+
+/// Every file of the store in `dir`, with its bytes.
+fn image(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    for sub in ["segments", "checkpoints"] {
+        for entry in std::fs::read_dir(dir.join(sub)).unwrap() {
+            let entry = entry.unwrap();
+            out.push((
+                format!("{sub}/{}", entry.file_name().to_string_lossy()),
+                std::fs::read(entry.path()).unwrap(),
+            ));
+        }
+    }
+    out.sort();
+    out
+}
+
+const NOTES: u64 = 20;
+
+/// The child: a writer opened at `store` in `base/a`, then moved to `base/b`, which holds
+/// another store at `store`; and a read-only store opened the same way.
+fn child(base: &Path) {
+    std::env::set_current_dir(base.join("a")).unwrap();
+    let store = Store::open("store", options()).unwrap();
+    store
+        .create_session(SessionHeader::new("s", 0), Vec::new())
+        .unwrap();
+    let reader = Store::open_read_only("store", options()).unwrap();
+    std::env::set_current_dir(base.join("b")).unwrap();
+    for i in 0..NOTES {
+        store.append("s", note(i)).unwrap();
+    }
+    store.checkpoint().unwrap();
+    // The reader follows its own store, not the one now at its relative path.
+    reader.refresh().unwrap();
+    assert_eq!(reader.session_len("s").unwrap(), NOTES + 1);
+    store.close().unwrap();
+    println!("child done");
+}
+
+#[test]
+fn a_store_opened_at_a_relative_path_stays_where_it_was_opened() {
+    if let Some(base) = std::env::var_os(CHILD_ENV) {
+        child(Path::new(&base));
+        std::process::exit(0);
+    }
+    let base = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(base.path().join("a")).unwrap();
+    let other = base.path().join("b/store");
+    {
+        let store = Store::open(&other, options()).unwrap();
+        store
+            .create_session(SessionHeader::new("other", 0), Vec::new())
+            .unwrap();
+        store.close().unwrap();
+    }
+    let before = image(&other);
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "a_store_opened_at_a_relative_path_stays_where_it_was_opened",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_ENV, base.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("child done"),
+        "the child failed ({}): {stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Every acknowledged note is in the store the writer opened.
+    let store = Store::open(base.path().join("a/store"), options()).unwrap();
+    let events = store.events("s", 1..).unwrap();
+    assert_eq!(events.len() as u64, NOTES);
+    for (i, e) in events.iter().enumerate() {
+        assert_eq!(e.data(), note(i as u64).into_event(1, 0).data(), "note {i}");
+    }
+    store.close().unwrap();
+    // The other store is byte for byte as it was, and opens.
+    assert!(before == image(&other), "a file of the other store changed");
+    let ids: Vec<String> = Store::open_read_only(&other, options())
+        .unwrap()
+        .list()
+        .unwrap()
+        .into_iter()
+        .map(|i| i.header.id)
+        .collect();
+    assert_eq!(ids, ["other"]);
+}
