@@ -129,3 +129,27 @@ fn a_store_opened_at_a_relative_path_stays_where_it_was_opened() {
         .collect();
     assert_eq!(ids, ["other"]);
 }
+
+/// The store's directory renamed while a writer has it open (a host moving a project): the
+/// writer goes on in the directory it opened, under its new name. Before the handle, the next
+/// roll failed (`create segments/…: No such file or directory`) and poisoned the store.
+#[test]
+fn a_store_whose_directory_is_renamed_while_open_goes_on_writing_there() {
+    let base = tempfile::tempdir().unwrap();
+    let (old, new) = (base.path().join("old"), base.path().join("new"));
+    let store = Store::open(&old, options()).unwrap();
+    store
+        .create_session(SessionHeader::new("s", 0), Vec::new())
+        .unwrap();
+    std::fs::rename(&old, &new).unwrap();
+    for i in 0..NOTES {
+        store.append("s", note(i)).unwrap();
+    }
+    store.checkpoint().unwrap();
+    store.close().unwrap();
+    assert!(!old.exists(), "nothing was written at the old name");
+    let reopened = Store::open(&new, options()).unwrap();
+    let events = reopened.events("s", 1..).unwrap();
+    assert_eq!(events.len() as u64, NOTES);
+    assert_eq!(reopened.open_report().records_replayed, 0, "from the checkpoint");
+}

@@ -119,7 +119,8 @@ impl Storage for FsStorage {
             Err(e) => return Err(e),
         };
         let mut names = Vec::new();
-        for entry in rustix::fs::Dir::read_from(&listed)? {
+        let mut entries = rustix::fs::Dir::new(OwnedFd::from(listed))?;
+        while let Some(entry) = entries.read() {
             let entry = entry?;
             let name = entry.file_name().to_bytes();
             if name == b"." || name == b".." {
@@ -129,7 +130,7 @@ impl Storage for FsStorage {
                 FileType::RegularFile => true,
                 // A file system that does not say in the listing: asked of the file.
                 FileType::Unknown => {
-                    rustix::fs::statat(&listed, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW)
+                    rustix::fs::statat(entries.fd()?, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW)
                         .is_ok_and(|st| {
                             FileType::from_raw_mode(st.st_mode) == FileType::RegularFile
                         })
