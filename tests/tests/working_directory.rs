@@ -151,5 +151,9 @@ fn a_store_whose_directory_is_renamed_while_open_goes_on_writing_there() {
     let reopened = Store::open(&new, options()).unwrap();
     let events = reopened.events("s", 1..).unwrap();
     assert_eq!(events.len() as u64, NOTES);
-    assert_eq!(reopened.open_report().records_replayed, 0, "from the checkpoint");
+    assert_eq!(
+        reopened.open_report().records_replayed,
+        0,
+        "from the checkpoint"
+    );
 }

@@ -6,6 +6,7 @@
 //! by `tests/tests/layout.rs`).
 
 mod api;
+mod backup;
 mod catalog;
 mod checkpoint;
 mod compact;
@@ -23,6 +24,7 @@ mod verify;
 mod writer;
 
 pub use api::{EventIter, Store};
+pub use backup::backup;
 pub use compact::{SegmentSpace, Space};
 pub use info::{
     CheckpointInfo, Direction, DiskUsage, Incarnation, ListOptions, ListOrder, ListedRow,
@@ -33,8 +35,8 @@ pub use maintenance::MaintenanceStatus;
 pub use maintenance::retention::RetentionReport;
 pub use options::{CompactionPolicy, Durability, OpenProgress, RetentionPolicy, StoreOptions};
 pub use report::{
-    CompactReport, Damage, DamageRepair, OpenReport, SalvageReport, SegmentCompaction, SessionLoss,
-    VerifyReport,
+    BackupReport, CompactReport, Damage, DamageRepair, OpenReport, SalvageReport,
+    SegmentCompaction, SessionLoss, VerifyReport,
 };
 pub use salvage::salvage_plan;
 pub use session::SessionHandle;

@@ -96,6 +96,22 @@ pub struct SessionLoss {
     pub lost_through: Option<u64>,
 }
 
+/// What [`backup`](crate::store::backup) copied.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BackupReport {
+    /// The log position the copy ends at: every record before it, none after.
+    pub log_end: u64,
+    /// Segment files copied.
+    pub segments: usize,
+    /// Bytes copied.
+    pub bytes: u64,
+    /// Records the copy's first open replayed (every one copied: each checked).
+    pub records: u64,
+    /// Sessions in the copy.
+    pub sessions: usize,
+}
+
 /// What [`verify`](crate::store::verify) checked and found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct VerifyReport {

@@ -1718,3 +1718,27 @@ fn regression_json_usage_errors_a_closed_follow_and_help_texts() {
     waiter.join().unwrap();
     assert_eq!(status.code(), Some(0));
 }
+
+#[test]
+fn backup_copies_a_store_into_a_new_directory_and_never_over_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let ids = demo(dir.path());
+    let out = ok(&["backup", "store", "copy", "--json"], dir.path());
+    let r = json(&out);
+    assert_eq!(
+        r.get("sessions").unwrap().as_i64().unwrap(),
+        ids.len() as i64,
+        "{out}"
+    );
+    assert!(r.get("records").unwrap().as_i64().unwrap() > 0, "{out}");
+    // The copy lists and verifies as the store does.
+    assert_eq!(
+        ok(&["ls", "copy", "--json"], dir.path()),
+        ok(&["ls", "store", "--json"], dir.path())
+    );
+    assert!(ok(&["verify", "copy"], dir.path()).contains("ok: no corruption"));
+    // Never into a directory that is there: refused, the copy left as it is.
+    let err = fails(&["backup", "store", "copy"], dir.path(), 1);
+    assert!(err.contains("there already"), "{err}");
+    assert!(ok(&["verify", "copy"], dir.path()).contains("ok: no corruption"));
+}

@@ -1,5 +1,6 @@
 //! The commands.
 
+mod backup;
 mod compact;
 pub mod completions;
 mod delete;
@@ -48,6 +49,10 @@ pub enum Command {
     Compact(compact::Args),
     /// Fork a session at a seq (DSH v0 rules); prints the child's id.
     Fork(fork::Args),
+    /// Copy the store, beside its writer if one is running, into a new directory: every
+    /// session as of one moment, each record checked, ready to open (a copy of the files
+    /// with `cp` is not one: it can catch a record half written).
+    Backup(backup::Args),
     /// Read every record, check every checksum, compare the checkpoint with a full replay.
     Verify(verify::Args),
     /// Cut a torn tail, then close the open turns of interrupted sessions; with --salvage,
@@ -85,6 +90,7 @@ impl Command {
             Command::Delete(a) => &a.store,
             Command::Compact(a) => &a.store,
             Command::Fork(a) => &a.store,
+            Command::Backup(a) => &a.store,
             Command::Verify(a) => &a.store,
             Command::Repair(a) => &a.store,
             Command::Stats(a) => &a.store,
@@ -104,6 +110,7 @@ impl Command {
             Command::Import(a) => a.json,
             Command::Export(a) => a.json,
             Command::Fork(a) => a.json,
+            Command::Backup(a) => a.json,
             Command::Delete(a) => a.json,
             Command::Compact(a) => a.json,
             Command::Repair(a) => a.json,
@@ -127,6 +134,7 @@ pub fn run(command: Command, quiet: bool, cli: clap::Command) -> CliResult {
         Command::Import(a) => import::run(&a, quiet),
         Command::Export(a) => export::run(&a, quiet),
         Command::Fork(a) => fork::run(&a),
+        Command::Backup(a) => backup::run(&a),
         Command::Delete(a) => delete::run(&a, quiet),
         Command::Compact(a) => compact::run(&a, quiet),
         Command::Verify(a) => verify::run(&a, quiet),
