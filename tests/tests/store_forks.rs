@@ -11,7 +11,7 @@
 
 use sessdb::{
     Draft, Error, ForkErrorCode, ForkSpec, LogType, ResumeReport, SessionHeader, Store,
-    SurfaceIntent, SurfaceType,
+    StoreOptions, SurfaceIntent, SurfaceType,
 };
 use sessdb_tests::{Backend, on_both_storages};
 use sessdb_workload::payload as p;
@@ -126,7 +126,55 @@ fn resume_appends_closers_and_marker_once(storage: &Backend) {
     assert_eq!(store.resume(id).unwrap(), ResumeReport::default());
 }
 
+/// A chain of forks thousands deep (each session forked from the one before: a session
+/// continued in a new one every day for years). Regression: the open decoded a session's
+/// parent from inside its own decoding, as deep as the chain, and a chain of 6,000 overflowed
+/// the stack — an abort, and a store no process could open.
+fn a_chain_of_forks_thousands_deep_reopens(storage: &Backend) {
+    const DEPTH: usize = 8_000;
+    let options = || StoreOptions::default().with_clock(sessdb::Clock::fixed(1_000));
+    let store = Store::open_with(storage.storage(), options()).unwrap();
+    store
+        .create_session(SessionHeader::new("s0", 0), Vec::new())
+        .unwrap();
+    store
+        .append(
+            "s0",
+            Draft::log(LogType::TURN_START, p::turn_start(1).into_bytes()),
+        )
+        .unwrap();
+    store
+        .append(
+            "s0",
+            Draft::log(LogType::TURN_END, p::turn_end(1).into_bytes()),
+        )
+        .unwrap();
+    for i in 1..=DEPTH {
+        store
+            .fork(
+                &format!("s{}", i - 1),
+                ForkSpec::default().with_child_id(format!("s{i}")),
+            )
+            .unwrap();
+    }
+    let root = store.events("s0", ..).unwrap();
+    store.close().unwrap();
+    drop(store);
+    // From the checkpoint (the entries decoded on first read), then by replaying the log.
+    for options in [options(), options().with_ignore_checkpoints(true)] {
+        let store = Store::open_with(storage.storage(), options).unwrap();
+        let deepest = format!("s{DEPTH}");
+        assert_eq!(store.events(&deepest, ..3).unwrap(), root);
+        assert_eq!(store.session_len(&deepest).unwrap(), 4);
+        assert_eq!(
+            store.header(&deepest).unwrap().parent_session,
+            Some(format!("s{}", DEPTH - 1))
+        );
+    }
+}
+
 on_both_storages!(
+    a_chain_of_forks_thousands_deep_reopens,
     fork_by_reference_adds_a_small_record,
     fork_inside_the_log_replays_the_prefix_and_survives_reopen,
     resume_appends_closers_and_marker_once,

@@ -357,20 +357,49 @@ impl Entries {
 
     /// Decodes slot `i` into `sessions`; on an error the slot stays as it was.
     fn load_slot(&mut self, i: usize) -> Result<()> {
-        let Some(cold) = self.cold.as_mut() else {
-            return Ok(());
-        };
-        let (slot, entry) = cold.entry(i)?;
-        // Taken first: a damaged chain of parents that loops ends at "missing" instead of
-        // recursing for ever.
-        cold.set_taken(i, true);
-        let loaded = self.decode_into_place(slot, entry);
-        if loaded.is_err()
-            && let Some(cold) = self.cold.as_mut()
-        {
-            cold.set_taken(i, false);
+        // The slot and its ancestors not decoded yet, child first, then decoded oldest first,
+        // so that each one's parent is there when it is: decoding a parent from inside its
+        // child's decoding went as deep as the fork chain, and a chain of 6,000 forks
+        // overflowed the stack at the open (`tests/tests/store_forks.rs`).
+        let mut chain: Vec<(usize, Slot, crate::codec::checkpoint::indexed::Entry)> = Vec::new();
+        let mut next = Some(i);
+        let mut result = Ok(());
+        while let Some(at) = next.take() {
+            let Some(cold) = self.cold.as_mut() else {
+                break;
+            };
+            let (slot, entry) = match cold.entry(at) {
+                Ok(found) => found,
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            };
+            // Taken first: a damaged chain of parents that loops ends at "missing" (the
+            // decoding of its oldest member reports it) instead of going round for ever.
+            cold.set_taken(at, true);
+            if let Some((parent, _)) = &entry.parent
+                && !self.sessions.contains_key(parent.as_str())
+            {
+                match cold.find(parent) {
+                    Ok(found) => next = found,
+                    Err(e) => result = Err(e),
+                }
+            }
+            chain.push((at, slot, entry));
         }
-        loaded
+        while let Some((at, slot, entry)) = chain.pop() {
+            if result.is_ok() {
+                result = self.decode_into_place(slot, entry);
+            }
+            // Not decoded (it, or an ancestor, failed): left in the index, to be read again.
+            if result.is_err()
+                && let Some(cold) = self.cold.as_mut()
+            {
+                cold.set_taken(at, false);
+            }
+        }
+        result
     }
 
     fn decode_into_place(
