@@ -18,6 +18,22 @@ impl Limits {
     /// the 128 this once was (a 200-deep value in its conformance cases); the engine's
     /// recursive comparisons stay far from a thread's stack at 512.
     pub const DEFAULT_MAX_DEPTH: u32 = 512;
+
+    /// The bounds a stored event is judged by when it is read back (an open's replay,
+    /// `refresh`, `verify`, salvage, an export): none beyond what its record holds. What a
+    /// store holds passed its writer's bounds, and those are an open's option
+    /// ([`StoreOptions::with_limits`](crate::StoreOptions::with_limits)), not the store's: a
+    /// reader judging it again by its own narrower bounds reported an intact store as
+    /// damaged, and salvage would have dropped the event (`tests/tests/store_roundtrip.rs`,
+    /// `events_a_wider_writer_accepted_are_not_damage_to_a_narrower_reader`). Nesting is
+    /// walked without recursion everywhere a stored value is (2,000,000 deep measured).
+    #[must_use]
+    pub fn stored() -> Self {
+        Self {
+            max_data_bytes: usize::MAX,
+            max_depth: u32::MAX,
+        }
+    }
 }
 
 impl Default for Limits {

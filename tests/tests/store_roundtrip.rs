@@ -13,7 +13,8 @@
 use std::sync::Arc;
 
 use sessdb::{
-    Clock, Config, Draft, Error, Event, LogType, SessionHeader, SessionSet, Store, StoreOptions,
+    Clock, Config, Draft, Error, Event, Limits, LogType, SessionHeader, SessionSet, Store,
+    StoreOptions,
 };
 use sessdb_tests::{Backend, on_both_storages};
 use sessdb_workload::{WorkloadSpec, generate};
@@ -228,7 +229,61 @@ fn iter_events_matches_events_across_windows() {
     ));
 }
 
+/// A writer opened with wider bounds (`StoreOptions::with_limits`) than a later reader's.
+/// Regression: the reader judged the stored events by its own bounds — `verify` reported an
+/// intact store as damaged ("a stored event is refused"), salvage planned to drop the event,
+/// and an open that replayed the log refused the store.
+fn events_a_wider_writer_accepted_are_not_damage_to_a_narrower_reader(storage: &Backend) {
+    let deep = format!("{{\"x\":{}1{}}}", "[".repeat(1_000), "]".repeat(1_000));
+    let wide = Limits {
+        max_depth: 2_000,
+        ..Limits::default()
+    };
+    let store = Store::open_with(storage.storage(), opts().with_limits(wide)).unwrap();
+    store
+        .create_session(SessionHeader::new("s", 0), Vec::new())
+        .unwrap();
+    let note = || {
+        Draft::log(
+            LogType::new("plugin/deep").unwrap(),
+            deep.clone().into_bytes(),
+        )
+        .ignorable()
+    };
+    store.append("s", note()).unwrap();
+    store
+        .fork("s", sessdb::ForkSpec::default().with_child_id("f"))
+        .unwrap();
+    let before = dump(&store);
+    drop(store); // no close: the reader below replays the log
+    // The default bounds refuse the event as a new one ...
+    let narrow = open(storage);
+    assert!(matches!(
+        narrow.append("s", note()).unwrap_err(),
+        Error::Rejected { .. }
+    ));
+    // ... and read it as stored: the open, a fork of it, verify, salvage's plan.
+    assert_eq!(dump(&narrow), before);
+    narrow
+        .fork("s", sessdb::ForkSpec::default().with_child_id("g"))
+        .unwrap();
+    assert_eq!(
+        narrow.events("g", 1..2).unwrap(),
+        narrow.events("s", 1..2).unwrap()
+    );
+    drop(narrow);
+    let replayed =
+        Store::open_with(storage.storage(), opts().with_ignore_checkpoints(true)).unwrap();
+    assert_eq!(replayed.events("s", ..).unwrap().len(), 2);
+    drop(replayed);
+    let report = sessdb::store::verify(storage.storage()).unwrap();
+    assert!(report.ok(), "{:?}", report.problems);
+    let plan = sessdb::store::salvage_plan(&*storage.storage(), &opts()).unwrap();
+    assert!(plan.damage.is_empty(), "{plan:?}");
+}
+
 on_both_storages!(
+    events_a_wider_writer_accepted_are_not_damage_to_a_narrower_reader,
     a_workload_reads_back_the_same_after_reopen_and_matches_the_model,
     replay_without_any_checkpoint_gives_the_same_state,
     the_resident_index_costs_16_bytes_per_event_after_open,

@@ -67,7 +67,8 @@ fn insert_line(
         .map_err(Insert::Sqlite)?;
         return Ok(());
     }
-    let e = Event::from_jsonl(line, &Limits::default()).map_err(Insert::Store)?;
+    // A stored event: judged as stored, not by an import's bounds (`Limits::stored`).
+    let e = Event::from_jsonl(line, &Limits::stored()).map_err(Insert::Store)?;
     stmt.execute(params![
         session,
         to_i64(e.seq()),

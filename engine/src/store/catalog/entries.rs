@@ -570,7 +570,6 @@ impl Entries {
         child_id: &str,
         parent: &str,
         inherited: u64,
-        limits: &Limits,
     ) -> Result<Option<(SessionState, Locations)>> {
         let Some(p) = self.sessions.get_mut(parent) else {
             return Ok(None);
@@ -580,7 +579,9 @@ impl Entries {
             return Ok(Some((p.state.clone(), locs)));
         }
         // The child's state is a replay of the inherited prefix through the acceptance
-        // function, which also validates it as DSH validates a fork seed.
+        // function, which also validates it as DSH validates a fork seed — by the bounds of
+        // stored events (`Limits::stored`): a wider writer may have taken them.
+        let limits = &Limits::stored();
         let mut state = SessionState::new();
         let source = StoredEvents {
             segments,

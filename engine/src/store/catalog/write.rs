@@ -163,13 +163,8 @@ impl Catalog {
             |id| cat.exists(id).unwrap_or(true),
             to.now.get(),
         )?;
-        let Some((base, locs)) = cat.fork_base(
-            to.target.segments,
-            &plan.child_id,
-            source,
-            plan.inherited,
-            to.limits,
-        )?
+        let Some((base, locs)) =
+            cat.fork_base(to.target.segments, &plan.child_id, source, plan.inherited)?
         else {
             return Err(Error::SessionNotFound {
                 id: source.to_owned(),

@@ -3,19 +3,18 @@
 
 use std::collections::BTreeSet;
 
+use crate::Limits;
 use crate::codec::record::{LocatedEvent, RecordBody};
 use crate::codec::{CorruptionKind, EventLoc};
 use crate::model::{SessionHeader, SessionState};
 use crate::store::catalog::entries::{Entries, StoredEvents, plan_batch};
 use crate::store::catalog::locations::Locations;
 use crate::store::log::segments::SegmentList;
-use crate::store::options::StoreOptions;
 
 /// Replays a record's events onto a session's state and locations, validating them as a
-/// live write would be. On a refusal nothing changes.
+/// live write would be, by the bounds of stored events. On a refusal nothing changes.
 fn replay_events(
     list: &SegmentList,
-    options: &StoreOptions,
     id: &str,
     state: &mut SessionState,
     locs: &mut Locations,
@@ -28,7 +27,8 @@ fn replay_events(
         locs: Some(locs),
         batch: &evs,
     };
-    plan_batch(id, state, &source, &evs, &options.limits)
+    // Judged as stored: the writer's bounds admitted it (`Limits::stored`).
+    plan_batch(id, state, &source, &evs, &Limits::stored())
         .map_err(refused("a stored event is refused"))?
         .commit(state, &evs);
     for e in events {
@@ -82,7 +82,6 @@ fn exists(catalog: &Entries, id: &str) -> std::result::Result<bool, CorruptionKi
 /// refusal the catalog is unchanged.
 pub(in crate::store) fn replay(
     list: &SegmentList,
-    options: &StoreOptions,
     catalog: &mut Entries,
     touched: &mut BTreeSet<String>,
     body: RecordBody,
@@ -98,7 +97,6 @@ pub(in crate::store) fn replay(
                 .ok_or(inconsistent("events for an unknown session"))?;
             replay_events(
                 list,
-                options,
                 &session,
                 &mut entry.state,
                 &mut entry.locs,
@@ -146,7 +144,7 @@ pub(in crate::store) fn replay(
             }
             load(catalog, &parent)?;
             let (base, locs) = catalog
-                .fork_base(list, &child, &parent, inherited, &options.limits)
+                .fork_base(list, &child, &parent, inherited)
                 .map_err(refused("a fork's inherited events are refused"))?
                 .ok_or(inconsistent("a fork of an unknown session"))?;
             (
@@ -169,7 +167,7 @@ pub(in crate::store) fn replay(
         return Err(inconsistent("a stored header names another session"));
     }
     let mut locs = locs;
-    replay_events(list, options, &id, &mut state, &mut locs, &events, lsn)?;
+    replay_events(list, &id, &mut state, &mut locs, &events, lsn)?;
     catalog.insert_created(header, state, locs, parent, lsn);
     touched.insert(id);
     Ok(())

@@ -120,7 +120,7 @@ pub(in crate::store) fn scan(
                 frame
                     .decode()
                     .map_err(CorruptionKind::BadPayload)
-                    .and_then(|body| replay(list, options, catalog, touched, body, frame.lsn))
+                    .and_then(|body| replay(list, catalog, touched, body, frame.lsn))
                     .map_err(|kind| Error::corruption(&seg.path, frame.offset as u64, kind))?;
                 out.records += 1;
                 *last_record = Some(RecordLink {

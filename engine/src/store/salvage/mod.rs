@@ -230,8 +230,7 @@ impl ListWalk<'_> {
             Writers::Excluded,
             self.options.record_bytes_max,
         );
-        let SegmentEdits { voids, cut_at } =
-            state.walk_segment(self.options, facts, path, records, last)?;
+        let SegmentEdits { voids, cut_at } = state.walk_segment(facts, path, records, last)?;
         state.touched.clear();
         let end = cut_at.unwrap_or(bytes.len());
         self.prev = Some(Prev {

@@ -14,7 +14,6 @@ use crate::store::log::cursor::{Frame, LogCursor, SegmentFacts, Stop, StopAction
 use crate::store::log::segments::SegmentList;
 use crate::store::log::walk::{Go, Met, walk};
 use crate::store::open::replay::replay;
-use crate::store::options::StoreOptions;
 use crate::store::report::{Damage, DamageRepair};
 use crate::store::salvage::edits::Plan;
 use crate::store::salvage::losses::{Losses, attribute, last_seq, session_of};
@@ -65,7 +64,6 @@ impl State {
     /// Walks the segment at `path` (its whole `bytes`; `newest`: the log's last segment).
     pub(super) fn walk_segment(
         &mut self,
-        options: &StoreOptions,
         facts: SegmentFacts<'_>,
         path: &str,
         bytes: &[u8],
@@ -77,7 +75,7 @@ impl State {
         let mut cut_at = None;
         walk(&mut cursor, |met| match met {
             Met::Record(frame) => {
-                self.record(options, path, frame, &mut voids);
+                self.record(path, frame, &mut voids);
                 Ok(Go::On)
             }
             Met::Stop(stop, cursor) => self.stop(
@@ -95,13 +93,7 @@ impl State {
 
     /// A valid record: replayed, or voided when it continues a cut session or no longer
     /// follows.
-    fn record(
-        &mut self,
-        options: &StoreOptions,
-        path: &str,
-        frame: Frame<'_>,
-        voids: &mut Vec<(usize, usize)>,
-    ) {
+    fn record(&mut self, path: &str, frame: Frame<'_>, voids: &mut Vec<(usize, usize)>) {
         let (pos, frame_len) = (frame.offset, frame.bytes.len());
         self.out.read.records += 1;
         self.out.read.log_bytes += frame_len as u64;
@@ -136,7 +128,6 @@ impl State {
         let appends = matches!(body, RecordBody::Append { .. });
         let replayed = replay(
             &self.list,
-            options,
             &mut self.catalog,
             &mut self.touched,
             body,
