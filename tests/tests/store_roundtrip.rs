@@ -282,7 +282,49 @@ fn events_a_wider_writer_accepted_are_not_damage_to_a_narrower_reader(storage: &
     assert!(plan.damage.is_empty(), "{plan:?}");
 }
 
+/// The same for the record size: `record_bytes_max` bounds what an open writes, not what it
+/// reads. Regression: a reader opened with a smaller bound took a larger record a writer had
+/// written for damage ("record length fails its check") — in its open's replay, `verify`,
+/// salvage's plan and compaction.
+fn records_a_wider_writer_wrote_are_not_damage_to_a_narrower_reader(storage: &Backend) {
+    let big = format!("{{\"x\":\"{}\"}}", "y".repeat(600 << 10));
+    let store = Store::open_with(storage.storage(), opts().with_record_bytes_max(1 << 20)).unwrap();
+    for id in ["s", "t"] {
+        store
+            .create_session(SessionHeader::new(id, 0), Vec::new())
+            .unwrap();
+        store
+            .append(
+                id,
+                Draft::log(
+                    LogType::new("plugin/big").unwrap(),
+                    big.clone().into_bytes(),
+                )
+                .ignorable(),
+            )
+            .unwrap();
+    }
+    let before = dump(&store);
+    drop(store);
+    let narrow = || opts().with_record_bytes_max(256 << 10);
+    let plan = sessdb::store::salvage_plan(&*storage.storage(), &narrow()).unwrap();
+    assert!(plan.damage.is_empty(), "{plan:?}");
+    let reader =
+        Store::open_with(storage.storage(), narrow().with_ignore_checkpoints(true)).unwrap();
+    assert_eq!(dump(&reader), before);
+    // A compaction by the narrower writer reads every record and keeps the live one.
+    reader.delete_session("t").unwrap();
+    reader.compact().unwrap();
+    let kept = dump(&reader);
+    assert_eq!(kept.len(), 1);
+    assert!(kept[0] == before[0], "s after the compaction");
+    drop(reader);
+    let report = sessdb::store::verify(storage.storage()).unwrap();
+    assert!(report.ok(), "{:?}", report.problems);
+}
+
 on_both_storages!(
+    records_a_wider_writer_wrote_are_not_damage_to_a_narrower_reader,
     events_a_wider_writer_accepted_are_not_damage_to_a_narrower_reader,
     a_workload_reads_back_the_same_after_reopen_and_matches_the_model,
     replay_without_any_checkpoint_gives_the_same_state,

@@ -54,6 +54,12 @@ fn header_head(kind: RecordKind, len: u32, flags: u8) -> [u8; OFF_CRC] {
     [l0, l1, l2, l3, c0, c1, c2, c3, kind as u8, flags, 0, 0]
 }
 
+/// The longest payload a frame's length field can name and its check vouch for: what every
+/// reader accepts, whatever bound the writer was opened with (`StoreOptions::record_bytes_max`
+/// bounds what an open writes, not what it reads: a narrower reader took a wider writer's
+/// record for damage).
+pub const MAX_PAYLOAD_BYTES: u32 = u32::MAX - 1;
+
 /// The payload length as its field holds it; payloads are refused far below 4 GiB
 /// (`record_bytes_max`), and a longer one gets a length that no check accepts.
 fn len_field(payload: &[u8]) -> u32 {

@@ -53,7 +53,8 @@ pub struct StoreOptions {
     pub durability: Durability,
     /// Segments roll over at this size. Default 64 MiB.
     pub segment_bytes_max: u64,
-    /// Largest record payload. Default 128 MiB (a 64 MiB event plus its batch).
+    /// Largest record payload this open writes. Default 128 MiB (a 64 MiB event plus its
+    /// batch). It bounds writes only: a record a wider writer stored is read whatever this is.
     pub record_bytes_max: u32,
     /// A checkpoint is taken after this much log has been appended since the last one.
     /// Default 64 MiB.

@@ -174,7 +174,7 @@ fn every_damage(storage: &dyn Storage, first: &Error, report: &mut VerifyReport)
     report.checkpoint = crate::store::checkpoint::chain::CheckpointHeaders::load(storage)
         .ok()
         .and_then(|h| h.newest_readable());
-    let Ok(plan) = crate::store::salvage::plan(storage, &StoreOptions::default()) else {
+    let Ok(plan) = crate::store::salvage::plan(storage) else {
         return;
     };
     report.segments = crate::store::log::discover::segment_lsns(storage).map_or(0, |l| l.len());

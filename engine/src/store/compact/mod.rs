@@ -182,7 +182,7 @@ impl Compaction<'_> {
         cutoff: i64,
         out: &mut Outcome,
     ) -> Result<Option<Work>> {
-        let history = read::read(segments, end_lsn, self.store.options.record_bytes_max)?;
+        let history = read::read(segments, end_lsn)?;
         let every = history.plan(|_| true);
         let dead = dead_by_segment(segments, &every, cutoff);
         let chosen = match scope {
@@ -334,7 +334,7 @@ impl Compaction<'_> {
     /// read-only store too).
     pub(super) fn space(&self) -> Result<Space> {
         let (segments, end_lsn) = self.snapshot()?;
-        let history = read::read(&segments, end_lsn, self.store.options.record_bytes_max)?;
+        let history = read::read(&segments, end_lsn)?;
         let every = history.plan(|_| true);
         let dead = dead_by_segment(&segments, &every, self.tombstone_cutoff(Scope::All));
         let segments = segments
@@ -468,7 +468,6 @@ impl Compaction<'_> {
                 seg,
                 drops: &recs,
                 checked_to: end_lsn,
-                record_bytes_max: self.store.options.record_bytes_max,
                 now_ms: self.store.options.clock.now_ms(),
                 tombstones,
                 sealed_at: (si == last && rolls && !seg.is_compacted()).then_some(end_lsn),

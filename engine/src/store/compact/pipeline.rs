@@ -479,7 +479,6 @@ impl Compaction<'_> {
             seg: &seg,
             drops,
             checked_to,
-            record_bytes_max: self.store.options.record_bytes_max,
             now_ms: self.store.options.clock.now_ms(),
             tombstones,
             sealed_at: None,

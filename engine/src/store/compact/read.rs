@@ -31,11 +31,7 @@ use crate::{Error, Result};
 /// # Errors
 /// `Corruption` where the walk meets anything but valid records (compaction copies only what
 /// it has checked: repair first), I/O errors.
-pub(super) fn read(
-    segments: &[Arc<Segment>],
-    end_lsn: u64,
-    record_bytes_max: u32,
-) -> Result<History> {
+pub(super) fn read(segments: &[Arc<Segment>], end_lsn: u64) -> Result<History> {
     let mut h = History::new();
     let mut current = Current::default();
     let workers = std::thread::available_parallelism()
@@ -52,7 +48,7 @@ pub(super) fn read(
                 loop {
                     let si = next.fetch_add(1, Ordering::Relaxed);
                     let Some(seg) = segments.get(si) else { break };
-                    let read = summarize_segment(seg, end_lsn, record_bytes_max);
+                    let read = summarize_segment(seg, end_lsn);
                     // The adding stopped (an error): so do the workers.
                     if tx.send((si, read)).is_err() {
                         break;
@@ -82,7 +78,7 @@ pub(super) fn read(
                     Ok(())
                 }
                 Summaries::NotSealed => {
-                    let seen = walk_segment(seg, bytes, record_bytes_max)?;
+                    let seen = walk_segment(seg, bytes)?;
                     add_all(&mut h, &mut current, si, bytes, &seen);
                     Ok(())
                 }
@@ -158,20 +154,20 @@ fn extent(seg: &Segment, end_lsn: u64) -> Result<(u64, usize)> {
 
 /// A worker's part: one sealed segment's records summarized (a segment not sealed is left to
 /// the adding, which has its bytes then).
-fn summarize_segment(seg: &Segment, end_lsn: u64, record_bytes_max: u32) -> Result<Summaries> {
+fn summarize_segment(seg: &Segment, end_lsn: u64) -> Result<Summaries> {
     if !seg.is_sealed() {
         return Ok(Summaries::NotSealed);
     }
     let (header, len) = extent(seg, end_lsn)?;
     seg.with_bytes(header, len, |bytes| {
-        walk_segment(seg, bytes, record_bytes_max).map(Summaries::Of)
+        walk_segment(seg, bytes).map(Summaries::Of)
     })?
 }
 
 /// Walks `bytes` (a segment's records from its first) and summarizes every record.
-fn walk_segment(seg: &Segment, bytes: &[u8], record_bytes_max: u32) -> Result<Vec<Seen>> {
+fn walk_segment(seg: &Segment, bytes: &[u8]) -> Result<Vec<Seen>> {
     let map = seg.map()?;
-    let facts = SegmentFacts::sealed_under_lock(map, record_bytes_max);
+    let facts = SegmentFacts::sealed_under_lock(map);
     let seg_end = seg.end_lsn()?;
     let mut seen = Vec::with_capacity(bytes.len() / 128);
     let mut cursor = LogCursor::new(facts, SEGMENT_HEADER_LEN, bytes, Pass::First);

@@ -47,7 +47,6 @@ pub(super) struct Job<'a> {
     pub(super) drops: &'a [Rec],
     /// Where compaction's read of the log stopped: records at or past it are checked here.
     pub(super) checked_to: u64,
-    pub(super) record_bytes_max: u32,
     pub(super) now_ms: i64,
     pub(super) tombstones: crate::store::compact::Tombstones,
     /// The end LSN a roll would seal the segment at: the active segment measured by a dry
@@ -122,7 +121,7 @@ fn build(
         None => (seg.records_end()?, seg.end_lsn()?),
     };
     if end_lsn > job.checked_to {
-        check_tail(seg, map, job.checked_to, records_end, job.record_bytes_max)?;
+        check_tail(seg, map, job.checked_to, records_end)?;
     }
     let spans = spans(map, records_end);
     buf.clear();
@@ -351,17 +350,11 @@ fn spans(map: LsnMap<'_>, records_end: u64) -> Vec<Span> {
 
 /// Checks the records from `from_lsn` to the segment's end: written after compaction's read
 /// of the log, they are walked before they are copied.
-fn check_tail(
-    seg: &Segment,
-    map: LsnMap<'_>,
-    from_lsn: u64,
-    records_end: u64,
-    record_bytes_max: u32,
-) -> Result<()> {
+fn check_tail(seg: &Segment, map: LsnMap<'_>, from_lsn: u64, records_end: u64) -> Result<()> {
     let start = map.offset_at_or_after(from_lsn).min(records_end);
     let len = crate::width::index(records_end - start);
     let base = crate::width::index(start);
-    let facts = SegmentFacts::sealed_under_lock(map, record_bytes_max);
+    let facts = SegmentFacts::sealed_under_lock(map);
     let stop = seg.with_bytes(start, len, |bytes| {
         let mut cursor = LogCursor::new(facts, base, bytes, Pass::First);
         walk(&mut cursor, |met| match met {

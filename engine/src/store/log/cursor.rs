@@ -24,7 +24,7 @@ pub(crate) struct SegmentFacts<'m> {
     pub(crate) durable_lsn: u64,
     /// Whether a write may be in flight beside the reader.
     pub(crate) writers: Writers,
-    /// The largest payload a valid frame has.
+    /// The largest payload a valid frame has (`frame::MAX_PAYLOAD_BYTES`; smaller in tests).
     pub(crate) record_bytes_max: u32,
     /// How much of each frame is checked: every byte, but for compaction (`Checks::Frame`).
     pub(crate) checks: Checks,
@@ -64,14 +64,13 @@ impl<'a> SegmentFacts<'a> {
         place: Place,
         durable_lsn: u64,
         writers: Writers,
-        record_bytes_max: u32,
     ) -> Self {
         Self {
             map,
             place,
             durable_lsn,
             writers,
-            record_bytes_max,
+            record_bytes_max: crate::codec::frame::MAX_PAYLOAD_BYTES,
             checks: Checks::Every,
         }
     }
@@ -80,13 +79,13 @@ impl<'a> SegmentFacts<'a> {
     /// reads (nothing is in flight, nothing is cut). Compaction uses only what a frame's own
     /// CRC covers and copies the events' bytes as they are: it checks the frame CRC alone
     /// (`docs/DESIGN.md` §3.7).
-    pub(crate) fn sealed_under_lock(map: LsnMap<'a>, record_bytes_max: u32) -> Self {
+    pub(crate) fn sealed_under_lock(map: LsnMap<'a>) -> Self {
         Self {
             map,
             place: Place::Sealed,
             durable_lsn: 0,
             writers: Writers::Excluded,
-            record_bytes_max,
+            record_bytes_max: crate::codec::frame::MAX_PAYLOAD_BYTES,
             checks: Checks::Frame,
         }
     }
@@ -378,7 +377,6 @@ mod tests {
             } else {
                 Writers::Beside
             },
-            1 << 20,
         )
     }
 

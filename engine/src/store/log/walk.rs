@@ -57,17 +57,12 @@ pub(crate) fn walk<'a>(
 
 /// What the decision table says of a log with no segment holding records, under a durable
 /// mark at `durable_lsn`: nothing (an empty log may be the end), or the corruption it is.
-pub(crate) fn empty_log(
-    durable_lsn: u64,
-    writers: Writers,
-    record_bytes_max: u32,
-) -> Option<CorruptionKind> {
+pub(crate) fn empty_log(durable_lsn: u64, writers: Writers) -> Option<CorruptionKind> {
     let facts = SegmentFacts::checked(
         crate::store::log::map::LsnMap::Plain { first_lsn: 0 },
         Place::Newest,
         durable_lsn,
         writers,
-        record_bytes_max,
     );
     match LogCursor::new(facts, 0, &[], Pass::First).step() {
         Step::Stop(stop) => match stop.action {
@@ -90,7 +85,6 @@ mod tests {
             Place::Sealed,
             0,
             Writers::Excluded,
-            1 << 20,
         )
     }
 

@@ -180,7 +180,7 @@ fn before_reading(
         storage.create_directory(dir)?;
     }
     if options.salvage {
-        let mut plan = salvage::plan(storage, options)?;
+        let mut plan = salvage::plan(storage)?;
         salvage::apply(storage, options, &mut plan)?;
         if !plan.report.is_empty() {
             report.salvaged = Some(plan.report);

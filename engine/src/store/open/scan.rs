@@ -72,18 +72,10 @@ pub(in crate::store) fn scan(
         end_lsn: span.start_lsn,
         ..Scanned::default()
     };
-    let facts_of = |map, place| {
-        SegmentFacts::checked(
-            map,
-            place,
-            span.durable_lsn,
-            span.writers,
-            options.record_bytes_max,
-        )
-    };
+    let facts_of = |map, place| SegmentFacts::checked(map, place, span.durable_lsn, span.writers);
     let Some(first) = segs.iter().rposition(|s| s.first_lsn <= span.start_lsn) else {
         // No segment at all: the table decides whether an empty log may be the end.
-        return match empty_log(span.durable_lsn, span.writers, options.record_bytes_max) {
+        return match empty_log(span.durable_lsn, span.writers) {
             Some(kind) => Err(Error::corruption(SEGMENTS_DIR, 0, kind)),
             None => Ok(out),
         };

@@ -11,7 +11,6 @@ use crate::store::checkpoint::chain::CheckpointHeaders;
 use crate::store::log::cursor::{LogCursor, SegmentFacts};
 use crate::store::log::cursor::{Pass, Place, Writers};
 use crate::store::log::walk::{Go, Met, walk};
-use crate::store::options::StoreOptions;
 use crate::store::report::SessionLoss;
 
 /// Per-session bookkeeping while planning.
@@ -95,20 +94,13 @@ pub(super) fn attribute(catalog: &Entries, frame: &[u8]) -> Option<String> {
 
 /// The records in a segment salvage removes (it does not continue the log): each one's
 /// session loses what it held, and the count is reported as dropped.
-pub(super) fn removed_records(
-    bytes: &[u8],
-    lsn: u64,
-    options: &StoreOptions,
-    catalog: &Entries,
-    losses: &mut Losses,
-) {
+pub(super) fn removed_records(bytes: &[u8], lsn: u64, catalog: &Entries, losses: &mut Losses) {
     let facts = SegmentFacts::checked(
         // The LSNs of a removed segment's records matter nowhere (what they lose does).
         crate::store::log::map::LsnMap::Plain { first_lsn: lsn },
         Place::Sealed,
         0,
         Writers::Excluded,
-        options.record_bytes_max,
     );
     let records = bytes.get(SEGMENT_HEADER_LEN..).unwrap_or_default();
     let mut cursor = LogCursor::new(facts, SEGMENT_HEADER_LEN, records, Pass::First);

@@ -51,7 +51,7 @@ use crate::store::report::{Damage, DamageRepair, SalvageReport};
 use crate::{Error, Result};
 
 /// Scans the whole log and plans the salvage; changes nothing.
-pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan> {
+pub(super) fn plan(storage: &dyn Storage) -> Result<Plan> {
     let headers = CheckpointHeaders::load(storage)?;
     let files = open_segments(storage)?;
     // The durable mark as open computes it, over every segment file there is.
@@ -74,7 +74,6 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
     };
     let count = files.len() - usize::from(interrupted_newest);
     let mut walk = ListWalk {
-        options,
         durable,
         state: State::default(),
         prev: None,
@@ -88,8 +87,7 @@ pub(super) fn plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Plan
 }
 
 /// Salvage's walk over the segment list, one segment at a time.
-struct ListWalk<'o> {
-    options: &'o StoreOptions,
+struct ListWalk {
     durable: u64,
     state: State,
     /// The segment kept before this one, for the one judge of the list (`log/discover.rs`).
@@ -100,7 +98,7 @@ struct ListWalk<'o> {
     scanned_any: bool,
 }
 
-impl ListWalk<'_> {
+impl ListWalk {
     /// Judges the segment at `lsn` (`last`: the newest kept) and plans its edits.
     fn segment(
         &mut self,
@@ -179,7 +177,7 @@ impl ListWalk<'_> {
             ));
         }
         self.removing = true;
-        removed_records(bytes, lsn, self.options, &state.catalog, &mut state.losses);
+        removed_records(bytes, lsn, &state.catalog, &mut state.losses);
         state.out.edits.push((lsn, Edit::Remove));
     }
 
@@ -228,7 +226,6 @@ impl ListWalk<'_> {
             self.durable,
             // Salvage holds the writer lock: no write is in flight.
             Writers::Excluded,
-            self.options.record_bytes_max,
         );
         let SegmentEdits { voids, cut_at } = state.walk_segment(facts, path, records, last)?;
         state.touched.clear();
@@ -262,7 +259,6 @@ impl ListWalk<'_> {
             state,
             scanned_any,
             durable,
-            options,
             ..
         } = self;
         let State {
@@ -274,7 +270,7 @@ impl ListWalk<'_> {
         } = state;
         if !scanned_any {
             // No segment holds records: the table decides whether an empty log may be the end.
-            out.report.damage.extend(empty_log_damage(durable, options));
+            out.report.damage.extend(empty_log_damage(durable));
         }
         out.read.sessions = catalog.sessions.len();
         out.report.open_turns = catalog
@@ -320,8 +316,8 @@ fn open_segments(storage: &dyn Storage) -> Result<Vec<SegmentFile>> {
 
 /// The damage of a log with no segment holding records under a durable mark at `durable`
 /// (the checkpoints go), if the table says it is not a possible end.
-fn empty_log_damage(durable: u64, options: &StoreOptions) -> Option<Damage> {
-    empty_log(durable, Writers::Excluded, options.record_bytes_max).map(|kind| Damage {
+fn empty_log_damage(durable: u64) -> Option<Damage> {
+    empty_log(durable, Writers::Excluded).map(|kind| Damage {
         segment: SEGMENTS_DIR.to_owned(),
         offset: 0,
         bytes: durable,
@@ -392,7 +388,8 @@ fn not_continuing(continuation: Continuation) -> CorruptionKind {
 
 /// Plans a salvage of the store on `storage` and changes nothing: what
 /// `sessdb repair --salvage --dry-run` prints. Holds the writer lock while it reads, so no
-/// writer appends meanwhile.
+/// writer appends meanwhile. No option changes the plan (`options` is what the salvaging
+/// open would be given): stored records are judged by the bounds every writer's share.
 ///
 /// # Errors
 /// `Locked` if a writer has the store, I/O errors.
@@ -403,5 +400,7 @@ pub fn salvage_plan(storage: &dyn Storage, options: &StoreOptions) -> Result<Sal
         .ok_or_else(|| Error::Locked {
             lock_file: storage.describe(LOCK_FILE),
         })?;
-    Ok(plan(storage, options)?.report)
+    // The plan depends on no option: stored records are read by their own bounds.
+    let _ = options;
+    Ok(plan(storage)?.report)
 }
