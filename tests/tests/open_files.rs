@@ -13,31 +13,18 @@
 )]
 
 use std::path::Path;
-use std::process::Command;
 
 use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
-use sessdb::{Draft, LogType, SessionHeader, Store, StoreOptions};
+use sessdb::{SessionHeader, Store};
+
+#[path = "support/child.rs"]
+mod support;
+use support::{image, note, options, run_child};
 
 const CHILD_ENV: &str = "SESSDB_OPEN_FILES_CHILD_STORE";
 
-/// Small segments: a few events fill one.
-fn options() -> StoreOptions {
-    StoreOptions::default()
-        .with_segment_bytes_max(8 << 10)
-        .with_preallocate_bytes(0)
-}
-
 /// The limit the children lower their soft limit to: far below the segments' count.
 const LOW: u64 = 64;
-
-fn note(i: u64) -> Draft {
-    let text = format!("{i:04}").repeat(500);
-    Draft::log(
-        LogType::new("plugin/note").unwrap(),
-        format!("{{\"i\":{i},\"text\":\"{text}\"}}").into_bytes(),
-    )
-    .ignorable()
-}
 
 /// A store of `events` notes in one session: about three a segment.
 fn build(dir: &Path, events: u64) {
@@ -55,22 +42,6 @@ fn segment_files(dir: &Path) -> usize {
     std::fs::read_dir(dir.join("segments")).unwrap().count()
 }
 
-/// Every file of the store, with its bytes.
-fn image(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut out = Vec::new();
-    for sub in ["segments", "checkpoints"] {
-        for entry in std::fs::read_dir(dir.join(sub)).unwrap() {
-            let entry = entry.unwrap();
-            out.push((
-                format!("{sub}/{}", entry.file_name().to_string_lossy()),
-                std::fs::read(entry.path()).unwrap(),
-            ));
-        }
-    }
-    out.sort();
-    out
-}
-
 /// Checks that the session holds `events` notes, in order.
 fn check(store: &Store, events: u64) {
     let got = store.events("s", 1..events + 1).unwrap();
@@ -85,23 +56,6 @@ fn verify_clean(dir: &Path) {
     let report =
         sessdb::store::verify(std::sync::Arc::new(sessdb::storage::FsStorage::new(dir))).unwrap();
     assert!(report.ok(), "{:?}", report.problems);
-}
-
-/// Runs this test again as a child on `dir`; returns its stdout.
-fn run_child(test: &str, dir: &Path) -> String {
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", test, "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, dir)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "the child failed ({}): {stdout}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
 }
 
 /// What follows `tag` on its line of `stdout` (the harness prints the test's name before).
@@ -142,7 +96,7 @@ fn a_store_of_more_segments_than_the_soft_limit_opens_reads_and_rolls_on() {
     build(dir.path(), 600);
     let before = segment_files(dir.path());
     assert!(before as u64 > 2 * LOW, "{before} segment files");
-    let stdout = run_child(TEST, dir.path());
+    let stdout = run_child(TEST, CHILD_ENV, dir.path());
     let soft = line(&stdout, "soft limit now: ");
     assert_ne!(soft, format!("Some({LOW})"), "the soft limit was raised");
     assert!(segment_files(dir.path()) > before, "the child rolled on");
@@ -179,7 +133,7 @@ fn where_the_hard_limit_leaves_no_room_the_open_says_so_and_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     build(dir.path(), 600);
     let before = image(dir.path());
-    let stdout = run_child(TEST, dir.path());
+    let stdout = run_child(TEST, CHILD_ENV, dir.path());
     for mode in ["writable", "read-only"] {
         let refused = line(&stdout, &format!("{mode} refused: "));
         assert!(refused.contains("Too many open files"), "{refused}");

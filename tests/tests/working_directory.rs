@@ -15,43 +15,14 @@
 )]
 
 use std::path::Path;
-use std::process::Command;
 
-use sessdb::{Draft, LogType, SessionHeader, Store, StoreOptions};
+use sessdb::{SessionHeader, Store};
+
+#[path = "support/child.rs"]
+mod support;
+use support::{image, note, options, run_child};
 
 const CHILD_ENV: &str = "SESSDB_WORKING_DIRECTORY_CHILD";
-
-/// Small segments: the appends roll several.
-fn options() -> StoreOptions {
-    StoreOptions::default()
-        .with_segment_bytes_max(8 << 10)
-        .with_preallocate_bytes(0)
-}
-
-fn note(i: u64) -> Draft {
-    let text = format!("{i:04}").repeat(500);
-    Draft::log(
-        LogType::new("plugin/note").unwrap(),
-        format!("{{\"i\":{i},\"text\":\"{text}\"}}").into_bytes(),
-    )
-    .ignorable()
-}
-
-/// Every file of the store in `dir`, with its bytes.
-fn image(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut out = Vec::new();
-    for sub in ["segments", "checkpoints"] {
-        for entry in std::fs::read_dir(dir.join(sub)).unwrap() {
-            let entry = entry.unwrap();
-            out.push((
-                format!("{sub}/{}", entry.file_name().to_string_lossy()),
-                std::fs::read(entry.path()).unwrap(),
-            ));
-        }
-    }
-    out.sort();
-    out
-}
 
 const NOTES: u64 = 20;
 
@@ -93,22 +64,14 @@ fn a_store_opened_at_a_relative_path_stays_where_it_was_opened() {
         store.close().unwrap();
     }
     let before = image(&other);
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "a_store_opened_at_a_relative_path_stays_where_it_was_opened",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD_ENV, base.path())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = run_child(
+        "a_store_opened_at_a_relative_path_stays_where_it_was_opened",
+        CHILD_ENV,
+        base.path(),
+    );
     assert!(
-        out.status.success() && stdout.contains("child done"),
-        "the child failed ({}): {stdout}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
+        stdout.contains("child done"),
+        "the child did not finish: {stdout}"
     );
     // Every acknowledged note is in the store the writer opened.
     let store = Store::open(base.path().join("a/store"), options()).unwrap();
