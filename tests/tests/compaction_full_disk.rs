@@ -21,6 +21,18 @@ use sessdb::{Clock, Store, StoreOptions};
 #[path = "support/store.rs"]
 mod support;
 
+/// One test of this file at a time, held for the test's whole body. Regression (red 1 run in
+/// 20 beside three busy loops): a `mount`, `umount` or `du` child the other test spawned
+/// kept a copy of every descriptor this process held until its exec — the old segments a
+/// compaction had just let go (their blocks not freed: `compact` met a full disk) and the
+/// lock file of a closed store (its reopen found it locked).
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// A tmpfs mounted for one test, unmounted when dropped.
 struct Tmpfs {
     dir: tempfile::TempDir,
@@ -115,6 +127,7 @@ fn store_bytes(dir: &Path) -> u64 {
 
 #[test]
 fn compact_frees_a_nearly_full_disk_with_room_for_one_file() {
+    let _turn = one_at_a_time();
     let Some(fs) = Tmpfs::mount(4 * 1024) else {
         return;
     };
@@ -144,6 +157,7 @@ fn compact_frees_a_nearly_full_disk_with_room_for_one_file() {
 
 #[test]
 fn compact_without_room_for_a_file_says_what_it_needs_and_loses_nothing() {
+    let _turn = one_at_a_time();
     let Some(fs) = Tmpfs::mount(4 * 1024) else {
         return;
     };

@@ -68,6 +68,7 @@ fn line<'a>(stdout: &'a str, tag: &str) -> &'a str {
 
 #[test]
 fn a_store_of_more_segments_than_the_soft_limit_opens_reads_and_rolls_on() {
+    let _turn = support::one_at_a_time();
     const TEST: &str = "a_store_of_more_segments_than_the_soft_limit_opens_reads_and_rolls_on";
     if let Some(dir) = std::env::var_os(CHILD_ENV) {
         let dir = Path::new(&dir);
@@ -108,6 +109,7 @@ fn a_store_of_more_segments_than_the_soft_limit_opens_reads_and_rolls_on() {
 
 #[test]
 fn where_the_hard_limit_leaves_no_room_the_open_says_so_and_changes_nothing() {
+    let _turn = support::one_at_a_time();
     const TEST: &str = "where_the_hard_limit_leaves_no_room_the_open_says_so_and_changes_nothing";
     if let Some(dir) = std::env::var_os(CHILD_ENV) {
         let dir = Path::new(&dir);

@@ -49,6 +49,7 @@ fn child(base: &Path) {
 
 #[test]
 fn a_store_opened_at_a_relative_path_stays_where_it_was_opened() {
+    let _turn = support::one_at_a_time();
     if let Some(base) = std::env::var_os(CHILD_ENV) {
         child(Path::new(&base));
         std::process::exit(0);
@@ -98,6 +99,7 @@ fn a_store_opened_at_a_relative_path_stays_where_it_was_opened() {
 /// roll failed (`create segments/…: No such file or directory`) and poisoned the store.
 #[test]
 fn a_store_whose_directory_is_renamed_while_open_goes_on_writing_there() {
+    let _turn = support::one_at_a_time();
     let base = tempfile::tempdir().unwrap();
     let (old, new) = (base.path().join("old"), base.path().join("new"));
     let store = Store::open(&old, options()).unwrap();

@@ -64,3 +64,14 @@ pub fn run_child(test: &str, env: &str, value: &Path) -> String {
     );
     stdout
 }
+
+/// One test of the binary at a time, held for the test's whole body. A child process
+/// spawned by one test keeps a copy of every descriptor the process holds until its exec,
+/// so beside two busy loops another test's store was found locked after its close (as
+/// `kill_recovery.rs` found first).
+pub fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
