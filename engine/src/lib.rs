@@ -91,7 +91,8 @@ pub use model::{
     SessionHeader, SessionSet, SessionState, SurfaceIntent, random_uuid,
 };
 pub use store::{
-    CompactionPolicy, Durability, OpenReport, RetentionPolicy, SessionHandle, Store, StoreOptions,
+    CheckpointWrites, CompactionPolicy, Durability, OpenReport, RetentionPolicy, SessionHandle,
+    Store, StoreOptions,
 };
 
 /// The README's Rust examples, as doctests: the first runs, the others (which write

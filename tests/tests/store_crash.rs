@@ -27,6 +27,9 @@ fn options(durability: Durability) -> StoreOptions {
         .with_clock(Clock::fixed(1_000))
         .with_segment_bytes_max(2048)
         .with_checkpoint_interval_bytes(3000)
+        // Every storage operation in one order, run after run (the due checkpoints on the
+        // appender): `checkpoint_thread.rs` tests the checkpointer's thread.
+        .with_checkpoint_writes(sessdb::CheckpointWrites::Inline)
         .with_checkpoint_merge_every(2)
 }
 

@@ -49,6 +49,7 @@ impl Drop for Handle {
         // work and the helper stop, the lock goes.
         self.0.writer.close();
         self.0.maintenance.stop();
+        self.0.checkpointer.stop();
         // A failed cut leaves zeros an open reads as the clean end: nothing to report.
         let _ = self.0.writer.quiesce();
         self.0.lock.lock().take();
@@ -60,6 +61,7 @@ impl Store {
     /// A store over an open `Inner`.
     pub(super) fn from_inner(inner: Inner) -> Store {
         let inner = Arc::new(inner);
+        inner.attach_checkpointer();
         crate::store::maintenance::background::start(&inner);
         Store {
             _handle: Arc::new(Handle(Arc::clone(&inner))),
@@ -720,8 +722,10 @@ impl Store {
         if self.inner.writer.close() {
             return Ok(());
         }
-        // The background work stops between two steps before the last checkpoint.
+        // The background work stops between two steps, and the checkpointer's thread after
+        // the checkpoint it is writing, before the last checkpoint.
         self.inner.maintenance.stop();
+        self.inner.checkpointer.stop();
         let result = if self.inner.writer.access() == Access::Read {
             Ok(())
         } else {

@@ -16,6 +16,7 @@ use crate::storage::{LockGuard, Storage};
 use crate::store::catalog::Catalog;
 use crate::store::catalog::entries::{Batch, SessionEntry};
 use crate::store::catalog::write::{Seed, WriteTo};
+use crate::store::checkpoint::background::DueCheckpoints;
 use crate::store::checkpoint::{CheckpointKind, Checkpointer, Parts};
 use crate::store::log::segments::SegmentList;
 use crate::store::maintenance::Maintenance;
@@ -76,11 +77,17 @@ impl Inner {
         if self.options.durability == Durability::Sync {
             self.writer.sync_to(end_lsn)?;
         }
-        if self.checkpointer.is_due(end_lsn) {
-            self.writer.check_writable()?;
-            self.checkpointer.take_due(self.parts())?;
+        if self.checkpointer.is_due(end_lsn) && !self.checkpointer.hand_off(end_lsn) {
+            DueCheckpoints::take_due_checkpoint(self)?;
         }
         Ok(())
+    }
+
+    /// The checkpointer's thread is to checkpoint this store (held weakly: the thread keeps
+    /// no store open).
+    pub(crate) fn attach_checkpointer(self: &Arc<Self>) {
+        let weak: std::sync::Weak<dyn DueCheckpoints> = Arc::downgrade(self) as _;
+        self.checkpointer.attach(weak);
     }
 
     pub(crate) fn create(
@@ -151,5 +158,19 @@ impl Inner {
     /// The event `seq` of `session`, if it has one.
     pub(crate) fn event_at(&self, session: &str, seq: u64) -> Result<Option<Event>> {
         self.catalog.event_at(&self.segments, session, seq)
+    }
+}
+
+impl DueCheckpoints for Inner {
+    /// The checkpoint an append found due (on the appender, or on the checkpointer's
+    /// thread): none once the store is closed or poisoned, nor while another is being
+    /// written.
+    fn take_due_checkpoint(&self) -> Result<()> {
+        self.writer.check_writable()?;
+        self.checkpointer.take_due(self.parts())
+    }
+
+    fn checkpoint_failed(&self, e: String) {
+        self.maintenance.note_error(e);
     }
 }

@@ -33,7 +33,9 @@ pub use info::{
 pub use log::record_at::LogMark;
 pub use maintenance::MaintenanceStatus;
 pub use maintenance::retention::RetentionReport;
-pub use options::{CompactionPolicy, Durability, OpenProgress, RetentionPolicy, StoreOptions};
+pub use options::{
+    CheckpointWrites, CompactionPolicy, Durability, OpenProgress, RetentionPolicy, StoreOptions,
+};
 pub use report::{
     BackupReport, CompactReport, Damage, DamageRepair, OpenReport, SalvageReport,
     SegmentCompaction, SessionLoss, VerifyReport,

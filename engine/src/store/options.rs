@@ -44,6 +44,23 @@ pub enum Durability {
     Sync,
 }
 
+/// Which thread writes the checkpoint an append finds due (`docs/DESIGN.md` §3.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum CheckpointWrites {
+    /// The checkpointer's own thread, started with the first one due: the append that found
+    /// it due returns at once, and the checkpoint's encoding, log sync and file write run
+    /// beside the appends that follow. A failure is reported by
+    /// [`Store::maintenance`](crate::store::Store::maintenance); a failed write or sync
+    /// poisons the store, as an append's would.
+    #[default]
+    Background,
+    /// The append that found it due, before it returns (and its error is that append's).
+    /// Storage operations then run in one order every time: for tests that fail each in
+    /// turn.
+    Inline,
+}
+
 /// Settings of a store: `StoreOptions::default()` and the `with_*` builder methods (the
 /// struct is `#[non_exhaustive]`, so a field added later breaks no caller).
 #[derive(Debug, Clone)]
@@ -61,6 +78,9 @@ pub struct StoreOptions {
     pub checkpoint_interval_bytes: u64,
     /// Every this many delta checkpoints, a full one is written instead. Default 8.
     pub checkpoint_merge_every: u32,
+    /// Which thread writes a checkpoint that falls due. Default
+    /// [`CheckpointWrites::Background`].
+    pub checkpoint_writes: CheckpointWrites,
     /// With `true`, a writable open salvages instead of failing with `Corruption`: damaged
     /// records are skipped, only the sessions with events in them are cut (each at its last
     /// intact event), everything else is kept (`OpenReport::salvaged` says what was lost).
@@ -256,6 +276,7 @@ impl Default for StoreOptions {
             record_bytes_max: 128 << 20,
             checkpoint_interval_bytes: 64 << 20,
             checkpoint_merge_every: 8,
+            checkpoint_writes: CheckpointWrites::Background,
             salvage: false,
             preallocate_bytes: 1 << 20,
             ignore_checkpoints: false,
@@ -312,6 +333,13 @@ impl StoreOptions {
     #[must_use]
     pub fn with_checkpoint_merge_every(mut self, every: u32) -> Self {
         self.checkpoint_merge_every = every;
+        self
+    }
+
+    /// Sets [`StoreOptions::checkpoint_writes`].
+    #[must_use]
+    pub fn with_checkpoint_writes(mut self, writes: CheckpointWrites) -> Self {
+        self.checkpoint_writes = writes;
         self
     }
 
@@ -385,6 +413,8 @@ impl StoreOptions {
             // ... and about which records the segments hold: background compaction is
             // tested where it is asked for.
             compaction: None,
+            // ... and fail storage operations one by one: in one order every run.
+            checkpoint_writes: CheckpointWrites::Inline,
             ..Self::default()
         }
     }

@@ -7,6 +7,7 @@
 //! write, rename and directory sync run with both released, so appends and reads go on beside
 //! them. Checkpoints stay one at a time and in order under the chain's lock, taken first.
 
+pub(crate) mod background;
 pub(crate) mod chain;
 pub(crate) mod files;
 mod indexed;
@@ -24,6 +25,7 @@ use crate::codec::checkpoint::CheckpointMeta;
 use crate::storage::Storage;
 use crate::store::catalog::Catalog;
 use crate::store::log::segments::SegmentList;
+use crate::store::options::CheckpointWrites;
 use crate::store::writer::Writer;
 pub(crate) use files::CheckpointKind;
 use state::CheckpointState;
@@ -38,6 +40,10 @@ pub(crate) struct Checkpointer {
     interval_bytes: u64,
     merge_every: u32,
     chain: Mutex<CheckpointState>,
+    /// Which thread writes a due checkpoint.
+    writes: CheckpointWrites,
+    /// The thread that writes them under [`CheckpointWrites::Background`].
+    worker: background::Worker,
 }
 
 /// What taking a checkpoint reads and writes.
@@ -56,13 +62,41 @@ impl Checkpointer {
         end_lsn: u64,
         interval_bytes: u64,
         merge_every: u32,
+        writes: CheckpointWrites,
     ) -> Self {
         Self {
             due_lsn: AtomicU64::new(end_lsn.saturating_add(interval_bytes)),
             interval_bytes,
             merge_every,
             chain: Mutex::new(chain),
+            writes,
+            worker: background::Worker::default(),
         }
+    }
+
+    /// The store the background thread checkpoints (once it is built).
+    pub(crate) fn attach(&self, store: std::sync::Weak<dyn background::DueCheckpoints>) {
+        self.worker.attach(store);
+    }
+
+    /// An append found a checkpoint due at `end_lsn`: handed to the thread (and not due again
+    /// for another interval, so the appends until it is taken do not ask again), or — inline,
+    /// or with no thread — `false`, for the appender to take it.
+    pub(crate) fn hand_off(&self, end_lsn: u64) -> bool {
+        if self.writes == CheckpointWrites::Inline || !self.worker.ask() {
+            return false;
+        }
+        self.due_lsn.store(
+            end_lsn.saturating_add(self.interval_bytes),
+            Ordering::Relaxed,
+        );
+        true
+    }
+
+    /// Ends the background thread after the checkpoint it is writing: before the last
+    /// checkpoint of a close, and before the writer lock goes.
+    pub(crate) fn stop(&self) {
+        self.worker.stop();
     }
 
     /// Whether the log ending at `end_lsn` is past the position a checkpoint is due at.

@@ -32,8 +32,9 @@ pub struct MaintenanceStatus {
     pub bytes_reclaimed: u64,
     /// Sessions the retention policy deleted.
     pub sessions_expired: u64,
-    /// The last error of a background step (the step is tried again at its next turn; a
-    /// write error poisons the store as any write's does).
+    /// The last error of a background step — retention, compaction, or a checkpoint the
+    /// checkpointer's thread took (the step is tried again at its next turn; a write error
+    /// poisons the store as any write's does).
     pub last_error: Option<String>,
     /// The dead bytes the writer knows of (exact after a read of the log, estimated since).
     pub dead_bytes: u64,
@@ -187,6 +188,12 @@ impl Maintenance {
             }
             Err(e) => st.status.last_error = Some(e),
         }
+    }
+
+    /// A failure of work done beside the appends outside this thread's steps (a checkpoint
+    /// the checkpointer's thread took), for [`MaintenanceStatus::last_error`].
+    pub(crate) fn note_error(&self, e: String) {
+        self.state.lock().status.last_error = Some(e);
     }
 
     /// The step ended.

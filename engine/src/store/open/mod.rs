@@ -150,6 +150,7 @@ fn open_log(
             scanned.end_lsn,
             options.checkpoint_interval_bytes,
             options.checkpoint_merge_every,
+            options.checkpoint_writes,
         ),
         storage,
         options,
