@@ -8,7 +8,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::time::Instant;
 
-use sessdb::{Durability, Store, StoreOptions};
+use sessdb::{CheckpointWrites, Durability, Store, StoreOptions};
 
 use crate::measure::{Row, pair, temp};
 use crate::mix::{Mix, Op, Step, batches};
@@ -29,6 +29,32 @@ pub fn sessdb_append(ops: Vec<Op>, events: u64) -> f64 {
     let secs = t.elapsed().as_secs_f64();
     drop(store);
     events as f64 / secs
+}
+
+/// Each append's time in nanoseconds (creations and forks left out), the mix applied one
+/// event at a time to a `Buffered` store whose due checkpoints `writes` says who writes: the
+/// stall of the append that finds one due, against the thread taking it.
+pub fn append_latencies(ops: Vec<Op>, writes: CheckpointWrites) -> Vec<u64> {
+    let dir = temp();
+    let store = Store::open(dir.path(), buffered().with_checkpoint_writes(writes)).expect("open");
+    let mut took = Vec::with_capacity(ops.len());
+    for op in ops {
+        match op {
+            Op::Create(h) => {
+                store.create_session(h, Vec::new()).expect("create");
+            }
+            Op::Append(s, d) => {
+                let t = Instant::now();
+                store.append(&s, d).expect("append");
+                took.push(u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX));
+            }
+            Op::Fork(s, spec) => {
+                store.fork(&s, spec).expect("fork");
+            }
+        }
+    }
+    drop(store);
+    took
 }
 
 /// Events/s writing the same events as DSH's JSONL lines, one file per session, a

@@ -126,9 +126,12 @@ fn main() {
         || run("batch")
         || run("compact")
         || run("residue")
-        || args
-            .iter()
-            .any(|a| a == "--profile-append" || a == "--profile-batch" || a == "--profile-compact");
+        || args.iter().any(|a| {
+            a == "--profile-append"
+                || a == "--profile-batch"
+                || a == "--profile-compact"
+                || a == "--profile-latency"
+        });
     let mix = needs_mix.then(|| mix::record(&mix::append_spec(quick)));
     // `--profile-append N`: the first row's subject alone, N times (for `perf record`).
     if let (Some(i), Some(mix)) = (args.iter().position(|a| a == "--profile-append"), &mix) {
@@ -137,6 +140,41 @@ fn main() {
         for _ in 0..n {
             let ops = mix.ops.clone();
             println!("{:.0} events/s", append::sessdb_append(ops, mix.events));
+        }
+        return;
+    }
+    // `--profile-latency N`: each append's time, the due checkpoints taken inline and on the
+    // checkpointer's thread alternately, N rounds: quantiles, the slowest, and the time spent
+    // in appends over a millisecond.
+    if let (Some(i), Some(mix)) = (args.iter().position(|a| a == "--profile-latency"), &mix) {
+        let n: usize = args.get(i + 1).and_then(|n| n.parse().ok()).unwrap_or(3);
+        println!("{}", mix.name());
+        for _ in 0..n {
+            for writes in [
+                sessdb::CheckpointWrites::Inline,
+                sessdb::CheckpointWrites::Background,
+            ] {
+                let mut took = append::append_latencies(mix.ops.clone(), writes);
+                let total: u64 = took.iter().sum();
+                let stalls: u64 = took.iter().filter(|&&t| t > 1_000_000).sum();
+                let over_10us: u64 = took.iter().filter(|&&t| t > 10_000).sum();
+                took.sort_unstable();
+                let q = |f: f64| took[((took.len() - 1) as f64 * f) as usize] as f64 / 1e3;
+                println!(
+                    "{writes:?}: {:.0} events/s; p50 {:.2} µs, p99 {:.2} µs, p99.9 {:.1} µs, \
+                     p99.99 {:.0} µs, max {:.0} µs; appends over 1 ms {} taking {:.1} ms; over 10 µs: \
+                     {:.1} % of the time",
+                    took.len() as f64 / (total as f64 / 1e9),
+                    q(0.5),
+                    q(0.99),
+                    q(0.999),
+                    q(0.9999),
+                    q(1.0),
+                    took.iter().filter(|&&t| t > 1_000_000).count(),
+                    stalls as f64 / 1e6,
+                    over_10us as f64 * 100.0 / total as f64,
+                );
+            }
         }
         return;
     }
