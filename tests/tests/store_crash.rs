@@ -16,20 +16,26 @@ use std::sync::Arc;
 
 use sessdb::storage::{CrashStorage, Fault, MemStorage, Storage};
 use sessdb::{
-    Clock, Draft, Durability, Event, ForkSpec, LogType, SessionHeader, Store, StoreOptions,
-    SurfaceIntent, SurfaceType,
+    CheckpointWrites, Clock, Draft, Durability, Event, ForkSpec, LogType, SessionHeader, Store,
+    StoreOptions, SurfaceIntent, SurfaceType,
 };
 use sessdb_workload::payload as p;
 
 fn options(durability: Durability) -> StoreOptions {
+    options_with(durability, CheckpointWrites::Inline)
+}
+
+fn options_with(durability: Durability, writes: CheckpointWrites) -> StoreOptions {
     StoreOptions::default()
         .with_durability(durability)
         .with_clock(Clock::fixed(1_000))
         .with_segment_bytes_max(2048)
         .with_checkpoint_interval_bytes(3000)
-        // Every storage operation in one order, run after run (the due checkpoints on the
-        // appender): `checkpoint_thread.rs` tests the checkpointer's thread.
-        .with_checkpoint_writes(sessdb::CheckpointWrites::Inline)
+        // Inline: every storage operation in one order, run after run (the due checkpoints
+        // on the appender). On the checkpointer's thread the order varies from run to run:
+        // a failure at the Nth operation is then at some operation, which is what the
+        // `_on_the_checkpointers_thread` tests below ask no more of.
+        .with_checkpoint_writes(writes)
         .with_checkpoint_merge_every(2)
 }
 
@@ -130,6 +136,11 @@ fn dump(store: &Store) -> BTreeMap<String, Vec<Vec<u8>>> {
 }
 
 fn check_every_failure_point(durability: Durability, fault: Fault) {
+    check_every_failure_point_with(durability, fault, CheckpointWrites::Inline);
+}
+
+fn check_every_failure_point_with(durability: Durability, fault: Fault, writes: CheckpointWrites) {
+    let options = |durability| options_with(durability, writes);
     // The full run: what every session would hold, and how many operations it takes.
     let full_storage = CrashStorage::new();
     let full = {
@@ -149,7 +160,13 @@ fn check_every_failure_point(durability: Durability, fault: Fault) {
     };
     assert!(total_ops > 30, "{total_ops}");
     let mut acked_somewhere = 0;
-    for n in 1..=total_ops {
+    // On the checkpointer's thread the operations interleave differently from run to run:
+    // every point is failed several times over.
+    let rounds = match writes {
+        CheckpointWrites::Background => 20,
+        _ => 1,
+    };
+    for n in (1..=total_ops).flat_map(|n| std::iter::repeat_n(n, rounds)) {
         let storage = CrashStorage::new();
         storage.fail_at_with(n, fault);
         let acked = match Store::open_with(Arc::new(storage.clone()), options(durability)) {
@@ -196,7 +213,9 @@ fn check_every_failure_point(durability: Durability, fault: Fault) {
     if durability == Durability::Sync {
         assert!(acked_somewhere > 0);
     }
-    eprintln!("{durability:?} {fault:?}: a failure at each of {total_ops} operations, reopened");
+    eprintln!(
+        "{durability:?} {fault:?} {writes:?}: a failure at each of {total_ops} operations, reopened"
+    );
 }
 
 #[test]
@@ -223,6 +242,20 @@ fn a_short_write_at_every_point_under_buffered_recovers_a_prefix() {
 #[test]
 fn every_failure_point_under_buffered_recovers_a_prefix() {
     check_every_failure_point(Durability::Buffered, Fault::Eio);
+}
+
+#[test]
+fn every_failure_point_under_sync_keeps_acknowledged_events_on_the_checkpointers_thread() {
+    check_every_failure_point_with(Durability::Sync, Fault::Eio, CheckpointWrites::Background);
+}
+
+#[test]
+fn a_full_disk_at_every_point_under_buffered_recovers_a_prefix_on_the_checkpointers_thread() {
+    check_every_failure_point_with(
+        Durability::Buffered,
+        Fault::NoSpace,
+        CheckpointWrites::Background,
+    );
 }
 
 #[test]
