@@ -5,7 +5,9 @@
 //! write is there and that a full verify finds nothing. Rounds alternate `--sync` and
 //! buffered, one and two threads; every third round runs `--churn` on 64 KiB segments (each
 //! round's sessions deleted when it ends, the background compaction writing segments again
-//! beside the appends): a session whose deletion was acknowledged must stay deleted. `SESSDB_KILL_ROUNDS` sets the number of rounds (the
+//! beside the appends): a session whose deletion was acknowledged must stay deleted; every
+//! other pair of rounds (`--sync` and buffered) takes a checkpoint every 64 KiB on the checkpointer's thread.
+//! `SESSDB_KILL_ROUNDS` sets the number of rounds (the
 //! recorded run in docs/RELIABILITY.md used 500).
 
 #![allow(
@@ -59,6 +61,10 @@ fn stress_killed_by_sigkill_loses_no_acknowledged_write() {
         }
         if round % 3 == 2 {
             args.extend(["--churn".into(), "--segment-bytes".into(), "65536".into()]);
+        }
+        if round / 2 % 2 == 1 {
+            // Checkpoints every 64 KiB, taken by the checkpointer's thread: kills land in them.
+            args.extend(["--checkpoint-bytes".into(), "65536".into()]);
         }
         let mut child = Command::new(env!("CARGO_BIN_EXE_sessdb"))
             .args(&args)

@@ -1,5 +1,5 @@
 //! `sessdb stress STORE --seconds N [--sessions K] [--threads T] [--sync] [--seed S] [--churn]
-//! [--segment-bytes B]`
+//! [--segment-bytes B] [--checkpoint-bytes B]`
 //!
 //! Appends a realistic generated workload (turns, text chunks, tool calls, compaction
 //! replaces, prunes, forks) for N seconds and prints `ack <session> <seq>` on stdout, flushed,
@@ -49,6 +49,10 @@ pub struct Args {
     /// compaction many segments to choose from).
     #[arg(long, value_name = "BYTES")]
     segment_bytes: Option<u64>,
+    /// A checkpoint falls due after this much log (default 64 MiB; small ones put the
+    /// checkpointer's thread to work beside the appends, where kills land).
+    #[arg(long, value_name = "BYTES")]
+    checkpoint_bytes: Option<u64>,
 }
 
 /// A sink that prints an `ack` line after each acknowledged write and stops at the deadline.
@@ -134,6 +138,9 @@ fn options_of(a: &Args) -> StoreOptions {
     });
     if let Some(bytes) = a.segment_bytes {
         options = options.with_segment_bytes_max(bytes.max(4096));
+    }
+    if let Some(bytes) = a.checkpoint_bytes {
+        options = options.with_checkpoint_interval_bytes(bytes.max(4096));
     }
     if a.churn {
         // What an earlier run left dead is read at once, not after 10 s; small segments
