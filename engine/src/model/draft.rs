@@ -210,19 +210,57 @@ impl Draft {
     /// [`Draft::into_event`], asking `now` for the time only when the draft has none.
     pub(crate) fn into_event_with(self, seq: u64, now: impl FnOnce() -> i64) -> Event {
         let time = self.time.unwrap_or_else(now);
-        match self.event_type {
-            Cow::Borrowed(name) => Event::with_type_name(name, seq, time, self.data),
-            Cow::Owned(name) => Event::new(name, seq, time, self.data),
-        }
-        .with_sources_opt(self.sources)
-        .with_surface_op_opt(self.surface_op)
-        .with_ignorable(self.ignorable)
+        Event::from_draft(
+            self.event_type,
+            seq,
+            time,
+            self.data,
+            self.sources,
+            self.surface_op,
+            self.ignorable,
+        )
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The event built in one go from a draft is the event the builders make from the same
+    /// parts, for every kind of type, surface op, sources and mark.
+    #[test]
+    fn a_draft_becomes_the_event_its_parts_describe() {
+        let data = &b"{\"a\":1}"[..];
+        let drafts = [
+            Draft::log(LogType::ASSISTANT_CHUNK, data),
+            Draft::log(LogType::ASSISTANT_CHUNK, data).ignorable(),
+            Draft::dynamic("plugin/x", data).ignorable(),
+            Draft::surface(SurfaceType::UserMessage, data, SurfaceIntent::append()),
+            Draft::surface(
+                SurfaceType::AssistantMessage,
+                data,
+                SurfaceIntent::append().with_sources(vec![1, 2]),
+            ),
+            Draft::surface(
+                SurfaceType::ToolResult,
+                data,
+                SurfaceIntent::replace(3..=5).with_sources(vec![3, 4, 5]),
+            ),
+        ];
+        for d in drafts {
+            let expected = match &d.event_type {
+                Cow::Borrowed(name) => Event::with_type_name(name, 7, 9, d.data.clone()),
+                Cow::Owned(name) => Event::new(name.clone(), 7, 9, d.data.clone()),
+            }
+            .with_sources_opt(d.sources.clone())
+            .with_surface_op_opt(d.surface_op)
+            .with_ignorable(d.ignorable);
+            let got = d.into_event_with(7, || 9);
+            assert_eq!(got, expected);
+            assert_eq!(got.has_known_type(), expected.has_known_type());
+            assert_eq!(got.surface_type(), expected.surface_type());
+        }
+    }
 
     #[test]
     fn a_draft_of_a_vocabulary_type_borrows_its_name() {
