@@ -9,60 +9,36 @@
     reason = "test code fails loudly"
 )]
 
-use std::io;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use sessdb::storage::{LockGuard, MemStorage, OpenMode, Storage, StorageFile};
 use sessdb::{Clock, Store, StoreOptions};
 
+#[path = "support/renames.rs"]
+mod renames;
 #[path = "support/store.rs"]
 mod support;
+
+use renames::HookedRenames;
 
 /// Said when the rename is reached; waited on before it goes on.
 type Armed = Option<(mpsc::Sender<()>, mpsc::Receiver<()>)>;
 
 /// A memory storage whose next rename into `checkpoints/` waits until released, saying so
 /// first.
-#[derive(Debug, Clone)]
-struct Gate {
-    inner: MemStorage,
-    armed: Arc<Mutex<Armed>>,
-}
-
-impl Storage for Gate {
-    fn create_dir_all(&self, dir: &str) -> io::Result<()> {
-        self.inner.create_dir_all(dir)
-    }
-    fn list(&self, dir: &str) -> io::Result<Vec<String>> {
-        self.inner.list(dir)
-    }
-    fn open(&self, path: &str, mode: OpenMode) -> io::Result<Box<dyn StorageFile>> {
-        self.inner.open(path, mode)
-    }
-    fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+fn gate(armed: &Arc<Mutex<Armed>>) -> HookedRenames {
+    let armed = Arc::clone(armed);
+    HookedRenames::new(Arc::new(move |_, to| {
         if to.starts_with("checkpoints/") {
-            let armed = self.armed.lock().unwrap().take();
+            let armed = armed.lock().unwrap().take();
             if let Some((entered, release)) = armed {
                 entered.send(()).unwrap();
                 release.recv().unwrap();
             }
         }
-        self.inner.rename(from, to)
-    }
-    fn remove(&self, path: &str) -> io::Result<()> {
-        self.inner.remove(path)
-    }
-    fn sync_dir(&self, dir: &str) -> io::Result<()> {
-        self.inner.sync_dir(dir)
-    }
-    fn try_lock(&self, path: &str) -> io::Result<Option<LockGuard>> {
-        self.inner.try_lock(path)
-    }
-    fn describe(&self, path: &str) -> String {
-        self.inner.describe(path)
-    }
+        Ok(())
+    }))
 }
 
 fn options() -> StoreOptions {
@@ -71,10 +47,8 @@ fn options() -> StoreOptions {
 
 #[test]
 fn reads_and_appends_go_on_while_a_due_checkpoint_is_written() {
-    let gate = Gate {
-        inner: MemStorage::new(),
-        armed: Arc::new(Mutex::new(None)),
-    };
+    let armed = Arc::new(Mutex::new(None));
+    let gate = gate(&armed);
     let store = Arc::new(Store::open_with(Arc::new(gate.clone()), options()).unwrap());
     support::session_with(&store, "writer", "w", 0);
     support::session_with(&store, "other", "o", 3);
@@ -82,7 +56,7 @@ fn reads_and_appends_go_on_while_a_due_checkpoint_is_written() {
     let first = store.stats().checkpoint_generation;
     let (entered_tx, entered) = mpsc::channel();
     let (release, release_rx) = mpsc::channel();
-    *gate.armed.lock().unwrap() = Some((entered_tx, release_rx));
+    *armed.lock().unwrap() = Some((entered_tx, release_rx));
     // Appends until one finds a checkpoint due: that append stops in the checkpoint's rename.
     let writer = {
         let store = Arc::clone(&store);

@@ -13,11 +13,14 @@ use std::io;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
-use sessdb::storage::{LockGuard, MemStorage, OpenMode, Storage, StorageFile};
 use sessdb::{CheckpointWrites, Clock, Error, Store, StoreOptions};
 
+#[path = "support/renames.rs"]
+mod renames;
 #[path = "support/store.rs"]
 mod support;
+
+use renames::HookedRenames;
 
 /// The name the checkpointer's thread runs under.
 const CHECKPOINT_THREAD: &str = "sessdb-checkpoint";
@@ -34,38 +37,25 @@ type Armed = Option<(mpsc::Sender<()>, mpsc::Receiver<()>, Then)>;
 
 /// A memory storage that notes which thread renames each checkpoint file into place, and
 /// holds the next such rename until released (then renames, or fails with EIO).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 struct Gate {
-    inner: MemStorage,
+    storage: HookedRenames,
     armed: Arc<Mutex<Armed>>,
     renamed_by: Arc<Mutex<Vec<String>>>,
 }
 
 impl Gate {
     fn new() -> Self {
-        Self {
-            inner: MemStorage::new(),
-            armed: Arc::new(Mutex::new(None)),
-            renamed_by: Arc::new(Mutex::new(Vec::new())),
-        }
-    }
-}
-
-impl Storage for Gate {
-    fn create_dir_all(&self, dir: &str) -> io::Result<()> {
-        self.inner.create_dir_all(dir)
-    }
-    fn list(&self, dir: &str) -> io::Result<Vec<String>> {
-        self.inner.list(dir)
-    }
-    fn open(&self, path: &str, mode: OpenMode) -> io::Result<Box<dyn StorageFile>> {
-        self.inner.open(path, mode)
-    }
-    fn rename(&self, from: &str, to: &str) -> io::Result<()> {
-        if to.starts_with("checkpoints/") {
+        let armed: Arc<Mutex<Armed>> = Arc::new(Mutex::new(None));
+        let renamed_by = Arc::new(Mutex::new(Vec::new()));
+        let (held, by) = (Arc::clone(&armed), Arc::clone(&renamed_by));
+        let storage = HookedRenames::new(Arc::new(move |_, to| {
+            if !to.starts_with("checkpoints/") {
+                return Ok(());
+            }
             let thread = std::thread::current().name().unwrap_or("").to_owned();
-            self.renamed_by.lock().unwrap().push(thread.clone());
-            let armed = self.armed.lock().unwrap().take();
+            by.lock().unwrap().push(thread.clone());
+            let armed = held.lock().unwrap().take();
             if let Some((entered, release, then)) = armed {
                 entered.send(()).unwrap();
                 // Held only off the appender's thread: on it (the checkpoint taken inline) the
@@ -77,20 +67,26 @@ impl Storage for Gate {
                     return Err(io::Error::from_raw_os_error(5));
                 }
             }
+            Ok(())
+        }));
+        Self {
+            storage,
+            armed,
+            renamed_by,
         }
-        self.inner.rename(from, to)
     }
-    fn remove(&self, path: &str) -> io::Result<()> {
-        self.inner.remove(path)
+
+    /// Arms the next checkpoint rename to do `then`: what says it is reached, and its
+    /// release.
+    fn arm(&self, then: Then) -> (mpsc::Receiver<()>, mpsc::Sender<()>) {
+        let (entered_tx, entered) = mpsc::channel();
+        let (release, release_rx) = mpsc::channel();
+        *self.armed.lock().unwrap() = Some((entered_tx, release_rx, then));
+        (entered, release)
     }
-    fn sync_dir(&self, dir: &str) -> io::Result<()> {
-        self.inner.sync_dir(dir)
-    }
-    fn try_lock(&self, path: &str) -> io::Result<Option<LockGuard>> {
-        self.inner.try_lock(path)
-    }
-    fn describe(&self, path: &str) -> String {
-        self.inner.describe(path)
+
+    fn open(&self) -> Store {
+        Store::open_with(Arc::new(self.storage.clone()), options()).unwrap()
     }
 }
 
@@ -114,13 +110,9 @@ fn append_until_entered(store: &Store, entered: &mpsc::Receiver<()>) -> usize {
 #[test]
 fn a_due_checkpoint_is_written_on_the_checkpointers_thread_while_appends_go_on() {
     let gate = Gate::new();
-    let store = Store::open_with(Arc::new(gate.clone()), options()).unwrap();
+    let store = gate.open();
     support::session_with(&store, "writer", "w", 0);
-    let (entered_tx, entered) = mpsc::channel();
-    let (release, release_rx) = mpsc::channel();
-    *gate.armed.lock().unwrap() = Some((entered_tx, release_rx, Then::Rename));
-    // Inline, the append that found the checkpoint due would stop in the rename itself and
-    // this loop would never see it reached.
+    let (entered, release) = gate.arm(Then::Rename);
     let before = append_until_entered(&store, &entered);
     assert!(before > 0);
     // The checkpoint's file is held: appends still return.
@@ -138,7 +130,7 @@ fn a_due_checkpoint_is_written_on_the_checkpointers_thread_while_appends_go_on()
         "the due checkpoint's file was put in place by {by:?}"
     );
     drop(store);
-    let reopened = Store::open_with(Arc::new(gate), options()).unwrap();
+    let reopened = gate.open();
     assert_eq!(support::dump(&reopened), dump);
     assert_eq!(
         reopened.events("writer", ..).unwrap().len(),
@@ -150,11 +142,9 @@ fn a_due_checkpoint_is_written_on_the_checkpointers_thread_while_appends_go_on()
 #[test]
 fn a_failed_background_checkpoint_poisons_the_store_and_loses_nothing_acknowledged() {
     let gate = Gate::new();
-    let store = Store::open_with(Arc::new(gate.clone()), options()).unwrap();
+    let store = gate.open();
     support::session_with(&store, "writer", "w", 0);
-    let (entered_tx, entered) = mpsc::channel();
-    let (release, release_rx) = mpsc::channel();
-    *gate.armed.lock().unwrap() = Some((entered_tx, release_rx, Then::Fail));
+    let (entered, release) = gate.arm(Then::Fail);
     let acked = append_until_entered(&store, &entered);
     let dump = support::dump(&store);
     release.send(()).unwrap();
@@ -172,7 +162,7 @@ fn a_failed_background_checkpoint_poisons_the_store_and_loses_nothing_acknowledg
         Some(CHECKPOINT_THREAD)
     );
     drop(store);
-    let reopened = Store::open_with(Arc::new(gate), options()).unwrap();
+    let reopened = gate.open();
     assert_eq!(support::dump(&reopened), dump);
     assert_eq!(reopened.events("writer", ..).unwrap().len(), acked + 1);
 }
