@@ -291,6 +291,8 @@ struct WatchedZeroFill {
     /// The zero-fill running: the file's path and the length it started from.
     running: std::sync::Arc<std::sync::Mutex<Option<(String, u64)>>>,
     fills: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    /// Zero-fills run on a thread other than the helper's: the appender's own.
+    on_appender: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     overlaps: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
     /// Every zero-fill on the helper thread fails with EIO after allocating (as a write
     /// error halfway would); the appender's own, later, succeeds.
@@ -328,6 +330,7 @@ impl WatchedZeroFill {
             inner: std::sync::Arc::new(sessdb::storage::FsStorage::new(dir)),
             running: Default::default(),
             fills: Default::default(),
+            on_appender: Default::default(),
             overlaps: Default::default(),
             fail,
             watch_lock,
@@ -365,8 +368,13 @@ impl sessdb::storage::StorageFile for WatchedFile {
     fn preallocate(&self, len: u64) -> std::io::Result<bool> {
         self.inner.preallocate(len)
     }
-    fn preallocate_written(&self, len: u64) -> std::io::Result<bool> {
-        let from = self.inner.len()?;
+    fn preallocate_written(&self, from: u64, len: u64) -> std::io::Result<bool> {
+        let on_helper = std::thread::current().name() == Some("sessdb-prefault");
+        if !on_helper {
+            self.storage
+                .on_appender
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
         *self.storage.running.lock().unwrap() = Some((self.path.clone(), from));
         self.storage
             .fills
@@ -388,13 +396,12 @@ impl sessdb::storage::StorageFile for WatchedFile {
                 }
             }
         }
-        let on_helper = std::thread::current().name() == Some("sessdb-prefault");
         let result = if self.storage.fail && on_helper {
             self.inner
                 .preallocate(len)
                 .and(Err(std::io::Error::other("injected EIO")))
         } else {
-            self.inner.preallocate_written(len)
+            self.inner.preallocate_written(from, len)
         };
         *self.storage.running.lock().unwrap() = None;
         result
@@ -442,10 +449,65 @@ fn sync_appends_beside_the_helpers_zero_fill(fail: bool) {
         assert!(fills >= 3, "the helper tried {fills} times");
     } else {
         assert!(fills > 20, "the helper zero-filled ahead {fills} times");
+        // The first record of each segment extended the file itself: no zeros written on
+        // the appender's thread, at a roll either.
+        let own = storage
+            .on_appender
+            .load(std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(own, 0, "zero-fills on the appender's thread");
     }
     let overlaps = storage.overlaps.lock().unwrap().clone();
     assert!(overlaps.is_empty(), "{overlaps:?}");
     reopen_reads_back_and_verifies(dir.path(), options, &before);
+}
+
+/// The first `Sync` append after an open — after a clean close gave the space allocated ahead
+/// back — writes its record by extending the file and leaves the zeros after it to the
+/// helper (written on the appender, the zeros and their sync made that append ~10× slower
+/// than the next: `docs/PERFORMANCE.md`). The records read back and the store verifies.
+#[test]
+fn the_first_sync_append_after_an_open_writes_no_zeros_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = WatchedZeroFill::new(dir.path(), false, false);
+    let options = StoreOptions::default()
+        .with_durability(Durability::Sync)
+        .with_preallocate_bytes(64 << 10);
+    let open = || Store::open_with(std::sync::Arc::new(storage.clone()), options.clone()).unwrap();
+    let store = open();
+    store
+        .create_session(SessionHeader::new("s", 1_000), Vec::new())
+        .unwrap();
+    append_padded(&store, 50, 40);
+    let written = store.events("s", ..).unwrap().len();
+    store.close().unwrap();
+    drop(store);
+    for round in 0..3 {
+        let store = open();
+        let before = storage.fills.load(std::sync::atomic::Ordering::SeqCst);
+        // The first record after the open's epoch record, and four after it.
+        append_padded(&store, 5, 40);
+        store.close().unwrap();
+        drop(store);
+        let own = storage
+            .on_appender
+            .load(std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(
+            own, 0,
+            "round {round}: zeros written on the appender's thread"
+        );
+        assert!(
+            storage.fills.load(std::sync::atomic::Ordering::SeqCst) > before,
+            "round {round}: the helper prepared the space after the first record"
+        );
+    }
+    let overlaps = storage.overlaps.lock().unwrap().clone();
+    assert!(overlaps.is_empty(), "{overlaps:?}");
+    let store = open();
+    let events = store.events("s", ..).unwrap();
+    assert_eq!(events.len(), written + 3 * 5);
+    store.close().unwrap();
+    drop(store);
+    reopen_reads_back_and_verifies(dir.path(), options.clone(), &events);
 }
 
 /// Closing a `Sync` store while the helper zero-fills ahead: `close()` returns only once the

@@ -257,9 +257,8 @@ impl StorageFile for FsFile {
         super::mmap::preallocate(&self.file, len)
     }
 
-    fn preallocate_written(&self, len: u64) -> io::Result<bool> {
+    fn preallocate_written(&self, from: u64, len: u64) -> io::Result<bool> {
         use std::os::unix::fs::FileExt;
-        let from = self.len()?;
         if from >= len {
             return Ok(true);
         }

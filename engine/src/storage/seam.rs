@@ -149,15 +149,19 @@ pub trait StorageFile: Send + Sync + std::fmt::Debug {
     /// I/O errors (a full disk).
     fn preallocate(&self, len: u64) -> io::Result<bool>;
 
-    /// As [`StorageFile::preallocate`], and the new space written with zeros and synced once
-    /// here, so later syncs of appends into it write data only. On ext4 an allocated but
-    /// unwritten extent must be converted, with a synchronous metadata write, by every
-    /// `fdatasync` that first covers data in it; that doubled the time of `Sync` batches
-    /// (`docs/DESIGN.md` §3.2). Backends without that cost allocate as `preallocate` does.
+    /// As [`StorageFile::preallocate`], and the space from `from` to `len` written with zeros
+    /// and synced once here, so later syncs of appends into it write data only. On ext4 an
+    /// allocated but unwritten extent must be converted, with a synchronous metadata write,
+    /// by every `fdatasync` that first covers data in it; that doubled the time of `Sync`
+    /// batches (`docs/DESIGN.md` §3.2). No byte before `from` is written: the appender may be
+    /// writing a record there (the first record after an open or a roll extends the file
+    /// itself while this runs on the helper). Backends without that cost allocate as
+    /// `preallocate` does.
     ///
     /// # Errors
     /// I/O errors (a full disk).
-    fn preallocate_written(&self, len: u64) -> io::Result<bool> {
+    fn preallocate_written(&self, from: u64, len: u64) -> io::Result<bool> {
+        let _ = from;
         self.preallocate(len)
     }
 

@@ -247,3 +247,48 @@ pub fn rows(mix: &Mix, reps: usize, run: &dyn Fn(&str) -> bool, rows: &mut Vec<R
         });
     }
 }
+
+/// `--profile-reopen N`: a `Sync` store of one session closed and opened again N times; each
+/// time the first five single-event appends timed (`paced`: 5 ms apart, as a harness's
+/// appends are, waiting on its model between them). Returns per round the open's time and
+/// the five appends', in ns.
+pub fn first_appends_after_open(rounds: usize, paced: bool) -> Vec<[u64; 6]> {
+    use sessdb::{Draft, LogType, SessionHeader};
+    let dir = temp();
+    let options = StoreOptions::default().with_durability(Durability::Sync);
+    let note = LogType::new("plugin/note").expect("type");
+    let draft = |i: usize| {
+        Draft::log(
+            &note,
+            format!("{{\"i\":{i},\"text\":\"a line of the model's answer\"}}"),
+        )
+        .ignorable()
+    };
+    let store = Store::open(dir.path(), options.clone()).expect("open");
+    store
+        .create_session(SessionHeader::new("s", 1_000), Vec::new())
+        .expect("create");
+    for i in 0..200 {
+        store.append("s", draft(i)).expect("append");
+    }
+    store.close().expect("close");
+    drop(store);
+    let mut out = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        let mut took = [0u64; 6];
+        let t = Instant::now();
+        let store = Store::open(dir.path(), options.clone()).expect("open");
+        took[0] = t.elapsed().as_nanos() as u64;
+        for (k, slot) in took.iter_mut().skip(1).enumerate() {
+            if paced {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            let t = Instant::now();
+            store.append("s", draft(k)).expect("append");
+            *slot = t.elapsed().as_nanos() as u64;
+        }
+        store.close().expect("close");
+        out.push(took);
+    }
+    out
+}

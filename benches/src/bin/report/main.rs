@@ -115,6 +115,32 @@ fn main() {
     let run = |row: &str| only.as_deref().is_none_or(|o| o == row);
     let mut rows: Vec<Row> = Vec::new();
 
+    // `--profile-reopen N`: a `Sync` store closed and opened N times, the first five appends
+    // after each open timed, back to back and 5 ms apart: medians and the slowest.
+    if let Some(i) = args.iter().position(|a| a == "--profile-reopen") {
+        let n: usize = args.get(i + 1).and_then(|n| n.parse().ok()).unwrap_or(20);
+        for paced in [false, true] {
+            let runs = append::first_appends_after_open(n, paced);
+            let column = |k: usize| {
+                let mut v: Vec<u64> = runs.iter().map(|r| r[k]).collect();
+                v.sort_unstable();
+                (v[v.len() / 2] as f64 / 1e3, v[v.len() - 1] as f64 / 1e3)
+            };
+            let cells: Vec<String> = (0..6)
+                .map(|k| {
+                    let (median, max) = column(k);
+                    format!("{median:.0} ({max:.0})")
+                })
+                .collect();
+            println!(
+                "{}: open {} µs; appends 1-5 {} µs (median (slowest) of {n})",
+                if paced { "5 ms apart" } else { "back to back" },
+                cells[0],
+                cells[1..].join(", ")
+            );
+        }
+        return;
+    }
     // `--profile-growth N`: the open-growth row's two stores (kept under `target/`), opened
     // alternately N times each; prints each one's median (`--big`: the larger alone).
     if let Some(i) = args.iter().position(|a| a == "--profile-growth") {

@@ -21,12 +21,15 @@ pub(crate) enum Job {
     /// Unmap a window the writer is done with; with a file, start the writeback of the
     /// range it filled.
     Retire(WriteWindow, Option<Arc<dyn StorageFile>>),
-    /// A `Sync` store's space ahead of its appends: allocate the file to `to`, write the new
-    /// space with zeros and sync it (`StorageFile::preallocate_written`); the outcome goes
-    /// to `done` (`true`: allocated and written).
+    /// A `Sync` store's space ahead of its appends: allocate the file to `to`, write
+    /// `from..to` with zeros and sync it (`StorageFile::preallocate_written`); the outcome
+    /// goes to `done` (`true`: allocated and written).
     ZeroFill {
         /// The active segment.
         file: Arc<dyn StorageFile>,
+        /// Where the zeros start: the end of the last record placed (which the appender may
+        /// still be writing).
+        from: u64,
         /// The length to allocate to.
         to: u64,
         /// Set once the job has run.
@@ -38,8 +41,13 @@ impl Job {
     fn run(self) {
         match self {
             Job::Populate(p) => p.run(),
-            Job::ZeroFill { file, to, done } => {
-                let _ = done.set(matches!(file.preallocate_written(to), Ok(true)));
+            Job::ZeroFill {
+                file,
+                from,
+                to,
+                done,
+            } => {
+                let _ = done.set(matches!(file.preallocate_written(from, to), Ok(true)));
             }
             Job::Retire(window, file) => {
                 let (start, end) = window.range();

@@ -47,6 +47,20 @@ pub(crate) struct Tail {
     announced_in: Option<u64>,
 }
 
+/// The first stretch a `Sync` store's helper zero-fills after a record that extended the file
+/// (`Tail::keep_ahead`).
+const FIRST_ZERO_FILL: u64 = 64 << 10;
+
+/// Whether placing a frame prepares the space after it (allocates, maps or zero-fills ahead
+/// as the lead runs short).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ahead {
+    /// As every record does.
+    Prepare,
+    /// Not yet: another frame follows in the same write (an epoch record before its record).
+    Later,
+}
+
 /// The segment appends go into.
 #[derive(Debug)]
 pub(crate) enum Active {
@@ -69,6 +83,8 @@ struct Allocation {
     /// A `Sync` store's zero-fill running on the helper: the length it allocates to, and
     /// its outcome once done. The appender never writes past `allocated` before it is done.
     zero_fill: Option<(u64, Arc<std::sync::OnceLock<bool>>)>,
+    /// The length of the last zero-fill started (`Tail::keep_ahead`).
+    last_fill: u64,
     /// The roll point: a segment's largest size.
     segment_bytes_max: u64,
     /// How far ahead of the appends space is allocated (0: none).
@@ -121,6 +137,7 @@ impl Tail {
                 allocated,
                 ahead_failed_at: None,
                 zero_fill: None,
+                last_fill: 0,
                 segment_bytes_max: options.segment_bytes_max,
                 preallocate: options.preallocate_bytes,
             },
@@ -205,12 +222,12 @@ impl Tail {
             self.announce(&seg)?;
         }
         let crc = seal_frame(kind, frame, self.layout, &self.offsets);
-        self.place(&seg, frame, crc)
+        self.place(&seg, frame, crc, Ahead::Prepare)
     }
 
     /// Writes a sealed frame (checksum `crc`) at the log's end in `seg`, the active segment;
-    /// returns its LSN.
-    fn place(&mut self, seg: &Arc<Segment>, frame: &[u8], crc: u32) -> Result<u64> {
+    /// returns its LSN. `ahead`: whether the space after it is prepared now.
+    fn place(&mut self, seg: &Arc<Segment>, frame: &[u8], crc: u32, ahead: Ahead) -> Result<u64> {
         let lsn = self.next_lsn;
         // The frame goes where the log ends, inside the active segment, after the last record.
         debug_assert!(lsn >= seg.first_lsn, "a frame before its segment");
@@ -222,7 +239,9 @@ impl Tail {
         let at = seg.offset_of(lsn);
         let end = at + frame.len() as u64;
         self.make_room(seg, at, end)?;
-        self.keep_ahead(seg, end);
+        if ahead == Ahead::Prepare {
+            self.keep_ahead(seg, end);
+        }
         self.copy(seg, at, frame)?;
         self.next_lsn += frame.len() as u64;
         self.last_record = Some(RecordLink { lsn, crc });
@@ -242,7 +261,9 @@ impl Tail {
         frame[FRAME_HEADER_LEN..].copy_from_slice(&self.epoch.encode());
         // In the segment's layout, as every frame in it (no events: the frame CRC covers all).
         let crc = seal_frame(RecordKind::Epoch, &mut frame, self.layout, &[]);
-        self.place(seg, &frame, crc)?;
+        // The record it announces follows at once and prepares the space after both: a
+        // `Sync` store's zero-fill started here would be waited for by that record.
+        self.place(seg, &frame, crc, Ahead::Later)?;
         self.announced_in = Some(seg.first_lsn);
         Ok(())
     }
@@ -281,12 +302,26 @@ impl Tail {
         if self.space.preallocate == 0 || end <= self.space.allocated {
             return Ok(());
         }
+        // A `Sync` store with nothing ready ahead (the first record after an open, after a
+        // clean close gave the space back, or after a roll): the record extends the file
+        // itself, and `keep_ahead` has the helper write zeros after it. Written here, the
+        // zeros and their sync made that one append ~10× slower than the next
+        // (`docs/PERFORMANCE.md`, "The first durable append after an open").
+        // After a failed zero-fill at this length (a full disk) the appender allocates
+        // itself, as below, and reports what fails.
+        if self.sync_store
+            && seg.file.writes_zeros_ahead()
+            && self.space.ahead_failed_at != Some(self.space.allocated)
+        {
+            self.space.allocated = end;
+            return Ok(());
+        }
         // Never past the roll point (plus this frame, when one frame alone is larger).
         let target = (end + self.space.preallocate).min(self.space.segment_bytes_max.max(end));
         self.retire_windows();
         let file = &seg.file;
         let allocated = if self.sync_store {
-            file.preallocate_written(target)
+            file.preallocate_written(self.space.allocated, target)
         } else {
             file.preallocate(target)
         }
@@ -317,9 +352,9 @@ impl Tail {
     /// the helper, off the appender's path.
     fn keep_ahead(&mut self, seg: &Arc<Segment>, end: u64) {
         let (preallocate, max) = (self.space.preallocate, self.space.segment_bytes_max);
-        let due = end + preallocate / 2 > self.space.allocated
-            && self.space.allocated < max
-            && self.space.ahead_failed_at != Some(self.space.allocated);
+        let room =
+            self.space.allocated < max && self.space.ahead_failed_at != Some(self.space.allocated);
+        let due = end + preallocate / 2 > self.space.allocated && room;
         // Allocated, mapped and faulted in now, so the writer never reaches pages nobody
         // has faulted in yet.
         if due
@@ -330,14 +365,28 @@ impl Tail {
             self.map_ahead(seg, preallocate, max);
         }
         // A `Sync` store: allocated, written with zeros and synced (the zero-fill's `pwrite`
-        // led the appender's profile: PERFORMANCE.md).
-        if due
+        // led the appender's profile: PERFORMANCE.md). Nothing ready after this record (it
+        // extended the file): a short stretch first, then, once half of the last is used,
+        // each twice the last up to the full lead. The zeros are written while appends go
+        // on, and an append's `fdatasync` writes those still dirty (same file): a whole
+        // lead's worth at once, right after an open, made one of the first appends ~1 ms
+        // slower (`docs/PERFORMANCE.md`, "The first durable append after an open").
+        let extended = end >= self.space.allocated;
+        if room
+            && (extended || end + self.space.last_fill / 2 > self.space.allocated)
             && self.sync_store
             && preallocate > 0
             && self.space.zero_fill.is_none()
             && seg.file.writes_zeros_ahead()
         {
-            self.start_zero_fill(seg, preallocate, max);
+            let lead = if extended {
+                FIRST_ZERO_FILL
+            } else {
+                self.space.last_fill.saturating_mul(2).max(FIRST_ZERO_FILL)
+            }
+            .min(preallocate);
+            self.space.last_fill = lead;
+            self.start_zero_fill(seg, lead, max);
         }
     }
 
@@ -405,6 +454,7 @@ impl Tail {
         let done = Arc::new(std::sync::OnceLock::new());
         p.submit(Job::ZeroFill {
             file: Arc::clone(&seg.file),
+            from: self.space.allocated,
             to,
             done: Arc::clone(&done),
         });
