@@ -248,14 +248,18 @@ pub fn rows(mix: &Mix, reps: usize, run: &dyn Fn(&str) -> bool, rows: &mut Vec<R
     }
 }
 
-/// `--profile-reopen N`: a `Sync` store of one session closed and opened again N times; each
+/// `--profile-reopen N`: a store of one session closed and opened again N times; each
 /// time the first five single-event appends timed (`paced`: 5 ms apart, as a harness's
 /// appends are, waiting on its model between them). Returns per round the open's time and
 /// the five appends', in ns.
-pub fn first_appends_after_open(rounds: usize, paced: bool) -> Vec<[u64; 6]> {
+pub fn first_appends_after_open(
+    rounds: usize,
+    durability: Durability,
+    paced: bool,
+) -> Vec<[u64; 6]> {
     use sessdb::{Draft, LogType, SessionHeader};
     let dir = temp();
-    let options = StoreOptions::default().with_durability(Durability::Sync);
+    let options = StoreOptions::default().with_durability(durability);
     let note = LogType::new("plugin/note").expect("type");
     let draft = |i: usize| {
         Draft::log(

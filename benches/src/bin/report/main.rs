@@ -115,12 +115,18 @@ fn main() {
     let run = |row: &str| only.as_deref().is_none_or(|o| o == row);
     let mut rows: Vec<Row> = Vec::new();
 
-    // `--profile-reopen N`: a `Sync` store closed and opened N times, the first five appends
-    // after each open timed, back to back and 5 ms apart: medians and the slowest.
+    // `--profile-reopen N`: a `Sync` store (`--buffered`: a `Buffered` one) closed and opened
+    // N times, the first five appends after each open timed, back to back and 5 ms apart:
+    // medians and the slowest.
     if let Some(i) = args.iter().position(|a| a == "--profile-reopen") {
         let n: usize = args.get(i + 1).and_then(|n| n.parse().ok()).unwrap_or(20);
+        let durability = if args.iter().any(|a| a == "--buffered") {
+            sessdb::Durability::Buffered
+        } else {
+            sessdb::Durability::Sync
+        };
         for paced in [false, true] {
-            let runs = append::first_appends_after_open(n, paced);
+            let runs = append::first_appends_after_open(n, durability, paced);
             let column = |k: usize| {
                 let mut v: Vec<u64> = runs.iter().map(|r| r[k]).collect();
                 v.sort_unstable();
