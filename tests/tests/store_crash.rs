@@ -135,14 +135,38 @@ fn dump(store: &Store) -> BTreeMap<String, Vec<Vec<u8>>> {
         .collect()
 }
 
+/// How the simulated files take a `Sync` store's space ahead of its appends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ahead {
+    /// Allocated on the appender's thread, as memory does (every operation in one order).
+    Allocated,
+    /// Written with zeros and synced on the store's helper thread, as real files are: the
+    /// first record after an open or a roll extends the file itself while the helper writes
+    /// zeros after it.
+    ZerosOnTheHelper,
+}
+
 fn check_every_failure_point(durability: Durability, fault: Fault) {
     check_every_failure_point_with(durability, fault, CheckpointWrites::Inline);
 }
 
 fn check_every_failure_point_with(durability: Durability, fault: Fault, writes: CheckpointWrites) {
+    check_every_failure_point_ahead(durability, fault, writes, Ahead::Allocated);
+}
+
+fn check_every_failure_point_ahead(
+    durability: Durability,
+    fault: Fault,
+    writes: CheckpointWrites,
+    ahead: Ahead,
+) {
     let options = |durability| options_with(durability, writes);
+    let new_storage = || match ahead {
+        Ahead::Allocated => CrashStorage::new(),
+        Ahead::ZerosOnTheHelper => CrashStorage::writing_zeros_ahead(),
+    };
     // The full run: what every session would hold, and how many operations it takes.
-    let full_storage = CrashStorage::new();
+    let full_storage = new_storage();
     let full = {
         let store = Store::open_with(Arc::new(full_storage.clone()), options(durability)).unwrap();
         script(&store);
@@ -153,21 +177,21 @@ fn check_every_failure_point_with(durability: Durability, fault: Fault, writes: 
     let total_ops = full_storage.ops();
     // "b" as it was just before its deletion.
     let full_b = {
-        let storage = CrashStorage::new();
+        let storage = new_storage();
         let store = Store::open_with(Arc::new(storage.clone()), options(durability)).unwrap();
         let mut acked = script_until_delete(&store);
         acked.remove("b").unwrap()
     };
     assert!(total_ops > 30, "{total_ops}");
     let mut acked_somewhere = 0;
-    // On the checkpointer's thread the operations interleave differently from run to run:
-    // every point is failed several times over.
-    let rounds = match writes {
-        CheckpointWrites::Background => 20,
-        _ => 1,
+    // On the checkpointer's or the helper's thread the operations interleave differently
+    // from run to run: every point is failed several times over.
+    let rounds = match (writes, ahead) {
+        (CheckpointWrites::Inline, Ahead::Allocated) => 1,
+        _ => 20,
     };
     for n in (1..=total_ops).flat_map(|n| std::iter::repeat_n(n, rounds)) {
-        let storage = CrashStorage::new();
+        let storage = new_storage();
         storage.fail_at_with(n, fault);
         let acked = match Store::open_with(Arc::new(storage.clone()), options(durability)) {
             Ok(store) => script(&store),
@@ -176,7 +200,11 @@ fn check_every_failure_point_with(durability: Durability, fault: Fault, writes: 
         let image: Arc<dyn Storage> = Arc::new(storage.crash());
         let recovered = Store::open_with(Arc::clone(&image), options(durability))
             .unwrap_or_else(|e| panic!("fail at op {n}: reopen: {e}"));
-        let got = dump(&recovered);
+        let got: BTreeMap<_, _> = sessdb_tests::try_dump_store(&recovered)
+            .unwrap_or_else(|e| panic!("fail at op {n}: the recovered store reads back: {e}"))
+            .into_iter()
+            .map(|(id, events, _)| (id, events))
+            .collect();
         for (id, events) in &got {
             if let Some(expected) = full.get(id) {
                 assert!(
@@ -214,7 +242,7 @@ fn check_every_failure_point_with(durability: Durability, fault: Fault, writes: 
         assert!(acked_somewhere > 0);
     }
     eprintln!(
-        "{durability:?} {fault:?} {writes:?}: a failure at each of {total_ops} operations, reopened"
+        "{durability:?} {fault:?} {writes:?} {ahead:?}: a failure at each of {total_ops} operations, reopened"
     );
 }
 
@@ -255,6 +283,26 @@ fn a_full_disk_at_every_point_under_buffered_recovers_a_prefix_on_the_checkpoint
         Durability::Buffered,
         Fault::NoSpace,
         CheckpointWrites::Background,
+    );
+}
+
+#[test]
+fn every_failure_point_under_sync_with_zeros_written_ahead_keeps_acknowledged_events() {
+    check_every_failure_point_ahead(
+        Durability::Sync,
+        Fault::Eio,
+        CheckpointWrites::Inline,
+        Ahead::ZerosOnTheHelper,
+    );
+}
+
+#[test]
+fn a_short_write_at_every_point_under_sync_with_zeros_written_ahead_keeps_acknowledged_events() {
+    check_every_failure_point_ahead(
+        Durability::Sync,
+        Fault::ShortWrite,
+        CheckpointWrites::Inline,
+        Ahead::ZerosOnTheHelper,
     );
 }
 

@@ -38,6 +38,8 @@ struct State {
     ops: u64,
     fail_at: Option<u64>,
     fault: Fault,
+    /// [`CrashStorage::writing_zeros_ahead`].
+    zeros_ahead: bool,
 }
 
 /// How the chosen operation fails.
@@ -79,6 +81,16 @@ impl CrashStorage {
     /// An empty directory.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty directory whose files write a `Sync` store's space ahead with zeros as real
+    /// files do (`StorageFile::writes_zeros_ahead`: the zeros written and synced, on the
+    /// store's helper thread). The helper's operations then interleave with the appender's
+    /// differently from run to run, so a failure at the Nth operation lands on either.
+    pub fn writing_zeros_ahead() -> Self {
+        let storage = Self::default();
+        storage.inner.lock().zeros_ahead = true;
+        storage
     }
 
     /// Makes the `n`th mutating operation from the start (1-based) fail with `EIO`.
@@ -318,6 +330,24 @@ impl StorageFile for CrashFile {
             }
             Ok(true)
         })
+    }
+
+    fn preallocate_written(&self, from: u64, len: u64) -> io::Result<bool> {
+        if !self.writes_zeros_ahead() || from >= len {
+            return self.preallocate(len);
+        }
+        // As `FsStorage`: allocated, then `from..len` written with zeros (not synced: the
+        // store's own syncs make them durable); two operations, either of which may be the
+        // one that fails.
+        let allocated = self.preallocate(len)?;
+        let zeros =
+            vec![0u8; usize::try_from(len - from).map_err(|_| io::ErrorKind::InvalidInput)?];
+        self.write_at(&zeros, from)?;
+        Ok(allocated)
+    }
+
+    fn writes_zeros_ahead(&self) -> bool {
+        self.state.lock().zeros_ahead
     }
 }
 

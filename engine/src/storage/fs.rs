@@ -272,7 +272,8 @@ impl StorageFile for FsFile {
             self.file.write_all_at(&zeros[..n], at)?;
             at += n as u64;
         }
-        self.file.sync_data()?;
+        // Written back now, not synced: see the trait's documentation.
+        super::mmap::start_writeback(&self.file, from, len - from);
         Ok(allocated)
     }
 

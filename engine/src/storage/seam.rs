@@ -150,13 +150,17 @@ pub trait StorageFile: Send + Sync + std::fmt::Debug {
     fn preallocate(&self, len: u64) -> io::Result<bool>;
 
     /// As [`StorageFile::preallocate`], and the space from `from` to `len` written with zeros
-    /// and synced once here, so later syncs of appends into it write data only. On ext4 an
-    /// allocated but unwritten extent must be converted, with a synchronous metadata write,
-    /// by every `fdatasync` that first covers data in it; that doubled the time of `Sync`
-    /// batches (`docs/DESIGN.md` §3.2). No byte before `from` is written: the appender may be
-    /// writing a record there (the first record after an open or a roll extends the file
-    /// itself while this runs on the helper). Backends without that cost allocate as
-    /// `preallocate` does.
+    /// (their writeback started), so later syncs of appends into it write data only. On ext4
+    /// an allocated but unwritten extent must be converted, with a synchronous metadata
+    /// write, by every `fdatasync` that first covers data in it; that doubled the time of
+    /// `Sync` batches (`docs/DESIGN.md` §3.2). No byte before `from` is written: the appender
+    /// may be writing a record there (the first record after an open or a roll extends the
+    /// file itself while this runs on the helper). **Never synced here**: the store's own
+    /// syncs make the zeros durable with its records. A sync on the helper's thread that
+    /// failed took the file's write-back error for itself, and the appender's `fdatasync` of
+    /// the same file then succeeded although its record's pages were lost
+    /// (`tests/tests/store_crash.rs`, `..._with_zeros_written_ahead_...`). Backends without
+    /// that cost allocate as `preallocate` does.
     ///
     /// # Errors
     /// I/O errors (a full disk).
