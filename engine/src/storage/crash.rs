@@ -84,7 +84,7 @@ impl CrashStorage {
     }
 
     /// An empty directory whose files write a `Sync` store's space ahead with zeros as real
-    /// files do (`StorageFile::writes_zeros_ahead`: the zeros written and synced, on the
+    /// files do (`StorageFile::writes_zeros_ahead`: the zeros written, not synced, on the
     /// store's helper thread). The helper's operations then interleave with the appender's
     /// differently from run to run, so a failure at the Nth operation lands on either.
     pub fn writing_zeros_ahead() -> Self {

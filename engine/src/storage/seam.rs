@@ -170,7 +170,7 @@ pub trait StorageFile: Send + Sync + std::fmt::Debug {
     }
 
     /// Whether [`StorageFile::preallocate_written`] does work worth moving off an appender's
-    /// thread (it writes and syncs zeros); a `Sync` store then runs it on its helper thread
+    /// thread (it writes zeros); a `Sync` store then runs it on its helper thread
     /// ahead of the appends. Backends where it only allocates say `false` and keep every
     /// operation on the appender's thread (the crash simulator's operation order stays
     /// deterministic).

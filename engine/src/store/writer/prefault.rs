@@ -22,7 +22,8 @@ pub(crate) enum Job {
     /// range it filled.
     Retire(WriteWindow, Option<Arc<dyn StorageFile>>),
     /// A `Sync` store's space ahead of its appends: allocate the file to `to`, write
-    /// `from..to` with zeros and sync it (`StorageFile::preallocate_written`); the outcome
+    /// `from..to` with zeros and start their writeback, never a sync
+    /// (`StorageFile::preallocate_written`); the outcome
     /// goes to `done` (`true`: allocated and written).
     ZeroFill {
         /// The active segment.
