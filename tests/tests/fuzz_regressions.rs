@@ -79,3 +79,57 @@ fn regression_a_fork_at_an_end_seed_marker_adds_no_second_marker() {
         .unwrap();
     assert_eq!(store.session_len(&child).unwrap(), 3);
 }
+
+/// `store_open`: a segment compaction wrote, the newest of the log, was taken for the active
+/// segment, so a damaged frame in it was a torn tail that a writable open cut — through the
+/// run table at its end, leaving a store no open could read again ("the footer's magic is
+/// wrong"). A compacted segment is sealed wherever it stands: the damage is refused, and the
+/// refused open changes no file. The input is the fuzzer's, kept as it found it (its first
+/// byte says where the segment ends and the checkpoint begins, as in the target).
+#[test]
+fn regression_a_compacted_newest_segment_is_never_cut_as_a_torn_tail() {
+    let data = std::fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/fuzz/store_open-compacted-newest-segment-cut.bin"),
+    )
+    .unwrap();
+    let (&at, rest) = data.split_first().unwrap();
+    let (segment, checkpoint) = rest.split_at(usize::from(at) * rest.len() / 256);
+    let mut files = vec![
+        (
+            "segments/00000000000000000000.seg".to_owned(),
+            segment.to_vec(),
+        ),
+        (
+            "checkpoints/00000000000000000001.ckpt".to_owned(),
+            checkpoint.to_vec(),
+        ),
+    ];
+    files.sort();
+    assert_eq!(&segment[8..10], &[5, 0], "a compacted segment of format 5");
+    let storage = MemStorage::from_files(files.clone());
+    match Store::open_with(Arc::new(storage.clone()), StoreOptions::tiny()) {
+        Ok(store) => {
+            drop(store);
+            Store::open_with(Arc::new(storage), StoreOptions::tiny())
+                .unwrap_or_else(|e| panic!("the store an open accepted does not reopen: {e}"));
+        }
+        Err(e) => {
+            assert!(matches!(e, sessdb::Error::Corruption { .. }), "{e}");
+            let mut after = storage.files();
+            after.retain(|(p, _)| p != "LOCK");
+            after.sort();
+            assert!(after == files, "a refused open changed the files");
+        }
+    }
+    // Salvage ends in a store that opens, as the target asks.
+    let salvaged = MemStorage::from_files(files);
+    drop(
+        Store::open_with(
+            Arc::new(salvaged.clone()),
+            StoreOptions::tiny().with_salvage(true),
+        )
+        .unwrap(),
+    );
+    Store::open_with(Arc::new(salvaged), StoreOptions::tiny()).unwrap();
+}

@@ -93,7 +93,13 @@ pub(in crate::store) fn scan(
         let stops_here = span.stop_lsn != u64::MAX
             && seg.first_lsn <= span.stop_lsn
             && segs.get(i + 1).is_none_or(|n| n.first_lsn > span.stop_lsn);
-        let newest = i + 1 == segs.len() || stops_here;
+        // A compacted segment is sealed wherever it stands: compaction wrote it whole and
+        // renamed it into place, and it ends with its run table. Taken as the newest, a
+        // damaged frame in it was a torn tail that a writable open cut — through the run
+        // table, leaving a store no open could read again (found by the `store_open` fuzz
+        // target; `fuzz_regressions.rs`,
+        // `regression_a_compacted_newest_segment_is_never_cut_as_a_torn_tail`).
+        let newest = (i + 1 == segs.len() && !seg.is_compacted()) || stops_here;
         let map = seg.map()?;
         let facts = facts_of(map, if newest { Place::Newest } else { Place::Sealed });
         let limit = stops_here.then(|| map.offset_at_or_after(span.stop_lsn));
