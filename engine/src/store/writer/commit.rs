@@ -11,10 +11,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::{Condvar, Mutex};
 
+use crate::Result;
 use crate::storage::StorageFile;
 use crate::store::writer::poison::Poison;
+use crate::store::writer::syncs::LogSyncs;
 use crate::store::writer::tail::Tail;
-use crate::{Error, Result};
 
 /// The file group commit syncs, and its path for errors.
 type ActiveFile = (Arc<dyn StorageFile>, String);
@@ -39,6 +40,8 @@ pub(crate) struct GroupCommit {
     active: Mutex<Option<ActiveFile>>,
     /// The first LSN of the segment in `active` (a roll is seen without taking the lock).
     active_first_lsn: AtomicU64,
+    /// The turn to sync the log, shared with the tail's rolls (`writer/syncs.rs`).
+    syncs: Arc<LogSyncs>,
 }
 
 impl GroupCommit {
@@ -61,6 +64,8 @@ impl GroupCommit {
                 tail.and_then(Tail::active_segment)
                     .map_or(u64::MAX, |s| s.first_lsn),
             ),
+            // A read-only store syncs nothing: its own turn is never taken.
+            syncs: tail.map_or_else(Arc::default, |t| Arc::clone(t.syncs())),
         }
     }
 
@@ -107,12 +112,14 @@ impl GroupCommit {
                 self.done.notify_all();
                 return Ok(());
             };
-            let result = file.sync_data();
+            // In turn with a roll's sync of the same file: a failure the roll's sync took
+            // is recorded before this one starts, and this one then refuses.
+            let result = self.syncs.sync(file.as_ref(), &path);
             round = self.round.lock();
             round.leader = false;
             if let Err(e) = result {
                 self.done.notify_all();
-                return poison.set(Error::io("sync", path, e));
+                return poison.set(e);
             }
             // A failure another path saw meanwhile (a roll's sync) wins over this success.
             if !poison.is_set() {

@@ -8,6 +8,7 @@ pub(crate) mod commit;
 pub(crate) mod poison;
 pub(crate) mod prefault;
 pub(crate) mod seal;
+pub(crate) mod syncs;
 pub(crate) mod tail;
 
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -13,6 +13,7 @@ use crate::storage::CheckedFile;
 use crate::storage::{Storage, WriteWindow};
 use crate::store::log::segments::{Segment, SegmentList, create_segment};
 use crate::store::writer::prefault::Job;
+use crate::store::writer::syncs::LogSyncs;
 use crate::{Error, Result};
 
 /// The append position: the active segment and the next LSN, the space allocated ahead, the
@@ -45,6 +46,9 @@ pub(crate) struct Tail {
     /// first into every segment it creates.
     epoch: WriterEpoch,
     announced_in: Option<u64>,
+    /// The turn to sync the log, shared with group commit: a roll's sync of the segment it
+    /// seals never runs beside a leader's sync of the same file (`writer/syncs.rs`).
+    syncs: Arc<LogSyncs>,
 }
 
 /// The first stretch a `Sync` store's helper zero-fills after a record that extended the file
@@ -153,7 +157,13 @@ impl Tail {
             sync_store: durability == crate::store::options::Durability::Sync,
             epoch: WriterEpoch::new(options.clock.now_ms()),
             announced_in: None,
+            syncs: Arc::default(),
         })
+    }
+
+    /// The turn to sync the log, for group commit to share.
+    pub(crate) fn syncs(&self) -> &Arc<LogSyncs> {
+        &self.syncs
     }
 
     /// Bytes written to the active segment after its header (none before it exists).
@@ -577,7 +587,8 @@ impl Tail {
         if self.space.allocated.max(len) > used {
             active.file.at(&active.path).set_len(used)?;
         }
-        active.file.at(&active.path).sync_data()?;
+        // In turn with group commit's syncs of the same file (`writer/syncs.rs`).
+        self.syncs.sync(active.file.as_ref(), &active.path)?;
         active.seal();
         self.active = Active::Due;
         self.space.allocated = SEGMENT_HEADER_LEN as u64;
