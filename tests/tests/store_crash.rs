@@ -306,6 +306,100 @@ fn a_short_write_at_every_point_under_sync_with_zeros_written_ahead_keeps_acknow
     );
 }
 
+/// Two threads appending `Sync` batches to a session each until the first error; returns
+/// the events each acknowledged. Group commit's leader and a roll's sync then meet on one
+/// segment (`store/writer/syncs.rs`), as the one-thread script never makes them.
+fn two_appenders(store: &Store) -> BTreeMap<String, Vec<Vec<u8>>> {
+    let run = |s: &str| -> Vec<Vec<u8>> {
+        let mut acked = Vec::new();
+        let mut go = || -> sessdb::Result<()> {
+            store.create_session(SessionHeader::new(s, 0), Vec::new())?;
+            acked.extend(store.events(s, ..)?.iter().map(Event::to_jsonl));
+            for turn in 1..=8u64 {
+                let batch = vec![
+                    Draft::log(&LogType::TURN_START, p::turn_start(turn).into_bytes()),
+                    Draft::surface(
+                        SurfaceType::UserMessage,
+                        p::user_message(&format!("{s}{turn}"), "user", "some words of text")
+                            .into_bytes(),
+                        SurfaceIntent::append(),
+                    ),
+                    Draft::log(&LogType::TURN_END, p::turn_end(turn).into_bytes()),
+                ];
+                let range = store.append_batch(s, batch)?;
+                acked.extend(
+                    store
+                        .events(s, range.start..range.end)?
+                        .iter()
+                        .map(Event::to_jsonl),
+                );
+            }
+            Ok(())
+        };
+        let _ = go();
+        acked
+    };
+    std::thread::scope(|scope| {
+        let threads: Vec<_> = ["x", "y"]
+            .into_iter()
+            .map(|s| scope.spawn(move || (s.to_owned(), run(s))))
+            .collect();
+        threads.into_iter().map(|t| t.join().unwrap()).collect()
+    })
+}
+
+#[test]
+fn every_failure_point_with_two_sync_appenders_keeps_acknowledged_events() {
+    let options = || options(Durability::Sync);
+    // Each session's events do not depend on how the threads interleave: the full run's are
+    // what every recovered session must be a prefix of.
+    let full_storage = CrashStorage::new();
+    let full = {
+        let store = Store::open_with(Arc::new(full_storage.clone()), options()).unwrap();
+        two_appenders(&store);
+        store.close().unwrap();
+        dump(&Store::open_with(Arc::new(full_storage.crash()), options()).unwrap())
+    };
+    let total_ops = full_storage.ops();
+    assert!(total_ops > 30, "{total_ops}");
+    assert!(full.values().all(|events| events.len() == 25), "{full:?}");
+    let mut acked_somewhere = 0;
+    // The interleaving differs run to run: every point failed several times over.
+    for n in (1..=total_ops + 20).flat_map(|n| std::iter::repeat_n(n, 10)) {
+        let storage = CrashStorage::new();
+        storage.fail_at_with(n, Fault::Eio);
+        let acked = match Store::open_with(Arc::new(storage.clone()), options()) {
+            Ok(store) => two_appenders(&store),
+            Err(_) => BTreeMap::new(),
+        };
+        let recovered = Store::open_with(Arc::new(storage.crash()), options())
+            .unwrap_or_else(|e| panic!("fail at op {n}: reopen: {e}"));
+        let got = dump(&recovered);
+        for (id, events) in &got {
+            let expected = full
+                .get(id)
+                .unwrap_or_else(|| panic!("fail at op {n}: unexpected session {id}"));
+            assert!(
+                events.len() <= expected.len() && events[..] == expected[..events.len()],
+                "fail at op {n}: {id} is not a prefix"
+            );
+        }
+        for (id, events) in &acked {
+            let have = got.get(id).map_or(0, Vec::len);
+            assert!(
+                have >= events.len(),
+                "fail at op {n}: {id} lost acknowledged events ({have} < {})",
+                events.len()
+            );
+            acked_somewhere += events.len();
+        }
+    }
+    assert!(acked_somewhere > 0);
+    eprintln!(
+        "Sync Eio, two appenders: a failure at each of {total_ops} operations, 10 times, reopened"
+    );
+}
+
 #[test]
 fn a_process_crash_keeps_buffered_writes() {
     let storage = CrashStorage::new();
