@@ -9,13 +9,13 @@
 //! copy rather than hold it). One shipper per store: it holds a PostgreSQL advisory lock on
 //! the store's id for as long as its connection lives.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write;
 use std::time::{Duration, Instant};
 
 use postgres::{Client, NoTls};
 use sessdb::Store;
-use sessdb::store::{LogMark, SessionInfo};
+use sessdb::store::{Incarnation, ListOptions, ListOrder, LogMark, SessionInfo};
 
 use crate::rows::{COLUMNS, event_row};
 use crate::{Error, Result, digest, schema};
@@ -73,7 +73,7 @@ pub struct ShipReport {
 pub struct Shipper {
     client: Client,
     store_id: String,
-    known: BTreeMap<String, Shipped>,
+    known: HashMap<String, Shipped>,
     /// Sessions this store's lineage erased from PostgreSQL: id → the newest erased
     /// incarnation (the log position of the record that created it).
     erased: BTreeMap<String, Erased>,
@@ -156,7 +156,7 @@ impl Shipper {
         let mut shipper = Shipper {
             client,
             store_id: store_id.to_owned(),
-            known: BTreeMap::new(),
+            known: HashMap::new(),
             erased: BTreeMap::new(),
             recheck_every: RECHECK_EVERY,
             rechecked: Instant::now(),
@@ -337,22 +337,28 @@ impl Shipper {
 
     /// One transaction, and whether more is left to ship (`Round`).
     fn round(&mut self, store: &Store, report: &mut ShipReport) -> Result<Round> {
-        let list: Vec<SessionInfo> = store.list()?;
-        let lsn = store.stats().end_lsn;
         let view = Known {
             store_id: &self.store_id,
             known: &self.known,
             erased: &self.erased,
         };
+        let listed = view.listed(store)?;
+        let lsn = store.stats().end_lsn;
         let mut tx = self
             .client
             .transaction()
             .map_err(Error::pg("begin a transaction"))?;
         let continues = log_continues(&mut tx, view.store_id, store)?;
         let mut changes = Changes::default();
-        let local: BTreeSet<&str> = list.iter().map(|i| i.header.id.as_str()).collect();
-        view.settle_missing(&mut tx, &local, continues, lsn, &mut changes)?;
-        view.ship_sessions(&mut tx, store, &list, lsn, report, &mut changes)?;
+        view.settle_missing(&mut tx, &listed.missing, continues, lsn, &mut changes)?;
+        view.ship_sessions(
+            &mut tx,
+            store,
+            &listed.to_look_at,
+            lsn,
+            report,
+            &mut changes,
+        )?;
         if !changes.wrote {
             return Ok(Round::Nothing);
         }
@@ -410,27 +416,93 @@ fn lost_owner(store_id: &str) -> String {
 /// What a round reads of the shipper's memory while its transaction holds the connection.
 struct Known<'a> {
     store_id: &'a str,
-    known: &'a BTreeMap<String, Shipped>,
+    known: &'a HashMap<String, Shipped>,
     erased: &'a BTreeMap<String, Erased>,
 }
 
-impl Known<'_> {
+/// What a round reads of the store's listing.
+struct Listed<'k> {
+    /// The sessions this store shipped that it no longer holds, by id.
+    missing: Vec<&'k str>,
+    /// The sessions a round must look at, by id: every one but those this store shipped
+    /// whole, as this incarnation, and nothing since.
+    to_look_at: Vec<Listing>,
+}
+
+/// A listed session a round looks at: its id, and its events and incarnation when listed.
+struct Listing {
+    id: String,
+    events: u64,
+    incarnation: Incarnation,
+}
+
+impl<'k> Known<'k> {
+    /// One pass over the store's index (`Store::list_each`, no session decoded, no header
+    /// copied): an idle round over many sessions reads each row once, looks it up once, and
+    /// copies nothing of a session it has shipped whole (`docs/PERFORMANCE.md`, "An idle
+    /// ship round").
+    fn listed(&self, store: &Store) -> Result<Listed<'k>> {
+        let known: &'k HashMap<String, Shipped> = self.known;
+        let owned = known.values().filter(|s| s.owner == self.store_id).count();
+        let mut present: Vec<&'k str> = Vec::new();
+        let mut to_look_at = Vec::new();
+        store.list_each(ListOptions::new(ListOrder::Stored), |row| {
+            if let Some((id, s)) = known.get_key_value(row.id) {
+                if s.owner == self.store_id {
+                    present.push(id.as_str());
+                }
+                // Passed over exactly when the loop of `ship_sessions` would pass it over
+                // without a word: shipped by this store, whole, as this incarnation.
+                if s.owner == self.store_id
+                    && s.events == row.events
+                    && s.created_lsn == Some(row.incarnation.get())
+                    && self.erased_again(row.id, row.incarnation).is_none()
+                {
+                    return;
+                }
+            }
+            to_look_at.push(Listing {
+                id: row.id.to_owned(),
+                events: row.events,
+                incarnation: row.incarnation,
+            });
+        })?;
+        // A listing names each session once: all of this store's shipped sessions are there
+        // exactly when as many were seen (an idle round's case, with no set built).
+        let mut missing: Vec<&'k str> = Vec::new();
+        if present.len() != owned {
+            let present: HashSet<&str> = present.into_iter().collect();
+            missing = known
+                .iter()
+                .filter(|(id, s)| s.owner == self.store_id && !present.contains(id.as_str()))
+                .map(|(id, _)| id.as_str())
+                .collect();
+            missing.sort_unstable();
+        }
+        // In the order the full listing had: reports and the budget's cut as before.
+        to_look_at.sort_unstable_by(|a, b| a.id.cmp(&b.id));
+        Ok(Listed {
+            missing,
+            to_look_at,
+        })
+    }
+
     /// Sessions deleted from the store since they were shipped are removed (and their
     /// erasure remembered) — or, when the log is not the one shipped from, sessions it never
     /// had: those are kept, given to `lost/ID`.
     fn settle_missing(
         &self,
         tx: &mut postgres::Transaction<'_>,
-        local: &BTreeSet<&str>,
+        missing: &[&str],
         continues: bool,
         lsn: u64,
         changes: &mut Changes,
     ) -> Result<()> {
         let lost_owner = lost_owner(self.store_id);
-        for (id, s) in self.known {
-            if s.owner != self.store_id || local.contains(id.as_str()) {
+        for &missing_id in missing {
+            let Some((id, s)) = self.known.get_key_value(missing_id) else {
                 continue;
-            }
+            };
             if continues {
                 tx.execute(
                     "DELETE FROM sessdb_sessions WHERE id = $1 AND owner_store = $2",
@@ -473,14 +545,14 @@ impl Known<'_> {
         &self,
         tx: &mut postgres::Transaction<'_>,
         store: &Store,
-        list: &[SessionInfo],
+        list: &[Listing],
         lsn: u64,
         report: &mut ShipReport,
         changes: &mut Changes,
     ) -> Result<()> {
         let mut budget = EVENTS_PER_TRANSACTION;
-        for info in list {
-            let id = &info.header.id;
+        for listing in list {
+            let id = &listing.id;
             let shipped = self.known.get(id);
             if let Some(s) = shipped
                 && s.owner != self.store_id
@@ -493,7 +565,7 @@ impl Known<'_> {
             if report.refused.iter().any(|(i, _)| i == id) {
                 continue;
             }
-            if let Some(why) = self.erased_again(info) {
+            if let Some(why) = self.erased_again(id, listing.incarnation) {
                 report.refused.push((id.clone(), why));
                 continue;
             }
@@ -502,7 +574,7 @@ impl Known<'_> {
             // incarnation, has nothing new (and its surface is not read, every round, for
             // every session).
             if shipped.is_some_and(|s| {
-                s.events == info.events && s.created_lsn == Some(info.incarnation.get())
+                s.events == listing.events && s.created_lsn == Some(listing.incarnation.get())
             }) {
                 continue;
             }
@@ -510,6 +582,17 @@ impl Known<'_> {
                 changes.more = true;
                 return Ok(());
             }
+            // Its row, as listed: deleted or created again since, it waits for the next
+            // round's listing; grown since, it ships up to what was listed (the round's
+            // position `lsn` was read after the listing).
+            let Some(mut info) = store
+                .info(id)
+                .filter(|i| i.incarnation == listing.incarnation)
+            else {
+                continue;
+            };
+            info.events = info.events.min(listing.events);
+            let info = &info;
             let remembered = shipped.cloned();
             match ship_session(tx, self.store_id, store, info, remembered, &mut budget, lsn)? {
                 Step::OwnedElsewhere(owner, held) => {
@@ -554,10 +637,9 @@ impl Known<'_> {
     /// Why a session is refused as erased: this incarnation was erased from PostgreSQL, and
     /// the store holds it again only because its log is behind the deletion (a backup
     /// restored). `None` when it was not.
-    fn erased_again(&self, info: &SessionInfo) -> Option<String> {
-        let id = &info.header.id;
+    fn erased_again(&self, id: &str, incarnation: Incarnation) -> Option<String> {
         let gone = self.erased.get(id)?;
-        (info.incarnation.get() <= gone.created_lsn).then(|| {
+        (incarnation.get() <= gone.created_lsn).then(|| {
             format!(
                 "this store deleted it (the copy created at log position {}) and PostgreSQL erased it when the store's log was at position {}; this store holds it again as it was, so its log is behind that deletion (restored from a backup taken before it?): it is not shipped, or the erased text would be back; `sessdb ship --reset {id}` ships it all the same",
                 gone.created_lsn, gone.erased_lsn

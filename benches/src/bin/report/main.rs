@@ -282,6 +282,9 @@ fn main() {
     if only.as_deref() == Some("million") {
         open::million_rows(quick, reps, &mut rows);
     }
+    if only.as_deref() == Some("ship-idle") {
+        postgres::idle_rows(quick, reps, &mut rows);
+    }
 
     if run("postgres") {
         postgres::rows(quick, reps, &mut rows);

@@ -146,7 +146,7 @@ fn rss_per_event(built: &Built) -> f64 {
 
 /// A store kept under `target/bench-stores/NAME` (built by `spec` the first time; the body
 /// layout in the name, so that a store of another layout is not reused).
-fn kept(name: &str, spec: &WorkloadSpec) -> (std::path::PathBuf, String, u64) {
+pub fn kept(name: &str, spec: &WorkloadSpec) -> (std::path::PathBuf, String, u64) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench-stores");
     let dir = root.join(name);
     let done = dir.join("BUILT");

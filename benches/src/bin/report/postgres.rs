@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use sessdb::store::{ListOptions, ListOrder};
 use sessdb::{Draft, LogType, SessionHeader, Store, StoreOptions};
 use sessdb_postgres::Shipper;
 use sessdb_workload::WorkloadSpec;
@@ -108,6 +109,60 @@ pub fn rows(quick: bool, reps: usize, rows: &mut Vec<Row>) {
         workload: built.name.clone(),
     });
     lag_rows(&url, quick, rows);
+}
+
+/// A ship round with nothing new on a store of many idle sessions: what a `ship --follow`
+/// loop pays every interval while the store is idle, against listing the same sessions
+/// (`Store::list_each` in the store's order: the least any round that looks at every session
+/// reads). `--only ship-idle`; 100,000 sessions (20,000 with `--quick`), shipped once first.
+pub fn idle_rows(quick: bool, reps: usize, rows: &mut Vec<Row>) {
+    let Some(pg) = sessdb_tests::pg::Cluster::start() else {
+        println!("postgres rows skipped: no PostgreSQL server binaries on this machine");
+        return;
+    };
+    let url = pg.url();
+    let sessions: usize = if quick { 20_000 } else { 100_000 };
+    let spec = WorkloadSpec {
+        sessions,
+        min_turns: 1,
+        max_turns: 1,
+        max_chunks: 2,
+        ..WorkloadSpec::default()
+    };
+    let (dir, name, _) = open::kept(&format!("sessions-{sessions}-v5"), &spec);
+    let store = Store::open_read_only(&dir, StoreOptions::default()).expect("open");
+    reset(&url);
+    let mut shipper = Shipper::new(&url, "bench-idle").expect("shipper");
+    // The positions are checked against PostgreSQL once at the start, not within the rows.
+    shipper.set_recheck_every(Duration::from_secs(24 * 3600));
+    while shipper.ship(&store).expect("ship").transactions > 0 {}
+    let (s, b) = pair(
+        reps,
+        || {
+            let t = Instant::now();
+            let report = shipper.ship(&store).expect("ship");
+            assert_eq!((report.events, report.transactions), (0, 0));
+            t.elapsed().as_secs_f64()
+        },
+        || {
+            let t = Instant::now();
+            let mut n = 0usize;
+            store
+                .list_each(ListOptions::new(ListOrder::Stored), |_| n += 1)
+                .expect("list");
+            assert!(n >= sessions);
+            t.elapsed().as_secs_f64()
+        },
+    );
+    rows.push(Row {
+        what: "an idle ship round (nothing new), many sessions (s)",
+        unit: "s",
+        subject: s,
+        baseline_name: "listing the same sessions (list_each)",
+        baseline: b,
+        goal: "<= 2x",
+        workload: name,
+    });
 }
 
 /// A writer appends at a steady rate while a follow loop (read-only store, refresh and ship
