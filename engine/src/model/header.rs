@@ -1,7 +1,7 @@
 //! The session header (`docs/FORMATS.md` §2.2), kept beside the log, and its JSON form (the first
 //! line of a DSH JSONL file).
 
-use crate::json::{JsonKind, JsonRef, validate, write_str};
+use crate::json::{JsonKind, JsonRef, validate, write_i64, write_str, write_u64};
 use crate::{Error, Limits, MAX_SAFE_INTEGER, Result};
 
 /// The only session format version sessdb reads and writes (DSH `SESSION_FORMAT_VERSION`).
@@ -275,7 +275,8 @@ impl SessionHeader {
         let mut out = Vec::with_capacity(128);
         out.extend_from_slice(b"{\"type\":\"session\",\"version\":0,\"id\":");
         write_str(&mut out, &self.id);
-        out.extend_from_slice(format!(",\"createdAt\":{}", self.created_at).as_bytes());
+        out.extend_from_slice(b",\"createdAt\":");
+        write_i64(&mut out, self.created_at);
         if let Some(cwd) = &self.cwd {
             out.extend_from_slice(b",\"cwd\":");
             write_str(&mut out, cwd);
@@ -285,12 +286,14 @@ impl SessionHeader {
             write_str(&mut out, parent);
         }
         if let Some(n) = self.seed_length {
-            out.extend_from_slice(format!(",\"seedLength\":{n}").as_bytes());
+            out.extend_from_slice(b",\"seedLength\":");
+            write_u64(&mut out, n);
         }
         if let Some(Origin::Subagent) = self.origin {
             out.extend_from_slice(b",\"origin\":\"subagent\"");
         }
-        out.extend_from_slice(format!(",\"delegationDepth\":{}", self.delegation_depth).as_bytes());
+        out.extend_from_slice(b",\"delegationDepth\":");
+        write_u64(&mut out, self.delegation_depth);
         if let Some(preset) = &self.agent_preset {
             out.extend_from_slice(b",\"agentPreset\":");
             write_str(&mut out, preset);
