@@ -39,6 +39,19 @@ fn options_with(durability: Durability, writes: CheckpointWrites) -> StoreOption
         .with_checkpoint_merge_every(2)
 }
 
+/// One turn of session `s`: its start, a user message, its end.
+fn turn_batch(s: &str, turn: u64) -> Vec<Draft> {
+    vec![
+        Draft::log(&LogType::TURN_START, p::turn_start(turn).into_bytes()),
+        Draft::surface(
+            SurfaceType::UserMessage,
+            p::user_message(&format!("{s}{turn}"), "user", "some words of text").into_bytes(),
+            SurfaceIntent::append(),
+        ),
+        Draft::log(&LogType::TURN_END, p::turn_end(turn).into_bytes()),
+    ]
+}
+
 /// Runs the script until the first error; returns the events acknowledged per session.
 fn script(store: &Store) -> BTreeMap<String, Vec<Vec<u8>>> {
     let mut acked: BTreeMap<String, Vec<Vec<u8>>> = BTreeMap::new();
@@ -52,17 +65,7 @@ fn script(store: &Store) -> BTreeMap<String, Vec<Vec<u8>>> {
         }
         for turn in 1..=6u64 {
             for s in ["a", "b"] {
-                let batch = vec![
-                    Draft::log(&LogType::TURN_START, p::turn_start(turn).into_bytes()),
-                    Draft::surface(
-                        SurfaceType::UserMessage,
-                        p::user_message(&format!("{s}{turn}"), "user", "some words of text")
-                            .into_bytes(),
-                        SurfaceIntent::append(),
-                    ),
-                    Draft::log(&LogType::TURN_END, p::turn_end(turn).into_bytes()),
-                ];
-                let range = store.append_batch(s, batch)?;
+                let range = store.append_batch(s, turn_batch(s, turn))?;
                 let events = store.events(s, range.start..range.end)?;
                 acked
                     .entry(s.to_owned())
@@ -316,17 +319,7 @@ fn two_appenders(store: &Store) -> BTreeMap<String, Vec<Vec<u8>>> {
             store.create_session(SessionHeader::new(s, 0), Vec::new())?;
             acked.extend(store.events(s, ..)?.iter().map(Event::to_jsonl));
             for turn in 1..=8u64 {
-                let batch = vec![
-                    Draft::log(&LogType::TURN_START, p::turn_start(turn).into_bytes()),
-                    Draft::surface(
-                        SurfaceType::UserMessage,
-                        p::user_message(&format!("{s}{turn}"), "user", "some words of text")
-                            .into_bytes(),
-                        SurfaceIntent::append(),
-                    ),
-                    Draft::log(&LogType::TURN_END, p::turn_end(turn).into_bytes()),
-                ];
-                let range = store.append_batch(s, batch)?;
+                let range = store.append_batch(s, turn_batch(s, turn))?;
                 acked.extend(
                     store
                         .events(s, range.start..range.end)?
