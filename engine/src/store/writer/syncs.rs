@@ -11,7 +11,7 @@
 
 use parking_lot::Mutex;
 
-use crate::storage::StorageFile;
+use crate::storage::{CheckedFile, StorageFile};
 use crate::{Error, Result};
 
 /// The turn to sync the log's files, and the first failure of one.
@@ -35,11 +35,9 @@ impl LogSyncs {
                 cause: cause.clone(),
             });
         }
-        file.sync_data().map_err(|e| {
-            let e = Error::io("sync", path, e);
-            *failed = Some(e.to_string());
-            e
-        })
+        file.at(path)
+            .sync_data()
+            .inspect_err(|e| *failed = Some(e.to_string()))
     }
 }
 
