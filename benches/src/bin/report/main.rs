@@ -106,8 +106,8 @@ fn main() {
     let json = args.iter().any(|a| a == "--json");
     let big = args.iter().any(|a| a == "--big");
     let reps = if quick { 3 } else { 5 };
-    // `--only ROW` (append, batch, durable, threads, open, tail, checkpoint, export, sqlite, surface, compact, postgres, million): one
-    // group of rows (`export` runs both exports).
+    // `--only ROW` (append, batch, durable, threads, open, tail, checkpoint, export, sqlite, surface, compact, postgres, million,
+    // ship-idle): one group of rows (`export` runs both exports).
     let only = args
         .iter()
         .position(|a| a == "--only")
@@ -282,6 +282,7 @@ fn main() {
     if only.as_deref() == Some("million") {
         open::million_rows(quick, reps, &mut rows);
     }
+    // Not in a plain run either: it ships a store of 100,000 sessions first (~2 minutes).
     if only.as_deref() == Some("ship-idle") {
         postgres::idle_rows(quick, reps, &mut rows);
     }
