@@ -398,17 +398,26 @@ impl Regions {
     /// # Errors
     /// The entry lies outside the entries region or fails its CRC.
     pub fn entry<'a>(&self, body: &'a [u8], slot: &Slot) -> Decoded<&'a [u8]> {
-        let bytes = usize::try_from(slot.entry_at)
+        let bytes = self.entry_place(body, slot)?;
+        if crc32fast::hash(bytes) != slot.entry_crc {
+            return Err("an entry fails its checksum");
+        }
+        Ok(bytes)
+    }
+
+    /// The bytes of an entry of this file, within the entries region, not checked against
+    /// the slot's CRC: for a reader that checked them once already (the file never changes).
+    ///
+    /// # Errors
+    /// The entry lies outside the entries region.
+    pub fn entry_place<'a>(&self, body: &'a [u8], slot: &Slot) -> Decoded<&'a [u8]> {
+        usize::try_from(slot.entry_at)
             .ok()
             .and_then(|at| at.checked_add(self.entries_start))
             .and_then(|at| Some((at, at.checked_add(slot.entry_len as usize)?)))
             .filter(|&(_, end)| end <= self.runs_start)
             .and_then(|(at, end)| body.get(at..end))
-            .ok_or("an entry outside the entries region")?;
-        if crc32fast::hash(bytes) != slot.entry_crc {
-            return Err("an entry fails its checksum");
-        }
-        Ok(bytes)
+            .ok_or("an entry outside the entries region")
     }
 
     /// The bytes of a run of this file, checked against its CRC.

@@ -72,6 +72,10 @@ pub(crate) struct Cold {
     /// One bit per index block (layout 3) or page (4): checked against its CRC (readers set
     /// them under a shared lock; a block checked twice costs time, not correctness).
     checked: Vec<AtomicU64>,
+    /// One bit per slot: its entry checked against its CRC. A checkpoint file never changes
+    /// once in place, so a listing after the first reads each entry without hashing it again
+    /// (the CRCs were 37 % of a listing of 100,000 sessions, `docs/PERFORMANCE.md`).
+    entries_checked: Vec<AtomicU64>,
     /// The page the last slot read was in (layout 4): a walk over the slots finds each one's
     /// page without a search.
     last_page: AtomicUsize,
@@ -113,6 +117,7 @@ impl Cold {
             checked: (0..file.regions.blocks.div_ceil(64))
                 .map(|_| AtomicU64::new(0))
                 .collect(),
+            entries_checked: (0..slots.div_ceil(64)).map(|_| AtomicU64::new(0)).collect(),
             last_page: AtomicUsize::new(0),
             files,
         })
@@ -383,13 +388,35 @@ impl Cold {
             .map_err(|_| file.damaged(slot.entry_at))
     }
 
+    /// The checked bytes of the entry of slot `i` (whose slot is `slot`): hashed against its
+    /// CRC the first time only.
+    ///
+    /// # Errors
+    /// `Corruption` (`CheckpointEntry`) when the entry is damaged.
+    pub(crate) fn entry_bytes_at(&self, i: usize, slot: &Slot) -> Result<&[u8]> {
+        let bit = |w: &AtomicU64| w.load(Ordering::Relaxed) & (1 << (i % 64)) != 0;
+        let word = self.entries_checked.get(i / 64);
+        if word.is_some_and(bit) {
+            let file = self.file(slot.generation)?;
+            return file
+                .regions
+                .entry_place(file.body()?, slot)
+                .map_err(|_| file.damaged(slot.entry_at));
+        }
+        let bytes = self.entry_bytes(slot)?;
+        if let Some(w) = word {
+            w.fetch_or(1 << (i % 64), Ordering::Relaxed);
+        }
+        Ok(bytes)
+    }
+
     /// The id of slot `i`'s session (its entry checked, nothing else decoded).
     ///
     /// # Errors
     /// `Corruption` (`CheckpointEntry`) when the entry is damaged.
     pub(crate) fn id(&self, i: usize) -> Result<&str> {
         let slot = self.slot(i)?;
-        let bytes = self.entry_bytes(&slot)?;
+        let bytes = self.entry_bytes_at(i, &slot)?;
         entry_id(bytes).map_err(|_| {
             self.file(slot.generation)
                 .map_or_else(|e| e, |f| f.damaged(slot.entry_at))
@@ -418,7 +445,7 @@ impl Cold {
     /// `Corruption` for a damaged block or entry.
     pub(crate) fn entry_bytes_of(&self, i: usize) -> Result<(Slot, &[u8])> {
         let slot = self.slot(i)?;
-        Ok((slot, self.entry_bytes(&slot)?))
+        Ok((slot, self.entry_bytes_at(i, &slot)?))
     }
 
     /// Slot `i` and its entry, checked (CRC, id hash, length) and decoded.

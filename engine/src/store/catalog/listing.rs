@@ -185,12 +185,12 @@ pub(crate) fn list_each(
             emit(Picked::Decoded(e), &mut f)?;
         }
         if let Some(cold) = cat.cold() {
-            cold.each_untaken(|_, slot| {
+            cold.each_untaken(|i, slot| {
                 if left == 0 {
                     return Ok(());
                 }
                 left -= 1;
-                emit(picked_slot(slot, cold.entry_bytes(&slot)?)?, &mut f)
+                emit(picked_slot(slot, cold.entry_bytes_at(i, &slot)?)?, &mut f)
             })?;
         }
         return Ok(());
