@@ -138,6 +138,26 @@ fn dump(store: &Store) -> BTreeMap<String, Vec<Vec<u8>>> {
         .collect()
 }
 
+/// Every event acknowledged before the failure at operation `n` is in the recovered store;
+/// returns how many there were.
+fn assert_acked_there(
+    n: u64,
+    acked: &BTreeMap<String, Vec<Vec<u8>>>,
+    got: &BTreeMap<String, Vec<Vec<u8>>>,
+) -> usize {
+    let mut count = 0;
+    for (id, events) in acked {
+        let have = got.get(id).map_or(0, Vec::len);
+        assert!(
+            have >= events.len(),
+            "fail at op {n}: {id} lost acknowledged events ({have} < {})",
+            events.len()
+        );
+        count += events.len();
+    }
+    count
+}
+
 /// How the simulated files take a `Sync` store's space ahead of its appends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Ahead {
@@ -226,15 +246,7 @@ fn check_every_failure_point_ahead(
             }
         }
         if durability == Durability::Sync {
-            for (id, events) in &acked {
-                let have = got.get(id).map_or(0, Vec::len);
-                assert!(
-                    have >= events.len(),
-                    "fail at op {n}: {id} lost acknowledged events ({have} < {})",
-                    events.len()
-                );
-                acked_somewhere += events.len();
-            }
+            acked_somewhere += assert_acked_there(n, &acked, &got);
         }
         // A second open of the recovered image changes nothing.
         drop(recovered);
@@ -377,15 +389,7 @@ fn every_failure_point_with_two_sync_appenders_keeps_acknowledged_events() {
                 "fail at op {n}: {id} is not a prefix"
             );
         }
-        for (id, events) in &acked {
-            let have = got.get(id).map_or(0, Vec::len);
-            assert!(
-                have >= events.len(),
-                "fail at op {n}: {id} lost acknowledged events ({have} < {})",
-                events.len()
-            );
-            acked_somewhere += events.len();
-        }
+        acked_somewhere += assert_acked_there(n, &acked, &got);
     }
     assert!(acked_somewhere > 0);
     eprintln!(
