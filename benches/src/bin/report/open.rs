@@ -146,7 +146,7 @@ fn rss_per_event(built: &Built) -> f64 {
 
 /// A store kept under `target/bench-stores/NAME` (built by `spec` the first time; the body
 /// layout in the name, so that a store of another layout is not reused).
-pub fn kept(name: &str, spec: &WorkloadSpec) -> (std::path::PathBuf, String, u64) {
+fn kept(name: &str, spec: &WorkloadSpec) -> (std::path::PathBuf, String, u64) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench-stores");
     let dir = root.join(name);
     let done = dir.join("BUILT");
@@ -168,18 +168,24 @@ pub fn kept(name: &str, spec: &WorkloadSpec) -> (std::path::PathBuf, String, u64
     (dir, what, summary.events)
 }
 
-/// A million sessions of ~20 events (DSH mix) against one session of the same events, each
-/// opened in fresh processes, interleaved: open, resident memory, the newest 20 listed.
-pub fn million_rows(quick: bool, reps: usize, rows: &mut Vec<Row>) {
-    let sessions: usize = if quick { 100_000 } else { 1_000_000 };
-    let many = WorkloadSpec {
+/// A store of `sessions` one-turn sessions of ~20 events (DSH mix), kept under
+/// `target/bench-stores` (the million rows' and the idle ship round's).
+pub fn kept_one_turn_sessions(sessions: usize) -> (std::path::PathBuf, String, u64) {
+    let spec = WorkloadSpec {
         sessions,
         min_turns: 1,
         max_turns: 1,
         max_chunks: 2,
         ..WorkloadSpec::default()
     };
-    let (many_dir, many_name, many_events) = kept(&format!("sessions-{sessions}-v5"), &many);
+    kept(&format!("sessions-{sessions}-v5"), &spec)
+}
+
+/// A million sessions of ~20 events (DSH mix) against one session of the same events, each
+/// opened in fresh processes, interleaved: open, resident memory, the newest 20 listed.
+pub fn million_rows(quick: bool, reps: usize, rows: &mut Vec<Row>) {
+    let sessions: usize = if quick { 100_000 } else { 1_000_000 };
+    let (many_dir, many_name, many_events) = kept_one_turn_sessions(sessions);
     let (one_dir, one_name, _) = kept(
         &format!("one-session-{many_events}-v5"),
         &long_spec(many_events),

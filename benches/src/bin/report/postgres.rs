@@ -122,14 +122,7 @@ pub fn idle_rows(quick: bool, reps: usize, rows: &mut Vec<Row>) {
     };
     let url = pg.url();
     let sessions: usize = if quick { 20_000 } else { 100_000 };
-    let spec = WorkloadSpec {
-        sessions,
-        min_turns: 1,
-        max_turns: 1,
-        max_chunks: 2,
-        ..WorkloadSpec::default()
-    };
-    let (dir, name, _) = open::kept(&format!("sessions-{sessions}-v5"), &spec);
+    let (dir, name, _) = open::kept_one_turn_sessions(sessions);
     let store = Store::open_read_only(&dir, StoreOptions::default()).expect("open");
     reset(&url);
     let mut shipper = Shipper::new(&url, "bench-idle").expect("shipper");
