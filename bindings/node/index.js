@@ -290,19 +290,41 @@ class Store {
 
   /**
    * Every session as DSH's `listSnapshots` returns it — `{ header, revision }`, the header
-   * without its `type` key — in no order, built from one parse.
+   * without its `type` key — in no order. The addon hands the rows over in pieces while it
+   * lists them (`src/snapshots.rs`), so each piece is parsed here while the next is written.
    */
   async listSnapshots() {
-    const json = await call(() => this.inner.listSnapshots())
-    // `[revision prefix, header, "incarnation", events, header, …]` (src/lib.rs).
-    const flat = JSON.parse(json)
-    const prefix = flat[0]
-    const out = new Array((flat.length - 1) / 3)
-    for (let i = 1, j = 0; i < flat.length; i += 3, j++) {
-      const header = flat[i]
-      if (header.type !== undefined) delete header.type
-      out[j] = { header, revision: `${prefix}${flat[i + 1]}:${flat[i + 2]}` }
+    const out = []
+    let taken = 0
+    let broken = null
+    let wake = null
+    // Runs on the JS thread once per piece; it must not throw (an exception in a
+    // thread-safe function's callback is uncaught), so a failure is kept for below.
+    const take = (err, json) => {
+      try {
+        if (err) throw err
+        // `[header, revision, header, revision, …]` (src/snapshots.rs).
+        const flat = JSON.parse(json)
+        for (let i = 0; i < flat.length; i += 2) {
+          const header = flat[i]
+          if (header.type !== undefined) delete header.type
+          out.push({ header, revision: flat[i + 1] })
+        }
+      } catch (e) {
+        broken ??= translate(e)
+      }
+      taken++
+      const w = wake
+      wake = null
+      if (w) w()
     }
+    const pieces = await call(() => this.inner.listSnapshots(take))
+    while (taken < pieces) {
+      await new Promise((resolve) => {
+        wake = resolve
+      })
+    }
+    if (broken) throw broken
     return out
   }
 

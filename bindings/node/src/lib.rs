@@ -11,6 +11,7 @@
 mod error;
 mod follow;
 mod packed;
+mod snapshots;
 mod task;
 
 use std::time::Duration;
@@ -315,7 +316,7 @@ fn revision(root: &str, incarnation: sessdb::store::Incarnation, events: u64) ->
 }
 
 /// What every revision of the store at `root` starts with (index.js appends
-/// `incarnation:events` to it for a listing's rows).
+/// `incarnation:events` to it for `list()`'s rows; `snapshots.rs` writes them whole).
 fn revision_prefix(root: &str) -> String {
     format!("sessdb:{root}#")
 }
@@ -531,41 +532,19 @@ impl NativeStore {
         }))
     }
 
-    /// Every session as DSH's `listSnapshots` returns it, in no order: one JSON array
-    /// (`[revision prefix, header, "incarnation", events, header, …]`, each header the stored
-    /// line without its `"type"` key — DSH's `SessionHeader` — parsed once in JavaScript),
-    /// each session's entry read once and nothing sorted.
+    /// Every session as DSH's `listSnapshots` returns it, in no order, handed to `deliver`
+    /// a piece at a time while the listing goes on (`snapshots.rs`: each piece one JSON array
+    /// `[revision prefix, header, incarnation, events, header, …]`, each header the stored
+    /// line without its `"type"` key — DSH's `SessionHeader`). Resolves to the number of
+    /// pieces handed over, once the last is on its way; each session's entry read once and
+    /// nothing sorted.
     #[napi]
-    pub fn list_snapshots(&self) -> AsyncTask<Job<String>> {
-        let root = self.root.clone();
-        self.job(move |s| {
-            s.refresh()?;
-            let mut out = Vec::with_capacity(64 * 1024);
-            out.push(b'[');
-            sessdb::json::write_str(&mut out, &revision_prefix(&root));
-            s.list_each(ListOptions::new(ListOrder::Stored), |row| {
-                out.push(b',');
-                // The line starts `{"type":"session",` as the store writes it; a line that
-                // does not (none today) goes whole, and index.js drops the key.
-                match row.header_json.strip_prefix(br#"{"type":"session","#) {
-                    Some(rest) => {
-                        out.push(b'{');
-                        out.extend_from_slice(rest);
-                    }
-                    None => out.extend_from_slice(row.header_json),
-                }
-                out.push(b',');
-                // Quoted: a position past 2^53 would lose digits as a JS number, and
-                // the revision is compared as text.
-                out.push(b'"');
-                sessdb::json::write_u64(&mut out, row.incarnation.get());
-                out.push(b'"');
-                out.push(b',');
-                sessdb::json::write_u64(&mut out, row.events);
-            })?;
-            out.push(b']');
-            Ok(text(out))
-        })
+    pub fn list_snapshots(
+        &self,
+        deliver: napi::threadsafe_function::ThreadsafeFunction<String>,
+    ) -> AsyncTask<Job<u32>> {
+        let prefix = revision_prefix(&self.root);
+        self.job(move |s| snapshots::list(s, &prefix, &deliver))
     }
 
     /// The revision of one session, or `null` when there is none; reads no event.

@@ -582,6 +582,35 @@ test('list() by order, newest first, at most a limit; bad options refused', asyn
   await store.close()
 })
 
+test('listSnapshots() of more sessions than one piece holds: every session once, as list() gives it', async () => {
+  // The addon hands the rows over in pieces of 512, 1024, 2048… (src/snapshots.rs): 2,100
+  // sessions cross three pieces' bounds.
+  const dir = tempDir()
+  let store = await Store.open(dir)
+  const n = 2100
+  for (let i = 0; i < n; i += 100) {
+    await Promise.all(Array.from({ length: 100 }, (_, k) =>
+      store.createSession(header(`s-${i + k}`), [turnStart(0, 1)], { exact: true })))
+  }
+  const check = async () => {
+    const rows = await store.list()
+    const snaps = await store.listSnapshots()
+    assert.equal(snaps.length, n)
+    assert.equal(new Set(snaps.map((s) => s.header.id)).size, n)
+    snaps.sort((a, b) => (a.header.id < b.header.id ? -1 : 1))
+    assert.deepEqual(snaps, rows.map((r) => {
+      const { type, ...meta } = r.header
+      return { header: meta, revision: r.revision }
+    }))
+  }
+  await check()
+  await store.close()
+  store = await Store.open(dir, { readOnly: true })
+  await check()
+  await store.close()
+  await assert.rejects(store.listSnapshots(), (e) => e.code === 'CLOSED')
+})
+
 test('listSnapshots() gives each session as DSH lists it: the header without its type, the revision', async () => {
   const dir = tempDir()
   let store = await Store.open(dir)
