@@ -102,6 +102,12 @@ pub struct StoreOptions {
     pub compaction: Option<CompactionPolicy>,
     /// Which sessions the writer deletes by itself (`None`, the default: none).
     pub retention: Option<RetentionPolicy>,
+    /// How many sessions reads may leave decoded before those not changed since the
+    /// checkpoint go back to its index (`docs/DESIGN.md` §3.5): a session read costs its
+    /// decoded entry (about a kilobyte for a short one) until then, so a read-only store, or a
+    /// writer that reads more than it writes, holds a bounded number whatever it reads. A
+    /// session read again after that is decoded again (about a microsecond). Default 16,384.
+    pub resident_sessions: usize,
 }
 
 /// When a writer compacts by itself, on a thread of its own beside its appends and readers
@@ -285,6 +291,7 @@ impl Default for StoreOptions {
             progress: OpenProgress::default(),
             compaction: Some(CompactionPolicy::default()),
             retention: None,
+            resident_sessions: 16_384,
         }
     }
 }
@@ -333,6 +340,13 @@ impl StoreOptions {
     #[must_use]
     pub fn with_checkpoint_merge_every(mut self, every: u32) -> Self {
         self.checkpoint_merge_every = every;
+        self
+    }
+
+    /// Sets [`StoreOptions::resident_sessions`] (at least 1).
+    #[must_use]
+    pub fn with_resident_sessions(mut self, sessions: usize) -> Self {
+        self.resident_sessions = sessions.max(1);
         self
     }
 

@@ -89,6 +89,15 @@ pub(crate) struct OldPage {
     pub(crate) kept: Option<Vec<Slot>>,
 }
 
+/// Which slots a search by id looks at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Taken {
+    /// The sessions still only in the index.
+    No,
+    /// The sessions decoded from it (or deleted since).
+    Yes,
+}
+
 impl Cold {
     /// The index of the newest of `files` over them all.
     ///
@@ -428,10 +437,22 @@ impl Cold {
     /// # Errors
     /// `Corruption` when an entry of the same id hash is damaged.
     pub(crate) fn find(&self, id: &str) -> Result<Option<usize>> {
+        self.find_in(id, Taken::No)
+    }
+
+    /// The taken slot that holds session `id`: where a decoded session came from.
+    ///
+    /// # Errors
+    /// As [`Cold::find`].
+    pub(crate) fn find_taken(&self, id: &str) -> Result<Option<usize>> {
+        self.find_in(id, Taken::Yes)
+    }
+
+    fn find_in(&self, id: &str, taken: Taken) -> Result<Option<usize>> {
         let hash = id_hash(id);
         let mut i = self.lower_bound(hash)?;
         while i < self.slots && self.slot(i)?.id_hash == hash {
-            if !self.is_taken(i) && self.id(i)? == id {
+            if self.is_taken(i) == (taken == Taken::Yes) && self.id(i)? == id {
                 return Ok(Some(i));
             }
             i += 1;

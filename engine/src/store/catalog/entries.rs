@@ -34,6 +34,9 @@ pub(crate) struct SessionEntry {
     /// a clean session over and names these runs for a changed one. `None` for a session the
     /// chain does not hold in layout 3 (created since, or read from a layout-2 chain).
     pub(crate) persisted: Option<Persisted>,
+    /// The slot of the index it was decoded from (a hint for [`Entries::release_clean`],
+    /// which checks that the slot there is still the one it persists at).
+    pub(crate) decoded_at: Option<usize>,
 }
 
 /// A session's entry and location runs in the checkpoint chain (layout 3).
@@ -94,6 +97,9 @@ pub(crate) struct Entries {
     pub(crate) deleted: BTreeSet<String>,
     /// The checkpoint's index, over the sessions not decoded yet.
     cold: Option<Cold>,
+    /// How many sessions may be decoded before a read lets the clean ones go
+    /// ([`Entries::release_clean`]); 0 until the first release or adoption sets it.
+    release_at: usize,
 }
 
 /// Earlier events of a session for the acceptance function: stored ones through their
@@ -289,6 +295,7 @@ impl Entries {
     pub(crate) fn adopt(&mut self, mut cold: Cold) -> Result<()> {
         self.sessions
             .retain(|_, e| e.dirty || e.persisted.is_none());
+        self.release_at = 2 * self.sessions.len();
         for (id, e) in &mut self.sessions {
             let found = cold.find(id)?;
             if let Some(i) = found {
@@ -317,6 +324,49 @@ impl Entries {
         }
         self.cold = Some(cold);
         Ok(())
+    }
+
+    /// Whether the sessions decoded have reached what a read may keep before it lets the
+    /// clean ones go: `resident` at least, and twice what the last release or adoption kept
+    /// (so that a store whose decoded sessions are mostly changed ones does not walk them on
+    /// every read).
+    pub(crate) fn over(&self, resident: usize) -> bool {
+        self.cold.is_some() && self.sessions.len() >= resident.max(self.release_at)
+    }
+
+    /// Lets every clean decoded session go back to the index it was decoded from: one not
+    /// changed since (`dirty` unset) whose slot in the index is the one it persists at, so
+    /// that the index's entry is the session as it is. A read-only store (which writes no
+    /// checkpoint, so never adopts one) and a writer that reads more than it writes keep a
+    /// bounded number of sessions decoded: memory follows use between checkpoints too.
+    /// Returns how many went.
+    pub(crate) fn release_clean(&mut self) -> usize {
+        let Self { sessions, cold, .. } = self;
+        let Some(cold) = cold.as_mut() else {
+            return 0;
+        };
+        let before = sessions.len();
+        sessions.retain(|id, e| {
+            let Some(p) = e.persisted.as_ref().filter(|_| !e.dirty) else {
+                return true;
+            };
+            // Where it was decoded from, when that slot is still its own (the same entry of
+            // the same file); else found by id. A damaged or different slot keeps the session
+            // decoded: it is what it is.
+            let own = |i: usize| !cold.is_untaken(i) && cold.slot(i).ok().as_ref() == Some(&p.slot);
+            let Some(i) = e
+                .decoded_at
+                .filter(|&i| own(i))
+                .or_else(|| cold.find_taken(id).ok().flatten().filter(|&i| own(i)))
+            else {
+                return true;
+            };
+            cold.set_taken(i, false);
+            debug_assert!(cold.is_untaken(i), "{id}: released to its slot");
+            false
+        });
+        self.release_at = 2 * self.sessions.len();
+        before - self.sessions.len()
     }
 
     /// Decodes session `id` and the forks in the index that share its locations (what its
@@ -391,7 +441,7 @@ impl Entries {
         }
         while let Some((at, slot, entry)) = chain.pop() {
             if result.is_ok() {
-                result = self.decode_into_place(slot, entry);
+                result = self.decode_into_place(at, slot, entry);
             }
             // Not decoded (it, or an ancestor, failed): left in the index, to be read again.
             if result.is_err()
@@ -405,6 +455,7 @@ impl Entries {
 
     fn decode_into_place(
         &mut self,
+        at: usize,
         slot: Slot,
         entry: crate::codec::checkpoint::indexed::Entry,
     ) -> Result<()> {
@@ -460,6 +511,7 @@ impl Entries {
                     slot,
                     runs: entry.runs,
                 }),
+                decoded_at: Some(at),
             },
         );
         Ok(())
@@ -519,6 +571,7 @@ impl Entries {
                 checkpointed_locs: 0,
                 dirty: true,
                 persisted: None,
+                decoded_at: None,
             },
         );
         self.touch(&id);

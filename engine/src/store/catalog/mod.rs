@@ -16,15 +16,19 @@ use crate::store::log::segments::SegmentList;
 use entries::{Entries, SessionEntry};
 
 /// The catalog of an open store.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Catalog {
     entries: RwLock<Entries>,
+    /// How many sessions reads may leave decoded before the clean ones go back to the index
+    /// (`StoreOptions::resident_sessions`).
+    resident: usize,
 }
 
 impl Catalog {
-    pub(crate) fn new(entries: Entries) -> Self {
+    pub(crate) fn new(entries: Entries, resident: usize) -> Self {
         Self {
             entries: RwLock::new(entries),
+            resident,
         }
     }
 
@@ -51,6 +55,9 @@ impl Catalog {
         }
         drop(entries);
         let mut entries = self.entries.write();
+        if !entries.sessions.contains_key(id) && entries.over(self.resident) {
+            entries.release_clean();
+        }
         entries.load(id)?;
         Ok(RwLockWriteGuard::downgrade(entries))
     }

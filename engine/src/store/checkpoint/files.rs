@@ -233,6 +233,7 @@ fn restore(
             checkpointed_locs,
             dirty: false,
             persisted: None,
+            decoded_at: None,
         },
     );
     Ok(())

@@ -144,6 +144,7 @@ fn open_log(
         lsn: scanned.end_lsn,
         last_record,
     };
+    let resident = options.resident_sessions;
     Ok(Inner {
         checkpointer: Checkpointer::new(
             chain_state,
@@ -157,7 +158,7 @@ fn open_log(
         lock: Mutex::new(lock),
         segments: list,
         writer: Writer::new(tail, end),
-        catalog: Catalog::new(catalog),
+        catalog: Catalog::new(catalog, resident),
         maintenance: Maintenance::default(),
         report,
     })

@@ -1,0 +1,132 @@
+//! Sessions read go back to the checkpoint's index (`StoreOptions::resident_sessions`): a
+//! read-only store, and a writer that reads more than it writes, keep a bounded number of
+//! sessions decoded however many they read — and every read, listing and append after that
+//! gives what a store that keeps every session decoded gives.
+
+#![allow(clippy::unwrap_used, reason = "test code fails loudly")]
+
+use std::sync::Arc;
+
+use sessdb::storage::MemStorage;
+use sessdb::{Clock, Draft, LogType, SessionHeader, Store, StoreOptions};
+use sessdb_tests::dump_store;
+
+const SESSIONS: u64 = 300;
+const RESIDENT: usize = 16;
+
+fn options() -> StoreOptions {
+    StoreOptions::default()
+        .with_clock(Clock::fixed(7))
+        .with_checkpoint_writes(sessdb::CheckpointWrites::Inline)
+}
+
+/// `SESSIONS` sessions of a few notes each, checkpointed: a reopen finds them in the index.
+fn written() -> MemStorage {
+    let storage = MemStorage::new();
+    let store = Store::open_with(Arc::new(storage.clone()), options()).unwrap();
+    let note = LogType::new("plugin/note").unwrap();
+    for i in 0..SESSIONS {
+        let id = format!("s{i:03}");
+        store
+            .create_session(SessionHeader::new(id.as_str(), i as i64), Vec::new())
+            .unwrap();
+        for k in 0..(i % 4) {
+            let data = format!("{{\"k\":{k}}}");
+            store
+                .append(&id, Draft::log(&note, data.into_bytes()).ignorable())
+                .unwrap();
+        }
+    }
+    store.close().unwrap();
+    storage
+}
+
+fn ids() -> impl Iterator<Item = String> {
+    (0..SESSIONS).map(|i| format!("s{i:03}"))
+}
+
+#[test]
+fn a_read_only_store_reading_every_session_keeps_a_bounded_number_decoded() {
+    let storage = written();
+    let keeps_all = Store::open_read_only_with(
+        Arc::new(storage.clone()),
+        options().with_resident_sessions(usize::MAX),
+    )
+    .unwrap();
+    let bounded = Store::open_read_only_with(
+        Arc::new(storage.clone()),
+        options().with_resident_sessions(RESIDENT),
+    )
+    .unwrap();
+    for round in 0..2 {
+        let mut most = 0;
+        for id in ids() {
+            assert_eq!(
+                bounded.events(&id, ..).unwrap(),
+                keeps_all.events(&id, ..).unwrap(),
+                "{id}, round {round}"
+            );
+            assert_eq!(bounded.info(&id), keeps_all.info(&id), "{id}");
+            most = most.max(bounded.memory_usage().decoded_sessions);
+        }
+        // Every session read, never more than the bound (twice it: what a release keeps
+        // doubles the next bound, and a read-only store's sessions are all clean).
+        assert!(most <= RESIDENT, "round {round}: {most} decoded at once");
+        assert_eq!(keeps_all.memory_usage().decoded_sessions, SESSIONS as usize);
+    }
+    assert_eq!(dump_store(&bounded), dump_store(&keeps_all));
+    assert_eq!(bounded.list().unwrap(), keeps_all.list().unwrap());
+}
+
+#[test]
+fn a_writer_lets_go_of_sessions_it_read_and_keeps_those_it_changed() {
+    let storage = written();
+    let store = Store::open_with(
+        Arc::new(storage.clone()),
+        options().with_resident_sessions(RESIDENT),
+    )
+    .unwrap();
+    let note = LogType::new("plugin/note").unwrap();
+    // Every tenth session changed (decoded for good until the next checkpoint), every one
+    // read, twice.
+    let changed: Vec<String> = ids().step_by(10).collect();
+    for id in &changed {
+        store
+            .append(
+                id,
+                Draft::log(&note, b"{\"changed\":1}".as_slice()).ignorable(),
+            )
+            .unwrap();
+    }
+    let mut most = 0;
+    for _ in 0..2 {
+        for id in ids() {
+            store.events(&id, ..).unwrap();
+            most = most.max(store.memory_usage().decoded_sessions);
+        }
+    }
+    // The changed ones stay; of the rest, a bounded number.
+    assert!(
+        most <= 2 * (changed.len() + RESIDENT),
+        "{most} decoded at once"
+    );
+    // Appends to sessions let go of and read again, then everything as a full replay has it.
+    for id in ids().step_by(7) {
+        store
+            .append(
+                &id,
+                Draft::log(&note, b"{\"after\":1}".as_slice()).ignorable(),
+            )
+            .unwrap();
+    }
+    let live = dump_store(&store);
+    let listed = store.list().unwrap();
+    store.close().unwrap();
+    let replayed = Store::open_read_only_with(
+        Arc::new(storage.clone()),
+        options().with_ignore_checkpoints(true),
+    )
+    .unwrap();
+    assert_eq!(live, dump_store(&replayed));
+    assert_eq!(listed, replayed.list().unwrap());
+}
