@@ -270,19 +270,18 @@ class Store {
       }
       return this.inner.list(sort, descending, wholeOrNone(limit, 'list options.limit'))
     })
-    // `[revision prefix, [header, events, "incarnation", turn open 0/1], …]` (src/lib.rs).
+    // `[[header, events, revision, turn open 0/1], …]` (src/lib.rs).
     const rows = JSON.parse(json)
-    const prefix = rows[0]
-    const out = new Array(rows.length - 1)
-    for (let i = 1; i < rows.length; i++) {
-      const [header, events, incarnation, open] = rows[i]
-      out[i - 1] = {
+    const out = new Array(rows.length)
+    for (let i = 0; i < rows.length; i++) {
+      const [header, events, revision, open] = rows[i]
+      out[i] = {
         id: header.id,
         header,
         events,
         parent: header.parentSession ?? null,
         turnOpen: open === 1,
-        revision: `${prefix}${incarnation}:${events}`,
+        revision,
       }
     }
     return out

@@ -315,8 +315,8 @@ fn revision(root: &str, incarnation: sessdb::store::Incarnation, events: u64) ->
     format!("{}{incarnation}:{events}", revision_prefix(root))
 }
 
-/// What every revision of the store at `root` starts with (index.js appends
-/// `incarnation:events` to it for `list()`'s rows; `snapshots.rs` writes them whole).
+/// What every revision of the store at `root` starts with (a listing's rows carry their
+/// revisions whole: `snapshots::write_revision`).
 fn revision_prefix(root: &str) -> String {
     format!("sessdb:{root}#")
 }
@@ -505,26 +505,26 @@ impl NativeStore {
                 .map_err(|_| invalid("limit is too large".to_owned()))?;
             options = options.with_limit(n);
         }
-        let root = self.root.clone();
+        let open = snapshots::open_revision(&revision_prefix(&self.root));
         Ok(self.job(move |s| {
             s.refresh()?;
-            // `[revision prefix, [header, events, incarnation, turn open 0/1], …]`: the header
-            // as the line the store keeps (not parsed and written again), the rest composed
-            // by index.js, so the JSON it parses holds little besides the headers.
+            // `[[header, events, revision, turn open 0/1], …]`: the header as the line the
+            // store keeps (not parsed and written again), the revision whole (joining its
+            // parts in JavaScript cost more than parsing it, `snapshots.rs`).
             let mut out = Vec::with_capacity(64 * 1024);
             out.push(b'[');
-            sessdb::json::write_str(&mut out, &revision_prefix(&root));
+            let mut first = true;
             s.list_each(options, |row| {
-                out.extend_from_slice(b",[");
+                if !first {
+                    out.push(b',');
+                }
+                first = false;
+                out.push(b'[');
                 out.extend_from_slice(row.header_json);
                 out.push(b',');
                 sessdb::json::write_u64(&mut out, row.events);
                 out.push(b',');
-                // Quoted: a position past 2^53 would lose digits as a JS number, and
-                // the revision is compared as text.
-                out.push(b'"');
-                sessdb::json::write_u64(&mut out, row.incarnation.get());
-                out.push(b'"');
+                snapshots::write_revision(&mut out, &open, row.incarnation.get(), row.events);
                 out.extend_from_slice(if row.turn_open { b",1]" } else { b",0]" });
             })?;
             out.push(b']');

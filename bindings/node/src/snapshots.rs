@@ -56,12 +56,7 @@ impl<'p> Piece<'p> {
             None => out.extend_from_slice(header_json),
         }
         out.push(b',');
-        // Digits and ':' need no escape: the string closes as it opened.
-        out.extend_from_slice(self.open_revision);
-        sessdb::json::write_u64(out, incarnation);
-        out.push(b':');
-        sessdb::json::write_u64(out, events);
-        out.push(b'"');
+        write_revision(out, self.open_revision, incarnation, events);
         self.rows += 1;
     }
 
@@ -76,8 +71,18 @@ impl<'p> Piece<'p> {
     }
 }
 
+/// Writes a revision as a JSON string: `open` (from [`open_revision`]), then
+/// `<incarnation>:<events>` — digits and ':' need no escape — and the closing quote.
+pub(crate) fn write_revision(out: &mut Vec<u8>, open: &[u8], incarnation: u64, events: u64) {
+    out.extend_from_slice(open);
+    sessdb::json::write_u64(out, incarnation);
+    out.push(b':');
+    sessdb::json::write_u64(out, events);
+    out.push(b'"');
+}
+
 /// The revisions' common start as a JSON string's first bytes (its closing quote left off).
-fn open_revision(prefix: &str) -> Vec<u8> {
+pub(crate) fn open_revision(prefix: &str) -> Vec<u8> {
     let mut quoted = Vec::with_capacity(prefix.len() + 2);
     sessdb::json::write_str(&mut quoted, prefix);
     quoted.pop();
