@@ -130,3 +130,50 @@ fn a_writer_lets_go_of_sessions_it_read_and_keeps_those_it_changed() {
     assert_eq!(live, dump_store(&replayed));
     assert_eq!(listed, replayed.list().unwrap());
 }
+
+#[test]
+fn a_reader_following_a_writer_takes_its_newer_checkpoints_and_keeps_a_bounded_number_decoded() {
+    let storage = MemStorage::new();
+    let writer = Store::open_with(
+        Arc::new(storage.clone()),
+        options()
+            .with_checkpoint_interval_bytes(16 << 10)
+            .with_resident_sessions(RESIDENT),
+    )
+    .unwrap();
+    let reader = Store::open_read_only_with(
+        Arc::new(storage.clone()),
+        options().with_resident_sessions(RESIDENT),
+    )
+    .unwrap();
+    let note = LogType::new("plugin/note").unwrap();
+    let mut most = 0;
+    let mut generations = std::collections::BTreeSet::new();
+    // The writer creates and writes to ever new sessions (each changed once, never again),
+    // checkpointing as it goes; the reader catches up every 40 of them.
+    for i in 0..3_000u32 {
+        let id = format!("w{i:05}");
+        writer
+            .create_session(SessionHeader::new(id.as_str(), 1), Vec::new())
+            .unwrap();
+        writer
+            .append(&id, Draft::log(&note, b"{\"w\":1}".as_slice()).ignorable())
+            .unwrap();
+        if i % 40 == 39 {
+            reader.refresh().unwrap();
+            most = most.max(reader.memory_usage().decoded_sessions);
+            generations.insert(reader.stats().checkpoint_generation);
+            assert_eq!(reader.list().unwrap(), writer.list().unwrap(), "after {i}");
+        }
+    }
+    // The reader took the writer's checkpoints as they came, and never held more than
+    // what changed since one of them, twice (the bound doubles over changed sessions).
+    assert!(generations.len() > 3, "checkpoints taken: {generations:?}");
+    let interval = 16 << 10;
+    assert!(
+        most <= 4 * (RESIDENT + interval / 100),
+        "{most} decoded at once"
+    );
+    reader.refresh().unwrap();
+    assert_eq!(dump_store(&reader), dump_store(&writer));
+}

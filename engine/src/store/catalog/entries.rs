@@ -331,7 +331,13 @@ impl Entries {
     /// (so that a store whose decoded sessions are mostly changed ones does not walk them on
     /// every read).
     pub(crate) fn over(&self, resident: usize) -> bool {
-        self.cold.is_some() && self.sessions.len() >= resident.max(self.release_at)
+        self.cold.is_some() && self.decoded_past(resident)
+    }
+
+    /// Whether the sessions decoded have reached `resident`, and twice what the last release
+    /// or adoption kept: where a reader that follows a writer looks for its newer checkpoint.
+    pub(crate) fn decoded_past(&self, resident: usize) -> bool {
+        self.sessions.len() >= resident.max(self.release_at)
     }
 
     /// Lets every clean decoded session go back to the index it was decoded from: one not

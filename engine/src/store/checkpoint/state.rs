@@ -1,6 +1,7 @@
 //! Where the checkpoint chain stands (`docs/DESIGN.md` §3.5): the one owner of that state.
 //! The open sets it up ([`CheckpointState::from_open`]), each checkpoint written moves it on
-//! ([`CheckpointState::after_write`], by the [`Checkpointer`](super::Checkpointer)); nothing else changes it.
+//! ([`CheckpointState::after_write`], by the [`Checkpointer`](super::Checkpointer)); a
+//! read-only view built again (`open/refresh.rs`) takes a fresh open's; nothing else changes it.
 
 use crate::codec::checkpoint::{BodyLayout, CheckpointMeta};
 

@@ -9,6 +9,7 @@ use crate::store::writer::{Access, LogEnd};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use crate::store::checkpoint;
 use crate::store::inner::Inner;
 use crate::store::log::discover::discover;
 use crate::store::log::segments::Segment;
@@ -22,10 +23,37 @@ use crate::{Error, Result};
 /// when it was kept because a salvage is rewriting the log).
 pub(in crate::store) fn refresh(inner: &Inner) -> Result<u64> {
     match catch_up(inner) {
-        Ok(Some(n)) => Ok(n),
+        Ok(Some(n)) => follow_checkpoints(inner, n),
         Ok(None) | Err(Error::Corruption { .. }) => rebuild(inner),
         Err(e) => Err(e),
     }
+}
+
+/// A view that catches up decodes every session the writer changes (they are not in the index
+/// it opened from), and, writing no checkpoint, never lets them go as the writer does at its
+/// own. Once the sessions decoded pass what reads may keep (`resident_sessions`) and letting
+/// the clean ones go is not enough, a newer checkpoint of the writer's is taken as a fresh
+/// open takes it: the view is built again from it, holding decoded only what changed after
+/// it. So a follower's memory follows the writer's checkpoints, not everything written since
+/// the follower started. `n`: the records the catch-up read.
+fn follow_checkpoints(inner: &Inner, n: u64) -> Result<u64> {
+    let resident = inner.options.resident_sessions;
+    {
+        let mut catalog = inner.catalog.write();
+        if !catalog.decoded_past(resident) {
+            return Ok(n);
+        }
+        catalog.release_clean();
+        if catalog.sessions.len() < resident {
+            return Ok(n);
+        }
+    }
+    let newest = checkpoint::files::list(&*inner.storage)?.last().copied();
+    let known = inner.checkpointer.chain().generation;
+    if newest.is_none_or(|g| g <= known) {
+        return Ok(n);
+    }
+    Ok(rebuild(inner)?.max(n))
 }
 
 /// Reads the new records; `None` when the log was rewritten under the view.
@@ -103,6 +131,9 @@ fn rebuild(inner: &Inner) -> Result<u64> {
     *inner.segments.write() = fresh.segments.all();
     *catalog = std::mem::take(&mut *fresh.catalog.write());
     *scanned_to = fresh.writer.end();
+    // The chain the new catalog came from: what `stats` reports and what the next
+    // `follow_checkpoints` compares with.
+    *inner.checkpointer.chain() = std::mem::take(&mut *fresh.checkpointer.chain());
     let OpenReport {
         records_replayed, ..
     } = fresh.report;
