@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use sessdb::storage::MemStorage;
 use sessdb::{Clock, Draft, LogType, SessionHeader, Store, StoreOptions};
-use sessdb_tests::dump_store;
+use sessdb_tests::{Backend, dump_store, on_both_storages};
 
 const SESSIONS: u64 = 300;
 const RESIDENT: usize = 16;
@@ -131,18 +131,18 @@ fn a_writer_lets_go_of_sessions_it_read_and_keeps_those_it_changed() {
     assert_eq!(listed, replayed.list().unwrap());
 }
 
-#[test]
-fn a_reader_following_a_writer_takes_its_newer_checkpoints_and_keeps_a_bounded_number_decoded() {
-    let storage = MemStorage::new();
+fn a_reader_following_a_writer_takes_its_newer_checkpoints_and_keeps_a_bounded_number_decoded(
+    storage: &Backend,
+) {
     let writer = Store::open_with(
-        Arc::new(storage.clone()),
+        storage.storage(),
         options()
             .with_checkpoint_interval_bytes(16 << 10)
             .with_resident_sessions(RESIDENT),
     )
     .unwrap();
     let reader = Store::open_read_only_with(
-        Arc::new(storage.clone()),
+        storage.storage(),
         options().with_resident_sessions(RESIDENT),
     )
     .unwrap();
@@ -177,3 +177,80 @@ fn a_reader_following_a_writer_takes_its_newer_checkpoints_and_keeps_a_bounded_n
     reader.refresh().unwrap();
     assert_eq!(dump_store(&reader), dump_store(&writer));
 }
+
+on_both_storages!(
+    a_reader_following_a_writer_takes_its_newer_checkpoints_and_keeps_a_bounded_number_decoded,
+);
+
+/// The same beside a writer on another thread, whose checkpoints (on its own thread) come and
+/// whose old checkpoint files go while the reader builds its view again: every session the
+/// reader lists reads back as a prefix of what the writer ends with, and once the writer
+/// stops, one more refresh gives exactly the writer's store.
+fn a_reader_rebuilding_beside_a_live_writer_reads_only_what_was_written(storage: &Backend) {
+    let writer = Store::open_with(
+        storage.storage(),
+        StoreOptions::default()
+            .with_checkpoint_interval_bytes(8 << 10)
+            .with_checkpoint_merge_every(2)
+            .with_resident_sessions(4),
+    )
+    .unwrap();
+    let reader = Store::open_read_only_with(
+        storage.storage(),
+        StoreOptions::default().with_resident_sessions(4),
+    )
+    .unwrap();
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let w = {
+        let writer = writer.clone();
+        let done = Arc::clone(&done);
+        std::thread::spawn(move || {
+            let note = LogType::new("plugin/note").unwrap();
+            for i in 0..6_000u32 {
+                let id = format!("c{:04}", i % 1_000);
+                if i < 1_000 {
+                    writer
+                        .create_session(SessionHeader::new(id.as_str(), 1), Vec::new())
+                        .unwrap();
+                }
+                let data = format!("{{\"i\":{i}}}");
+                writer
+                    .append(&id, Draft::log(&note, data.into_bytes()).ignorable())
+                    .unwrap();
+            }
+            done.store(true, std::sync::atomic::Ordering::SeqCst);
+        })
+    };
+    let mut seen = Vec::new();
+    let mut generations_in_order = Vec::new();
+    while !done.load(std::sync::atomic::Ordering::SeqCst) {
+        reader.refresh().unwrap();
+        generations_in_order.push(reader.stats().checkpoint_generation);
+        for row in reader.list().unwrap().into_iter().step_by(37) {
+            let events = reader.events(&row.header.id, ..).unwrap();
+            assert_eq!(events.len() as u64, row.events, "{}", row.header.id);
+            seen.push((row.header.id, events));
+        }
+    }
+    w.join().unwrap();
+    // Generations only grow: a view is never built from an older checkpoint than before.
+    let mut last = 0;
+    for g in generations_in_order {
+        assert!(
+            g >= last,
+            "the view went back from checkpoint {last} to {g}"
+        );
+        last = g;
+    }
+    for (id, events) in &seen {
+        let now = writer.events(id, ..).unwrap();
+        assert!(
+            now.len() >= events.len() && now[..events.len()] == events[..],
+            "{id}: the reader read what the writer never wrote"
+        );
+    }
+    reader.refresh().unwrap();
+    assert_eq!(dump_store(&reader), dump_store(&writer));
+}
+
+on_both_storages!(a_reader_rebuilding_beside_a_live_writer_reads_only_what_was_written);
