@@ -421,7 +421,11 @@ impl NativeStore {
     ) -> napi::Result<AsyncTask<Job<String>>> {
         let (from, to) = seq_range(from, to)?;
         Ok(self.job(move |s| {
-            let mut out = packed::Packed::default();
+            // Room for the events asked for at the packed form's ~40 bytes each (a chunk's
+            // text and time), so the output is not copied as it doubles.
+            let events = s.info(&session).map_or(0, |i| i.events);
+            let wanted = events.min(to).saturating_sub(from).min(1 << 20);
+            let mut out = packed::Packed::with_capacity(usize::try_from(wanted).unwrap_or(0) * 40);
             s.visit_events(&session, from..to, |e| {
                 // A chunk whose line is only its envelope and data: no other key to keep.
                 let plain = e.event_type() == "assistant/chunk"

@@ -14,15 +14,21 @@ pub(crate) fn chunk_of(data: &[u8]) -> Option<TextChunk<'_>> {
     text_chunk(data)
 }
 
-/// Builds the JSON array of a read: events as objects, chunk runs as arrays.
+/// Builds the JSON array of a read: events as objects, chunk runs as arrays. Allocates
+/// nothing per event: the run's buffers are kept from one run to the next, and a chunk's head
+/// is compared with the run's by writing it into a kept scratch buffer.
 #[derive(Default)]
 pub(crate) struct Packed {
     out: Vec<u8>,
-    /// The run being built: its first chunk's parts, the next seq it takes, its times and texts.
-    run: Option<Run>,
+    /// The run being built, if any (its buffers kept between runs).
+    run: Run,
+    open: bool,
     any: bool,
+    /// The head of the chunk being pushed.
+    scratch: Vec<u8>,
 }
 
+#[derive(Default)]
 struct Run {
     seq0: u64,
     next: u64,
@@ -32,6 +38,14 @@ struct Run {
 }
 
 impl Packed {
+    /// A packer whose output starts with room for `bytes`.
+    pub(crate) fn with_capacity(bytes: usize) -> Self {
+        Self {
+            out: Vec::with_capacity(bytes),
+            ..Self::default()
+        }
+    }
+
     /// Adds one event: its line (`write_jsonl`'s bytes) unless it is a chunk `chunk` (its
     /// `data` parsed) that may join or start a run.
     pub(crate) fn push(
@@ -42,26 +56,26 @@ impl Packed {
         line: impl FnOnce(&mut Vec<u8>),
     ) {
         if let Some(c) = chunk {
-            let head = head_of(&c);
-            if let Some(run) = &mut self.run
-                && run.next == seq
-                && run.head == head
-            {
-                run.times.push(b',');
-                run.times.extend_from_slice(time.to_string().as_bytes());
-                run.texts.push(b',');
-                run.texts.extend_from_slice(c.text);
-                run.next += 1;
+            self.scratch.clear();
+            head_into(&c, &mut self.scratch);
+            if self.open && self.run.next == seq && self.run.head == self.scratch {
+                self.run.times.push(b',');
+                sessdb::json::write_i64(&mut self.run.times, time);
+                self.run.texts.push(b',');
+                self.run.texts.extend_from_slice(c.text);
+                self.run.next += 1;
                 return;
             }
             self.flush();
-            self.run = Some(Run {
-                seq0: seq,
-                next: seq + 1,
-                head,
-                times: time.to_string().into_bytes(),
-                texts: c.text.to_vec(),
-            });
+            let run = &mut self.run;
+            run.seq0 = seq;
+            run.next = seq + 1;
+            std::mem::swap(&mut run.head, &mut self.scratch);
+            run.times.clear();
+            sessdb::json::write_i64(&mut run.times, time);
+            run.texts.clear();
+            run.texts.extend_from_slice(c.text);
+            self.open = true;
             return;
         }
         self.flush();
@@ -75,18 +89,20 @@ impl Packed {
     }
 
     fn flush(&mut self) {
-        if let Some(run) = self.run.take() {
-            self.sep();
-            self.out.push(b'[');
-            self.out.extend_from_slice(run.seq0.to_string().as_bytes());
-            self.out.push(b',');
-            self.out.extend_from_slice(&run.head);
-            self.out.extend_from_slice(b",[");
-            self.out.extend_from_slice(&run.times);
-            self.out.extend_from_slice(b"],[");
-            self.out.extend_from_slice(&run.texts);
-            self.out.extend_from_slice(b"]]");
+        if !std::mem::take(&mut self.open) {
+            return;
         }
+        self.sep();
+        let (out, run) = (&mut self.out, &self.run);
+        out.push(b'[');
+        sessdb::json::write_u64(out, run.seq0);
+        out.push(b',');
+        out.extend_from_slice(&run.head);
+        out.extend_from_slice(b",[");
+        out.extend_from_slice(&run.times);
+        out.extend_from_slice(b"],[");
+        out.extend_from_slice(&run.texts);
+        out.extend_from_slice(b"]]");
     }
 
     /// The array's bytes.
@@ -100,9 +116,8 @@ impl Packed {
     }
 }
 
-/// `turn,step,index,type` of a run, as JSON.
-fn head_of(c: &TextChunk<'_>) -> Vec<u8> {
-    let mut h = Vec::with_capacity(c.turn.len() + c.step.len() + c.index.len() + 20);
+/// Writes `turn,step,index,"type"` of a run, as JSON, into `h`.
+fn head_into(c: &TextChunk<'_>, h: &mut Vec<u8>) {
     for part in [c.turn, c.step, c.index] {
         h.extend_from_slice(part);
         h.push(b',');
@@ -110,7 +125,6 @@ fn head_of(c: &TextChunk<'_>) -> Vec<u8> {
     h.push(b'"');
     h.extend_from_slice(c.delta_type.as_bytes());
     h.push(b'"');
-    h
 }
 
 #[cfg(test)]
@@ -124,7 +138,9 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.text, br#""a\"b\\""#);
-        assert_eq!(head_of(&c), br#"1,2,0,"text-delta""#);
+        let mut head = Vec::new();
+        head_into(&c, &mut head);
+        assert_eq!(head, br#"1,2,0,"text-delta""#);
         for other in [
             &br#"{"step":2,"turn":1,"chunk":{"type":"text-delta","index":0,"text":"a"}}"#[..],
             br#"{"turn":1,"step":2,"chunk":{"type":"text-delta","index":0,"text":"a"},"x":1}"#,
