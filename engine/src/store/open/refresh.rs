@@ -48,12 +48,17 @@ fn follow_checkpoints(inner: &Inner, n: u64) -> Result<u64> {
             return Ok(n);
         }
     }
-    let newest = checkpoint::files::list(&*inner.storage)?.last().copied();
+    // The view has caught up already: a failure from here on (listing the checkpoints,
+    // opening afresh) leaves it as it is, whole, and the next refresh tries again — the files
+    // it could not read fail the reads that need them, loudly.
+    let Ok(listed) = checkpoint::files::list(&*inner.storage) else {
+        return Ok(n);
+    };
     let known = inner.checkpointer.chain().generation;
-    if newest.is_none_or(|g| g <= known) {
+    if listed.last().is_none_or(|&g| g <= known) {
         return Ok(n);
     }
-    Ok(rebuild(inner)?.max(n))
+    Ok(rebuild(inner).map_or(n, |m| m.max(n)))
 }
 
 /// Reads the new records; `None` when the log was rewritten under the view.
