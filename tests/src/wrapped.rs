@@ -42,3 +42,86 @@ macro_rules! delegate_storage {
         }
     };
 }
+
+/// A listing hook: given the directory and what the inner storage listed, what the store sees.
+pub type ListHook = dyn Fn(&str, Vec<String>) -> std::io::Result<Vec<String>> + Send + Sync;
+/// An open hook: `Err` refuses the open of that path.
+pub type OpenHook = dyn Fn(&str) -> std::io::Result<()> + Send + Sync;
+
+/// A storage that hands every call to `inner` but lets a test change what a listing returns
+/// and refuse opens: a listing that missed a file, a directory out of reach.
+#[derive(Clone)]
+pub struct Hooked {
+    inner: std::sync::Arc<dyn sessdb::storage::Storage>,
+    list: std::sync::Arc<ListHook>,
+    open: std::sync::Arc<OpenHook>,
+}
+
+impl std::fmt::Debug for Hooked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Hooked")
+    }
+}
+
+impl Hooked {
+    /// `inner` as it is, until hooks are set.
+    pub fn new(inner: std::sync::Arc<dyn sessdb::storage::Storage>) -> Self {
+        Self {
+            inner,
+            list: std::sync::Arc::new(|_, names| Ok(names)),
+            open: std::sync::Arc::new(|_| Ok(())),
+        }
+    }
+
+    /// With `hook` deciding what each listing returns.
+    #[must_use]
+    pub fn on_list(
+        mut self,
+        hook: impl Fn(&str, Vec<String>) -> std::io::Result<Vec<String>> + Send + Sync + 'static,
+    ) -> Self {
+        self.list = std::sync::Arc::new(hook);
+        self
+    }
+
+    /// With `hook` asked before each open.
+    #[must_use]
+    pub fn on_open(
+        mut self,
+        hook: impl Fn(&str) -> std::io::Result<()> + Send + Sync + 'static,
+    ) -> Self {
+        self.open = std::sync::Arc::new(hook);
+        self
+    }
+}
+
+impl sessdb::storage::Storage for Hooked {
+    fn create_dir_all(&self, dir: &str) -> std::io::Result<()> {
+        self.inner.create_dir_all(dir)
+    }
+    fn list(&self, dir: &str) -> std::io::Result<Vec<String>> {
+        (self.list)(dir, self.inner.list(dir)?)
+    }
+    fn open(
+        &self,
+        path: &str,
+        mode: sessdb::storage::OpenMode,
+    ) -> std::io::Result<Box<dyn sessdb::storage::StorageFile>> {
+        (self.open)(path)?;
+        self.inner.open(path, mode)
+    }
+    fn rename(&self, from: &str, to: &str) -> std::io::Result<()> {
+        self.inner.rename(from, to)
+    }
+    fn remove(&self, path: &str) -> std::io::Result<()> {
+        self.inner.remove(path)
+    }
+    fn sync_dir(&self, dir: &str) -> std::io::Result<()> {
+        self.inner.sync_dir(dir)
+    }
+    fn try_lock(&self, path: &str) -> std::io::Result<Option<sessdb::storage::LockGuard>> {
+        self.inner.try_lock(path)
+    }
+    fn describe(&self, path: &str) -> String {
+        self.inner.describe(path)
+    }
+}

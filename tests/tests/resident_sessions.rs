@@ -9,7 +9,9 @@ use std::sync::Arc;
 
 use sessdb::storage::MemStorage;
 use sessdb::{Clock, Draft, LogType, SessionHeader, Store, StoreOptions};
-use sessdb_tests::{Backend, dump_store, on_both_storages};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use sessdb_tests::{Backend, Hooked, dump_store, on_both_storages};
 
 const SESSIONS: u64 = 300;
 const RESIDENT: usize = 16;
@@ -255,57 +257,6 @@ fn a_reader_rebuilding_beside_a_live_writer_reads_only_what_was_written(storage:
 
 on_both_storages!(a_reader_rebuilding_beside_a_live_writer_reads_only_what_was_written);
 
-/// Memory storage whose checkpoint files cannot be listed or opened while `broken` is set:
-/// what a reader meets when the writer's newer checkpoint is out of its reach.
-#[derive(Debug, Clone, Default)]
-struct CheckpointsOutOfReach {
-    inner: Arc<MemStorage>,
-    broken: Arc<std::sync::atomic::AtomicBool>,
-}
-
-impl CheckpointsOutOfReach {
-    fn refuse(&self, path: &str) -> std::io::Result<()> {
-        if self.broken.load(std::sync::atomic::Ordering::SeqCst) && path.starts_with("checkpoints")
-        {
-            return Err(std::io::Error::other("EIO (injected)"));
-        }
-        Ok(())
-    }
-}
-
-impl sessdb::storage::Storage for CheckpointsOutOfReach {
-    fn create_dir_all(&self, dir: &str) -> std::io::Result<()> {
-        self.inner.create_dir_all(dir)
-    }
-    fn list(&self, dir: &str) -> std::io::Result<Vec<String>> {
-        self.refuse(dir)?;
-        self.inner.list(dir)
-    }
-    fn open(
-        &self,
-        path: &str,
-        mode: sessdb::storage::OpenMode,
-    ) -> std::io::Result<Box<dyn sessdb::storage::StorageFile>> {
-        self.refuse(path)?;
-        self.inner.open(path, mode)
-    }
-    fn rename(&self, from: &str, to: &str) -> std::io::Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn remove(&self, path: &str) -> std::io::Result<()> {
-        self.inner.remove(path)
-    }
-    fn sync_dir(&self, dir: &str) -> std::io::Result<()> {
-        self.inner.sync_dir(dir)
-    }
-    fn try_lock(&self, path: &str) -> std::io::Result<Option<sessdb::storage::LockGuard>> {
-        self.inner.try_lock(path)
-    }
-    fn describe(&self, path: &str) -> String {
-        self.inner.describe(path)
-    }
-}
-
 /// Taking the writer's newer checkpoint is a saving, not part of catching up: when the
 /// checkpoints cannot be read, the refresh still gives the writer's store (from the log), and
 /// the next one that can read them takes the newer checkpoint.
@@ -317,15 +268,24 @@ fn a_follower_that_cannot_read_the_newer_checkpoint_still_catches_up() {
         options().with_checkpoint_interval_bytes(16 << 10),
     )
     .unwrap();
-    let reach = CheckpointsOutOfReach {
-        inner: Arc::new(inner.clone()),
-        ..CheckpointsOutOfReach::default()
+    // The checkpoints cannot be listed or opened while `broken` is set.
+    let broken = Arc::new(AtomicBool::new(false));
+    let refuse = {
+        let broken = Arc::clone(&broken);
+        move |path: &str| {
+            if broken.load(Ordering::SeqCst) && path.starts_with("checkpoints") {
+                return Err(std::io::Error::other("EIO (injected)"));
+            }
+            Ok(())
+        }
     };
-    let reader = Store::open_read_only_with(
-        Arc::new(reach.clone()),
-        options().with_resident_sessions(RESIDENT),
-    )
-    .unwrap();
+    let refuse_list = refuse.clone();
+    let reach = Hooked::new(Arc::new(inner.clone()))
+        .on_list(move |dir, names| refuse_list(dir).map(|()| names))
+        .on_open(refuse);
+    let reader =
+        Store::open_read_only_with(Arc::new(reach), options().with_resident_sessions(RESIDENT))
+            .unwrap();
     let note = LogType::new("plugin/note").unwrap();
     let write = |from: u32, to: u32| {
         for i in from..to {
@@ -340,9 +300,7 @@ fn a_follower_that_cannot_read_the_newer_checkpoint_still_catches_up() {
     };
     write(0, 400);
     let before = reader.stats().checkpoint_generation;
-    reach
-        .broken
-        .store(true, std::sync::atomic::Ordering::SeqCst);
+    broken.store(true, Ordering::SeqCst);
     reader.refresh().unwrap();
     assert_eq!(reader.list().unwrap(), writer.list().unwrap());
     assert_eq!(reader.stats().checkpoint_generation, before);
@@ -351,9 +309,7 @@ fn a_follower_that_cannot_read_the_newer_checkpoint_still_catches_up() {
         held >= 400,
         "{held}: every session written is decoded from the log"
     );
-    reach
-        .broken
-        .store(false, std::sync::atomic::Ordering::SeqCst);
+    broken.store(false, Ordering::SeqCst);
     write(400, 1_000);
     reader.refresh().unwrap();
     assert!(reader.stats().checkpoint_generation > before);

@@ -184,10 +184,15 @@ pub(crate) struct Strays {
 /// `Corruption` for a damaged header or a segment that does not continue the log,
 /// `UnsupportedStore` for another format version, I/O errors.
 pub(crate) fn discover(storage: &dyn Storage, access: Access) -> Result<Discovered> {
-    // A reader lists the files beside a writer whose compaction may merge segments: a file
-    // listed and gone before it is opened was merged into its predecessor, which the reader
-    // may have opened before the merge. The listing is taken again (a few times: each merge
-    // is one rename and a few removals).
+    // A reader lists the files beside a writer, and takes the listing again (a few times)
+    // when what it listed does not hold together:
+    // - a file listed and gone before it is opened was merged into its predecessor by the
+    //   writer's compaction, which the reader may have opened before the merge (each merge is
+    //   one rename and a few removals);
+    // - a gap: a listing taken while the writer creates segments may leave out files created
+    //   during it yet return later ones (a directory is read in its hash order, not in the
+    //   order its files were made), so a reader saw a gap that was never on disk
+    //   (`recovery_regressions.rs`). A gap in every listing is damage, and reported.
     let mut tries = 0;
     loop {
         match discover_once(storage, access) {
@@ -196,6 +201,12 @@ pub(crate) fn discover(storage: &dyn Storage, access: Access) -> Result<Discover
                     && source.kind() == std::io::ErrorKind::NotFound
                     && tries < 8 =>
             {
+                tries += 1;
+            }
+            Err(Error::Corruption {
+                kind: CorruptionKind::SegmentGap { .. },
+                ..
+            }) if access == Access::Read && tries < 8 => {
                 tries += 1;
             }
             other => return other,
