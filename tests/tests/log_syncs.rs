@@ -20,9 +20,7 @@ use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use sessdb::storage::{
-    FileView, LockGuard, MemStorage, OpenMode, Storage, StorageFile, WriteWindow,
-};
+use sessdb::storage::{FileView, MemStorage, StorageFile, WriteWindow};
 use sessdb::{Clock, Draft, Durability, LogType, SessionHeader, Store, StoreOptions};
 
 /// Syncs in flight per path, the most ever at once beside another of the same file, and how
@@ -36,7 +34,7 @@ struct Watch {
 
 #[derive(Debug, Clone)]
 struct Watched {
-    inner: MemStorage,
+    inner: Arc<MemStorage>,
     watch: Arc<Watch>,
 }
 
@@ -107,42 +105,17 @@ impl StorageFile for WatchedFile {
     }
 }
 
-impl Storage for Watched {
-    fn create_dir_all(&self, dir: &str) -> io::Result<()> {
-        self.inner.create_dir_all(dir)
-    }
-    fn list(&self, dir: &str) -> io::Result<Vec<String>> {
-        self.inner.list(dir)
-    }
-    fn open(&self, path: &str, mode: OpenMode) -> io::Result<Box<dyn StorageFile>> {
-        Ok(Box::new(WatchedFile {
-            inner: self.inner.open(path, mode)?,
-            path: path.to_owned(),
-            watch: Arc::clone(&self.watch),
-        }))
-    }
-    fn rename(&self, from: &str, to: &str) -> io::Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn remove(&self, path: &str) -> io::Result<()> {
-        self.inner.remove(path)
-    }
-    fn sync_dir(&self, dir: &str) -> io::Result<()> {
-        self.inner.sync_dir(dir)
-    }
-    fn try_lock(&self, path: &str) -> io::Result<Option<LockGuard>> {
-        self.inner.try_lock(path)
-    }
-    fn describe(&self, path: &str) -> String {
-        self.inner.describe(path)
-    }
-}
+sessdb_tests::delegate_storage!(Watched, |this, path, file| WatchedFile {
+    inner: file,
+    path: path.to_owned(),
+    watch: Arc::clone(&this.watch),
+});
 
 #[test]
 fn a_roll_never_syncs_its_segment_beside_a_group_commit_leader() {
     let watch = Arc::new(Watch::default());
     let storage = Arc::new(Watched {
-        inner: MemStorage::new(),
+        inner: Arc::new(MemStorage::new()),
         watch: Arc::clone(&watch),
     });
     let options = StoreOptions::tiny()
@@ -173,9 +146,7 @@ fn a_roll_never_syncs_its_segment_beside_a_group_commit_leader() {
             });
         }
     });
-    let segments = storage
-        .inner
-        .list("segments")
+    let segments = sessdb::storage::Storage::list(&*storage.inner, "segments")
         .unwrap()
         .into_iter()
         .filter(|n| !n.ends_with(".tmp"))

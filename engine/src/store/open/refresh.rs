@@ -38,11 +38,12 @@ pub(in crate::store) fn refresh(inner: &Inner) -> Result<u64> {
 /// the follower started. `n`: the records the catch-up read.
 fn follow_checkpoints(inner: &Inner, n: u64) -> Result<u64> {
     let resident = inner.options.resident_sessions;
+    // Looked at under the shared lock: most refreshes stop here, and readers go on.
+    if !inner.catalog.read().decoded_past(resident) {
+        return Ok(n);
+    }
     {
         let mut catalog = inner.catalog.write();
-        if !catalog.decoded_past(resident) {
-            return Ok(n);
-        }
         catalog.release_clean();
         if catalog.sessions.len() < resident {
             return Ok(n);
