@@ -157,6 +157,71 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+    /// The store's appenders check an event's own rules before the write lock and the
+    /// session's under it: the same verdicts, rules, surface and messages as the model, and a
+    /// reopen (a replay, which checks every rule in one pass) agrees.
+    #[test]
+    fn the_store_decides_as_the_reference_model(picks in prop::collection::vec(pick(), 1..60)) {
+        let storage: std::sync::Arc<dyn sessdb::storage::Storage> =
+            std::sync::Arc::new(sessdb::storage::MemStorage::new());
+        let options = || sessdb::StoreOptions::default().with_clock(Clock::fixed(0));
+        let store = sessdb::Store::open_with(storage.clone(), options()).unwrap();
+        store.create_session(SessionHeader::new("s", 0), Vec::new()).unwrap();
+        let mut model = Model::new();
+        let created = store.session_len("s").unwrap();
+        // The store's session begins with what creating it wrote: the model is fed the same.
+        for event in store.events("s", ..).unwrap() {
+            let c = Candidate {
+                seq: event.seq(),
+                ty: event.event_type().to_owned(),
+                data: event.data().to_vec(),
+                ignorable: event.ignorable(),
+                op: event.surface_op().map(|op| match op {
+                    SurfaceOp::Append => Op::Append,
+                    SurfaceOp::Replace { start, end } => Op::Replace { start, end },
+                }),
+                sources: event.sources().map(<[u64]>::to_vec),
+            };
+            model.accept(&c).unwrap();
+        }
+        prop_assert_eq!(model.len(), created);
+        for p in &picks {
+            let c = candidate(&model, p);
+            let line = String::from_utf8_lossy(&c.to_jsonl()).into_owned();
+            match (model.accept(&c), store.append("s", draft(&c))) {
+                (Ok(()), Ok(seq)) => prop_assert_eq!(seq, c.seq),
+                (Err(expected), Err(Error::Rejected { violation, seq, .. })) => {
+                    prop_assert_eq!(seq, c.seq);
+                    prop_assert_eq!(violation.rule(), expected.rule, "{} ({})", line, expected.detail);
+                }
+                (m, e) => prop_assert!(false, "model {:?}, store {:?} on {}", m, e, line),
+            }
+            prop_assert_eq!(store.surface("s").unwrap(), model.surface(), "after {}", line);
+        }
+        let messages = |store: &sessdb::Store| -> Vec<(u64, String)> {
+            store
+                .messages("s")
+                .unwrap()
+                .iter()
+                .map(|m| (m.seq, String::from_utf8_lossy(&m.json).into_owned()))
+                .collect()
+        };
+        prop_assert_eq!(messages(&store), model.messages());
+        let state = store.state("s").unwrap();
+        store.close().unwrap();
+        drop(store);
+        let replayed = sessdb::Store::open_with(
+            storage,
+            options().with_ignore_checkpoints(true),
+        )
+        .unwrap();
+        prop_assert_eq!(replayed.state("s").unwrap(), state);
+        prop_assert_eq!(messages(&replayed), model.messages());
+    }
+}
+
 /// The reference model keeps its own copy of DSH's vocabulary (it shares no code with the
 /// engine): the two copies must name the same types.
 #[test]

@@ -425,6 +425,11 @@ impl Event {
         self
     }
 
+    /// Sets the seq in place: an appended event takes its seq under the write lock.
+    pub(crate) fn set_seq(&mut self, seq: u64) {
+        self.seq = seq;
+    }
+
     /// The event type.
     pub fn event_type(&self) -> &str {
         self.event_type.as_str()

@@ -39,11 +39,66 @@ pub(crate) fn plan(
     event: &Event,
     limits: &Limits,
 ) -> Result<Verdict> {
-    check(state, source, event, limits)?.map_err(|violation| Error::Rejected {
+    rejected(session, event, check(state, source, event, limits)?)
+}
+
+/// [`plan`] of an event whose own rules passed before its session was looked at
+/// ([`precheck`], outside the write lock): only the rules that read the state run here.
+///
+/// # Errors
+/// As [`plan`].
+pub(crate) fn plan_checked(
+    session: &str,
+    state: &SessionState,
+    source: &dyn EventSource,
+    event: &Event,
+    checked: EventChecked,
+    limits: &Limits,
+) -> Result<Verdict> {
+    // Where the check made outside the lock crosses into the plan: the same rules on the
+    // same bytes, at the event's seq now, decide the same. (Not for facts held on the heap,
+    // a message calling several tools: checking would allocate, and the allocation test
+    // counts a debug build's appends; the store's proptests compare those with a replay.)
+    debug_assert!(
+        checked.facts.spilled() || own_rules(event, limits).ok().as_ref() == Some(&checked),
+        "seq {}: a precheck the event's own rules do not give",
+        event.seq()
+    );
+    let verdict = if event.seq() == state.next_seq {
+        finish(state, source, event, checked)?
+    } else {
+        Err(Violation::SeqNotContiguous {
+            expected: state.next_seq,
+        })
+    };
+    rejected(session, event, verdict)
+}
+
+fn rejected(session: &str, event: &Event, verdict: Result<Verdict, Violation>) -> Result<Verdict> {
+    verdict.map_err(|violation| Error::Rejected {
         session: session.to_owned(),
         seq: event.seq(),
         violation,
     })
+}
+
+/// What the rules that read an event alone decided of it: every one of them passed, and
+/// what they located for the rest. Everything in [`check`] but the seq, the sources'
+/// order against it and a replace's endpoints, which need the session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct EventChecked {
+    /// What the repair state reads of `data`.
+    facts: RepairFacts,
+    /// The surface type the rules took the event for (`None`: a log event, decided).
+    surface: Option<SurfaceType>,
+}
+
+/// The rules that read `event` alone, run before its session is looked at (an appender runs
+/// them outside the write lock, so that appenders check their events side by side):
+/// `Some` when every one passed. `None` says nothing: the plan under the lock runs every rule
+/// again and names the first one broken, with its seq, in DSH's order.
+pub(crate) fn precheck(event: &Event, limits: &Limits) -> Option<EventChecked> {
+    own_rules(event, limits).ok()
 }
 
 /// The rules in order; the outer `Result` carries errors of `source`.
@@ -53,26 +108,28 @@ fn check(
     event: &Event,
     limits: &Limits,
 ) -> Result<Result<Verdict, Violation>> {
-    macro_rules! reject {
-        ($v:expr) => {
-            return Ok(Err($v))
-        };
+    if event.seq() != state.next_seq {
+        return Ok(Err(Violation::SeqNotContiguous {
+            expected: state.next_seq,
+        }));
     }
-    let seq = event.seq();
-    if seq != state.next_seq {
-        reject!(Violation::SeqNotContiguous {
-            expected: state.next_seq
-        });
+    match own_rules(event, limits) {
+        Ok(checked) => finish(state, source, event, checked),
+        Err(v) => Ok(Err(v)),
     }
+}
+
+/// The rules after the seq that read the event alone, in DSH's order.
+fn own_rules(event: &Event, limits: &Limits) -> Result<EventChecked, Violation> {
     let ty = event.event_type();
     // DSH loads an ignorable event of any type, the empty one included.
     if ty.is_empty() && !event.ignorable() {
-        reject!(Violation::EmptyType);
+        return Err(Violation::EmptyType);
     }
     // DSH loads an ignorable event whatever its type's length; the log stores any length
     // (FORMAT.md §4), so the type is held to the limit of `data`.
     if ty.len() > limits.max_data_bytes {
-        reject!(Violation::TypeTooLong {
+        return Err(Violation::TypeTooLong {
             len: ty.len(),
             limit: limits.max_data_bytes,
         });
@@ -81,7 +138,7 @@ fn check(
     // cannot load is never stored (a plugin event without the mark made whole histories
     // unloadable, reference §9).
     if event.outside_vocabulary() {
-        reject!(Violation::UnknownType {
+        return Err(Violation::UnknownType {
             type_name: ty.to_owned(),
         });
     }
@@ -94,10 +151,10 @@ fn check(
         && event.sources().is_none()
         && valid_by_chunk_shortcut(event.data(), limits)
     {
-        return Ok(Ok(Verdict {
-            change: SurfaceChange::None,
+        return Ok(EventChecked {
             facts: RepairFacts::default(),
-        }));
+            surface: None,
+        });
     }
     // One pass validates `data` and indexes its members: the rules below read them from the
     // index instead of walking `data` again (`json/tape.rs`). The index is the thread's,
@@ -106,39 +163,21 @@ fn check(
         static TAPE: std::cell::RefCell<Tape> = std::cell::RefCell::new(Tape::new());
     }
     TAPE.with(|cell| match cell.try_borrow_mut() {
-        Ok(mut tape) => check_data(state, source, event, limits, &mut tape),
+        Ok(mut tape) => check_data(event, limits, &mut tape),
         // Not re-entered today; if it ever is, a fresh index keeps it correct.
-        Err(_) => check_data(state, source, event, limits, &mut Tape::new()),
+        Err(_) => check_data(event, limits, &mut Tape::new()),
     })
 }
 
-/// The rules from the validation of `data` on (`check`'s second half).
-fn check_data(
-    state: &SessionState,
-    source: &dyn EventSource,
-    event: &Event,
-    limits: &Limits,
-    tape: &mut Tape,
-) -> Result<Result<Verdict, Violation>> {
-    macro_rules! reject {
-        ($v:expr) => {
-            return Ok(Err($v))
-        };
-    }
+/// The event's own rules from the validation of `data` on.
+fn check_data(event: &Event, limits: &Limits, tape: &mut Tape) -> Result<EventChecked, Violation> {
     let ty = event.event_type();
-    let data = match parse_data(event, limits, tape) {
-        Ok(data) => data,
-        Err(v) => reject!(v),
-    };
-    if let Err(v) = shape::check_legacy(ty, data) {
-        reject!(v);
-    }
+    let data = parse_data(event, limits, tape)?;
+    shape::check_legacy(ty, data)?;
     // DSH's order: the loader's marker checks, the payload shapes (reference §3.2 items 5
     // and 6), then the surface transition (item 7). When an event breaks rules of two of
     // these steps, the refusal names the same rule as DSH's error.
-    if let Err(v) = shape::check_marker(ty, data) {
-        reject!(v);
-    }
+    shape::check_marker(ty, data)?;
     // DSH's loader reads an ignorable `context/message` with no surface metadata as a log
     // event (measured with DSH's own code): so does sessdb.
     let surface_type = match event.surface_type() {
@@ -150,34 +189,55 @@ fn check_data(
         other => other,
     };
     let Some(surface_type) = surface_type else {
-        return Ok(check_log_event(event, data));
+        return check_log_event(event, data);
     };
-    if let Err(v) = shape::check_message(surface_type, data) {
-        reject!(v);
-    }
-    let Some(op) = event.surface_op() else {
-        reject!(Violation::SurfaceOpMissing {
-            type_name: ty.to_owned()
+    shape::check_message(surface_type, data)?;
+    if event.surface_op().is_none() {
+        return Err(Violation::SurfaceOpMissing {
+            type_name: ty.to_owned(),
         });
+    }
+    // Read before the sources are checked (in `finish`): reading them refuses nothing.
+    let facts = RepairFacts::read(ty, Some(surface_type), data);
+    Ok(EventChecked {
+        facts,
+        surface: Some(surface_type),
+    })
+}
+
+/// The rules after the event's own: a surface event's sources against its seq, then a
+/// replace against the surface.
+fn finish(
+    state: &SessionState,
+    source: &dyn EventSource,
+    event: &Event,
+    checked: EventChecked,
+) -> Result<Result<Verdict, Violation>> {
+    let EventChecked { facts, surface } = checked;
+    let Some(surface_type) = surface else {
+        return Ok(Ok(Verdict {
+            change: SurfaceChange::None,
+            facts,
+        }));
     };
     if let Some(sources) = event.sources()
         && let Err(v) = check_sources(surface_type, event.seq(), sources)
     {
-        reject!(v);
+        return Ok(Err(v));
     }
-    let facts = RepairFacts::read(ty, Some(surface_type), data);
-    let change = match op {
-        SurfaceOp::Replace { start, end } => {
+    let change = match event.surface_op() {
+        Some(SurfaceOp::Replace { start, end }) => {
             let replace = Replace {
                 surface_type,
                 start,
                 end,
             };
-            match check_replace(state, source, event, data, replace)? {
+            match check_replace(state, source, event, replace)? {
                 Ok(change) => change,
-                Err(v) => reject!(v),
+                Err(v) => return Ok(Err(v)),
             }
         }
+        // The own rules refused a surface event without an op.
         _ => SurfaceChange::Append,
     };
     Ok(Ok(Verdict { change, facts }))
@@ -222,7 +282,7 @@ fn parse_data<'t>(
 }
 
 /// A log event (no surface type): its own shapes, and no surface metadata.
-fn check_log_event(event: &Event, data: Node<'_>) -> Result<Verdict, Violation> {
+fn check_log_event(event: &Event, data: Node<'_>) -> Result<EventChecked, Violation> {
     let ty = event.event_type();
     if ty == names::REQUEST_HEADER {
         shape::check_request_header(data)?;
@@ -237,9 +297,9 @@ fn check_log_event(event: &Event, data: Node<'_>) -> Result<Verdict, Violation> 
             type_name: ty.to_owned(),
         });
     }
-    Ok(Verdict {
-        change: SurfaceChange::None,
+    Ok(EventChecked {
         facts: RepairFacts::read(ty, None, data),
+        surface: None,
     })
 }
 
@@ -258,7 +318,6 @@ fn check_replace(
     state: &SessionState,
     source: &dyn EventSource,
     event: &Event,
-    data: Node<'_>,
     op: Replace,
 ) -> Result<Result<SurfaceChange, Violation>> {
     let Replace {
@@ -305,7 +364,7 @@ fn check_replace(
                 target_type: target.event_type().to_owned(),
             }));
         }
-        if !equal_but_result_content(target.data_json(), data.json()) {
+        if !equal_but_result_content(target.data_json(), event.data_json()) {
             return Ok(Err(Violation::ToolResultReplaceChanged { target: start }));
         }
     }
@@ -389,7 +448,7 @@ mod chunk_path_tests {
 
     use crate::event::{Event, SurfaceOp};
     use crate::json::Tape;
-    use crate::model::accept::{EventSource, check, check_data};
+    use crate::model::accept::{EventSource, check, check_data, finish};
     use crate::model::state::SessionState;
     use crate::{Limits, Result};
 
@@ -460,8 +519,11 @@ mod chunk_path_tests {
             }
             let limits = Limits::default();
             let decided = check(&state, &NoEvents, &event, &limits).map_err(|e| TestCaseError::fail(e.to_string()))?;
-            let general = check_data(&state, &NoEvents, &event, &limits, &mut Tape::new())
-                .map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let general = match check_data(&event, &limits, &mut Tape::new()) {
+                Ok(checked) => finish(&state, &NoEvents, &event, checked)
+                    .map_err(|e| TestCaseError::fail(e.to_string()))?,
+                Err(v) => Err(v),
+            };
             prop_assert_eq!(decided, general);
         }
     }

@@ -70,7 +70,13 @@ fn snapshot(s: &Session) -> (crate::SessionState, Vec<Vec<u8>>) {
 fn refused(draft: Draft) -> Violation {
     let mut s = base();
     let before = snapshot(&s);
+    let split = split_plan(&mut s, draft.clone());
     let err = s.append(draft).unwrap_err();
+    assert_eq!(
+        split.map_err(|e| e.to_string()),
+        Err(err.to_string()),
+        "the store's appenders' split (own rules first, then the session's) refuses alike"
+    );
     assert_eq!(
         snapshot(&s),
         before,
@@ -86,6 +92,69 @@ fn refused(draft: Draft) -> Violation {
             violation
         }
         other => panic!("expected Rejected, got {other}"),
+    }
+}
+
+/// The plan a store's appender makes of `draft` as the session's next event: its own rules
+/// checked first (outside the write lock), the session's after them.
+fn split_plan(s: &mut Session, draft: Draft) -> crate::Result<crate::model::Verdict> {
+    let limits = crate::Limits::default();
+    let state = s.state().clone();
+    let event = draft.into_event(state.next_seq(), 9);
+    let checked = crate::model::precheck(&event, &limits);
+    let log = s.log_mut();
+    match checked {
+        Some(c) => crate::model::plan_checked("s", &state, log, &event, c, &limits),
+        None => crate::model::plan("s", &state, log, &event, &limits),
+    }
+}
+
+/// Every draft the base session is built from, and more that are accepted, planned alike
+/// both ways (the split above against the one pass), each checked before it is appended.
+#[test]
+fn an_accepted_event_is_planned_alike_with_its_own_rules_checked_first() {
+    let mut s = base();
+    let drafts = [
+        Draft::log(&LogType::STEP_START, p::step(1, 2).into_bytes()),
+        Draft::surface(
+            SurfaceType::AssistantMessage,
+            p::assistant_message(
+                1,
+                2,
+                "a2",
+                Some("x"),
+                &[("c2", "bash", "{}"), ("c3", "ls", "{}")],
+            )
+            .into_bytes(),
+            SurfaceIntent::append().with_sources(vec![5, 6]),
+        ),
+        Draft::log(
+            &LogType::TOOL_CALL,
+            p::tool_call(1, 2, "c2", "bash", "{}").into_bytes(),
+        ),
+        Draft::surface(
+            SurfaceType::ToolResult,
+            p::tool_result(1, 1, "r1", "c1", "again").into_bytes(),
+            SurfaceIntent::replace(5..=5).with_sources(vec![5]),
+        ),
+        replace_user(6, 8, vec![6, 8]),
+        Draft::log(&LogType::TURN_END, p::turn_end(1).into_bytes()),
+    ];
+    for draft in drafts {
+        let state = s.state().clone();
+        let event = draft.clone().into_event(state.next_seq(), 9);
+        let fused = crate::model::plan("s", &state, s.log_mut(), &event, &crate::Limits::default());
+        let split = split_plan(&mut s, draft.clone());
+        match (fused, split) {
+            (Ok(fused), Ok(split)) => assert_eq!(fused, split, "seq {}", state.next_seq()),
+            other => panic!("seq {}: refused: {other:?}", state.next_seq()),
+        }
+        assert!(
+            crate::model::precheck(&event, &crate::Limits::default()).is_some(),
+            "seq {}: an accepted event passes its own rules",
+            state.next_seq()
+        );
+        s.append(draft).expect("accepted");
     }
 }
 

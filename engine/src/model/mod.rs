@@ -24,7 +24,7 @@ mod surface;
 mod turns;
 mod verdict;
 
-pub(crate) use accept::{EventSource, plan};
+pub(crate) use accept::{EventChecked, EventSource, plan, plan_checked, precheck};
 pub use draft::{Draft, EventData, SurfaceIntent};
 pub use fork::{ForkSpec, child_header, inherited_len};
 pub use header::{HeaderColumns, Origin, SESSION_FORMAT_VERSION, SessionHeader};

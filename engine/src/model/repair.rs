@@ -83,6 +83,11 @@ struct Spans {
 }
 
 impl Spans {
+    /// Whether any span is held on the heap.
+    fn spilled(&self) -> bool {
+        !self.more.is_empty()
+    }
+
     fn first(&self) -> Option<Span> {
         self.first
     }
@@ -104,6 +109,11 @@ impl Extend<Span> for Spans {
 }
 
 impl RepairFacts {
+    /// Whether reading these facts allocated (a message calling several tools).
+    pub(crate) fn spilled(&self) -> bool {
+        self.ids.spilled()
+    }
+
     /// Locates what `observe` reads in `data` of an event of `event_type`.
     pub(crate) fn read(event_type: &str, surface: Option<SurfaceType>, data: Node<'_>) -> Self {
         let base = data.bytes();

@@ -7,13 +7,14 @@ use std::sync::Arc;
 use crate::codec::EventLoc;
 use crate::event::Event;
 use crate::event::view::EventRef;
+use crate::limits::Now;
 use crate::model::{
     ForkSpec, Message, ResumeReport, SessionHeader, SessionState, derive_message_parts,
     resume_events,
 };
 use crate::storage::{Checked, CheckedFile};
 use crate::storage::{FsStorage, Storage};
-use crate::store::catalog::entries::{Batch, SessionEntry};
+use crate::store::catalog::entries::{Batch, Events, Prechecked, SessionEntry};
 use crate::store::compact::{Compaction, Run, Scope, Space};
 use crate::store::info::{
     CheckpointInfo, DiskUsage, ListOptions, ListedRow, MemoryUsage, SessionInfo, StoreStats,
@@ -155,11 +156,18 @@ impl Store {
     /// # Errors
     /// `SessionNotFound`, `Rejected`, `ReadOnly`, `Poisoned`, write errors.
     pub fn append(&self, session: &str, draft: Draft) -> Result<u64> {
+        // The event is made and checked by its own rules before the write lock (appenders
+        // do that side by side); under it, it takes its seq and the session's rules.
+        let now = Now::new(&self.inner.options.clock);
+        let mut event = draft.into_event_with(0, || now.get());
+        let checked = Prechecked::of(std::slice::from_ref(&event), &self.inner.options.limits);
         self.inner
-            .write_events(session, |entry, now| {
-                Ok(Batch::One(
-                    draft.into_event_with(entry.state.next_seq(), || now.get()),
-                ))
+            .write_events(session, move |entry, _| {
+                event.set_seq(entry.state.next_seq());
+                Ok(Batch {
+                    events: Events::One(event),
+                    checked,
+                })
             })
             .map(|r| r.start)
     }
@@ -169,14 +177,22 @@ impl Store {
     /// # Errors
     /// As [`Store::append`]; a refused event refuses the whole batch.
     pub fn append_batch(&self, session: &str, drafts: Vec<Draft>) -> Result<std::ops::Range<u64>> {
-        self.inner.write_events(session, |entry, now| {
+        // As `append`: made and checked before the lock, numbered under it.
+        let now = Now::new(&self.inner.options.clock);
+        let mut events: Vec<Event> = drafts
+            .into_iter()
+            .map(|d| d.into_event_with(0, || now.get()))
+            .collect();
+        let checked = Prechecked::of(&events, &self.inner.options.limits);
+        self.inner.write_events(session, move |entry, _| {
             let first = entry.state.next_seq();
-            Ok(drafts
-                .into_iter()
-                .enumerate()
-                .map(|(i, d)| d.into_event_with(first + i as u64, || now.get()))
-                .collect::<Vec<_>>()
-                .into())
+            for (seq, event) in (first..).zip(events.iter_mut()) {
+                event.set_seq(seq);
+            }
+            Ok(Batch {
+                events: Events::Many(events),
+                checked,
+            })
         })
     }
 
@@ -186,7 +202,13 @@ impl Store {
     /// # Errors
     /// As [`Store::append_batch`].
     pub fn append_events(&self, session: &str, events: Vec<Event>) -> Result<std::ops::Range<u64>> {
-        self.inner.write_events(session, |_, _| Ok(events.into()))
+        let checked = Prechecked::of(&events, &self.inner.options.limits);
+        self.inner.write_events(session, move |_, _| {
+            Ok(Batch {
+                events: Events::Many(events),
+                checked,
+            })
+        })
     }
 
     /// Prepares a session for writing after a crash (DSH resume): if its last turn is open,

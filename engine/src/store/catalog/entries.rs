@@ -10,7 +10,9 @@ use crate::codec::checkpoint::indexed::{RunRef, Slot};
 use crate::codec::frame::FRAME_HEADER_LEN;
 use crate::event::{Event, SurfaceOp};
 use crate::model::SessionHeader as Header;
-use crate::model::{EventSource, SessionHeader, SessionState, Verdict, plan};
+use crate::model::{
+    EventChecked, EventSource, SessionHeader, SessionState, Verdict, plan, plan_checked, precheck,
+};
 use crate::store::catalog::cold::Cold;
 use crate::store::catalog::locations::Locations;
 use crate::store::log::segments::SegmentList;
@@ -127,26 +129,88 @@ impl EventSource for StoredEvents<'_> {
     }
 }
 
+/// The events of one append, and what their own rules decided before the write lock.
+#[derive(Debug)]
+pub(crate) struct Batch {
+    pub(crate) events: Events,
+    pub(crate) checked: Prechecked,
+}
+
 /// The events of one append: a single event (the hot path: no `Vec` to allocate) or many.
 #[derive(Debug)]
-pub(crate) enum Batch {
+pub(crate) enum Events {
     One(Event),
     Many(Vec<Event>),
 }
 
-impl std::ops::Deref for Batch {
+/// What the rules that read each event alone (`model::accept::precheck`) decided of a
+/// batch's events before the write lock: appenders run them side by side, and the plan
+/// under the lock runs only the rules that read the session.
+#[derive(Debug)]
+pub(crate) enum Prechecked {
+    /// Not run (or one event broke one): every rule runs under the lock.
+    No,
+    /// The one event's.
+    One(EventChecked),
+    /// Each event's, in order.
+    Each(Vec<EventChecked>),
+}
+
+impl Prechecked {
+    /// The events' own rules, run now: `No` unless every event passed them.
+    pub(crate) fn of(events: &[Event], limits: &Limits) -> Prechecked {
+        match events {
+            [] => Prechecked::No,
+            [one] => precheck(one, limits).map_or(Prechecked::No, Prechecked::One),
+            many => many
+                .iter()
+                .map(|e| precheck(e, limits))
+                .collect::<Option<Vec<_>>>()
+                .map_or(Prechecked::No, Prechecked::Each),
+        }
+    }
+
+    /// One entry per event of a batch of `len`, in order (`None`: not checked).
+    fn per_event(self, len: usize) -> impl Iterator<Item = Option<EventChecked>> {
+        let each = match self {
+            Prechecked::No => Vec::new(),
+            Prechecked::One(c) => vec![c],
+            Prechecked::Each(v) => v,
+        };
+        debug_assert!(
+            each.is_empty() || each.len() == len,
+            "one check per event of the batch"
+        );
+        each.into_iter()
+            .map(Some)
+            .chain(std::iter::repeat_with(|| None))
+            .take(len)
+    }
+}
+
+impl Batch {
+    /// A batch of events checked by nothing yet.
+    pub(crate) fn unchecked(events: Events) -> Self {
+        Batch {
+            events,
+            checked: Prechecked::No,
+        }
+    }
+}
+
+impl std::ops::Deref for Events {
     type Target = [Event];
     fn deref(&self) -> &[Event] {
         match self {
-            Batch::One(e) => std::slice::from_ref(e),
-            Batch::Many(v) => v,
+            Events::One(e) => std::slice::from_ref(e),
+            Events::Many(v) => v,
         }
     }
 }
 
 impl From<Vec<Event>> for Batch {
     fn from(events: Vec<Event>) -> Self {
-        Batch::Many(events)
+        Batch::unchecked(Events::Many(events))
     }
 }
 
@@ -192,11 +256,21 @@ pub(crate) fn plan_batch(
     state: &SessionState,
     source: &StoredEvents<'_>,
     events: &[Event],
+    checked: Prechecked,
     limits: &Limits,
 ) -> Result<Planned> {
+    let plan = |state: &SessionState, event: &Event, checked: Option<EventChecked>| match checked {
+        Some(c) => plan_checked(id, state, source, event, c, limits),
+        None => plan(id, state, source, event, limits),
+    };
     if let [event] = events {
-        return plan(id, state, source, event, limits).map(Planned::One);
+        let checked = match checked {
+            Prechecked::One(c) => Some(c),
+            _ => None,
+        };
+        return plan(state, event, checked).map(Planned::One);
     }
+    let mut checks = checked.per_event(events.len());
     // Without a replace, the rules read of the state only the next seq (the surface only
     // for a replace's endpoints), so each event is checked against a state that has the
     // seq the batch's earlier events leave and nothing else.
@@ -207,14 +281,14 @@ pub(crate) fn plan_batch(
         let mut next = SessionState::starting_at(state.next_seq());
         let mut verdicts = Vec::with_capacity(events.len());
         for event in events {
-            verdicts.push(plan(id, &next, source, event, limits)?);
+            verdicts.push(plan(&next, event, checks.next().flatten())?);
             next.next_seq += 1;
         }
         return Ok(Planned::Appends(verdicts));
     }
     let mut next = state.clone();
     for event in events {
-        let change = plan(id, &next, source, event, limits)?;
+        let change = plan(&next, event, checks.next().flatten())?;
         next.apply(event, &change);
     }
     Ok(Planned::Many(Box::new(next)))

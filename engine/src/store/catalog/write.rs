@@ -5,7 +5,7 @@
 use parking_lot::{RwLockUpgradableReadGuard, RwLockWriteGuard};
 
 use super::Catalog;
-use super::entries::{Batch, SessionEntry, StoredEvents, plan_batch};
+use super::entries::{Batch, Prechecked, SessionEntry, StoredEvents, plan_batch};
 use super::locations::Locations;
 use crate::codec::record::BodyRef;
 use crate::event::Event;
@@ -72,7 +72,8 @@ impl Catalog {
             events.extend(marker);
         }
         let mut state = SessionState::new();
-        plan_batch(&id, &state, &to.source(None, &events), &events, to.limits)?
+        let source = to.source(None, &events);
+        plan_batch(&id, &state, &source, &events, Prechecked::No, to.limits)?
             .commit(&mut state, &events);
         let header_json = header.to_json();
         let sealed = to.seal(&BodyRef::Create {
@@ -101,9 +102,9 @@ impl Catalog {
         // led this function's `perf annotate`). Every other catalog writer holds the tail lock too, so the
         // upgrade never waits for one; readers go on beside it until the upgrade.
         let plan = |entry: &SessionEntry| -> Result<_> {
-            let events = make(entry, to.now)?;
+            let Batch { events, checked } = make(entry, to.now)?;
             let source = to.source(Some(&entry.locs), &events);
-            let planned = plan_batch(session, &entry.state, &source, &events, to.limits)?;
+            let planned = plan_batch(session, &entry.state, &source, &events, checked, to.limits)?;
             Ok((events, planned, entry.state.next_seq()))
         };
         let mut cat = self.entries.upgradable_read();
@@ -197,6 +198,7 @@ impl Catalog {
             &state,
             &to.source(Some(&locs), &marker),
             &marker,
+            Prechecked::No,
             to.limits,
         )?
         .commit(&mut state, &marker);

@@ -7,7 +7,7 @@ use crate::Limits;
 use crate::codec::record::{LocatedEvent, RecordBody};
 use crate::codec::{CorruptionKind, EventLoc};
 use crate::model::{SessionHeader, SessionState};
-use crate::store::catalog::entries::{Entries, StoredEvents, plan_batch};
+use crate::store::catalog::entries::{Entries, Prechecked, StoredEvents, plan_batch};
 use crate::store::catalog::locations::Locations;
 use crate::store::log::segments::SegmentList;
 
@@ -28,7 +28,7 @@ fn replay_events(
         batch: &evs,
     };
     // Judged as stored: the writer's bounds admitted it (`Limits::stored`).
-    plan_batch(id, state, &source, &evs, &Limits::stored())
+    plan_batch(id, state, &source, &evs, Prechecked::No, &Limits::stored())
         .map_err(refused("a stored event is refused"))?
         .commit(state, &evs);
     for e in events {
