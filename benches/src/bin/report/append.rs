@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use sessdb::{CheckpointWrites, Durability, Store, StoreOptions};
 
-use crate::measure::{Row, pair, temp};
+use crate::measure::{Row, Rows, pair, temp};
 use crate::mix::{Mix, Op, Step, batches};
 
 /// The buffered subject: the defaults a user gets (checkpoints on), `Buffered`.
@@ -181,7 +181,7 @@ fn raw_sync_batches(chunks: &[Vec<u8>], events: u64) -> f64 {
 }
 
 /// The rows of buffered appends and `Sync` batches on `mix`.
-pub fn rows(mix: &Mix, reps: usize, run: &dyn Fn(&str) -> bool, rows: &mut Vec<Row>) {
+pub fn rows(mix: &Mix, reps: usize, run: &dyn Fn(&str) -> bool, rows: &mut Rows) {
     let events = mix.events;
     if run("append") {
         let (s, j) = pair(

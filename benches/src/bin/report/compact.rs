@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use sessdb::{CompactionPolicy, Durability, Store, StoreOptions};
 
-use crate::measure::{Row, pair, temp};
+use crate::measure::{Row, Rows, pair, temp};
 use crate::mix::{Mix, apply};
 
 /// Segments of 4 MiB: a compaction has several to write, a background one runs across the
@@ -160,7 +160,7 @@ pub fn compact_once(mix: &Mix) -> f64 {
     t.elapsed().as_secs_f64()
 }
 
-pub fn rows(mix: &Mix, reps: usize, rows: &mut Vec<Row>) {
+pub fn rows(mix: &Mix, reps: usize, rows: &mut Rows) {
     let workload = format!(
         "{}, every other session deleted, 4 MiB segments",
         mix.name()

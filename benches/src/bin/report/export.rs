@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use sessdb::Store;
 
-use crate::measure::{Row, pair, temp};
+use crate::measure::{Row, Rows, pair, temp};
 use crate::open::Built;
 
 /// One exported row of the analytics layout's three tables, as the bare loop inserts it.
@@ -17,7 +17,7 @@ type SqlRow = Vec<rusqlite::types::Value>;
 /// SQLite export of the store (the analytics layout: one row per event, the surface) vs a
 /// bare rusqlite loop inserting the same rows into the same schema, with the same pragmas, in
 /// one transaction.
-pub fn sqlite_export_row(built: &Built, reps: usize, rows: &mut Vec<Row>) {
+pub fn sqlite_export_row(built: &Built, reps: usize, rows: &mut Rows) {
     use sessdb_formats::sqlite::{SqliteExportOptions, SqliteLayout, export_sqlite};
     let store =
         Store::open_read_only(built.dir.path(), sessdb::StoreOptions::default()).expect("open");
@@ -99,7 +99,7 @@ pub fn sqlite_export_row(built: &Built, reps: usize, rows: &mut Vec<Row>) {
 }
 
 /// JSONL export of the store vs writing the same bytes, line by line, with a bare BufWriter.
-pub fn export_row(built: &Built, reps: usize, rows: &mut Vec<Row>) {
+pub fn export_row(built: &Built, reps: usize, rows: &mut Rows) {
     let store =
         Store::open_read_only(built.dir.path(), sessdb::StoreOptions::default()).expect("open");
     let options = sessdb_formats::jsonl::ExportOptions::default();

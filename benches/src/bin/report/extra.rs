@@ -10,7 +10,7 @@ use sessdb::{Draft, Durability, SessionHeader, Store, StoreOptions, SurfaceInten
 use sessdb_benches::user_draft;
 use sessdb_workload::payload as p;
 
-use crate::measure::{Row, pair, temp};
+use crate::measure::{Row, Rows, pair, temp};
 
 /// The report's `Sync` store options.
 fn sync_options() -> StoreOptions {
@@ -90,7 +90,7 @@ fn sessdb_threads(threads: u64, per_thread: u64, batch: u64, options: sessdb::St
 
 /// Surface operations on a long surface vs 1k entries; `Session::messages()` of 10k nodes
 /// (borrowed slices) vs a memcpy of the same bytes.
-fn surface_rows(quick: bool, reps: usize, rows: &mut Vec<Row>) {
+fn surface_rows(quick: bool, reps: usize, rows: &mut Rows) {
     let workload = || "user messages only, in memory".to_owned();
     let long = if quick { 100_000 } else { 1_000_000 };
     let (l, sh) = pair(reps, || surface_ops(long, 300), || surface_ops(1_000, 300));
@@ -169,7 +169,7 @@ fn replace_draft(start: u64, end: u64, n: u64) -> Draft {
 }
 
 /// The durable-event and threads rows (user messages), and the surface rows.
-pub fn rows(quick: bool, reps: usize, run: &dyn Fn(&str) -> bool, rows: &mut Vec<Row>) {
+pub fn rows(quick: bool, reps: usize, run: &dyn Fn(&str) -> bool, rows: &mut Rows) {
     if run("durable") {
         let n = if quick { 100 } else { 300 };
         let (d, r) = pair(reps, || durable_p50(n), || raw_p50(n));

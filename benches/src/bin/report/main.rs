@@ -27,7 +27,7 @@ use std::time::Instant;
 
 use sessdb::Store;
 
-use measure::{Row, Stat, dur, rss, rss_anon, stat, temp};
+use measure::{Rows, Stat, dur, rss, rss_anon, stat, temp};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -113,7 +113,7 @@ fn main() {
         .position(|a| a == "--only")
         .and_then(|i| args.get(i + 1).cloned());
     let run = |row: &str| only.as_deref().is_none_or(|o| o == row);
-    let mut rows: Vec<Row> = Vec::new();
+    let mut rows = Rows::new();
 
     // `--profile-reopen N`: a `Sync` store (`--buffered`: a `Buffered` one) closed and opened
     // N times, the first five appends after each open timed, back to back and 5 ms apart:
@@ -313,12 +313,13 @@ fn physical_sync() -> Stat {
     stat(v)
 }
 
-fn print_json(rows: &[Row]) {
+fn print_json(rows: &Rows) {
+    let num = |v: Option<f64>| v.map_or("null".to_owned(), |v| v.to_string());
     let out: Vec<String> = rows
         .iter()
-        .map(|r| {
+        .map(|(r, load)| {
             format!(
-                "{{\"what\":{:?},\"unit\":{:?},\"subject\":{},\"subject_min\":{},\"subject_max\":{},\"baseline\":{:?},\"baseline_median\":{},\"ratio\":{},\"goal\":{:?},\"workload\":{:?}}}",
+                "{{\"what\":{:?},\"unit\":{:?},\"subject\":{},\"subject_min\":{},\"subject_max\":{},\"baseline\":{:?},\"baseline_median\":{},\"ratio\":{},\"goal\":{:?},\"workload\":{:?},\"others_cpu\":{},\"steal\":{},\"load1\":{}}}",
                 r.what,
                 r.unit,
                 r.subject.median,
@@ -328,18 +329,24 @@ fn print_json(rows: &[Row]) {
                 r.baseline.median,
                 r.subject.median / r.baseline.median,
                 r.goal,
-                r.workload
+                r.workload,
+                num(load.others),
+                num(load.steal),
+                num(load.avg1)
             )
         })
         .collect();
     println!("[{}]", out.join(","));
 }
 
-fn print_text(rows: &[Row], reps: usize, sync_lat: Stat) {
+fn print_text(rows: &Rows, reps: usize, sync_lat: Stat) {
     println!(
-        "sessdb report ({reps} repetitions, subject and baseline alternating; median [min-max])"
+        "sessdb report ({reps} repetitions, subject and baseline alternating; median [min-max]; \
+         under each row its workload and the machine while it ran: the CPU used outside this \
+         process (the kernel threads writing out its files included), the CPU stolen by the \
+         hypervisor, the 1-minute load)"
     );
-    for r in rows {
+    for (r, load) in rows.iter() {
         let f = |s: Stat| match r.unit {
             "s" => format!("{} [{}-{}]", dur(s.median), dur(s.min), dur(s.max)),
             "s/ev" => format!(
@@ -352,14 +359,15 @@ fn print_text(rows: &[Row], reps: usize, sync_lat: Stat) {
             _ => format!("{:.0} [{:.0}-{:.0}]", s.median, s.min, s.max),
         };
         println!(
-            "{:<50} {:>34}  vs {:<54} {:>34}  ratio {:>6.3}  goal {}\n    on {}",
+            "{:<50} {:>34}  vs {:<54} {:>34}  ratio {:>6.3}  goal {}\n    on {}; {}",
             r.what,
             f(r.subject),
             r.baseline_name,
             f(r.baseline),
             r.subject.median / r.baseline.median,
             r.goal,
-            r.workload
+            r.workload,
+            load.text()
         );
     }
     println!(

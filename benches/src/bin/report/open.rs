@@ -11,7 +11,7 @@ use sessdb::{Store, StoreOptions};
 use sessdb_workload::{WorkloadSpec, generate};
 
 use crate::append::buffered;
-use crate::measure::{Row, pair, temp};
+use crate::measure::{Row, Rows, pair, temp};
 
 /// A built store and the name of what it holds.
 pub struct Built {
@@ -183,7 +183,7 @@ pub fn kept_one_turn_sessions(sessions: usize) -> (std::path::PathBuf, String, u
 
 /// A million sessions of ~20 events (DSH mix) against one session of the same events, each
 /// opened in fresh processes, interleaved: open, resident memory, the newest 20 listed.
-pub fn million_rows(quick: bool, reps: usize, rows: &mut Vec<Row>) {
+pub fn million_rows(quick: bool, reps: usize, rows: &mut Rows) {
     let sessions: usize = if quick { 100_000 } else { 1_000_000 };
     let (many_dir, many_name, many_events) = kept_one_turn_sessions(sessions);
     let (one_dir, one_name, _) = kept(
@@ -309,7 +309,7 @@ pub fn million_rows(quick: bool, reps: usize, rows: &mut Vec<Row>) {
 }
 
 /// The open rows on `main` (built from [`main_spec`]).
-pub fn open_rows(main: &Built, quick: bool, reps: usize, rows: &mut Vec<Row>) {
+pub fn open_rows(main: &Built, quick: bool, reps: usize, rows: &mut Rows) {
     let (c, f) = pair(
         reps,
         || open_time(main.dir.path(), true),
@@ -384,7 +384,7 @@ pub fn shape_rows(
     big: bool,
     reps: usize,
     run: &dyn Fn(&str) -> bool,
-    rows: &mut Vec<Row>,
+    rows: &mut Rows,
 ) {
     let events = if quick {
         100_000
@@ -569,7 +569,7 @@ fn checkpoint_after_one_percent(dir: &Path, ids: &[String], merge_every: u32, ro
 
 /// A checkpoint where 1 % of the sessions changed, a delta against a full one, on a store of
 /// many short sessions (100,000; `quick`: 20,000).
-pub fn checkpoint_rows(quick: bool, reps: usize, rows: &mut Vec<Row>) {
+pub fn checkpoint_rows(quick: bool, reps: usize, rows: &mut Rows) {
     let sessions = if quick { 20_000 } else { 100_000 };
     let built = build(&WorkloadSpec {
         sessions,

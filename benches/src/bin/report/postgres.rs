@@ -11,7 +11,7 @@ use sessdb::{Draft, LogType, SessionHeader, Store, StoreOptions};
 use sessdb_postgres::Shipper;
 use sessdb_workload::WorkloadSpec;
 
-use crate::measure::{Row, pair, stat};
+use crate::measure::{Row, Rows, pair, stat};
 use crate::open;
 
 /// Drops the tables (a fresh database for each repetition), every one the schema makes,
@@ -46,7 +46,7 @@ fn copy_in(tx: &mut postgres::Transaction<'_>, table: &str, rows: &[u8]) {
     w.finish().expect("finish");
 }
 
-pub fn rows(quick: bool, reps: usize, rows: &mut Vec<Row>) {
+pub fn rows(quick: bool, reps: usize, rows: &mut Rows) {
     let Some(pg) = sessdb_tests::pg::Cluster::start() else {
         println!("postgres rows skipped: no PostgreSQL server binaries on this machine");
         return;
@@ -115,7 +115,7 @@ pub fn rows(quick: bool, reps: usize, rows: &mut Vec<Row>) {
 /// loop pays every interval while the store is idle, against listing the same sessions
 /// (`Store::list_each` in the store's order: the least any round that looks at every session
 /// reads). `--only ship-idle`; 100,000 sessions (20,000 with `--quick`), shipped once first.
-pub fn idle_rows(quick: bool, reps: usize, rows: &mut Vec<Row>) {
+pub fn idle_rows(quick: bool, reps: usize, rows: &mut Rows) {
     let Some(pg) = sessdb_tests::pg::Cluster::start() else {
         println!("postgres rows skipped: no PostgreSQL server binaries on this machine");
         return;
@@ -161,7 +161,7 @@ pub fn idle_rows(quick: bool, reps: usize, rows: &mut Vec<Row>) {
 /// A writer appends at a steady rate while a follow loop (read-only store, refresh and ship
 /// every 50 ms, as `ship --follow --interval-ms 50`) ships; the lag of an event is from its
 /// acknowledgement to the commit of the round that shipped it.
-fn lag_rows(url: &str, quick: bool, rows: &mut Vec<Row>) {
+fn lag_rows(url: &str, quick: bool, rows: &mut Rows) {
     reset(url);
     let dir = tempfile::tempdir().expect("dir");
     let writer = Store::open(dir.path(), StoreOptions::default()).expect("open");

@@ -10,7 +10,7 @@ use std::path::Path;
 use sessdb::{CompactionPolicy, Draft, Durability, LogType, SessionHeader, Store, StoreOptions};
 
 use crate::compact::{deletable, segment_bytes, without};
-use crate::measure::{Row, stat, temp};
+use crate::measure::{Row, Rows, stat, temp};
 use crate::mix::{Mix, apply};
 
 /// One step of the churn.
@@ -143,7 +143,7 @@ fn row(what: &'static str, (after, baseline): (u64, u64), workload: String) -> R
     }
 }
 
-pub fn rows(quick: bool, mix: &Mix, rows: &mut Vec<Row>) {
+pub fn rows(quick: bool, mix: &Mix, rows: &mut Rows) {
     // 1. Churn, the background compaction beside the writes, then `compact`.
     let sessions = if quick { 2_000 } else { 20_000 };
     let ops = churn(sessions, 20, 16);
