@@ -225,6 +225,90 @@ fn user_draft(text: &str) -> Draft {
     )
 }
 
+/// Threads appending to one session at once, each event's own rules checked before the
+/// write lock and the session's under it: a refusal that depends on the seq (sources that do
+/// not come before it) is decided at the seq the event would take, one on the bytes alone is
+/// named with that seq too, and the log accepted this way is the log a replay (which checks
+/// every rule in one pass) accepts, to the same state.
+#[test]
+fn appends_to_one_session_from_many_threads_are_decided_at_their_own_seqs() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = || {
+        sessdb::StoreOptions::default()
+            .with_durability(sessdb::Durability::Buffered)
+            .with_clock(sessdb::Clock::fixed(5))
+    };
+    let store = Store::open(dir.path(), options()).unwrap();
+    store
+        .create_session(SessionHeader::new("shared", 0), Vec::new())
+        .unwrap();
+    let threads = 8;
+    let per = 200u64;
+    let assistant = |id: &str, sources: Vec<u64>| {
+        Draft::surface(
+            sessdb::SurfaceType::AssistantMessage,
+            p::assistant_message(1, 1, id, Some("ok"), &[(&format!("c-{id}"), "bash", "{}")])
+                .into_bytes(),
+            sessdb::SurfaceIntent::append().with_sources(sources),
+        )
+    };
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            let store = &store;
+            s.spawn(move || {
+                for n in 0..per {
+                    let user = store
+                        .append("shared", user_draft(&format!("t{t}-{n}")))
+                        .unwrap();
+                    // Citing its own user message: accepted, whatever came between.
+                    let cited = store
+                        .append("shared", assistant(&format!("a{t}-{n}"), vec![user]))
+                        .unwrap();
+                    assert!(cited > user);
+                    // Citing a seq past any it could take: refused (a rule that reads the
+                    // event's seq), and named with a seq after the last it appended.
+                    let ahead = cited + 1;
+                    match store.append("shared", assistant(&format!("b{t}-{n}"), vec![1 << 40])) {
+                        Err(Error::Rejected { seq, violation, .. }) => {
+                            assert!(seq >= ahead, "t{t}: refused at {seq}");
+                            assert!(
+                                matches!(violation, sessdb::Violation::SourceNotEarlier { .. }),
+                                "{violation:?}"
+                            );
+                        }
+                        other => panic!("t{t}: {other:?}"),
+                    }
+                    // Broken bytes, in a batch after a good event: the whole batch refused,
+                    // named with the broken event's seq.
+                    let batch = vec![
+                        user_draft(&format!("c{t}-{n}")),
+                        Draft::log(&LogType::TOOL_CALL, br#"{"turn":1,"#.to_vec()),
+                    ];
+                    match store.append_batch("shared", batch) {
+                        Err(Error::Rejected { seq, violation, .. }) => {
+                            assert!(seq > cited, "t{t}: refused at {seq}");
+                            assert!(
+                                matches!(violation, sessdb::Violation::InvalidData(_)),
+                                "{violation:?}"
+                            );
+                        }
+                        other => panic!("t{t}: {other:?}"),
+                    }
+                }
+            });
+        }
+    });
+    let len = store.session_len("shared").unwrap();
+    assert_eq!(len, 1 + 2 * threads as u64 * per);
+    let state = store.state("shared").unwrap();
+    let messages = store.messages("shared").unwrap().len();
+    store.close().unwrap();
+    drop(store);
+    let replayed = Store::open(dir.path(), options().with_ignore_checkpoints(true)).unwrap();
+    assert_eq!(replayed.state("shared").unwrap(), state);
+    assert_eq!(replayed.messages("shared").unwrap().len(), messages);
+}
+
 #[test]
 fn many_threads_appending_at_once_each_get_their_own_seqs_in_order() {
     let dir = tempfile::tempdir().unwrap();
