@@ -70,6 +70,34 @@ fn appends_allocate_nothing_per_event_in_steady_state() {
     assert_eq!(store.session_len("s").unwrap(), 8_001);
 }
 
+#[test]
+fn a_batch_allocates_a_few_times_whatever_its_length() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(
+        dir.path(),
+        StoreOptions::default().with_durability(Durability::Buffered),
+    )
+    .unwrap();
+    store
+        .create_session(SessionHeader::new("s", 0), Vec::new())
+        .unwrap();
+    let batch = |n: u64| -> Vec<Draft> { (0..n).flat_map(|i| [chunk(), user(i)]).collect() };
+    for _ in 0..20 {
+        store.append_batch("s", batch(100)).unwrap();
+    }
+    let mut most = 0;
+    for _ in 0..20 {
+        let drafts = batch(100);
+        let info = allocation_counter::measure(|| {
+            store.append_batch("s", drafts).unwrap();
+        });
+        most = most.max(info.count_total);
+    }
+    // The events made from the drafts and the verdicts the rules give them (each event's own
+    // checks become its verdict where they lie); a growing vector of the session's may double.
+    assert!(most <= 3, "{most} allocations for a batch of 200 events");
+}
+
 /// The generator's appends into a store, each counted alone (the draft is built before).
 struct Counting<'a> {
     store: &'a Store,

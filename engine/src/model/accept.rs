@@ -60,7 +60,7 @@ pub(crate) fn plan_checked(
     // a message calling several tools: checking would allocate, and the allocation test
     // counts a debug build's appends; the store's proptests compare those with a replay.)
     debug_assert!(
-        checked.facts.spilled() || own_rules(event, limits).ok().as_ref() == Some(&checked),
+        checked.0.facts.spilled() || own_rules(event, limits).ok().as_ref() == Some(&checked),
         "seq {}: a precheck the event's own rules do not give",
         event.seq()
     );
@@ -82,16 +82,14 @@ fn rejected(session: &str, event: &Event, verdict: Result<Verdict, Violation>) -
     })
 }
 
-/// What the rules that read an event alone decided of it: every one of them passed, and
-/// what they located for the rest. Everything in [`check`] but the seq, the sources'
-/// order against it and a replace's endpoints, which need the session.
+/// What the rules that read an event alone decided of it: every one of them passed, and its
+/// verdict as far as they decide it — a log event's whole, a surface event's an `Append`
+/// until the rules that need the session (the seq, the sources against it, a replace's
+/// endpoints) have run. The same layout as the verdict it becomes: a batch's vector of
+/// them is planned in place.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct EventChecked {
-    /// What the repair state reads of `data`.
-    facts: RepairFacts,
-    /// The surface type the rules took the event for (`None`: a log event, decided).
-    surface: Option<SurfaceType>,
-}
+#[repr(transparent)]
+pub(crate) struct EventChecked(Verdict);
 
 /// The rules that read `event` alone, run before its session is looked at (an appender runs
 /// them outside the write lock, so that appenders check their events side by side):
@@ -151,10 +149,10 @@ fn own_rules(event: &Event, limits: &Limits) -> Result<EventChecked, Violation> 
         && event.sources().is_none()
         && valid_by_chunk_shortcut(event.data(), limits)
     {
-        return Ok(EventChecked {
+        return Ok(EventChecked(Verdict {
+            change: SurfaceChange::None,
             facts: RepairFacts::default(),
-            surface: None,
-        });
+        }));
     }
     // One pass validates `data` and indexes its members: the rules below read them from the
     // index instead of walking `data` again (`json/tape.rs`). The index is the thread's,
@@ -197,12 +195,13 @@ fn check_data(event: &Event, limits: &Limits, tape: &mut Tape) -> Result<EventCh
             type_name: ty.to_owned(),
         });
     }
-    // Read before the sources are checked (in `finish`): reading them refuses nothing.
-    let facts = RepairFacts::read(ty, Some(surface_type), data);
-    Ok(EventChecked {
-        facts,
-        surface: Some(surface_type),
-    })
+    if let Some(sources) = event.sources() {
+        check_sources(surface_type, sources)?;
+    }
+    Ok(EventChecked(Verdict {
+        change: SurfaceChange::Append,
+        facts: RepairFacts::read(ty, Some(surface_type), data),
+    }))
 }
 
 /// The rules after the event's own: a surface event's sources against its seq, then a
@@ -213,34 +212,31 @@ fn finish(
     event: &Event,
     checked: EventChecked,
 ) -> Result<Result<Verdict, Violation>> {
-    let EventChecked { facts, surface } = checked;
-    let Some(surface_type) = surface else {
-        return Ok(Ok(Verdict {
-            change: SurfaceChange::None,
-            facts,
-        }));
-    };
-    if let Some(sources) = event.sources()
-        && let Err(v) = check_sources(surface_type, event.seq(), sources)
-    {
-        return Ok(Err(v));
+    let EventChecked(mut verdict) = checked;
+    if matches!(verdict.change, SurfaceChange::None) {
+        return Ok(Ok(verdict));
     }
-    let change = match event.surface_op() {
-        Some(SurfaceOp::Replace { start, end }) => {
-            let replace = Replace {
-                surface_type,
-                start,
-                end,
-            };
-            match check_replace(state, source, event, replace)? {
-                Ok(change) => change,
-                Err(v) => return Ok(Err(v)),
-            }
+    // The last provenance rule, DSH's order kept: members before the own seq.
+    let seq = event.seq();
+    if let Some(&late) = event.sources().and_then(|s| s.iter().find(|&&s| s >= seq)) {
+        return Ok(Err(Violation::SourceNotEarlier { source_seq: late }));
+    }
+    // A surface op on an event the rules took for a log event was refused: a replace here
+    // is a surface event's.
+    if let (Some(SurfaceOp::Replace { start, end }), Some(surface_type)) =
+        (event.surface_op(), event.surface_type())
+    {
+        let replace = Replace {
+            surface_type,
+            start,
+            end,
+        };
+        match check_replace(state, source, event, replace)? {
+            Ok(change) => verdict.change = change,
+            Err(v) => return Ok(Err(v)),
         }
-        // The own rules refused a surface event without an op.
-        _ => SurfaceChange::Append,
-    };
-    Ok(Ok(Verdict { change, facts }))
+    }
+    Ok(Ok(verdict))
 }
 
 /// The event's `data` checked as JSON and, for the types whose members the rules read,
@@ -297,10 +293,10 @@ fn check_log_event(event: &Event, data: Node<'_>) -> Result<EventChecked, Violat
             type_name: ty.to_owned(),
         });
     }
-    Ok(EventChecked {
+    Ok(EventChecked(Verdict {
+        change: SurfaceChange::None,
         facts: RepairFacts::read(ty, None, data),
-        surface: None,
-    })
+    }))
 }
 
 /// A `replace` surface op: what it replaces, and the event's surface type.
@@ -371,9 +367,9 @@ fn check_replace(
     Ok(Ok(SurfaceChange::Replace(start_pos..=end_pos)))
 }
 
-/// Provenance rules in DSH's order: `[]` only on `assistant/message`, unique, members before
-/// the own seq.
-fn check_sources(ty: SurfaceType, seq: u64, sources: &[u64]) -> Result<(), Violation> {
+/// The provenance rules that read the event alone, in DSH's order: `[]` only on
+/// `assistant/message`, unique. (Members before the own seq: [`finish`].)
+fn check_sources(ty: SurfaceType, sources: &[u64]) -> Result<(), Violation> {
     if sources.is_empty() && ty != SurfaceType::AssistantMessage {
         return Err(Violation::EmptySources);
     }
@@ -384,9 +380,6 @@ fn check_sources(ty: SurfaceType, seq: u64, sources: &[u64]) -> Result<(), Viola
         if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
             return Err(Violation::DuplicateSource { source_seq: w[0] });
         }
-    }
-    if let Some(&late) = sources.iter().find(|&&s| s >= seq) {
-        return Err(Violation::SourceNotEarlier { source_seq: late });
     }
     Ok(())
 }

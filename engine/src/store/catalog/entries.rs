@@ -162,11 +162,17 @@ impl Prechecked {
         match events {
             [] => Prechecked::No,
             [one] => precheck(one, limits).map_or(Prechecked::No, Prechecked::One),
-            many => many
-                .iter()
-                .map(|e| precheck(e, limits))
-                .collect::<Option<Vec<_>>>()
-                .map_or(Prechecked::No, Prechecked::Each),
+            many => {
+                // Sized once (a collect into `Option<Vec>` grows it step by step).
+                let mut each = Vec::with_capacity(many.len());
+                for event in many {
+                    match precheck(event, limits) {
+                        Some(c) => each.push(c),
+                        None => return Prechecked::No,
+                    }
+                }
+                Prechecked::Each(each)
+            }
         }
     }
 
@@ -270,7 +276,6 @@ pub(crate) fn plan_batch(
         };
         return plan(state, event, checked).map(Planned::One);
     }
-    let mut checks = checked.per_event(events.len());
     // Without a replace, the rules read of the state only the next seq (the surface only
     // for a replace's endpoints), so each event is checked against a state that has the
     // seq the batch's earlier events leave and nothing else.
@@ -279,13 +284,30 @@ pub(crate) fn plan_batch(
         .any(|e| matches!(e.surface_op(), Some(SurfaceOp::Replace { .. })))
     {
         let mut next = SessionState::starting_at(state.next_seq());
-        let mut verdicts = Vec::with_capacity(events.len());
-        for event in events {
-            verdicts.push(plan(&next, event, checks.next().flatten())?);
+        let mut step = |event: &Event, checked: Option<EventChecked>| {
+            let verdict = plan(&next, event, checked);
             next.next_seq += 1;
-        }
+            verdict
+        };
+        let verdicts = match checked {
+            // Each event's checks become its verdict in the vector that holds them (the
+            // same layout: collected in place, nothing allocated).
+            Prechecked::Each(checks) if checks.len() == events.len() => checks
+                .into_iter()
+                .zip(events)
+                .map(|(c, event)| step(event, Some(c)))
+                .collect::<Result<Vec<_>>>()?,
+            _ => {
+                let mut verdicts = Vec::with_capacity(events.len());
+                for event in events {
+                    verdicts.push(step(event, None)?);
+                }
+                verdicts
+            }
+        };
         return Ok(Planned::Appends(verdicts));
     }
+    let mut checks = checked.per_event(events.len());
     let mut next = state.clone();
     for event in events {
         let change = plan(&next, event, checks.next().flatten())?;
