@@ -40,17 +40,23 @@ fn chunk() -> Draft {
     )
 }
 
-#[test]
-fn appends_allocate_nothing_per_event_in_steady_state() {
-    let dir = tempfile::tempdir().unwrap();
+/// A buffered store in `dir` with one session, `s`.
+fn store_with_session(dir: &std::path::Path) -> Store {
     let store = Store::open(
-        dir.path(),
+        dir,
         StoreOptions::default().with_durability(Durability::Buffered),
     )
     .unwrap();
     store
         .create_session(SessionHeader::new("s", 0), Vec::new())
         .unwrap();
+    store
+}
+
+#[test]
+fn appends_allocate_nothing_per_event_in_steady_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_with_session(dir.path());
     for i in 0..3_000 {
         store.append("s", chunk()).unwrap();
         store.append("s", user(i)).unwrap();
@@ -73,14 +79,7 @@ fn appends_allocate_nothing_per_event_in_steady_state() {
 #[test]
 fn a_batch_allocates_a_few_times_whatever_its_length() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(
-        dir.path(),
-        StoreOptions::default().with_durability(Durability::Buffered),
-    )
-    .unwrap();
-    store
-        .create_session(SessionHeader::new("s", 0), Vec::new())
-        .unwrap();
+    let store = store_with_session(dir.path());
     let batch = |n: u64| -> Vec<Draft> { (0..n).flat_map(|i| [chunk(), user(i)]).collect() };
     for _ in 0..20 {
         store.append_batch("s", batch(100)).unwrap();
