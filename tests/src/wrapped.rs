@@ -47,14 +47,18 @@ macro_rules! delegate_storage {
 pub type ListHook = dyn Fn(&str, Vec<String>) -> std::io::Result<Vec<String>> + Send + Sync;
 /// An open hook: `Err` refuses the open of that path.
 pub type OpenHook = dyn Fn(&str) -> std::io::Result<()> + Send + Sync;
+/// A change hook: run before and after each rename (given its target) and removal.
+pub type ChangeHook = dyn Fn(&str) + Send + Sync;
 
-/// A storage that hands every call to `inner` but lets a test change what a listing returns
-/// and refuse opens: a listing that missed a file, a directory out of reach.
+/// A storage that hands every call to `inner` but lets a test change what a listing returns,
+/// refuse opens and act between file changes: a listing that missed a file, a directory out
+/// of reach, a reader's refresh in each gap a salvage leaves between two of its changes.
 #[derive(Clone)]
 pub struct Hooked {
     inner: std::sync::Arc<dyn sessdb::storage::Storage>,
     list: std::sync::Arc<ListHook>,
     open: std::sync::Arc<OpenHook>,
+    change: std::sync::Arc<ChangeHook>,
 }
 
 impl std::fmt::Debug for Hooked {
@@ -70,6 +74,7 @@ impl Hooked {
             inner,
             list: std::sync::Arc::new(|_, names| Ok(names)),
             open: std::sync::Arc::new(|_| Ok(())),
+            change: std::sync::Arc::new(|_| {}),
         }
     }
 
@@ -92,6 +97,13 @@ impl Hooked {
         self.open = std::sync::Arc::new(hook);
         self
     }
+
+    /// With `hook` run before and after each rename (given its target) and removal.
+    #[must_use]
+    pub fn on_change(mut self, hook: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        self.change = std::sync::Arc::new(hook);
+        self
+    }
 }
 
 impl sessdb::storage::Storage for Hooked {
@@ -110,10 +122,16 @@ impl sessdb::storage::Storage for Hooked {
         self.inner.open(path, mode)
     }
     fn rename(&self, from: &str, to: &str) -> std::io::Result<()> {
-        self.inner.rename(from, to)
+        (self.change)(to);
+        let r = self.inner.rename(from, to);
+        (self.change)(to);
+        r
     }
     fn remove(&self, path: &str) -> std::io::Result<()> {
-        self.inner.remove(path)
+        (self.change)(path);
+        let r = self.inner.remove(path);
+        (self.change)(path);
+        r
     }
     fn sync_dir(&self, dir: &str) -> std::io::Result<()> {
         self.inner.sync_dir(dir)

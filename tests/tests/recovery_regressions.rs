@@ -801,56 +801,6 @@ fn regression_verify_reports_every_damaged_place() {
     assert_eq!(report.segments, 1);
 }
 
-/// A storage that runs `between` before every rename and removal: a reader's refresh in
-/// each gap a salvage leaves between two of its file changes.
-struct Between {
-    inner: std::sync::Arc<dyn sessdb::storage::Storage>,
-    between: Box<dyn Fn(&str) + Send + Sync>,
-}
-
-impl std::fmt::Debug for Between {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Between")
-    }
-}
-
-impl sessdb::storage::Storage for Between {
-    fn create_dir_all(&self, dir: &str) -> std::io::Result<()> {
-        self.inner.create_dir_all(dir)
-    }
-    fn list(&self, dir: &str) -> std::io::Result<Vec<String>> {
-        self.inner.list(dir)
-    }
-    fn open(
-        &self,
-        path: &str,
-        mode: sessdb::storage::OpenMode,
-    ) -> std::io::Result<Box<dyn sessdb::storage::StorageFile>> {
-        self.inner.open(path, mode)
-    }
-    fn rename(&self, from: &str, to: &str) -> std::io::Result<()> {
-        (self.between)(to);
-        let r = self.inner.rename(from, to);
-        (self.between)(to);
-        r
-    }
-    fn remove(&self, path: &str) -> std::io::Result<()> {
-        (self.between)(path);
-        let r = self.inner.remove(path);
-        (self.between)(path);
-        r
-    }
-    fn sync_dir(&self, dir: &str) -> std::io::Result<()> {
-        self.inner.sync_dir(dir)
-    }
-    fn try_lock(&self, path: &str) -> std::io::Result<Option<sessdb::storage::LockGuard>> {
-        self.inner.try_lock(path)
-    }
-    fn describe(&self, path: &str) -> String {
-        self.inner.describe(path)
-    }
-}
-
 /// Before: a follower across `repair --salvage` of a 9-segment store failed in 10 of 10
 /// rounds ("record contradicts the log: a stored event is refused"): salvage renames the
 /// replaced segments one at a time, and a refresh between two renames built its view from
@@ -919,10 +869,7 @@ fn regression_a_follower_across_a_salvage_of_many_segments_goes_on() {
                 refreshes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             }
         };
-        let salvaging = Between {
-            inner: storage.storage(),
-            between: Box::new(between),
-        };
+        let salvaging = sessdb_tests::Hooked::new(storage.storage()).on_change(between);
         let store =
             Store::open_with(std::sync::Arc::new(salvaging), options().with_salvage(true)).unwrap();
         let salvaged = store.open_report().salvaged.clone().unwrap();
