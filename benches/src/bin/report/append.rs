@@ -8,7 +8,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::time::Instant;
 
-use sessdb::{CheckpointWrites, Durability, Store, StoreOptions};
+use sessdb::{CheckpointWrites, Config, Durability, Event, Session, Store, StoreOptions};
 
 use crate::measure::{Row, Rows, pair, temp};
 use crate::mix::{Mix, Op, Step, batches};
@@ -55,6 +55,50 @@ pub fn append_latencies(ops: Vec<Op>, writes: CheckpointWrites) -> Vec<u64> {
     }
     drop(store);
     took
+}
+
+/// Events/s of DSH's rules alone: the ops applied one event at a time to in-memory
+/// `Session`s — every acceptance rule, the session's state and its list of events, through
+/// the acceptance function the store's append runs — and nothing encoded, checksummed or
+/// written. What the buffered append cannot beat while the rules cost what they do. A fork's
+/// child is a session created from the parent's events through the boundary (a created
+/// session ends with `session/end-seed`, as the store's fork does).
+pub fn rules_alone(ops: Vec<Op>, events: u64) -> f64 {
+    let mut sessions: HashMap<String, Session> = HashMap::new();
+    let t = Instant::now();
+    for op in ops {
+        match op {
+            Op::Create(h) => {
+                let id = h.id.clone();
+                let s = Session::create(h, Vec::new(), Config::default()).expect("create");
+                sessions.insert(id, s);
+            }
+            Op::Append(s, d) => {
+                sessions
+                    .get_mut(&s)
+                    .expect("session")
+                    .append(d)
+                    .expect("append");
+            }
+            Op::Fork(s, spec) => {
+                let parent = sessions.get(&s).expect("parent");
+                let through = spec.boundary.map_or(parent.len(), |b| b + 1);
+                let inherited: Vec<Event> = parent
+                    .events()
+                    .take(usize::try_from(through).unwrap_or(usize::MAX))
+                    .cloned()
+                    .collect();
+                let id = spec.child_id.expect("the mix names its forks");
+                let mut header = parent.header().clone();
+                header.id.clone_from(&id);
+                let child = Session::create(header, inherited, Config::default()).expect("fork");
+                sessions.insert(id, child);
+            }
+        }
+    }
+    let secs = t.elapsed().as_secs_f64();
+    drop(sessions);
+    events as f64 / secs
 }
 
 /// Events/s writing the same events as DSH's JSONL lines, one file per session, a
@@ -210,6 +254,21 @@ pub fn rows(mix: &Mix, reps: usize, run: &dyn Fn(&str) -> bool, rows: &mut Rows)
             baseline_name: "SQLite WAL, synchronous=NORMAL, 1000 rows/tx",
             baseline: q,
             goal: ">= 5x",
+            workload: mix.name(),
+        });
+        // The floor under the first row: the rules the append runs, alone.
+        let (r, j) = pair(
+            reps,
+            || rules_alone(mix.ops.clone(), events),
+            || jsonl_append(mix.ops.clone(), events),
+        );
+        rows.push(Row {
+            what: "DSH's rules alone, in-memory sessions, nothing written (events/s)",
+            unit: "ev/s",
+            subject: r,
+            baseline_name: "JSONL file per session + BufWriter, reused line buffer",
+            baseline: j,
+            goal: "",
             workload: mix.name(),
         });
     }
