@@ -14,7 +14,7 @@ use crate::model::{
 };
 use crate::storage::{Checked, CheckedFile};
 use crate::storage::{FsStorage, Storage};
-use crate::store::catalog::entries::{Batch, Events, Prechecked, SessionEntry};
+use crate::store::catalog::entries::{Batch, Prechecked, SessionEntry};
 use crate::store::compact::{Compaction, Run, Scope, Space};
 use crate::store::info::{
     CheckpointInfo, DiskUsage, ListOptions, ListedRow, MemoryUsage, SessionInfo, StoreStats,
@@ -159,17 +159,9 @@ impl Store {
         // The event is made and checked by its own rules before the write lock (appenders
         // do that side by side); under it, it takes its seq and the session's rules.
         let now = Now::new(&self.inner.options.clock);
-        let mut event = draft.into_event_with(0, || now.get());
-        let checked = Prechecked::of(std::slice::from_ref(&event), &self.inner.options.limits);
-        self.inner
-            .write_events(session, move |entry, _| {
-                event.set_seq(entry.state.next_seq());
-                Ok(Batch {
-                    events: Events::One(event),
-                    checked,
-                })
-            })
-            .map(|r| r.start)
+        let event = draft.into_event_with(0, || now.get());
+        let checked = crate::model::precheck(&event, &self.inner.options.limits);
+        self.inner.append_one(session, event, checked)
     }
 
     /// Appends a batch atomically (all or none, also on recovery); returns the seqs taken.
@@ -189,10 +181,7 @@ impl Store {
             for (seq, event) in (first..).zip(events.iter_mut()) {
                 event.set_seq(seq);
             }
-            Ok(Batch {
-                events: Events::Many(events),
-                checked,
-            })
+            Ok(Batch { events, checked })
         })
     }
 
@@ -203,12 +192,8 @@ impl Store {
     /// As [`Store::append_batch`].
     pub fn append_events(&self, session: &str, events: Vec<Event>) -> Result<std::ops::Range<u64>> {
         let checked = Prechecked::of(&events, &self.inner.options.limits);
-        self.inner.write_events(session, move |_, _| {
-            Ok(Batch {
-                events: Events::Many(events),
-                checked,
-            })
-        })
+        self.inner
+            .write_events(session, move |_, _| Ok(Batch { events, checked }))
     }
 
     /// Prepares a session for writing after a crash (DSH resume): if its last turn is open,

@@ -11,7 +11,7 @@ use crate::Result;
 use crate::codec::checkpoint::CheckpointMeta;
 use crate::event::Event;
 use crate::limits::Now;
-use crate::model::{ForkSpec, SessionHeader};
+use crate::model::{EventChecked, ForkSpec, SessionHeader};
 use crate::storage::{LockGuard, Storage};
 use crate::store::catalog::Catalog;
 use crate::store::catalog::entries::{Batch, SessionEntry};
@@ -108,6 +108,15 @@ impl Inner {
         make: impl FnOnce(&SessionEntry, &Now<'_>) -> Result<Batch>,
     ) -> Result<std::ops::Range<u64>> {
         self.write(|catalog, to| catalog.append(to, session, make))
+    }
+
+    pub(crate) fn append_one(
+        &self,
+        session: &str,
+        event: Event,
+        checked: Option<EventChecked>,
+    ) -> Result<u64> {
+        self.write(|catalog, to| catalog.append_one(to, session, event, checked))
     }
 
     pub(crate) fn fork(&self, source: &str, spec: ForkSpec) -> Result<String> {

@@ -132,15 +132,8 @@ impl EventSource for StoredEvents<'_> {
 /// The events of one append, and what their own rules decided before the write lock.
 #[derive(Debug)]
 pub(crate) struct Batch {
-    pub(crate) events: Events,
+    pub(crate) events: Vec<Event>,
     pub(crate) checked: Prechecked,
-}
-
-/// The events of one append: a single event (the hot path: no `Vec` to allocate) or many.
-#[derive(Debug)]
-pub(crate) enum Events {
-    One(Event),
-    Many(Vec<Event>),
 }
 
 /// What the rules that read each event alone (`model::accept::precheck`) decided of a
@@ -196,7 +189,7 @@ impl Prechecked {
 
 impl Batch {
     /// A batch of events checked by nothing yet.
-    pub(crate) fn unchecked(events: Events) -> Self {
+    pub(crate) fn unchecked(events: Vec<Event>) -> Self {
         Batch {
             events,
             checked: Prechecked::No,
@@ -204,19 +197,9 @@ impl Batch {
     }
 }
 
-impl std::ops::Deref for Events {
-    type Target = [Event];
-    fn deref(&self) -> &[Event] {
-        match self {
-            Events::One(e) => std::slice::from_ref(e),
-            Events::Many(v) => v,
-        }
-    }
-}
-
 impl From<Vec<Event>> for Batch {
     fn from(events: Vec<Event>) -> Self {
-        Batch::unchecked(Events::Many(events))
+        Batch::unchecked(events)
     }
 }
 
