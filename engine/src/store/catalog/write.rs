@@ -167,20 +167,29 @@ impl Catalog {
         mut event: Event,
         checked: Option<EventChecked>,
     ) -> Result<(u64, Option<u64>)> {
+        let plan_in = |entry: &SessionEntry, event: &mut Event| {
+            let seq = entry.state.next_seq();
+            event.set_seq(seq);
+            let source = to.source(Some(&entry.locs), &[]);
+            let verdict = match checked {
+                Some(c) => plan_checked(session, &entry.state, &source, event, c, to.limits),
+                None => plan(session, &entry.state, &source, event, to.limits),
+            };
+            verdict.map(|v| (v, seq))
+        };
         let mut cat = self.entries.upgradable_read();
-        if !cat.sessions.contains_key(session) && cat.cold().is_some() {
-            // Decoded under the lock the plan and commit hold, as in `append`.
-            let mut loading = RwLockUpgradableReadGuard::upgrade(cat);
-            loading.load(session)?;
-            cat = RwLockWriteGuard::downgrade_to_upgradable(loading);
-        }
-        let entry = cat.get(session)?;
-        let seq = entry.state.next_seq();
-        event.set_seq(seq);
-        let source = to.source(Some(&entry.locs), &[]);
-        let verdict = match checked {
-            Some(c) => plan_checked(session, &entry.state, &source, &event, c, to.limits)?,
-            None => plan(session, &entry.state, &source, &event, to.limits)?,
+        // One lookup when the session is decoded (most appends), as in `append`.
+        let (verdict, seq) = match cat.sessions.get(session) {
+            Some(entry) => plan_in(entry, &mut event)?,
+            None => {
+                if cat.cold().is_some() {
+                    // Decoded under the lock the plan and commit hold, as in `append`.
+                    let mut loading = RwLockUpgradableReadGuard::upgrade(cat);
+                    loading.load(session)?;
+                    cat = RwLockWriteGuard::downgrade_to_upgradable(loading);
+                }
+                plan_in(cat.get(session)?, &mut event)?
+            }
         };
         let sealed = to.seal(&BodyRef::Append {
             session,
