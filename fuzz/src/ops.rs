@@ -335,7 +335,13 @@ impl Harness {
         let expected = self.builder.model().decide(&candidate);
         let draft = draft(&candidate);
         let in_memory = self.session.append(draft.clone());
-        let stored = self.store.append_batch(ID, vec![draft]);
+        // Both ways in, alternately: the one-event append (`Catalog::append_one`) and a
+        // batch of one (the batch path).
+        let stored = if seq % 2 == 0 {
+            self.store.append(ID, draft).map(|s| s..s + 1)
+        } else {
+            self.store.append_batch(ID, vec![draft])
+        };
         let line = String::from_utf8_lossy(&candidate.to_jsonl()).into_owned();
         match &expected {
             Ok(()) => {
