@@ -158,7 +158,7 @@ impl Catalog {
     /// Appends one event whose own rules `checked` holds (`None`: every rule runs here);
     /// returns its seq and the log end. [`Catalog::append`] for the one-event append, the hot
     /// path: the event and its checks are planned where they lie, with no batch built around
-    /// them and moved through the planning's results (those moves were ~30 ns of an event,
+    /// them and moved through the planning's results (those moves were ~20 ns of an event,
     /// PERFORMANCE.md).
     pub(crate) fn append_one(
         &self,
