@@ -92,7 +92,7 @@ pub use model::{
 };
 pub use store::{
     CheckpointWrites, CompactionPolicy, Durability, OpenReport, RetentionPolicy, SessionHandle,
-    Store, StoreOptions,
+    Store, StoreOptions, TryAppend,
 };
 
 /// The README's Rust examples, as doctests: the first runs, the others (which write

@@ -47,6 +47,28 @@ test('a session round-trips: created exactly, appended, read back as lines and o
   await again.close()
 })
 
+test('a buffered append is written on the calling thread when nothing waits; a sync one on the pool', async () => {
+  const lines = (from) => [JSON.stringify(user(from, `u${from}`, 'hi')), JSON.stringify(turnEnd(from + 1, 1))]
+  const stores = {}
+  for (const durability of ['buffered', 'sync']) {
+    const store = await Store.open(tempDir(), { durability })
+    await store.createSession(header('s'), [turnStart(0, 1)], { exact: true })
+    // The addon's own call: a plain result when written at once, a Promise from the pool.
+    const out = store.inner.appendBatch('s', lines(1), false, false)
+    assert.equal(typeof out.then, durability === 'sync' ? 'function' : 'undefined', durability)
+    assert.deepEqual(await out, { from: 1, to: 3 })
+    // Through the public call the same either way: a Promise of the seqs taken.
+    const next = store.appendBatch('s', [JSON.stringify(turnStart(3, 2))])
+    assert.equal(typeof next.then, 'function')
+    assert.deepEqual(await next, { from: 3, to: 4 })
+    // A refusal at once is a rejection, as from the pool.
+    await assert.rejects(store.appendBatch('s', [JSON.stringify(turnStart(9, 3))]), { code: 'seq-contiguity', seq: 9 })
+    stores[durability] = store
+  }
+  assert.deepEqual(await stores.buffered.read('s'), await stores.sync.read('s'))
+  for (const store of Object.values(stores)) await store.close()
+})
+
 test('revisions change with every append and repair and stay equal otherwise', async () => {
   const store = await Store.open(tempDir())
   assert.equal(await store.revision('nope'), null)

@@ -29,7 +29,17 @@ use crate::store::options::StoreOptions;
 use crate::store::report::{CompactReport, OpenReport};
 use crate::store::subscribe::Subscription;
 use crate::store::writer::Access;
+use crate::store::writer::Attempt;
 use crate::{Draft, Error, Result};
+
+/// What [`Store::try_append_events`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TryAppend {
+    /// Appended: the seqs the events took.
+    Appended(std::ops::Range<u64>),
+    /// Nothing written, the append would have waited: the events, unchanged.
+    WouldWait(Vec<Event>),
+}
 
 /// An open store. Clones share it; it is `Send + Sync`. The writer lock is released when the
 /// last clone is dropped (or at [`Store::close`]): a [`Subscription`] alone does not keep it.
@@ -194,6 +204,29 @@ impl Store {
         let checked = Prechecked::of(&events, &self.inner.options.limits);
         self.inner
             .write_events(session, move |_, _| Ok(Batch { events, checked }))
+    }
+
+    /// [`Store::append_events`] where nothing on the way waits — no lock another write or a
+    /// reader holds, no sync (a `Sync` store always waits for one), no roll, new segment or
+    /// space asked of the file system, no session read from its checkpoint file, no
+    /// checkpoint written by the appender — else nothing is written and the events come back
+    /// in [`TryAppend::WouldWait`], for [`Store::append_events`] (or the same call later).
+    /// For a caller that must not block, such as an event loop, which hands only what comes
+    /// back to a thread that may wait. A refused event is an error here as there.
+    ///
+    /// # Errors
+    /// As [`Store::append_events`].
+    pub fn try_append_events(&self, session: &str, events: Vec<Event>) -> Result<TryAppend> {
+        if !self.inner.appends_at_once() {
+            return Ok(TryAppend::WouldWait(events));
+        }
+        let checked = Prechecked::of(&events, &self.inner.options.limits);
+        Ok(
+            match self.inner.try_append_events(session, events, checked)? {
+                Attempt::Done(range) => TryAppend::Appended(range),
+                Attempt::WouldWait(events) => TryAppend::WouldWait(events),
+            },
+        )
     }
 
     /// Prepares a session for writing after a crash (DSH resume): if its last turn is open,

@@ -14,7 +14,7 @@ use crate::limits::Now;
 use crate::model::{EventChecked, ForkSpec, SessionHeader};
 use crate::storage::{LockGuard, Storage};
 use crate::store::catalog::Catalog;
-use crate::store::catalog::entries::{Batch, SessionEntry};
+use crate::store::catalog::entries::{Batch, Prechecked, SessionEntry};
 use crate::store::catalog::write::{Seed, WriteTo};
 use crate::store::checkpoint::background::DueCheckpoints;
 use crate::store::checkpoint::{CheckpointKind, Checkpointer, Parts};
@@ -22,9 +22,9 @@ use crate::store::log::segments::SegmentList;
 use crate::store::maintenance::Maintenance;
 use crate::store::options::{Durability, StoreOptions};
 use crate::store::report::OpenReport;
-use crate::store::writer::Writer;
 use crate::store::writer::seal::Target;
 use crate::store::writer::tail::Tail;
+use crate::store::writer::{Attempt, Writer};
 
 #[derive(Debug)]
 pub(crate) struct Inner {
@@ -81,6 +81,54 @@ impl Inner {
             DueCheckpoints::take_due_checkpoint(self)?;
         }
         Ok(())
+    }
+
+    /// After a write that waits for nothing: subscribers woken, a due checkpoint handed to
+    /// the checkpointer's thread — or, with no thread to take it now, left due for the next
+    /// append that may wait.
+    fn after_write_at_once(&self, end_lsn: u64) {
+        self.writer.notify();
+        if self.checkpointer.is_due(end_lsn) {
+            self.checkpointer.hand_off(end_lsn);
+        }
+    }
+
+    /// Whether an append can be written without waiting at all: a `Sync` append waits for
+    /// its sync, and with inline checkpoints an append may write one.
+    pub(crate) fn appends_at_once(&self) -> bool {
+        self.options.durability == Durability::Buffered && self.checkpointer.hands_off()
+    }
+
+    /// [`Inner::write_events`] of complete events where nothing waits
+    /// ([`Catalog::try_append`]); the events handed back otherwise.
+    pub(crate) fn try_append_events(
+        &self,
+        session: &str,
+        events: Vec<Event>,
+        checked: Prechecked,
+    ) -> Result<Attempt<std::ops::Range<u64>, Vec<Event>>> {
+        if !self.appends_at_once() {
+            return Ok(Attempt::WouldWait(events));
+        }
+        let batch = Batch { events, checked };
+        let written =
+            self.writer
+                .try_write_with(&self.options.clock, batch, |batch, tail, now| {
+                    self.catalog
+                        .try_append(self.write_to(tail, now), session, batch)
+                })?;
+        Ok(match written {
+            Attempt::WouldWait(batch) => Attempt::WouldWait(batch.events),
+            Attempt::Done(appended) => match appended? {
+                Attempt::WouldWait(events) => Attempt::WouldWait(events),
+                Attempt::Done((range, end)) => {
+                    if let Some(end) = end {
+                        self.after_write_at_once(end);
+                    }
+                    Attempt::Done(range)
+                }
+            },
+        })
     }
 
     /// The checkpointer's thread is to checkpoint this store (held weakly: the thread keeps

@@ -23,7 +23,7 @@ mod subscribe;
 mod verify;
 mod writer;
 
-pub use api::{EventIter, Store};
+pub use api::{EventIter, Store, TryAppend};
 pub use backup::backup;
 pub use compact::{SegmentSpace, Space};
 pub use info::{

@@ -14,9 +14,9 @@ use crate::model::{
     EventChecked, EventSource, ForkPlan, ForkSpec, SessionHeader, SessionState, end_seed_after,
     plan, plan_checked, plan_fork,
 };
-use crate::store::writer::Writer;
 use crate::store::writer::seal::{Sealed, Target};
 use crate::store::writer::tail::Tail;
+use crate::store::writer::{Attempt, Writer};
 use crate::{Error, Limits, Result};
 
 /// How a new session's first events are taken.
@@ -27,6 +27,9 @@ pub(crate) enum Seed {
     /// A seed: `session/end-seed` is appended unless it ends with one (DSH's `create`).
     EndMarked,
 }
+
+/// A batch written: its seqs, and the log end after its record (`None`: nothing written).
+type Appended = (std::ops::Range<u64>, Option<u64>);
 
 /// Where a write goes: the writer holding the tail, the files, and the acceptance limits.
 pub(crate) struct WriteTo<'a> {
@@ -40,6 +43,10 @@ pub(crate) struct WriteTo<'a> {
 impl WriteTo<'_> {
     fn seal(&mut self, body: &BodyRef<'_>) -> Result<Sealed> {
         self.writer.seal(self.tail, self.target, body, self.now)
+    }
+
+    fn try_seal(&mut self, body: &BodyRef<'_>) -> Result<Option<Sealed>> {
+        self.writer.try_seal(self.tail, self.target, body)
     }
 
     fn source<'e>(&self, locs: Option<&'e Locations>, batch: &'e [Event]) -> StoredEvents<'e>
@@ -210,6 +217,52 @@ impl Catalog {
             entry.dirty = true;
         }
         Ok((seq, Some(sealed.end)))
+    }
+
+    /// [`Catalog::append`] of a batch of complete events where nothing on the way waits: the
+    /// catalog's write lock free now, the session decoded, the record written at once
+    /// ([`Writer::try_seal`]). Otherwise nothing is written and the events come back. Returns
+    /// the seqs and the log end.
+    pub(crate) fn try_append(
+        &self,
+        mut to: WriteTo<'_>,
+        session: &str,
+        Batch { events, checked }: Batch,
+    ) -> Result<Attempt<Appended, Vec<Event>>> {
+        // The write lock now, not an upgradable one upgraded later: an upgrade waits for the
+        // readers (a listing holds its read lock over all its rows).
+        let Some(mut cat) = self.entries.try_write() else {
+            return Ok(Attempt::WouldWait(events));
+        };
+        // Not decoded: its entry would be read from the checkpoint file first.
+        let Some(entry) = cat.sessions.get_mut(session) else {
+            return Ok(Attempt::WouldWait(events));
+        };
+        let first = entry.state.next_seq();
+        if events.is_empty() {
+            return Ok(Attempt::Done((first..first, None)));
+        }
+        let source = to.source(Some(&entry.locs), &events);
+        let planned = plan_batch(session, &entry.state, &source, &events, checked, to.limits)?;
+        let Some(sealed) = to.try_seal(&BodyRef::Append {
+            session,
+            events: &events,
+        })?
+        else {
+            return Ok(Attempt::WouldWait(events));
+        };
+        let range = first..first + events.len() as u64;
+        planned.commit(&mut entry.state, &events);
+        to.tail.push_locations(sealed.lsn, |l| entry.locs.push(l));
+        // As `append`: one location per event, the session's length its next seq.
+        debug_assert_eq!(
+            entry.locs.len(),
+            entry.state.next_seq(),
+            "{session}: locations"
+        );
+        debug_assert_eq!(entry.state.next_seq(), range.end, "{session}: the seqs");
+        entry.dirty = true;
+        Ok(Attempt::Done((range, Some(sealed.end))))
     }
 
     /// Forks `source` as `spec` says; returns the child's id and the log end.

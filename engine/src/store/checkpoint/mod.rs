@@ -93,6 +93,12 @@ impl Checkpointer {
         true
     }
 
+    /// Whether a due checkpoint goes to the checkpointer's thread (else the appender that
+    /// found it due writes it).
+    pub(crate) fn hands_off(&self) -> bool {
+        self.writes == CheckpointWrites::Background
+    }
+
     /// Ends the background thread after the checkpoint it is writing: before the last
     /// checkpoint of a close, and before the writer lock goes.
     pub(crate) fn stop(&self) {

@@ -34,6 +34,16 @@ pub(crate) enum Access {
     Read,
 }
 
+/// A write that waits for nothing: done, or — where it would have waited for a lock another
+/// write holds, the file system, or a sync — not started, its input handed back.
+#[derive(Debug)]
+pub(crate) enum Attempt<R, T> {
+    /// Written: what the write returned.
+    Done(R),
+    /// Nothing written: the input, for the write that may wait.
+    WouldWait(T),
+}
+
 /// Where the log ends: the position after its last record, and that record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct LogEnd {
@@ -208,5 +218,22 @@ impl Writer {
         let tail = guard.as_mut().ok_or(Error::ReadOnly)?;
         let now = Now::new(clock);
         write(tail, &now)
+    }
+
+    /// [`Writer::write_with`] when the tail lock is free now; `input` handed back when another
+    /// write holds it.
+    pub(crate) fn try_write_with<T, R>(
+        &self,
+        clock: &Clock,
+        input: T,
+        write: impl FnOnce(T, &mut Tail, &Now<'_>) -> R,
+    ) -> Result<Attempt<R, T>> {
+        self.check_writable()?;
+        let Some(mut guard) = self.tail.try_lock() else {
+            return Ok(Attempt::WouldWait(input));
+        };
+        let tail = guard.as_mut().ok_or(Error::ReadOnly)?;
+        let now = Now::new(clock);
+        Ok(Attempt::Done(write(input, tail, &now)))
     }
 }

@@ -4,7 +4,7 @@
 
 use super::Writer;
 use super::tail::Tail;
-use crate::codec::frame::{begin_frame, payload_len, payload_offset};
+use crate::codec::frame::{RecordKind, begin_frame, payload_len, payload_offset};
 use crate::codec::record::{BodyRef, encode_into};
 use crate::limits::Now;
 use crate::storage::Storage;
@@ -36,13 +36,45 @@ impl Writer {
         body: &BodyRef<'_>,
         now: &Now<'_>,
     ) -> Result<Sealed> {
+        self.with_frame(tail, |tail, frame| {
+            let kind = encode(tail, to, body, frame)?;
+            match tail.write_frame(to.storage, to.segments, kind, frame, now) {
+                Ok(lsn) => Ok(self.sealed(tail, lsn)),
+                Err(e) => self.poison(e),
+            }
+        })
+    }
+
+    /// [`Writer::seal`] when the record goes into the log at once (`Tail::try_write_frame`:
+    /// no roll, no new segment, no space to allocate); `None`, nothing written, otherwise.
+    pub(crate) fn try_seal(
+        &self,
+        tail: &mut Tail,
+        to: Target<'_>,
+        body: &BodyRef<'_>,
+    ) -> Result<Option<Sealed>> {
+        self.with_frame(tail, |tail, frame| {
+            let kind = encode(tail, to, body, frame)?;
+            match tail.try_write_frame(kind, frame) {
+                Ok(lsn) => Ok(lsn.map(|lsn| self.sealed(tail, lsn))),
+                Err(e) => self.poison(e),
+            }
+        })
+    }
+
+    /// Runs `seal` with the tail's reused frame buffer, begun.
+    fn with_frame<T>(
+        &self,
+        tail: &mut Tail,
+        seal: impl FnOnce(&mut Tail, &mut Vec<u8>) -> Result<T>,
+    ) -> Result<T> {
         // Checked under the tail lock: an append that waited for it while another write
         // failed must not write after that failure (a failed roll left the tail behind).
         self.check_poison()?;
         let mut frame = std::mem::take(&mut tail.frame);
         begin_frame(&mut frame);
         tail.offsets.clear();
-        let result = self.encode_and_write(tail, to, body, &mut frame, now);
+        let result = seal(tail, &mut frame);
         // A huge record's buffer is not kept for the records after it.
         if frame.capacity() <= 1 << 20 {
             tail.frame = frame;
@@ -50,38 +82,37 @@ impl Writer {
         result
     }
 
-    fn encode_and_write(
-        &self,
-        tail: &mut Tail,
-        to: Target<'_>,
-        body: &BodyRef<'_>,
-        frame: &mut Vec<u8>,
-        now: &Now<'_>,
-    ) -> Result<Sealed> {
-        let too_large = |frame: &Vec<u8>| Error::RecordTooLarge {
-            bytes: payload_len(frame),
-            limit: to.record_bytes_max,
-        };
-        // Only a part past its 4 GiB length field fails to encode.
-        let kind = encode_into(body, frame, &mut tail.offsets).map_err(|_| too_large(frame))?;
-        if payload_len(frame) > to.record_bytes_max as usize {
-            return Err(too_large(frame));
-        }
-        for (o, _) in &mut tail.offsets {
-            *o = payload_offset(*o);
-        }
-        match tail.write_frame(to.storage, to.segments, kind, frame, now) {
-            Ok(lsn) => {
-                // The log end (and, after a roll, the active file) for group commit.
-                self.publish(tail);
-                Ok(Sealed {
-                    lsn,
-                    end: tail.next_lsn,
-                })
-            }
-            Err(e) => self.poison(e),
+    /// The record written at `lsn`: the log end (and, after a roll, the active file)
+    /// published for group commit.
+    fn sealed(&self, tail: &Tail, lsn: u64) -> Sealed {
+        self.publish(tail);
+        Sealed {
+            lsn,
+            end: tail.next_lsn,
         }
     }
+}
+
+/// Encodes `body` into `frame` after its header's room; the events' offsets into the tail.
+fn encode(
+    tail: &mut Tail,
+    to: Target<'_>,
+    body: &BodyRef<'_>,
+    frame: &mut Vec<u8>,
+) -> Result<RecordKind> {
+    let too_large = |frame: &Vec<u8>| Error::RecordTooLarge {
+        bytes: payload_len(frame),
+        limit: to.record_bytes_max,
+    };
+    // Only a part past its 4 GiB length field fails to encode.
+    let kind = encode_into(body, frame, &mut tail.offsets).map_err(|_| too_large(frame))?;
+    if payload_len(frame) > to.record_bytes_max as usize {
+        return Err(too_large(frame));
+    }
+    for (o, _) in &mut tail.offsets {
+        *o = payload_offset(*o);
+    }
+    Ok(kind)
 }
 
 impl std::fmt::Debug for Target<'_> {

@@ -235,6 +235,33 @@ impl Tail {
         self.place(&seg, frame, crc, Ahead::Prepare)
     }
 
+    /// [`Tail::write_frame`] when nothing on the way asks the file system for anything — the
+    /// active segment open and its epoch record written, no roll due, the frame inside the
+    /// space allocated, no zero-fill running — else `None`, nothing written. The space after
+    /// it is left for the next write that may wait to prepare.
+    pub(crate) fn try_write_frame(
+        &mut self,
+        kind: RecordKind,
+        frame: &mut [u8],
+    ) -> Result<Option<u64>> {
+        let Active::Open(seg) = &self.active else {
+            return Ok(None);
+        };
+        let len = frame.len() as u64;
+        let end = seg.offset_of(self.next_lsn) + len;
+        let at_once = self.announced_in == Some(seg.first_lsn)
+            && SEGMENT_HEADER_LEN as u64 + self.active_bytes() + len
+                <= self.space.segment_bytes_max
+            && (end <= self.space.allocated || self.space.preallocate == 0)
+            && self.space.zero_fill.is_none();
+        if !at_once {
+            return Ok(None);
+        }
+        let seg = Arc::clone(seg);
+        let crc = seal_frame(kind, frame, self.layout, &self.offsets);
+        self.place(&seg, frame, crc, Ahead::Later).map(Some)
+    }
+
     /// Writes a sealed frame (checksum `crc`) at the log's end in `seg`, the active segment;
     /// returns its LSN. `ahead`: whether the space after it is prepared now.
     fn place(&mut self, seg: &Arc<Segment>, frame: &[u8], crc: u32, ahead: Ahead) -> Result<u64> {
