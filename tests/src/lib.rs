@@ -23,6 +23,16 @@ use std::sync::Arc;
 use sessdb::storage::MemStorage;
 use sessdb::{Clock, Event, Limits, SessionHeader, SessionState, Store, StoreOptions};
 
+/// A property test's number of cases: `PROPTEST_CASES` when set (a longer run by hand),
+/// else `default`. A config that names its cases (`ProptestConfig { cases, .. }`) ignores
+/// the variable, which proptest reads only into its default config.
+pub fn proptest_cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 /// The five fixture files.
 pub const FIXTURES: [&str; 5] = [
     "acp-subagent-fork-in-process.child.session.1.jsonl",

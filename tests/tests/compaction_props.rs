@@ -92,7 +92,7 @@ fn occurs(storage: &MemStorage, needle: &str) -> bool {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: sessdb_tests::proptest_cases(48), ..ProptestConfig::default() })]
 
     #[test]
     fn compaction_keeps_exactly_the_live_sessions(ops in prop::collection::vec(op(), 1..40)) {

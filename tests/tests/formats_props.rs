@@ -155,7 +155,7 @@ fn try_attempt(s: &Store, id: &str, a: &Attempt, k: usize) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: sessdb_tests::proptest_cases(24), ..ProptestConfig::default() })]
 
     /// Whatever append, create and fork accept, every export restores exactly: the store
     /// refuses (at write) what DSH's loader and the importers refuse (an unknown type without

@@ -205,7 +205,7 @@ fn seen(store: &Store) -> Vec<String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: sessdb_tests::proptest_cases(64), ..ProptestConfig::default() })]
 
     #[test]
     fn a_catalog_read_on_demand_equals_one_decoded_whole(

@@ -277,7 +277,7 @@ fn step(
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: sessdb_tests::proptest_cases(256), ..ProptestConfig::default() })]
 
     #[test]
     fn surface_and_messages_match_the_reference_model(ops in proptest::collection::vec((any::<u8>(), any::<u16>(), any::<u16>(), any::<bool>()), 1..80)) {

@@ -129,7 +129,7 @@ fn pick() -> impl Strategy<Value = Pick> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: sessdb_tests::proptest_cases(256), ..ProptestConfig::default() })]
     #[test]
     fn the_engine_decides_as_the_reference_model(picks in prop::collection::vec(pick(), 1..60)) {
         let config = Config { clock: Clock::fixed(0), ..Config::default() };
@@ -158,7 +158,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: sessdb_tests::proptest_cases(128), ..ProptestConfig::default() })]
     /// The store's appenders check an event's own rules before the write lock and the
     /// session's under it: the same verdicts, rules, surface and messages as the model, and a
     /// reopen (a replay, which checks every rule in one pass) agrees.

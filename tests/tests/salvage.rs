@@ -42,7 +42,7 @@ fn dump(store: &Store) -> Dump {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: sessdb_tests::proptest_cases(48), ..ProptestConfig::default() })]
 
     #[test]
     fn salvage_keeps_every_session_the_damage_did_not_touch(

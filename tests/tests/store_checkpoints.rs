@@ -64,7 +64,7 @@ fn spec(seed: u64, sessions: usize, turns: u64) -> WorkloadSpec {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: sessdb_tests::proptest_cases(16), ..ProptestConfig::default() })]
 
     #[test]
     fn any_checkpoint_gives_the_state_of_a_full_replay(seed in any::<u64>(), sessions in 1usize..4, turns in 1u64..4, flip in any::<prop::sample::Index>(), pick in any::<prop::sample::Index>()) {

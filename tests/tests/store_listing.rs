@@ -122,7 +122,7 @@ fn store_of(spec: &[(i64, u64, i64)], reopen: bool, touch: usize) -> Store {
 }
 
 proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(96))]
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(sessdb_tests::proptest_cases(96)))]
 
     /// A listing with a limit (the first rows kept in a bounded heap as they are read, ties
     /// of the last key kept for the ids to decide) is the whole sorted list cut, in every

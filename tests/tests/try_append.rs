@@ -287,7 +287,7 @@ fn reopen(storage: &Backend) -> Store {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(ProptestConfig::with_cases(sessdb_tests::proptest_cases(64)))]
 
     /// Whatever waits, a store written by try-appends holds what `append_events` writes, and
     /// reopens (from its checkpoints, or replaying the whole log) to the same.
