@@ -52,8 +52,67 @@ fn turn_batch(s: &str, turn: u64) -> Vec<Draft> {
     ]
 }
 
+/// How the script appends its turns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Appends {
+    /// `append_batch`.
+    Batch,
+    /// `try_append_events` first, `append_events` with what it hands back.
+    TryFirst,
+}
+
+/// Turn `turn` of session `s` as [`turn_batch`] makes it, as complete events from seq `from`.
+fn turn_events(s: &str, turn: u64, from: u64) -> Vec<Event> {
+    [
+        Event::new("turn/start", 0, 1_000, p::turn_start(turn).into_bytes()),
+        Event::new(
+            "user/message",
+            0,
+            1_000,
+            p::user_message(&format!("{s}{turn}"), "user", "some words of text").into_bytes(),
+        )
+        .with_surface_op(sessdb::SurfaceOp::Append),
+        Event::new("turn/end", 0, 1_000, p::turn_end(turn).into_bytes()),
+    ]
+    .into_iter()
+    .zip(from..)
+    .map(|(e, seq)| e.with_seq(seq))
+    .collect()
+}
+
+thread_local! {
+    /// The turns this thread's scripts appended at once (`TryAppend::Appended`).
+    static AT_ONCE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Appends turn `turn` to session `s` as `appends` says; returns the seqs taken.
+fn append_turn(
+    store: &Store,
+    s: &str,
+    turn: u64,
+    appends: Appends,
+) -> sessdb::Result<std::ops::Range<u64>> {
+    match appends {
+        Appends::Batch => store.append_batch(s, turn_batch(s, turn)),
+        Appends::TryFirst => {
+            let events = turn_events(s, turn, store.session_len(s)?);
+            match store.try_append_events(s, events)? {
+                sessdb::TryAppend::Appended(range) => {
+                    AT_ONCE.with(|n| n.set(n.get() + 1));
+                    Ok(range)
+                }
+                sessdb::TryAppend::WouldWait(back) => store.append_events(s, back),
+            }
+        }
+    }
+}
+
 /// Runs the script until the first error; returns the events acknowledged per session.
 fn script(store: &Store) -> BTreeMap<String, Vec<Vec<u8>>> {
+    script_with(store, Appends::Batch)
+}
+
+fn script_with(store: &Store, appends: Appends) -> BTreeMap<String, Vec<Vec<u8>>> {
     let mut acked: BTreeMap<String, Vec<Vec<u8>>> = BTreeMap::new();
     let mut run = || -> sessdb::Result<()> {
         for s in ["a", "b"] {
@@ -65,7 +124,7 @@ fn script(store: &Store) -> BTreeMap<String, Vec<Vec<u8>>> {
         }
         for turn in 1..=6u64 {
             for s in ["a", "b"] {
-                let range = store.append_batch(s, turn_batch(s, turn))?;
+                let range = append_turn(store, s, turn, appends)?;
                 let events = store.events(s, range.start..range.end)?;
                 acked
                     .entry(s.to_owned())
@@ -98,32 +157,14 @@ fn script(store: &Store) -> BTreeMap<String, Vec<Vec<u8>>> {
 }
 
 /// The script's events of every session up to the deletion of "b".
-fn script_until_delete(store: &Store) -> BTreeMap<String, Vec<Vec<u8>>> {
+fn script_until_delete(store: &Store, appends: Appends) -> BTreeMap<String, Vec<Vec<u8>>> {
     let mut out: BTreeMap<String, Vec<Vec<u8>>> = BTreeMap::new();
-    let acked = script(store);
+    let acked = script_with(store, appends);
     out.extend(acked);
     // The full script deletes "b" at turn 5: read its log back from the records instead.
     let b: Vec<Vec<u8>> = (1..=5u64)
-        .flat_map(|turn| {
-            [
-                Event::new("turn/start", 0, 1_000, p::turn_start(turn).into_bytes()),
-                Event::new(
-                    "user/message",
-                    0,
-                    1_000,
-                    p::user_message(&format!("b{turn}"), "user", "some words of text").into_bytes(),
-                )
-                .with_surface_op(sessdb::SurfaceOp::Append),
-                Event::new("turn/end", 0, 1_000, p::turn_end(turn).into_bytes()),
-            ]
-        })
-        .collect::<Vec<_>>()
-        .into_iter()
-        .enumerate()
-        .map(|(i, e)| e.with_seq(i as u64 + 1))
-        .collect::<Vec<_>>()
-        .iter()
-        .map(Event::to_jsonl)
+        .flat_map(|turn| turn_events("b", turn, 1 + 3 * (turn - 1)))
+        .map(|e| e.to_jsonl())
         .collect();
     let mut all = vec![Event::new("session/end-seed", 0, 1_000, &b"{}"[..]).to_jsonl()];
     all.extend(b);
@@ -183,7 +224,26 @@ fn check_every_failure_point_ahead(
     writes: CheckpointWrites,
     ahead: Ahead,
 ) {
-    let options = |durability| options_with(durability, writes);
+    check_every_failure_point_of(durability, fault, writes, ahead, Appends::Batch);
+}
+
+fn check_every_failure_point_of(
+    durability: Durability,
+    fault: Fault,
+    writes: CheckpointWrites,
+    ahead: Ahead,
+    appends: Appends,
+) {
+    let options = |durability| {
+        let options = options_with(durability, writes);
+        match appends {
+            Appends::Batch => options,
+            // No checkpoint falls due (its thread would run it in an order that varies): only
+            // the script's own. `try_append_events` writes at once beside a checkpointer's
+            // thread only.
+            Appends::TryFirst => options.with_checkpoint_interval_bytes(u64::MAX),
+        }
+    };
     let new_storage = || match ahead {
         Ahead::Allocated => CrashStorage::new(),
         Ahead::ZerosOnTheHelper => CrashStorage::writing_zeros_ahead(),
@@ -192,7 +252,14 @@ fn check_every_failure_point_ahead(
     let full_storage = new_storage();
     let full = {
         let store = Store::open_with(Arc::new(full_storage.clone()), options(durability)).unwrap();
-        script(&store);
+        AT_ONCE.with(|n| n.set(0));
+        script_with(&store, appends);
+        // The path under test is taken: a buffered store writes most turns at once.
+        let at_once = AT_ONCE.with(std::cell::Cell::get);
+        match (appends, durability) {
+            (Appends::TryFirst, Durability::Buffered) => assert!(at_once > 3, "{at_once}"),
+            _ => assert_eq!(at_once, 0),
+        }
         let reopened =
             Store::open_with(Arc::new(full_storage.crash()), options(durability)).unwrap();
         dump(&reopened)
@@ -202,22 +269,23 @@ fn check_every_failure_point_ahead(
     let full_b = {
         let storage = new_storage();
         let store = Store::open_with(Arc::new(storage.clone()), options(durability)).unwrap();
-        let mut acked = script_until_delete(&store);
+        let mut acked = script_until_delete(&store, appends);
         acked.remove("b").unwrap()
     };
     assert!(total_ops > 30, "{total_ops}");
     let mut acked_somewhere = 0;
     // On the checkpointer's or the helper's thread the operations interleave differently
     // from run to run: every point is failed several times over.
-    let rounds = match (writes, ahead) {
-        (CheckpointWrites::Inline, Ahead::Allocated) => 1,
+    let rounds = match (writes, ahead, appends) {
+        (CheckpointWrites::Inline, Ahead::Allocated, _)
+        | (_, Ahead::Allocated, Appends::TryFirst) => 1,
         _ => 20,
     };
     for n in (1..=total_ops).flat_map(|n| std::iter::repeat_n(n, rounds)) {
         let storage = new_storage();
         storage.fail_at_with(n, fault);
         let acked = match Store::open_with(Arc::new(storage.clone()), options(durability)) {
-            Ok(store) => script(&store),
+            Ok(store) => script_with(&store, appends),
             Err(_) => BTreeMap::new(),
         };
         let image: Arc<dyn Storage> = Arc::new(storage.crash());
@@ -257,7 +325,7 @@ fn check_every_failure_point_ahead(
         assert!(acked_somewhere > 0);
     }
     eprintln!(
-        "{durability:?} {fault:?} {writes:?} {ahead:?}: a failure at each of {total_ops} operations, reopened"
+        "{durability:?} {fault:?} {writes:?} {ahead:?} {appends:?}: a failure at each of {total_ops} operations, reopened"
     );
 }
 
@@ -318,6 +386,32 @@ fn a_short_write_at_every_point_under_sync_with_zeros_written_ahead_keeps_acknow
         Fault::ShortWrite,
         CheckpointWrites::Inline,
         Ahead::ZerosOnTheHelper,
+    );
+}
+
+#[test]
+fn every_failure_point_under_buffered_with_appends_that_wait_for_nothing_recovers_a_prefix() {
+    for fault in [Fault::Eio, Fault::ShortWrite] {
+        check_every_failure_point_of(
+            Durability::Buffered,
+            fault,
+            CheckpointWrites::Background,
+            Ahead::Allocated,
+            Appends::TryFirst,
+        );
+    }
+}
+
+#[test]
+fn every_failure_point_under_sync_with_appends_that_hand_their_events_back_keeps_acknowledged_events()
+ {
+    // A `Sync` store's try-append always hands its events back: the fall-back path.
+    check_every_failure_point_of(
+        Durability::Sync,
+        Fault::Eio,
+        CheckpointWrites::Background,
+        Ahead::Allocated,
+        Appends::TryFirst,
     );
 }
 
