@@ -36,13 +36,32 @@ impl Writer {
         body: &BodyRef<'_>,
         now: &Now<'_>,
     ) -> Result<Sealed> {
-        self.with_frame(tail, |tail, frame| {
-            let kind = encode(tail, to, body, frame)?;
-            match tail.write_frame(to.storage, to.segments, kind, frame, now) {
-                Ok(lsn) => Ok(self.sealed(tail, lsn)),
-                Err(e) => self.poison(e),
-            }
-        })
+        // The hot path as it was before `try_seal`: the frame buffer taken and given back
+        // here rather than through `with_frame`'s closure.
+        self.check_poison()?;
+        let mut frame = std::mem::take(&mut tail.frame);
+        begin_frame(&mut frame);
+        tail.offsets.clear();
+        let result = self.encode_and_write(tail, to, body, &mut frame, now);
+        if frame.capacity() <= 1 << 20 {
+            tail.frame = frame;
+        }
+        result
+    }
+
+    fn encode_and_write(
+        &self,
+        tail: &mut Tail,
+        to: Target<'_>,
+        body: &BodyRef<'_>,
+        frame: &mut Vec<u8>,
+        now: &Now<'_>,
+    ) -> Result<Sealed> {
+        let kind = encode(tail, to, body, frame)?;
+        match tail.write_frame(to.storage, to.segments, kind, frame, now) {
+            Ok(lsn) => Ok(self.sealed(tail, lsn)),
+            Err(e) => self.poison(e),
+        }
     }
 
     /// [`Writer::seal`] when the record goes into the log at once (`Tail::try_write_frame`:
@@ -62,7 +81,7 @@ impl Writer {
         })
     }
 
-    /// Runs `seal` with the tail's reused frame buffer, begun.
+    /// Runs `seal` with the tail's reused frame buffer, begun (as [`Writer::seal`] does).
     fn with_frame<T>(
         &self,
         tail: &mut Tail,
@@ -84,6 +103,7 @@ impl Writer {
 
     /// The record written at `lsn`: the log end (and, after a roll, the active file)
     /// published for group commit.
+    #[inline]
     fn sealed(&self, tail: &Tail, lsn: u64) -> Sealed {
         self.publish(tail);
         Sealed {
@@ -94,6 +114,7 @@ impl Writer {
 }
 
 /// Encodes `body` into `frame` after its header's room; the events' offsets into the tail.
+#[inline]
 fn encode(
     tail: &mut Tail,
     to: Target<'_>,
