@@ -12,23 +12,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { Store } from '../index.mjs'
+import { turnEvents } from './turn.mjs'
 
 const turns = Number(process.argv[2] ?? 100)
 const SESSIONS = 8
-
-/** Turn `turn` of a session whose next seq is `seq`: 44 events. */
-function turnEvents(seq, turn) {
-  const out = []
-  const t = (type, data) => out.push({ type, seq: seq + out.length, time: 1000 + seq + out.length, data })
-  t('turn/start', { turn })
-  t('step/start', { turn, step: 1 })
-  for (let i = 0; i < 40; i++) {
-    t('assistant/chunk', { turn, step: 1, chunk: { type: 'text-delta', index: 0, text: `token ${i} of turn ${turn} ` } })
-  }
-  t('step/end', { turn, step: 1 })
-  t('turn/end', { turn, reason: { kind: 'completed' } })
-  return out
-}
 
 async function sessdb(dir, durability) {
   const store = await Store.open(join(dir, 'store'), { durability })

@@ -9,22 +9,14 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { Store } from '../index.mjs'
+import { turnEvents } from './turn.mjs'
 
 const n = Number(process.argv[2] ?? 40000)
 const dir = mkdtempSync(join(tmpdir(), 'sessdb-read-bench-'))
 const header = { type: 'session', version: 0, id: 'long', createdAt: 1000, cwd: '/w' }
 // Turns of: start, step start, a run of text chunks, step end, end — DSH's chunk-heavy shape.
 const events = []
-for (let turn = 1; events.length < n; turn++) {
-  const t = (type, data) => events.push({ type, seq: events.length, time: 1000 + events.length, data })
-  t('turn/start', { turn })
-  t('step/start', { turn, step: 1 })
-  for (let i = 0; i < 40; i++) {
-    t('assistant/chunk', { turn, step: 1, chunk: { type: 'text-delta', index: 0, text: `token ${i} of turn ${turn} ` } })
-  }
-  t('step/end', { turn, step: 1 })
-  t('turn/end', { turn, reason: { kind: 'completed' } })
-}
+for (let turn = 1; events.length < n; turn++) events.push(...turnEvents(events.length, turn))
 const store = await Store.open(join(dir, 'store'))
 await store.createSession(header, [], { exact: true })
 for (let i = 0; i < events.length; i += 1000) await store.appendBatch('long', events.slice(i, i + 1000))

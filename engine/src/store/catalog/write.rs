@@ -5,7 +5,7 @@
 use parking_lot::{RwLockUpgradableReadGuard, RwLockWriteGuard};
 
 use super::Catalog;
-use super::entries::{Batch, Prechecked, SessionEntry, StoredEvents, plan_batch};
+use super::entries::{Batch, Planned, Prechecked, SessionEntry, StoredEvents, plan_batch};
 use super::locations::Locations;
 use crate::codec::record::BodyRef;
 use crate::event::Event;
@@ -59,6 +59,34 @@ impl WriteTo<'_> {
             batch,
         }
     }
+}
+
+/// Commits a planned batch written at `lsn` to its session's entry: the state, the events'
+/// locations, the mark for the next checkpoint.
+fn commit_batch(
+    entry: &mut SessionEntry,
+    planned: Planned,
+    events: &[Event],
+    tail: &Tail,
+    lsn: u64,
+    session: &str,
+    range: &std::ops::Range<u64>,
+) {
+    planned.commit(&mut entry.state, events);
+    tail.push_locations(lsn, |l| entry.locs.push(l));
+    // Where the batch crosses into the catalog: one location per event, the session's length
+    // its next seq.
+    debug_assert_eq!(
+        entry.locs.len(),
+        entry.state.next_seq(),
+        "{session}: locations"
+    );
+    debug_assert_eq!(
+        entry.state.next_seq(),
+        range.end,
+        "{session}: the batch's seqs"
+    );
+    entry.dirty = true;
 }
 
 impl Catalog {
@@ -143,21 +171,9 @@ impl Catalog {
         let range = first..first + events.len() as u64;
         let mut cat = RwLockUpgradableReadGuard::upgrade(cat);
         if let Some(entry) = cat.sessions.get_mut(session) {
-            planned.commit(&mut entry.state, &events);
-            to.tail.push_locations(sealed.lsn, |l| entry.locs.push(l));
-            // Where the batch crosses into the catalog: one location per event, the session's
-            // length its next seq.
-            debug_assert_eq!(
-                entry.locs.len(),
-                entry.state.next_seq(),
-                "{session}: locations"
+            commit_batch(
+                entry, planned, &events, to.tail, sealed.lsn, session, &range,
             );
-            debug_assert_eq!(
-                entry.state.next_seq(),
-                range.end,
-                "{session}: the batch's seqs"
-            );
-            entry.dirty = true;
         }
         Ok((range, Some(sealed.end)))
     }
@@ -252,16 +268,9 @@ impl Catalog {
             return Ok(Attempt::WouldWait(events));
         };
         let range = first..first + events.len() as u64;
-        planned.commit(&mut entry.state, &events);
-        to.tail.push_locations(sealed.lsn, |l| entry.locs.push(l));
-        // As `append`: one location per event, the session's length its next seq.
-        debug_assert_eq!(
-            entry.locs.len(),
-            entry.state.next_seq(),
-            "{session}: locations"
+        commit_batch(
+            entry, planned, &events, to.tail, sealed.lsn, session, &range,
         );
-        debug_assert_eq!(entry.state.next_seq(), range.end, "{session}: the seqs");
-        entry.dirty = true;
         Ok(Attempt::Done((range, Some(sealed.end))))
     }
 
