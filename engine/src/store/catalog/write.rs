@@ -63,6 +63,7 @@ impl WriteTo<'_> {
 
 /// Commits a planned batch written at `lsn` to its session's entry: the state, the events'
 /// locations, the mark for the next checkpoint.
+#[inline]
 fn commit_batch(
     entry: &mut SessionEntry,
     planned: Planned,
