@@ -6,7 +6,9 @@
 //! buffered, one and two threads; every third round runs `--churn` on 64 KiB segments (each
 //! round's sessions deleted when it ends, the background compaction writing segments again
 //! beside the appends): a session whose deletion was acknowledged must stay deleted; every
-//! other pair of rounds (`--sync` and buffered) takes a checkpoint every 64 KiB on the checkpointer's thread.
+//! other pair of rounds (`--sync` and buffered) takes a checkpoint every 64 KiB on the checkpointer's thread;
+//! a quarter of the rounds, all buffered, append through `try_append_events` first
+//! (`--try-first`: written at once where nothing waits, as the Node binding appends).
 //! `SESSDB_KILL_ROUNDS` sets the number of rounds (the
 //! recorded run in docs/RELIABILITY.md used 500).
 
@@ -65,6 +67,9 @@ fn stress_killed_by_sigkill_loses_no_acknowledged_write() {
         if round / 2 % 2 == 1 {
             // Checkpoints every 64 KiB, taken by the checkpointer's thread: kills land in them.
             args.extend(["--checkpoint-bytes".into(), "65536".into()]);
+        }
+        if round % 8 == 1 || round % 8 == 3 {
+            args.push("--try-first".into());
         }
         let mut child = Command::new(env!("CARGO_BIN_EXE_sessdb"))
             .args(&args)

@@ -1,5 +1,5 @@
 //! `sessdb stress STORE --seconds N [--sessions K] [--threads T] [--sync] [--seed S] [--churn]
-//! [--segment-bytes B] [--checkpoint-bytes B]`
+//! [--segment-bytes B] [--checkpoint-bytes B] [--try-first]`
 //!
 //! Appends a realistic generated workload (turns, text chunks, tool calls, compaction
 //! replaces, prunes, forks) for N seconds and prints `ack <session> <seq>` on stdout, flushed,
@@ -14,7 +14,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use sessdb::{CompactionPolicy, Draft, Durability, ForkSpec, SessionHeader, Store, StoreOptions};
+use sessdb::{
+    CompactionPolicy, Draft, Durability, ForkSpec, SessionHeader, Store, StoreOptions, TryAppend,
+};
 use sessdb_workload::{Sink, WorkloadSpec, generate};
 
 use crate::cmd::{PathArg, open_or_create_writer};
@@ -53,6 +55,19 @@ pub struct Args {
     /// checkpointer's thread to work beside the appends, where kills land).
     #[arg(long, value_name = "BYTES")]
     checkpoint_bytes: Option<u64>,
+    /// Each append through `try_append_events` first (written at once where nothing waits,
+    /// as the Node binding appends), `append_events` with what it hands back.
+    #[arg(long)]
+    try_first: bool,
+}
+
+/// How the appending threads append.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Appends {
+    /// `Store::append`.
+    Plain,
+    /// `Store::try_append_events`, then `append_events` with what it hands back.
+    TryFirst,
 }
 
 /// A sink that prints an `ack` line after each acknowledged write and stops at the deadline.
@@ -62,6 +77,7 @@ struct AckSink {
     acked: Arc<AtomicU64>,
     /// The sessions this round created (with `--churn`).
     created: Vec<String>,
+    appends: Appends,
 }
 
 impl AckSink {
@@ -105,7 +121,20 @@ impl Sink for AckSink {
 
     fn append(&mut self, session: &str, draft: Draft) -> sessdb::Result<u64> {
         self.check_time()?;
-        let seq = self.store.append(session, draft)?;
+        let seq = match self.appends {
+            Appends::Plain => self.store.append(session, draft)?,
+            Appends::TryFirst => {
+                // One thread appends to a session: its length is the next seq.
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+                let event = draft.into_event(self.store.session_len(session)?, now);
+                match self.store.try_append_events(session, vec![event])? {
+                    TryAppend::Appended(range) => range.start,
+                    TryAppend::WouldWait(back) => self.store.append_events(session, back)?.start,
+                }
+            }
+        };
         self.ack(session, seq);
         Ok(seq)
     }
@@ -212,6 +241,11 @@ pub fn run(a: &Args, quiet: bool) -> CliResult {
                 deadline,
                 acked: Arc::clone(&acked),
                 created: Vec::new(),
+                appends: if a.try_first {
+                    Appends::TryFirst
+                } else {
+                    Appends::Plain
+                },
             };
             let (seed, sessions, churn) = (a.seed, a.sessions, a.churn);
             std::thread::spawn(move || rounds(&mut sink, seed, t, sessions, churn))
