@@ -36,32 +36,13 @@ impl Writer {
         body: &BodyRef<'_>,
         now: &Now<'_>,
     ) -> Result<Sealed> {
-        // The hot path as it was before `try_seal`: the frame buffer taken and given back
-        // here rather than through `with_frame`'s closure.
-        self.check_poison()?;
-        let mut frame = std::mem::take(&mut tail.frame);
-        begin_frame(&mut frame);
-        tail.offsets.clear();
-        let result = self.encode_and_write(tail, to, body, &mut frame, now);
-        if frame.capacity() <= 1 << 20 {
-            tail.frame = frame;
-        }
-        result
-    }
-
-    fn encode_and_write(
-        &self,
-        tail: &mut Tail,
-        to: Target<'_>,
-        body: &BodyRef<'_>,
-        frame: &mut Vec<u8>,
-        now: &Now<'_>,
-    ) -> Result<Sealed> {
-        let kind = encode(tail, to, body, frame)?;
-        match tail.write_frame(to.storage, to.segments, kind, frame, now) {
-            Ok(lsn) => Ok(self.sealed(tail, lsn)),
-            Err(e) => self.poison(e),
-        }
+        self.with_frame(tail, |tail, frame| {
+            let kind = encode(tail, to, body, frame)?;
+            match tail.write_frame(to.storage, to.segments, kind, frame, now) {
+                Ok(lsn) => Ok(self.sealed(tail, lsn)),
+                Err(e) => self.poison(e),
+            }
+        })
     }
 
     /// [`Writer::seal`] when the record goes into the log at once (`Tail::try_write_frame`:
@@ -81,7 +62,8 @@ impl Writer {
         })
     }
 
-    /// Runs `seal` with the tail's reused frame buffer, begun (as [`Writer::seal`] does).
+    /// Runs `seal` with the tail's reused frame buffer, begun.
+    #[inline]
     fn with_frame<T>(
         &self,
         tail: &mut Tail,
