@@ -180,6 +180,26 @@ fn events_of(lines: &[String]) -> napi::Result<Vec<Event>> {
         .collect()
 }
 
+/// `count` events given as their JSON lines joined by `\n` (none holds a raw newline:
+/// `index.js` sends a batch holding such a line as separate strings): the whole batch in one
+/// string, one crossing instead of one per event.
+fn events_of_text(text: &str, count: u32) -> napi::Result<Vec<Event>> {
+    let limits = Limits::default();
+    let mut events = Vec::with_capacity(count as usize);
+    if count > 0 {
+        for line in text.split('\n') {
+            events.push(Event::from_jsonl(line.as_bytes(), &limits).map_err(|e| to_js(&e))?);
+        }
+    }
+    if events.len() != count as usize || (count == 0 && !text.is_empty()) {
+        return Err(invalid(format!(
+            "{count} events were announced and {} lines came",
+            if count == 0 { 1 } else { events.len() }
+        )));
+    }
+    Ok(events)
+}
+
 /// `batch_start`: the batch's first event is marked as where a writer's batch began (the
 /// event's frame start): the session's JSONL text breaks packed chunk rows there and a zstd
 /// export starts a frame there, as DSH's JSONL writer does for each batch it writes.
@@ -304,6 +324,39 @@ fn retention_of(o: Option<RetentionOptions>) -> napi::Result<Option<sessdb::Rete
 }
 
 impl NativeStore {
+    /// The append of both ways in: on this thread when nothing waits, else on the pool.
+    fn append_now(
+        &self,
+        session: String,
+        mut events: Vec<Event>,
+        migrate_legacy: Option<bool>,
+        batch_start: Option<bool>,
+    ) -> napi::Result<Either<AppendResult, AsyncTask<Job<AppendResult>>>> {
+        mark_batch_start(&mut events, batch_start);
+        let migrate = migrate_legacy.unwrap_or(false) && events.iter().any(legacy::may_be_legacy);
+        if !migrate {
+            // The hop to the pool and back took ~70 of the ~150 µs a 44-event append cost
+            // here; the append itself a few µs (PERFORMANCE.md).
+            match self.store.try_append_events(&session, events) {
+                Ok(TryAppend::Appended(r)) => return Ok(Either::A(range_of(r))),
+                Ok(TryAppend::WouldWait(back)) => events = back,
+                Err(e) => return Err(to_js(&e)),
+            }
+        }
+        Ok(Either::B(self.job(move |s| {
+            let mut events = events;
+            if migrate {
+                // A legacy replacement takes the id of the message it replaces: the one stored
+                // event a migration reads, read alone.
+                legacy::migrate_appended(&session, &mut events, |seq| {
+                    let e = s.events(&session, seq..seq + 1).ok()?.pop()?;
+                    legacy::message_id_of(&e).map(<[u8]>::to_vec)
+                });
+            }
+            s.append_events(&session, events).map(range_of)
+        })))
+    }
+
     /// A job on a clone of the store (clones share it).
     fn job<T>(
         &self,
@@ -374,30 +427,27 @@ impl NativeStore {
         migrate_legacy: Option<bool>,
         batch_start: Option<bool>,
     ) -> napi::Result<Either<AppendResult, AsyncTask<Job<AppendResult>>>> {
-        let mut events = events_of(&events)?;
-        mark_batch_start(&mut events, batch_start);
-        let migrate = migrate_legacy.unwrap_or(false) && events.iter().any(legacy::may_be_legacy);
-        if !migrate {
-            // The hop to the pool and back took ~70 of the ~150 µs a 44-event append cost
-            // here; the append itself a few µs (PERFORMANCE.md).
-            match self.store.try_append_events(&session, events) {
-                Ok(TryAppend::Appended(r)) => return Ok(Either::A(range_of(r))),
-                Ok(TryAppend::WouldWait(back)) => events = back,
-                Err(e) => return Err(to_js(&e)),
-            }
-        }
-        Ok(Either::B(self.job(move |s| {
-            let mut events = events;
-            if migrate {
-                // A legacy replacement takes the id of the message it replaces: the one stored
-                // event a migration reads, read alone.
-                legacy::migrate_appended(&session, &mut events, |seq| {
-                    let e = s.events(&session, seq..seq + 1).ok()?.pop()?;
-                    legacy::message_id_of(&e).map(<[u8]>::to_vec)
-                });
-            }
-            s.append_events(&session, events).map(range_of)
-        })))
+        self.append_now(session, events_of(&events)?, migrate_legacy, batch_start)
+    }
+
+    /// [`Self::append_batch`] of `count` events given as their JSON lines joined by `\n`
+    /// (none holding a raw newline): one string for the batch. `index.js` sends a batch this
+    /// way unless one of its lines, given as a string, holds a raw newline.
+    #[napi]
+    pub fn append_lines(
+        &self,
+        session: String,
+        lines: String,
+        count: u32,
+        migrate_legacy: Option<bool>,
+        batch_start: Option<bool>,
+    ) -> napi::Result<Either<AppendResult, AsyncTask<Job<AppendResult>>>> {
+        self.append_now(
+            session,
+            events_of_text(&lines, count)?,
+            migrate_legacy,
+            batch_start,
+        )
     }
 
     /// The events from seq `from` (to `to`, exclusive, or the end) as their JSON lines joined

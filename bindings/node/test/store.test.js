@@ -69,6 +69,34 @@ test('a buffered append is written on the calling thread when nothing waits; a s
   for (const store of Object.values(stores)) await store.close()
 })
 
+test('a batch crosses as one string unless a line given as a string holds a raw newline', async () => {
+  const store = await Store.open(tempDir(), { durability: 'buffered' })
+  await store.createSession(header('n'), [turnStart(0, 1)], { exact: true })
+  const calls = []
+  for (const way of ['appendLines', 'appendBatch']) {
+    const native = store.inner[way].bind(store.inner)
+    store.inner[way] = (...args) => (calls.push(way), native(...args))
+  }
+  // Objects, and strings without a newline: one string, the lines joined.
+  await store.appendBatch('n', [user(1, 'u1', 'a\nb'), JSON.stringify(turnEnd(2, 1))])
+  // A line given as a string holding a raw newline: its own string, refused as before (a
+  // JSONL line holds none; joined, it would be read as two lines).
+  await assert.rejects(
+    store.appendBatch('n', [JSON.stringify(turnStart(3, 2)), '{"type":"turn/end",\n"seq":4,"time":1004,"data":{}}']),
+    { code: 'INVALID_EVENT', message: /raw line break between tokens/ },
+  )
+  await store.appendBatch('n', [turnStart(3, 2)])
+  // An empty batch: nothing appended, nothing refused.
+  await store.appendBatch('n', [])
+  assert.deepEqual(calls, ['appendLines', 'appendBatch', 'appendLines', 'appendLines'])
+  assert.deepEqual(await store.read('n'), [turnStart(0, 1), user(1, 'u1', 'a\nb'), turnEnd(2, 1), turnStart(3, 2)])
+  // The addon holds the count to the lines it is given: a mismatch appends nothing.
+  assert.throws(() => store.inner.appendLines('n', JSON.stringify(turnEnd(4, 2)), 2, false, false), /2 events were announced and 1 lines came/)
+  assert.throws(() => store.inner.appendLines('n', JSON.stringify(turnEnd(4, 2)), 0, false, false), /0 events were announced/)
+  assert.equal((await store.read('n')).length, 4)
+  await store.close()
+})
+
 test('revisions change with every append and repair and stay equal otherwise', async () => {
   const store = await Store.open(tempDir())
   assert.equal(await store.revision('nope'), null)

@@ -20,6 +20,26 @@ impl Event {
     /// # Errors
     /// [`Error::InvalidEnvelope`] naming the problem.
     pub fn from_jsonl(line: &[u8], limits: &Limits) -> Result<Event> {
+        if let Some(event) = canonical(line, limits) {
+            debug_assert!(
+                Self::from_jsonl_general(line, limits).ok().as_ref() == Some(&event),
+                "the canonical line's shortcut and the general parse disagree"
+            );
+            return Ok(event);
+        }
+        Self::from_jsonl_general(line, limits)
+    }
+
+    /// [`Event::from_jsonl`] without its shortcut for canonical lines, for the fuzz target
+    /// that holds the two to the same events.
+    #[cfg(fuzzing)]
+    #[doc(hidden)]
+    pub fn fuzz_from_jsonl_general(line: &[u8], limits: &Limits) -> Result<Event> {
+        Self::from_jsonl_general(line, limits)
+    }
+
+    /// Any line: the whole line validated, then its members read.
+    fn from_jsonl_general(line: &[u8], limits: &Limits) -> Result<Event> {
         let bad = |seq: Option<u64>, problem: String| Error::InvalidEnvelope { seq, problem };
         // The envelope adds one level of nesting and a bounded amount of text around `data`;
         // `data` itself is held to `limits` by the acceptance function.
@@ -106,6 +126,72 @@ impl Event {
         self.write_jsonl(&mut out);
         out
     }
+}
+
+/// The shortcut for the line most events come in: `{"type":"T","seq":S,"time":M,"data":D}` as
+/// `JSON.stringify` and sessdb write it — those keys in that order, no whitespace, `T` printable
+/// ASCII without escapes, `S` and `M` plain safe integers. Only `D` is validated (a streamed
+/// chunk in DSH's form by its one pass), where the general parse validates the whole line and
+/// then walks `D` again to find its members. `None` for any other line, or any doubt (a `D`
+/// that is not one valid value, a line past the size limit): the general parse decides, and
+/// wherever this says yes it gives the same event (the fuzz target `event_line` and a
+/// proptest hold it to that; a `debug_assert!` checks every line in debug builds).
+fn canonical(line: &[u8], limits: &Limits) -> Option<Event> {
+    // The general parse holds the line to twice the data limit (`line_limits`).
+    if line.len() > limits.max_data_bytes.saturating_mul(2) {
+        return None;
+    }
+    let rest = line.strip_prefix(b"{\"type\":\"")?;
+    let name_len = rest.iter().position(|&b| b == b'"')?;
+    let (name, rest) = rest.split_at(name_len);
+    if !name
+        .iter()
+        .all(|&b| (0x20..0x7f).contains(&b) && b != b'\\')
+    {
+        return None;
+    }
+    let rest = rest.strip_prefix(b"\",\"seq\":")?;
+    let (seq, rest) = plain_integer(rest)?;
+    let seq = u64::try_from(seq).ok()?;
+    let rest = rest.strip_prefix(b",\"time\":")?;
+    let (time, rest) = plain_integer(rest)?;
+    let data = rest.strip_prefix(b",\"data\":")?.strip_suffix(b"}")?;
+    // Printable ASCII: the name is its own UTF-8.
+    let name = std::str::from_utf8(name).ok()?;
+    // `validate` refuses whitespace around a value, as the general parse's `data` has none.
+    let valid = (name == super::types::names::ASSISTANT_CHUNK
+        && crate::json::valid_by_chunk_shortcut(data, limits))
+        || validate(data, limits).is_ok();
+    valid.then(|| {
+        Event::with_type_str(name, seq, time, data.into()).mark_data_valid(limits.max_depth)
+    })
+}
+
+/// A plain integer token at the start of `bytes` (`-?(0|[1-9][0-9]*)`, not `-0`) within
+/// ±(2^53 − 1), and the bytes after it; `None` for anything else (a fraction, an exponent, a
+/// leading zero: the general parse reads those as `JSON.parse` does).
+fn plain_integer(bytes: &[u8]) -> Option<(i64, &[u8])> {
+    let (neg, digits_at) = match bytes.first()? {
+        b'-' => (true, 1),
+        _ => (false, 0),
+    };
+    let len = bytes[digits_at..]
+        .iter()
+        .take_while(|b| b.is_ascii_digit())
+        .count();
+    let digits = &bytes[digits_at..digits_at + len];
+    // 16 digits hold every safe integer; more is for the general parse.
+    if digits.is_empty() || digits.len() > 16 || (digits[0] == b'0' && (digits.len() > 1 || neg)) {
+        return None;
+    }
+    let mut v: i64 = 0;
+    for &d in digits {
+        v = v * 10 + i64::from(d - b'0');
+    }
+    if v > crate::MAX_SAFE_INTEGER {
+        return None;
+    }
+    Some((if neg { -v } else { v }, &bytes[digits_at + len..]))
 }
 
 /// One event's canonical JSONL line (without the newline), from its fields: shared by the
@@ -350,5 +436,138 @@ mod data_checked_once {
         // An event made any other way carries no mark.
         assert!(!Event::new("plugin/x", 0, 1, deep.as_bytes()).data_valid_within(&at(512)));
         assert!(Event::from_jsonl(line.as_bytes(), &at(4)).is_err());
+    }
+}
+
+#[cfg(test)]
+mod canonical_shortcut {
+    use super::*;
+
+    /// What `from_jsonl` and the general parse give, side by side: the same event, or the same
+    /// refusal.
+    fn same_as_general(line: &[u8], limits: &Limits) -> Option<Event> {
+        let fast = Event::from_jsonl(line, limits);
+        let general = Event::from_jsonl_general(line, limits);
+        match (&fast, &general) {
+            (Ok(a), Ok(b)) => assert_eq!(a, b, "{}", String::from_utf8_lossy(line)),
+            (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
+            _ => panic!(
+                "{}: {fast:?} against {general:?}",
+                String::from_utf8_lossy(line)
+            ),
+        }
+        canonical(line, limits)
+    }
+
+    #[test]
+    fn lines_as_json_stringify_writes_them_take_the_shortcut() {
+        let limits = Limits::default();
+        for line in [
+            r#"{"type":"assistant/chunk","seq":7,"time":1700000000000,"data":{"turn":1,"step":1,"chunk":{"type":"text-delta","index":0,"text":"hi"}}}"#,
+            r#"{"type":"assistant/chunk","seq":7,"time":1,"data":{"turn":1,"chunk":{"text":"é"}}}"#,
+            r#"{"type":"turn/start","seq":0,"time":-5,"data":{"turn":1}}"#,
+            r#"{"type":"plugin/x","seq":9007199254740991,"time":-9007199254740991,"data":[1,"a",null,true]}"#,
+            r#"{"type":"","seq":1,"time":0,"data":0}"#,
+            r#"{"type":"a","seq":1,"time":1,"data":"\ud800"}"#,
+        ] {
+            let e = same_as_general(line.as_bytes(), &limits).expect(line);
+            assert!(e.data_valid_within(&limits), "{line}");
+        }
+    }
+
+    /// Every way a line can leave the form sends it to the general parse, which reads or
+    /// refuses it as before.
+    #[test]
+    fn anything_else_goes_to_the_general_parse() {
+        let limits = Limits::default();
+        for line in [
+            // Whitespace: around `data` (the general parse's `data` has none), between keys.
+            r#"{"type":"a","seq":1,"time":1,"data": 1}"#,
+            r#"{"type":"a","seq":1,"time":1,"data":1 }"#,
+            r#"{"type":"a", "seq":1,"time":1,"data":1}"#,
+            // Integers spelled otherwise, or out of range.
+            r#"{"type":"a","seq":01,"time":1,"data":1}"#,
+            r#"{"type":"a","seq":1.0,"time":1,"data":1}"#,
+            r#"{"type":"a","seq":1,"time":1e3,"data":1}"#,
+            r#"{"type":"a","seq":1,"time":-0,"data":1}"#,
+            r#"{"type":"a","seq":-1,"time":1,"data":1}"#,
+            r#"{"type":"a","seq":9007199254740992,"time":1,"data":1}"#,
+            r#"{"type":"a","seq":1,"time":99999999999999999,"data":1}"#,
+            // A name with an escape or outside printable ASCII.
+            r#"{"type":"a\/b","seq":1,"time":1,"data":1}"#,
+            "{\"type\":\"\u{e9}\",\"seq\":1,\"time\":1,\"data\":1}",
+            "{\"type\":\"a\tb\",\"seq\":1,\"time\":1,\"data\":1}",
+            // `data` that is not one value: another key after it (the last one wins), junk.
+            r#"{"type":"a","seq":1,"time":1,"data":{"x":1},"data":2}"#,
+            r#"{"type":"a","seq":1,"time":1,"data":1,"ignorable":true}"#,
+            r#"{"type":"a","seq":1,"time":1,"data":1,"seq":2}"#,
+            r#"{"type":"a","seq":1,"time":1,"data":{"x":1}"#,
+            r#"{"type":"a","seq":1,"time":1,"data":}"#,
+            r#"{"type":"a","seq":1,"time":1,"data":[1,]}"#,
+            r#"{"type":"assistant/chunk","seq":1,"time":1,"data":{"turn":1}} "#,
+            // Keys in another order, other keys, a missing one.
+            r#"{"seq":1,"type":"a","time":1,"data":1}"#,
+            r#"{"type":"a","seq":1,"time":1}"#,
+            r#"{"type":"a","seq":1,"time":1,"data":1,"surfaceOp":"append"}"#,
+        ] {
+            assert!(
+                same_as_general(line.as_bytes(), &limits).is_none(),
+                "{line} took the shortcut"
+            );
+        }
+    }
+
+    /// The limits hold as in the general parse: `data` too deep or too long is refused or
+    /// left unmarked there, never marked here.
+    #[test]
+    fn limits_decide_as_in_the_general_parse() {
+        let deep = format!("{}{}", "[".repeat(6), "]".repeat(6));
+        let line = format!(r#"{{"type":"a","seq":1,"time":1,"data":{deep}}}"#);
+        for max_depth in [4, 5, 6, 7] {
+            let limits = Limits {
+                max_depth,
+                ..Limits::default()
+            };
+            same_as_general(line.as_bytes(), &limits);
+        }
+        for max_data_bytes in [4, 12, 24, 40, line.len() / 2, line.len()] {
+            let limits = Limits {
+                max_data_bytes,
+                ..Limits::default()
+            };
+            if let Ok(e) = Event::from_jsonl(line.as_bytes(), &limits) {
+                assert_eq!(
+                    e.data_valid_within(&limits),
+                    deep.len() <= max_data_bytes,
+                    "{max_data_bytes}"
+                );
+            }
+            same_as_general(line.as_bytes(), &limits);
+        }
+    }
+
+    proptest::proptest! {
+        /// Any line, and that line with a byte changed, inserted or cut: the same event or
+        /// refusal by both ways.
+        #[test]
+        fn a_line_reads_the_same_by_both_ways(
+            ty in "assistant/chunk|turn/start|[a-z]{1,6}/[a-z]{1,6}",
+            seq in 0u64..2_000,
+            time in -2_000i64..2_000_000,
+            data in crate::json::strategy::json_value(),
+            edit in proptest::option::of((proptest::prelude::any::<proptest::sample::Index>(), 0u8..3, proptest::prelude::any::<u8>())),
+        ) {
+            let mut line = Event::new(ty, seq, time, data.into_bytes()).to_jsonl();
+            if let Some((at, how, byte)) = edit {
+                let i = at.index(line.len() + 1);
+                match how {
+                    0 if i < line.len() => line[i] = byte,
+                    1 => line.insert(i, byte),
+                    _ if i < line.len() => { line.remove(i); }
+                    _ => {}
+                }
+            }
+            same_as_general(&line, &Limits::default());
+        }
     }
 }

@@ -300,6 +300,12 @@ impl Event {
         }
     }
 
+    /// An event with no surface metadata whose type is `name`: a type of the vocabulary is
+    /// not copied.
+    pub(crate) fn with_type_str(name: &str, seq: u64, time: i64, data: Box<[u8]>) -> Self {
+        Self::named(TypeName::interned(name), seq, time, data)
+    }
+
     /// An event from a draft's parts, built in place: through `named` and the `with_*`
     /// builders each step moved the 80-byte event again (~13 ns of an append by the profile,
     /// `docs/PERFORMANCE.md`).
