@@ -114,7 +114,11 @@ function line(event) {
   return typeof event === 'string' ? wellFormed(event, 'event') : JSON.stringify(event)
 }
 
-/** Whether `lines` (of `events`) may cross joined by `\n`: no line given as a string holds one. */
+/**
+ * Whether `lines` (of `events`) may cross joined by `\n`, one string for the batch, one
+ * crossing into the addon (PERFORMANCE.md): unless a line given as a string holds a raw one
+ * (`JSON.stringify` never writes one) — then each line crosses alone and is refused as before.
+ */
 function joinable(events, lines) {
   for (let i = 0; i < events.length; i++) {
     if (typeof events[i] === 'string' && lines[i].includes('\n')) return false
@@ -194,7 +198,13 @@ class Store {
         { exact: true, migrateLegacy: true, batchStart: true },
         'createSession options',
       )
-      return syncCall(() => this.inner.createSession(header(meta), events.map(line), exact, migrateLegacy, batchStart))
+      return syncCall(() => {
+        const h = header(meta)
+        const lines = events.map(line)
+        return joinable(events, lines)
+          ? this.inner.createSessionLines(h, lines.join('\n'), lines.length, exact, migrateLegacy, batchStart)
+          : this.inner.createSession(h, lines, exact, migrateLegacy, batchStart)
+      })
     })
   }
 
@@ -207,9 +217,6 @@ class Store {
       )
       return syncCall(() => {
         const lines = events.map(line)
-        // One string for the batch, one crossing into the addon (PERFORMANCE.md): the lines
-        // joined by `\n`, unless one given as a string holds a raw one (`JSON.stringify`
-        // never writes one) — then each line crosses alone and is refused as before.
         return joinable(events, lines)
           ? this.inner.appendLines(id, lines.join('\n'), lines.length, migrateLegacy, batchStart)
           : this.inner.appendBatch(id, lines, migrateLegacy, batchStart)

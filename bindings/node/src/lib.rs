@@ -324,6 +324,29 @@ fn retention_of(o: Option<RetentionOptions>) -> napi::Result<Option<sessdb::Rete
 }
 
 impl NativeStore {
+    /// The creation of both ways in, on the pool.
+    fn create_now(
+        &self,
+        header: SessionHeader,
+        mut events: Vec<Event>,
+        exact: Option<bool>,
+        migrate_legacy: Option<bool>,
+        batch_start: Option<bool>,
+    ) -> napi::Result<AsyncTask<Job<i64>>> {
+        mark_batch_start(&mut events, batch_start);
+        if migrate_legacy.unwrap_or(false) && events.iter().any(legacy::may_be_legacy) {
+            legacy::migrate(&header.id, &mut events);
+        }
+        Ok(self.job(move |s| {
+            if exact.unwrap_or(false) {
+                s.restore_session(header, events)
+            } else {
+                s.create_session(header, events).and_then(|h| h.len())
+            }
+            .map(n)
+        }))
+    }
+
     /// The append of both ways in: on this thread when nothing waits, else on the pool.
     fn append_now(
         &self,
@@ -399,19 +422,30 @@ impl NativeStore {
         batch_start: Option<bool>,
     ) -> napi::Result<AsyncTask<Job<i64>>> {
         let header = header_of(&header)?;
-        let mut events = events_of(&events)?;
-        mark_batch_start(&mut events, batch_start);
-        if migrate_legacy.unwrap_or(false) && events.iter().any(legacy::may_be_legacy) {
-            legacy::migrate(&header.id, &mut events);
-        }
-        Ok(self.job(move |s| {
-            if exact.unwrap_or(false) {
-                s.restore_session(header, events)
-            } else {
-                s.create_session(header, events).and_then(|h| h.len())
-            }
-            .map(n)
-        }))
+        self.create_now(
+            header,
+            events_of(&events)?,
+            exact,
+            migrate_legacy,
+            batch_start,
+        )
+    }
+
+    /// [`Self::create_session`] with the events' lines joined by `\n` (none holding a raw
+    /// newline), `count` of them: one string for the batch, as [`Self::append_lines`].
+    #[napi]
+    pub fn create_session_lines(
+        &self,
+        header: String,
+        lines: String,
+        count: u32,
+        exact: Option<bool>,
+        migrate_legacy: Option<bool>,
+        batch_start: Option<bool>,
+    ) -> napi::Result<AsyncTask<Job<i64>>> {
+        let header = header_of(&header)?;
+        let events = events_of_text(&lines, count)?;
+        self.create_now(header, events, exact, migrate_legacy, batch_start)
     }
 
     /// Appends a batch of events (JSON lines whose seqs continue the session), atomically.

@@ -71,12 +71,17 @@ test('a buffered append is written on the calling thread when nothing waits; a s
 
 test('a batch crosses as one string unless a line given as a string holds a raw newline', async () => {
   const store = await Store.open(tempDir(), { durability: 'buffered' })
-  await store.createSession(header('n'), [turnStart(0, 1)], { exact: true })
   const calls = []
-  for (const way of ['appendLines', 'appendBatch']) {
+  for (const way of ['appendLines', 'appendBatch', 'createSessionLines', 'createSession']) {
     const native = store.inner[way].bind(store.inner)
     store.inner[way] = (...args) => (calls.push(way), native(...args))
   }
+  assert.equal(await store.createSession(header('n'), [turnStart(0, 1)], { exact: true }), 1)
+  await assert.rejects(
+    store.createSession(header('m'), ['{"type":"turn/start",\n"seq":0,"time":1,"data":{"turn":1}}'], { exact: true }),
+    { code: 'INVALID_EVENT', message: /raw line break between tokens/ },
+  )
+  assert.deepEqual(calls.splice(0), ['createSessionLines', 'createSession'])
   // Objects, and strings without a newline: one string, the lines joined.
   await store.appendBatch('n', [user(1, 'u1', 'a\nb'), JSON.stringify(turnEnd(2, 1))])
   // A line given as a string holding a raw newline: its own string, refused as before (a
