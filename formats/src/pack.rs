@@ -517,6 +517,11 @@ fn safe_gap(a: i64, b: i64) -> Option<i64> {
         .filter(|d| (-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(d))
 }
 
+/// Whether `event_type` is the type of a packed row (`text-chunks`, …), which no event has.
+pub fn is_row_type(event_type: &str) -> bool {
+    Kind::from_row_type(event_type).is_some()
+}
+
 /// Whether a parsed line is a packed row (its `type` is one of the three tags).
 pub fn is_packed_row(row: &JsonRef<'_>) -> bool {
     row.get("type")

@@ -17,7 +17,7 @@ use super::grammar::parses_as_dsh_json;
 use super::layout::{NO_CWD_DIR, RAW_FILE, ZSTD_FILE, session_dir};
 use super::lines::{Line, LineReader};
 use crate::admit::{Places, admit};
-use crate::pack::{TOO_MANY_PIECES, is_packed_row, mark_row_start, unpack};
+use crate::pack::{TOO_MANY_PIECES, is_packed_row, is_row_type, mark_row_start, unpack};
 use crate::report::{ImportReport, TornTail};
 use crate::target::{DryRun, RestoreTarget};
 use crate::{Error, Progress, Result};
@@ -459,6 +459,50 @@ fn decode_line(
     line_limits: &Limits,
     limits: &Limits,
 ) -> std::result::Result<Vec<Event>, BadLine> {
+    // Most lines are one event in the canonical envelope, as DSH's writer and sessdb's export
+    // write them: read by the engine's shortcut, which passes every check below by
+    // construction — a whole line (not oversized: the reader marks those) that is JSON within
+    // the line limits (its `data` within `limits`, one level less deep), an event and not a
+    // packed row, the next seq — without validating the line and walking it for its keys
+    // first (`docs/PERFORMANCE.md`, 2026-12-06, latest).
+    if terminated
+        && !oversized
+        && let Some(event) = Event::from_canonical_jsonl(bytes, limits)
+        && event.seq() == next_seq
+        && !is_row_type(event.event_type())
+    {
+        let events = vec![lone_chunk(event)];
+        debug_assert!(
+            matches!(
+                decode_any_line(bytes, terminated, oversized, next_seq, line_limits, limits),
+                Ok(ref general) if general == &events
+            ),
+            "line {next_seq}: the shortcut and the general decoding disagree"
+        );
+        return Ok(events);
+    }
+    decode_any_line(bytes, terminated, oversized, next_seq, line_limits, limits)
+}
+
+/// A chunk that stood alone in the file is remembered as one (`PackHint::Lone`), so the
+/// export writes it alone again.
+fn lone_chunk(event: Event) -> Event {
+    if event.event_type() == "assistant/chunk" {
+        event.with_pack_hint(PackHint::Lone)
+    } else {
+        event
+    }
+}
+
+/// [`decode_line`] of any line: checked step by step, each refusal named.
+fn decode_any_line(
+    bytes: &[u8],
+    terminated: bool,
+    oversized: bool,
+    next_seq: u64,
+    line_limits: &Limits,
+    limits: &Limits,
+) -> std::result::Result<Vec<Event>, BadLine> {
     if oversized {
         return Err(BadLine::Torn(format!(
             "the line is longer than {} bytes",
@@ -525,12 +569,7 @@ fn decode_line(
                 BadLine::Torn(e.to_string())
             }
         })?;
-        let lone = event.event_type() == "assistant/chunk";
-        vec![if lone {
-            event.with_pack_hint(PackHint::Lone)
-        } else {
-            event
-        }]
+        vec![lone_chunk(event)]
     };
     match events.first() {
         Some(e) if e.seq() != next_seq => {
