@@ -139,14 +139,16 @@ impl Event {
     }
 }
 
-/// The shortcut for the line most events come in: `{"type":"T","seq":S,"time":M,"data":D}` as
-/// `JSON.stringify` and sessdb write it — those keys in that order, no whitespace, `T` printable
-/// ASCII without escapes, `S` and `M` plain safe integers. Only `D` is validated (a streamed
-/// chunk in DSH's form by its one pass), where the general parse validates the whole line and
-/// then walks `D` again to find its members. `None` for any other line, or any doubt (a `D`
-/// that is not one valid value, a line past the size limit): the general parse decides, and
-/// wherever this says yes it gives the same event (the fuzz target `event_line` and a
-/// proptest hold it to that; a `debug_assert!` checks every line in debug builds).
+/// The shortcut for the line most events come in: `{"type":"T","seq":S,"time":M,"data":D}`,
+/// then any of `sourceEventSeqs`, `surfaceOp` and `ignorable`, as `JSON.stringify` of DSH's
+/// events and sessdb write them — those keys in that order, no whitespace, `T` printable ASCII
+/// without escapes, plain integers. Only `D` is validated (a streamed chunk in DSH's form by
+/// its one pass), where the general parse validates the whole line and then walks `D` again to
+/// find the members after it. `None` for any other line, or any doubt (a `D` that is not one
+/// valid value, a line past the size limit): the general parse decides, and wherever this says
+/// yes it gives the same event (the fuzz target `event_line` and a proptest hold it to that;
+/// a `debug_assert!` checks every line in debug builds). The members after `D` are read from
+/// the line's end: once `D` is one valid value, the line can be read no other way.
 fn canonical(line: &[u8], limits: &Limits) -> Option<Event> {
     // The general parse holds the line to twice the data limit (`line_limits`).
     if line.len() > limits.max_data_bytes.saturating_mul(2) {
@@ -166,16 +168,95 @@ fn canonical(line: &[u8], limits: &Limits) -> Option<Event> {
     let seq = u64::try_from(seq).ok()?;
     let rest = rest.strip_prefix(b",\"time\":")?;
     let (time, rest) = plain_integer(rest)?;
-    let data = rest.strip_prefix(b",\"data\":")?.strip_suffix(b"}")?;
+    let mut data = rest.strip_prefix(b",\"data\":")?.strip_suffix(b"}")?;
+    let ignorable = strip_end(&mut data, b",\"ignorable\":true");
+    let surface_op = if strip_end(&mut data, b",\"surfaceOp\":\"append\"") {
+        Some(SurfaceOp::Append)
+    } else {
+        replace_at_end(&mut data)
+    };
+    let sources = sources_at_end(&mut data);
     // Printable ASCII: the name is its own UTF-8.
     let name = std::str::from_utf8(name).ok()?;
     // `validate` refuses whitespace around a value, as the general parse's `data` has none.
     let valid = (name == super::types::names::ASSISTANT_CHUNK
         && crate::json::valid_by_chunk_shortcut(data, limits))
         || validate(data, limits).is_ok();
-    valid.then(|| {
-        Event::with_type_str(name, seq, time, data.into()).mark_data_valid(limits.max_depth)
-    })
+    if !valid {
+        return None;
+    }
+    let mut event =
+        Event::with_type_str(name, seq, time, data.into()).mark_data_valid(limits.max_depth);
+    if let Some(seqs) = sources {
+        event = event.with_sources(seqs);
+    }
+    if let Some(op) = surface_op {
+        event = event.with_surface_op(op);
+    }
+    if ignorable {
+        event = event.with_ignorable(true);
+    }
+    Some(event)
+}
+
+/// Cuts `suffix` off the end of `bytes` when it ends with it.
+fn strip_end(bytes: &mut &[u8], suffix: &[u8]) -> bool {
+    match bytes.strip_suffix(suffix) {
+        Some(rest) => {
+            *bytes = rest;
+            true
+        }
+        None => false,
+    }
+}
+
+/// `,"surfaceOp":{"op":"replace","start":N,"end":M}` at the end of `bytes`, cut off; else
+/// `bytes` unchanged (and the general parse reads any other spelling).
+fn replace_at_end(bytes: &mut &[u8]) -> Option<SurfaceOp> {
+    let rest = bytes.strip_suffix(b"}")?;
+    let (end, rest) = seq_at_end(rest)?;
+    let rest = rest.strip_suffix(b",\"end\":")?;
+    let (start, rest) = seq_at_end(rest)?;
+    *bytes = rest.strip_suffix(b",\"surfaceOp\":{\"op\":\"replace\",\"start\":")?;
+    Some(SurfaceOp::Replace { start, end })
+}
+
+/// `,"sourceEventSeqs":[S,…]` at the end of `bytes`, cut off; else `bytes` unchanged.
+fn sources_at_end(bytes: &mut &[u8]) -> Option<Vec<u64>> {
+    let mut rest = bytes.strip_suffix(b"]")?;
+    let mut seqs = Vec::new();
+    if !rest.ends_with(b"[") {
+        loop {
+            let (seq, before) = seq_at_end(rest)?;
+            seqs.push(seq);
+            rest = before;
+            match rest.strip_suffix(b",") {
+                Some(before) => rest = before,
+                None => break,
+            }
+        }
+    }
+    *bytes = rest
+        .strip_suffix(b"[")?
+        .strip_suffix(b",\"sourceEventSeqs\":")?;
+    seqs.reverse();
+    Some(seqs)
+}
+
+/// A plain non-negative safe integer token at the end of `bytes`, and the bytes before it.
+fn seq_at_end(bytes: &[u8]) -> Option<(u64, &[u8])> {
+    let len = bytes
+        .iter()
+        .rev()
+        .take_while(|b| b.is_ascii_digit())
+        .take(17)
+        .count();
+    let at = bytes.len() - len;
+    let (v, rest) = plain_integer(&bytes[at..])?;
+    if !rest.is_empty() {
+        return None;
+    }
+    Some((u64::try_from(v).ok()?, &bytes[..at]))
 }
 
 /// A plain integer token at the start of `bytes` (`-?(0|[1-9][0-9]*)`, not `-0`) within
@@ -380,7 +461,7 @@ mod tests {
         assert_eq!((e.seq(), e.time()), (3, 15));
     }
 
-    fn event_strategy() -> impl proptest::strategy::Strategy<Value = Event> {
+    pub(super) fn event_strategy() -> impl proptest::strategy::Strategy<Value = Event> {
         use proptest::prelude::*;
         let op = prop_oneof![
             Just(None),
@@ -480,6 +561,12 @@ mod canonical_shortcut {
             r#"{"type":"plugin/x","seq":9007199254740991,"time":-9007199254740991,"data":[1,"a",null,true]}"#,
             r#"{"type":"","seq":1,"time":0,"data":0}"#,
             r#"{"type":"a","seq":1,"time":1,"data":"\ud800"}"#,
+            r#"{"type":"a","seq":1,"time":1,"data":[1,2]}"#,
+            r#"{"type":"user/message","seq":2,"time":3,"data":{"id":"u"},"surfaceOp":"append"}"#,
+            r#"{"type":"assistant/message","seq":9,"time":3,"data":{"a":[3]},"sourceEventSeqs":[1,2,30],"surfaceOp":"append"}"#,
+            r#"{"type":"a","seq":1,"time":1,"data":{"a":[3]},"sourceEventSeqs":[]}"#,
+            r#"{"type":"a","seq":1,"time":1,"data":1,"surfaceOp":{"op":"replace","start":0,"end":9007199254740991},"ignorable":true}"#,
+            r#"{"type":"a","seq":1,"time":1,"data":1,"ignorable":true}"#,
         ] {
             let e = same_as_general(line.as_bytes(), &limits).expect(line);
             assert!(e.data_valid_within(&limits), "{line}");
@@ -510,7 +597,6 @@ mod canonical_shortcut {
             "{\"type\":\"a\tb\",\"seq\":1,\"time\":1,\"data\":1}",
             // `data` that is not one value: another key after it (the last one wins), junk.
             r#"{"type":"a","seq":1,"time":1,"data":{"x":1},"data":2}"#,
-            r#"{"type":"a","seq":1,"time":1,"data":1,"ignorable":true}"#,
             r#"{"type":"a","seq":1,"time":1,"data":1,"seq":2}"#,
             r#"{"type":"a","seq":1,"time":1,"data":{"x":1}"#,
             r#"{"type":"a","seq":1,"time":1,"data":}"#,
@@ -519,7 +605,20 @@ mod canonical_shortcut {
             // Keys in another order, other keys, a missing one.
             r#"{"seq":1,"type":"a","time":1,"data":1}"#,
             r#"{"type":"a","seq":1,"time":1}"#,
-            r#"{"type":"a","seq":1,"time":1,"data":1,"surfaceOp":"append"}"#,
+            // The members after `data` in another order or spelling.
+            r#"{"type":"a","seq":1,"time":1,"data":1,"surfaceOp":"append","sourceEventSeqs":[1]}"#,
+            r#"{"type":"a","seq":1,"time":1,"data":1,"ignorable":true,"surfaceOp":"append"}"#,
+            r#"{"type":"a","seq":1,"time":1,"data":1,"sourceEventSeqs":[1.0]}"#,
+            r#"{"type":"a","seq":1,"time":1,"data":1,"sourceEventSeqs":[01]}"#,
+            r#"{"type":"a","seq":1,"time":1,"data":1,"sourceEventSeqs":[1,]}"#,
+            r#"{"type":"a","seq":1,"time":1,"data":1,"sourceEventSeqs":[-1]}"#,
+            r#"{"type":"a","seq":1,"time":1,"data":1,"sourceEventSeqs":[9007199254740992]}"#,
+            r#"{"type":"a","seq":1,"time":1,"data":1,"surfaceOp":{"start":1,"op":"replace","end":2}}"#,
+            r#"{"type":"a","seq":1,"time":1,"data":1,"surfaceOp":{"op":"replace","start":1,"end":2.0}}"#,
+            r#"{"type":"a","seq":1,"time":1,"data":1,"surfaceOp":"replace"}"#,
+            r#"{"type":"a","seq":1,"time":1,"data":1,"ignorable":false}"#,
+            r#"{"type":"a","seq":1,"time":1,"data":1,"other":true}"#,
+            r#"{"type":"a","seq":1,"time":1,"data":[1,"sourceEventSeqs":[2]]}"#,
         ] {
             assert!(
                 same_as_general(line.as_bytes(), &limits).is_none(),
@@ -562,13 +661,10 @@ mod canonical_shortcut {
         /// refusal by both ways.
         #[test]
         fn a_line_reads_the_same_by_both_ways(
-            ty in "assistant/chunk|turn/start|[a-z]{1,6}/[a-z]{1,6}",
-            seq in 0u64..2_000,
-            time in -2_000i64..2_000_000,
-            data in crate::json::strategy::json_value(),
+            event in super::tests::event_strategy(),
             edit in proptest::option::of((proptest::prelude::any::<proptest::sample::Index>(), 0u8..3, proptest::prelude::any::<u8>())),
         ) {
-            let mut line = Event::new(ty, seq, time, data.into_bytes()).to_jsonl();
+            let mut line = event.to_jsonl();
             if let Some((at, how, byte)) = edit {
                 let i = at.index(line.len() + 1);
                 match how {
