@@ -30,10 +30,10 @@ impl Event {
         Self::from_jsonl_general(line, limits)
     }
 
-    /// The event of a line in the canonical envelope with no surface metadata —
-    /// `{"type":"T","seq":S,"time":M,"data":D}` with no whitespace, `T` printable ASCII without
-    /// escapes, `S` and `M` plain safe integers, `D` valid within `limits` — and `None` for
-    /// any other line (which [`Event::from_jsonl`] may still read). Where it gives an event,
+    /// The event of a line in the canonical envelope — `{"type":"T","seq":S,"time":M,"data":D}`
+    /// then any of `sourceEventSeqs`, `surfaceOp` and `ignorable` in that order, with no
+    /// whitespace, `T` printable ASCII without escapes, plain safe integers, `D` valid within
+    /// `limits` — and `None` for any other line (which [`Event::from_jsonl`] may still read). Where it gives an event,
     /// `from_jsonl` gives the same one: it is the shortcut `from_jsonl` takes first, for a
     /// reader that checks more of a line than `from_jsonl` does (the JSONL import) and may
     /// skip those checks for lines this reads.
