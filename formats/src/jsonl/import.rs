@@ -46,8 +46,68 @@ pub fn import_jsonl_with_progress(
     path: &Path,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<ImportReport> {
-    import_into(&DryRun::new(store), path, &mut |_| {})?;
-    import_into(store, path, progress)
+    let mut kept = Kept::with_budget(KEPT_BYTES);
+    import_into(
+        &DryRun::new(store),
+        path,
+        &mut |_| {},
+        Pass::DryRun(&mut kept),
+    )?;
+    import_into(store, path, progress, Pass::Import(&mut kept))
+}
+
+/// The most bytes of events (as [`expanded_bytes`] counts them) the dry run of an import keeps
+/// for the import that follows it.
+const KEPT_BYTES: u64 = 64 << 20;
+
+/// Files the dry run of an import read and decoded, kept (up to [`KEPT_BYTES`]) for the
+/// import that follows it: a directory within that is read and decoded once, not twice
+/// (`docs/PERFORMANCE.md`, 2026-12-06, latest), and the import stores what its dry run
+/// checked.
+struct Kept {
+    files: std::collections::HashMap<PathBuf, Scanned>,
+    bytes: u64,
+    budget: u64,
+}
+
+impl Kept {
+    fn with_budget(budget: u64) -> Self {
+        Self {
+            files: std::collections::HashMap::new(),
+            bytes: 0,
+            budget,
+        }
+    }
+}
+
+/// Which pass over the files [`import_into`] makes.
+enum Pass<'a> {
+    /// The dry run before an import: what it decodes is kept in `Kept` while there is room.
+    DryRun(&'a mut Kept),
+    /// The import after its dry run: a file kept there is not read again.
+    Import(&'a mut Kept),
+    /// A dry run alone (`plan_jsonl`).
+    Plan,
+}
+
+impl Pass<'_> {
+    /// The file's content: as the dry run kept it, or read now.
+    fn scan(&mut self, file: &Path) -> Result<Scanned> {
+        if let Pass::Import(kept) = self
+            && let Some(scanned) = kept.files.remove(file)
+        {
+            return Ok(scanned);
+        }
+        let scanned = read_session(file, &store_limits())?;
+        if let Pass::DryRun(kept) = self {
+            let bytes: u64 = scanned.1.iter().map(|(e, _)| expanded_bytes(e)).sum();
+            if kept.bytes + bytes <= kept.budget {
+                kept.bytes += bytes;
+                kept.files.insert(file.to_owned(), scanned.clone());
+            }
+        }
+        Ok(scanned)
+    }
 }
 
 /// What [`import_jsonl`] would do, storing nothing: the same reading, validation and
@@ -56,7 +116,7 @@ pub fn import_jsonl_with_progress(
 /// # Errors
 /// As [`import_jsonl`].
 pub fn plan_jsonl(store: &Store, path: &Path) -> Result<ImportReport> {
-    import_into(&DryRun::new(store), path, &mut |_| {})
+    import_into(&DryRun::new(store), path, &mut |_| {}, Pass::Plan)
 }
 
 /// Imports one session file's content read from `input` — raw or zstd, told apart by the
@@ -110,6 +170,7 @@ fn import_into(
     store: &dyn RestoreTarget,
     path: &Path,
     progress: &mut dyn FnMut(Progress),
+    mut pass: Pass<'_>,
 ) -> Result<ImportReport> {
     let files = session_files(path)?;
     let bytes_total = files
@@ -123,8 +184,7 @@ fn import_into(
     };
     let mut seen_ids = std::collections::BTreeMap::new();
     for (file, check_place) in files {
-        let (header, events, torn, bytes, invalid_utf8_lines) =
-            read_session(&file, &store_limits())?;
+        let (header, events, torn, bytes, invalid_utf8_lines) = pass.scan(&file)?;
         if let Some(root) = &check_place {
             let expected = session_dir(root, &header.id, header.cwd.as_deref());
             if file.parent() != Some(expected.as_path()) {
@@ -582,5 +642,62 @@ fn decode_any_line(
             })
         }
         _ => Ok(events),
+    }
+}
+
+#[cfg(test)]
+mod kept {
+    use super::*;
+
+    /// Three sessions in the layout DSH writes them in, under `root`.
+    fn sessions(root: &Path) -> Vec<String> {
+        (0..3)
+            .map(|i| {
+                let id = format!("s{i}");
+                let dir = session_dir(root, &id, Some("/w"));
+                std::fs::create_dir_all(&dir).unwrap();
+                let text = format!(
+                    "{{\"type\":\"session\",\"version\":0,\"id\":\"{id}\",\"createdAt\":1,\"cwd\":\"/w\",\"delegationDepth\":0}}\n\
+                     {{\"type\":\"turn/start\",\"seq\":0,\"time\":{i},\"data\":{{\"turn\":1}}}}\n\
+                     {{\"type\":\"turn/end\",\"seq\":1,\"time\":{i},\"data\":{{\"turn\":1,\"reason\":{{\"kind\":\"completed\"}}}}}}\n"
+                );
+                std::fs::write(dir.join(RAW_FILE), text).unwrap();
+                id
+            })
+            .collect()
+    }
+
+    /// Whatever the dry run kept — nothing, one file, every file — the import stores each
+    /// session from its own file, and takes every kept file.
+    #[test]
+    fn the_import_stores_what_each_file_holds_whatever_the_dry_run_kept() {
+        let input = tempfile::tempdir().unwrap();
+        let ids = sessions(input.path());
+        let one = 2 * (96 + 10 + 40);
+        for (budget, kept_files) in [(0, 0), (one, 1), (u64::MAX, 3)] {
+            let dir = tempfile::tempdir().unwrap();
+            let store = Store::open(dir.path(), sessdb::StoreOptions::default()).unwrap();
+            let mut kept = Kept::with_budget(budget);
+            import_into(
+                &DryRun::new(&store),
+                input.path(),
+                &mut |_| {},
+                Pass::DryRun(&mut kept),
+            )
+            .unwrap();
+            assert_eq!(kept.files.len(), kept_files, "budget {budget}");
+            let report =
+                import_into(&store, input.path(), &mut |_| {}, Pass::Import(&mut kept)).unwrap();
+            assert!(kept.files.is_empty());
+            assert_eq!(report.sessions.len(), 3);
+            for (i, id) in ids.iter().enumerate() {
+                let events = store.events(id, 0..u64::MAX).unwrap();
+                assert_eq!(events.len(), 2, "{id}");
+                assert!(
+                    events.iter().all(|e| e.time() == i as i64),
+                    "{id}: another file's events"
+                );
+            }
+        }
     }
 }
