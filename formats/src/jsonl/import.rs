@@ -358,14 +358,7 @@ fn read_lines(mut reader: LineReader, file: &Path, limits: &Limits) -> Result<Sc
             continue;
         }
         let next = events.len() as u64;
-        match decode_line(
-            line.bytes.trim_ascii(),
-            line.terminated,
-            line.oversized,
-            next,
-            &line_limits,
-            limits,
-        ) {
+        match decode_line(&line, next, &line_limits, limits) {
             Ok(decoded) => {
                 expanded += decoded.iter().map(expanded_bytes).sum::<u64>();
                 if expanded > MAX_SESSION_BYTES {
@@ -512,9 +505,7 @@ enum BadLine {
 
 /// The events of one line, or why it is a bad line.
 fn decode_line(
-    bytes: &[u8],
-    terminated: bool,
-    oversized: bool,
+    line: &Line,
     next_seq: u64,
     line_limits: &Limits,
     limits: &Limits,
@@ -525,23 +516,23 @@ fn decode_line(
     // the line limits (its `data` within `limits`, one level less deep), an event and not a
     // packed row, the next seq — without validating the line and walking it for its keys
     // first (`docs/PERFORMANCE.md`, 2026-12-06, latest).
-    if terminated
-        && !oversized
-        && let Some(event) = Event::from_canonical_jsonl(bytes, limits)
+    if line.terminated
+        && !line.oversized
+        && let Some(event) = Event::from_canonical_jsonl(line.bytes.trim_ascii(), limits)
         && event.seq() == next_seq
         && !is_row_type(event.event_type())
     {
         let events = vec![lone_chunk(event)];
         debug_assert!(
             matches!(
-                decode_any_line(bytes, terminated, oversized, next_seq, line_limits, limits),
+                decode_any_line(line, next_seq, line_limits, limits),
                 Ok(ref general) if general == &events
             ),
             "line {next_seq}: the shortcut and the general decoding disagree"
         );
         return Ok(events);
     }
-    decode_any_line(bytes, terminated, oversized, next_seq, line_limits, limits)
+    decode_any_line(line, next_seq, line_limits, limits)
 }
 
 /// A chunk that stood alone in the file is remembered as one (`PackHint::Lone`), so the
@@ -556,13 +547,14 @@ fn lone_chunk(event: Event) -> Event {
 
 /// [`decode_line`] of any line: checked step by step, each refusal named.
 fn decode_any_line(
-    bytes: &[u8],
-    terminated: bool,
-    oversized: bool,
+    line: &Line,
     next_seq: u64,
     line_limits: &Limits,
     limits: &Limits,
 ) -> std::result::Result<Vec<Event>, BadLine> {
+    // Whitespace around a line (a CRLF file's `\r`) is outside the JSON value, as for the
+    // header line.
+    let (bytes, terminated, oversized) = (line.bytes.trim_ascii(), line.terminated, line.oversized);
     if oversized {
         return Err(BadLine::Torn(format!(
             "the line is longer than {} bytes",
