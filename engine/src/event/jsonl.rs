@@ -33,10 +33,10 @@ impl Event {
     /// The event of a line in the canonical envelope — `{"type":"T","seq":S,"time":M,"data":D}`
     /// then any of `sourceEventSeqs`, `surfaceOp` and `ignorable` in that order, with no
     /// whitespace, `T` printable ASCII without escapes, plain safe integers, `D` valid within
-    /// `limits` — and `None` for any other line (which [`Event::from_jsonl`] may still read). Where it gives an event,
-    /// `from_jsonl` gives the same one: it is the shortcut `from_jsonl` takes first, for a
-    /// reader that checks more of a line than `from_jsonl` does (the JSONL import) and may
-    /// skip those checks for lines this reads.
+    /// `limits` — and `None` for any other line (which [`Event::from_jsonl`] may still read).
+    /// Where it gives an event, `from_jsonl` gives the same one: it is the shortcut
+    /// `from_jsonl` takes first, for a reader that checks more of a line than `from_jsonl`
+    /// does (the JSONL import) and may skip those checks for lines this reads.
     pub fn from_canonical_jsonl(line: &[u8], limits: &Limits) -> Option<Event> {
         canonical(line, limits)
     }
