@@ -185,7 +185,8 @@ fn events_of(lines: &[String]) -> napi::Result<Vec<Event>> {
 /// string, one crossing instead of one per event.
 fn events_of_text(text: &str, count: u32) -> napi::Result<Vec<Event>> {
     let limits = Limits::default();
-    let mut events = Vec::with_capacity(count as usize);
+    // Room for the lines the text can hold, whatever `count` says.
+    let mut events = Vec::with_capacity((count as usize).min(text.len() / 2 + 1));
     if count > 0 {
         for line in text.split('\n') {
             events.push(Event::from_jsonl(line.as_bytes(), &limits).map_err(|e| to_js(&e))?);
