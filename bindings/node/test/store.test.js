@@ -98,6 +98,8 @@ test('a batch crosses as one string unless a line given as a string holds a raw 
   // The addon holds the count to the lines it is given: a mismatch appends nothing.
   assert.throws(() => store.inner.appendLines('n', JSON.stringify(turnEnd(4, 2)), 2, false, false), /2 events were announced and 1 lines came/)
   assert.throws(() => store.inner.appendLines('n', JSON.stringify(turnEnd(4, 2)), 0, false, false), /0 events were announced/)
+  // A count past what the text can hold is refused too, with no room made for it first.
+  assert.throws(() => store.inner.appendLines('n', JSON.stringify(turnEnd(4, 2)), 2 ** 32 - 1, false, false), /4294967295 events were announced and 1 lines came/)
   assert.equal((await store.read('n')).length, 4)
   await store.close()
 })
