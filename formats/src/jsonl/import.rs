@@ -638,7 +638,7 @@ fn decode_any_line(
 }
 
 #[cfg(test)]
-mod kept {
+mod tests {
     use super::*;
 
     /// Three sessions in the layout DSH writes them in, under `root`.
