@@ -140,6 +140,9 @@ class SessdbBackend implements PersistenceBackend<never> {
   }
 
   private async open(): Promise<SessdbStore> {
+    // The refused sessions are listed while the store opens (two trips to the thread pool at
+    // once, not one after the other: PERFORMANCE.md); the listing never rejects.
+    const refusedIds = this.refused.ids()
     const store = await Store.open(this.config.path, {
       durability: this.config.durability ?? 'sync',
       retention: this.config.retention,
@@ -149,7 +152,7 @@ class SessdbBackend implements PersistenceBackend<never> {
       // A move to the refused sessions is two steps: the refused copy written whole, then the
       // session deleted from the store. Every later write of the session goes to the copy, so
       // an id in both is a crash between the steps: the second is finished here.
-      for (const id of await this.refused.ids()) {
+      for (const id of await refusedIds) {
         if (await store.revision(id) !== null) await store.deleteSession(id)
       }
     } catch (error) {
