@@ -165,9 +165,10 @@ fn canonical(line: &[u8], limits: &Limits) -> Option<Event> {
     }
     let rest = rest.strip_prefix(b"\",\"seq\":")?;
     let (seq, rest) = plain_integer(rest)?;
-    let seq = u64::try_from(seq).ok()?;
+    let seq = envelope::checked_seq(seq)?;
     let rest = rest.strip_prefix(b",\"time\":")?;
     let (time, rest) = plain_integer(rest)?;
+    let time = envelope::checked_time(time)?;
     let mut data = rest.strip_prefix(b",\"data\":")?.strip_suffix(b"}")?;
     let ignorable = strip_end(&mut data, b",\"ignorable\":true");
     let surface_op = if strip_end(&mut data, b",\"surfaceOp\":\"append\"") {
@@ -256,12 +257,13 @@ fn seq_at_end(bytes: &[u8]) -> Option<(u64, &[u8])> {
     if !rest.is_empty() {
         return None;
     }
-    Some((u64::try_from(v).ok()?, &bytes[..at]))
+    Some((envelope::checked_seq(v)?, &bytes[..at]))
 }
 
-/// A plain integer token at the start of `bytes` (`-?(0|[1-9][0-9]*)`, not `-0`) within
-/// ±(2^53 − 1), and the bytes after it; `None` for anything else (a fraction, an exponent, a
-/// leading zero: the general parse reads those as `JSON.parse` does).
+/// A plain integer token at the start of `bytes` (`-?(0|[1-9][0-9]*)`, not `-0`, at most 16
+/// digits), and the bytes after it; `None` for anything else (a fraction, an exponent, a
+/// leading zero: the general parse reads those as `JSON.parse` does). The envelope's own
+/// rules (`envelope::checked_seq`, `checked_time`) then say whether it is a seq or a time.
 fn plain_integer(bytes: &[u8]) -> Option<(i64, &[u8])> {
     let (neg, digits_at) = match bytes.first()? {
         b'-' => (true, 1),
@@ -276,13 +278,10 @@ fn plain_integer(bytes: &[u8]) -> Option<(i64, &[u8])> {
     if digits.is_empty() || digits.len() > 16 || (digits[0] == b'0' && (digits.len() > 1 || neg)) {
         return None;
     }
-    let mut v: i64 = 0;
-    for &d in digits {
-        v = v * 10 + i64::from(d - b'0');
-    }
-    if v > crate::MAX_SAFE_INTEGER {
-        return None;
-    }
+    // 16 digits stay under 10^16 < 2^63: no overflow.
+    let v = digits
+        .iter()
+        .fold(0i64, |v, &d| v * 10 + i64::from(d - b'0'));
     Some((if neg { -v } else { v }, &bytes[digits_at + len..]))
 }
 
@@ -591,6 +590,7 @@ mod canonical_shortcut {
             r#"{"type":"a","seq":-1,"time":1,"data":1}"#,
             r#"{"type":"a","seq":9007199254740992,"time":1,"data":1}"#,
             r#"{"type":"a","seq":1,"time":99999999999999999,"data":1}"#,
+            r#"{"type":"a","seq":1,"time":-9007199254740992,"data":1}"#,
             // A name with an escape or outside printable ASCII.
             r#"{"type":"a\/b","seq":1,"time":1,"data":1}"#,
             "{\"type\":\"\u{e9}\",\"seq\":1,\"time\":1,\"data\":1}",
