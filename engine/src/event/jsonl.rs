@@ -180,14 +180,16 @@ fn canonical(line: &[u8], limits: &Limits) -> Option<Event> {
     // Printable ASCII: the name is its own UTF-8.
     let name = std::str::from_utf8(name).ok()?;
     // `validate` refuses whitespace around a value, as the general parse's `data` has none.
-    let valid = (name == super::types::names::ASSISTANT_CHUNK
-        && crate::json::valid_by_chunk_shortcut(data, limits))
-        || validate(data, limits).is_ok();
-    if !valid {
+    let chunk = name == super::types::names::ASSISTANT_CHUNK
+        && crate::json::valid_by_chunk_shortcut(data, limits);
+    if !chunk && validate(data, limits).is_err() {
         return None;
     }
     let mut event =
         Event::with_type_str(name, seq, time, data.into()).mark_data_valid(limits.max_depth);
+    if chunk {
+        event = event.mark_dsh_chunk();
+    }
     if let Some(seqs) = sources {
         event = event.with_sources(seqs);
     }
@@ -570,6 +572,43 @@ mod canonical_shortcut {
             let e = same_as_general(line.as_bytes(), &limits).expect(line);
             assert!(e.data_valid_within(&limits), "{line}");
         }
+    }
+
+    /// A chunk line whose `data` is in DSH's form carries the recognizer's yes to the
+    /// acceptance function, which then does not read it again; any other line does not,
+    /// and the yes holds only within the limits it was given under.
+    #[test]
+    fn a_chunk_in_dsh_form_is_marked_and_nothing_else() {
+        let limits = Limits::default();
+        let chunk = r#"{"type":"assistant/chunk","seq":7,"time":1,"data":{"turn":1,"step":1,"chunk":{"type":"text-delta","index":0,"text":"hi"}}}"#;
+        let e = same_as_general(chunk.as_bytes(), &limits).expect(chunk);
+        assert!(e.dsh_chunk_within(&limits));
+        // Within a narrower size limit than the data, or a depth under the form's: not.
+        let small = Limits {
+            max_data_bytes: e.data().len() - 1,
+            ..Limits::default()
+        };
+        assert!(!e.dsh_chunk_within(&small));
+        let shallow = Limits {
+            max_depth: 1,
+            ..Limits::default()
+        };
+        assert!(!e.dsh_chunk_within(&shallow));
+        for line in [
+            // A chunk outside DSH's form (valid JSON all the same), another type in the form.
+            r#"{"type":"assistant/chunk","seq":7,"time":1,"data":{"turn":1,"chunk":{"text":"é"}}}"#,
+            r#"{"type":"plugin/x","seq":7,"time":1,"data":{"turn":1,"step":1,"chunk":{"type":"text-delta","index":0,"text":"hi"}}}"#,
+        ] {
+            let e = same_as_general(line.as_bytes(), &limits).expect(line);
+            assert!(
+                e.data_valid_within(&limits) && !e.dsh_chunk_within(&limits),
+                "{line}"
+            );
+        }
+        // The general parse (whitespace in the line) marks nothing beyond valid JSON.
+        let spaced = chunk.replace(r#""seq":7"#, r#""seq": 7"#);
+        let e = Event::from_jsonl(spaced.as_bytes(), &limits).expect("spaced");
+        assert!(!e.dsh_chunk_within(&limits));
     }
 
     /// Every way a line can leave the form sends it to the general parse, which reads or

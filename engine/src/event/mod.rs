@@ -239,6 +239,18 @@ pub struct Event {
     /// line it came in (`from_jsonl`): the acceptance function does not check it again
     /// (`docs/DESIGN.md` §2.2, once). Set only here, inside the crate; not part of equality.
     data_valid_to: Option<std::num::NonZeroU16>,
+    /// What `data` was found to be beyond valid JSON, with the line it came in: a streamed
+    /// chunk the acceptance function need not recognize again. Not part of equality.
+    data_form: DataForm,
+}
+
+/// What reading an event's line found its `data` to be, beyond lossless JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DataForm {
+    /// Nothing more is known.
+    Unknown,
+    /// A streamed chunk in the form DSH writes (`json::valid_by_chunk_shortcut` said yes).
+    DshChunk,
 }
 
 /// A surface op as the event holds it: `op` 0 none, 1 append, 2 replace with its range.
@@ -297,6 +309,7 @@ impl Event {
             pack_hint: PackHint::Free,
             frame_start: false,
             data_valid_to: None,
+            data_form: DataForm::Unknown,
         }
     }
 
@@ -336,6 +349,7 @@ impl Event {
             pack_hint: PackHint::Free,
             frame_start: false,
             data_valid_to: None,
+            data_form: DataForm::Unknown,
         }
     }
 
@@ -346,6 +360,22 @@ impl Event {
             .ok()
             .and_then(std::num::NonZeroU16::new);
         self
+    }
+
+    /// Marks `data` as a streamed chunk in DSH's form, as the chunk recognizer found it with
+    /// the event's line (the type is the caller's to have checked).
+    pub(crate) fn mark_dsh_chunk(mut self) -> Self {
+        debug_assert!(self.is_assistant_chunk(), "{}", self.event_type());
+        self.data_form = DataForm::DshChunk;
+        self
+    }
+
+    /// Whether `data` is known to be a chunk in DSH's form that the recognizer accepts under
+    /// `limits` (it says yes to the form only within the size limit and a depth of two).
+    pub(crate) fn dsh_chunk_within(&self, limits: &Limits) -> bool {
+        self.data_form == DataForm::DshChunk
+            && self.data.len() <= limits.max_data_bytes
+            && limits.max_depth >= 2
     }
 
     /// Whether `data` is known to be lossless JSON within `limits` (checked with its line).

@@ -143,11 +143,14 @@ fn own_rules(event: &Event, limits: &Limits) -> Result<EventChecked, Violation> 
     // Most events are streamed chunks in the form DSH writes them: valid JSON by the one pass
     // that recognizes the form, and no rule after it reads anything of them — a log type
     // with no surface metadata (else the general path below refuses it) and no repair fact.
-    // Decided here, without the index, the type's name compared once (a pointer).
+    // Decided here, without the index, the type's name compared once (a pointer); a chunk
+    // read from its JSONL line was recognized there, and is not read again.
+    let known_chunk = event.dsh_chunk_within(limits);
+    debug_assert!(!known_chunk || valid_by_chunk_shortcut(event.data(), limits));
     if event.is_assistant_chunk()
         && event.surface_op().is_none()
         && event.sources().is_none()
-        && valid_by_chunk_shortcut(event.data(), limits)
+        && (known_chunk || valid_by_chunk_shortcut(event.data(), limits))
     {
         return Ok(EventChecked(Verdict {
             change: SurfaceChange::None,

@@ -638,3 +638,51 @@ fn regression_rule_order_is_dshs() {
         Draft::dynamic("request/header", &br#"{"header":{}}"#[..]).with_sources(vec![1]);
     assert_eq!(refused(bad_header).rule(), "request-header-shape");
 }
+
+/// A chunk read from its JSONL line carries the recognizer's yes into the acceptance
+/// function, which skips the second reading — but only within the session's own limits: a
+/// session with a narrower size or depth limit refuses the marked chunk exactly as the same
+/// chunk unmarked.
+#[test]
+fn a_chunk_marked_by_its_line_is_held_to_the_sessions_limits() {
+    let line = br#"{"type":"assistant/chunk","seq":0,"time":1,"data":{"turn":1,"step":1,"chunk":{"type":"text-delta","index":0,"text":"hi"}}}"#;
+    let marked = Event::from_jsonl(line, &crate::Limits::default()).unwrap();
+    assert!(marked.dsh_chunk_within(&crate::Limits::default()));
+    let unmarked = Event::new("assistant/chunk", 0, 1, marked.data());
+    let empty = |limits: crate::Limits| {
+        Session::restore(
+            SessionHeader::new("s", 0),
+            [],
+            Config {
+                clock: Clock::fixed(9),
+                limits,
+            },
+        )
+        .unwrap()
+    };
+    assert!(!unmarked.dsh_chunk_within(&crate::Limits::default()));
+    for limits in [
+        crate::Limits {
+            max_data_bytes: marked.data().len() - 1,
+            ..crate::Limits::default()
+        },
+        crate::Limits {
+            max_depth: 1,
+            ..crate::Limits::default()
+        },
+    ] {
+        let refusal = |event: Event| match empty(limits.clone()).append_event(event) {
+            Err(Error::Rejected { violation, .. }) => violation,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(refusal(marked.clone()), refusal(unmarked.clone()));
+    }
+    // Within the limits both are taken, alike.
+    let (mut a, mut b) = (
+        empty(crate::Limits::default()),
+        empty(crate::Limits::default()),
+    );
+    a.append_event(marked).unwrap();
+    b.append_event(unmarked).unwrap();
+    assert_eq!(snapshot(&a), snapshot(&b));
+}
