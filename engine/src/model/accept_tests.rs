@@ -686,3 +686,47 @@ fn a_chunk_marked_by_its_line_is_held_to_the_sessions_limits() {
     b.append_event(unmarked).unwrap();
     assert_eq!(snapshot(&a), snapshot(&b));
 }
+
+proptest::proptest! {
+    /// The mark a chunk's line gives changes no decision: under any limits, a chunk read
+    /// from its line and the same chunk rebuilt from its parts (unmarked) are taken alike or
+    /// refused by the same rule — in DSH's form or just off it (non-ASCII text, escapes the
+    /// form leaves to the validator, a type string with a quote).
+    #[test]
+    fn a_chunk_from_its_line_is_decided_as_the_same_chunk_unmarked(
+        turn in 0u32..1000,
+        step in 0u32..50,
+        index in 0u32..20,
+        kind in proptest::sample::select(vec!["text-delta", "reasoning-delta", "tool-call-delta", "a\"b"]),
+        text in "[ -~é\n\t\u{7f}\u{1}]{0,40}",
+        max_data_bytes in 0usize..160,
+        max_depth in 0u32..4,
+    ) {
+        let mut data = format!(r#"{{"turn":{turn},"step":{step},"chunk":{{"type":"#).into_bytes();
+        crate::json::write_str(&mut data, kind);
+        data.extend_from_slice(format!(r#","index":{index},"text":"#).as_bytes());
+        crate::json::write_str(&mut data, &text);
+        data.extend_from_slice(b"}}");
+        let mut line = br#"{"type":"assistant/chunk","seq":0,"time":1,"data":"#.to_vec();
+        line.extend_from_slice(&data);
+        line.push(b'}');
+        let marked = Event::from_jsonl(&line, &crate::Limits::default()).unwrap();
+        let unmarked = Event::new("assistant/chunk", 0, 1, data);
+        proptest::prop_assert_eq!(&marked, &unmarked);
+        let limits = crate::Limits { max_data_bytes, max_depth };
+        let decide = |event: Event| {
+            let mut s = Session::restore(
+                SessionHeader::new("s", 0),
+                [],
+                Config { clock: Clock::fixed(9), limits: limits.clone() },
+            )
+            .unwrap();
+            match s.append_event(event) {
+                Ok(seq) => Ok((seq, snapshot(&s))),
+                Err(Error::Rejected { violation, seq, .. }) => Err((violation, seq)),
+                Err(other) => panic!("{other:?}"),
+            }
+        };
+        proptest::prop_assert_eq!(decide(marked), decide(unmarked));
+    }
+}
