@@ -9,7 +9,8 @@
 // latency of one such durable append (p50, p99); the same appends with the 8 sessions at
 // once (each session's turns in order, the sessions concurrent); resuming a long session
 // (`load` in a fresh context, as after a restart); `listSnapshots` of many sessions (fresh
-// context). Medians of REPS runs, the backends interleaved in each.
+// context). Medians of REPS runs, the backends interleaved in each, in reverse order every
+// other run.
 
 import { describe, expect, it } from 'vitest'
 import { mkdtemp, rm } from 'node:fs/promises'
@@ -173,7 +174,12 @@ describe.skipIf(process.env.SESSDB_DSH_BENCH !== '1')('benchmark in DSH\'s proce
     const rows: Record<string, Record<string, number[]>> = {}
     const add = (backend: string, row: string, v: number) => ((rows[row] ??= {})[backend] ??= []).push(v)
     for (let rep = 0; rep < REPS; rep++) {
-      for (const [name, plug] of Object.entries(backends)) {
+      // The backends in reverse order every other repetition: a backend pays for what the
+      // one before it left (its garbage, its files' writeback), so no backend always follows
+      // the same one.
+      const order = Object.entries(backends)
+      if (rep % 2 === 1) order.reverse()
+      for (const [name, plug] of order) {
         const dir = await mkdtemp(join(tmpdir(), 'dsh-bench-'))
         try {
           // Appends: 8 sessions x 25 turns (8,800 events).
