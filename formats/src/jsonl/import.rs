@@ -665,7 +665,14 @@ mod tests {
     fn the_import_stores_what_each_file_holds_whatever_the_dry_run_kept() {
         let input = tempfile::tempdir().unwrap();
         let ids = sessions(input.path());
-        let one = 2 * (96 + 10 + 40);
+        // One file's events as the budget counts them (the three files hold as many bytes).
+        let first = session_dir(input.path(), &ids[0], Some("/w")).join(RAW_FILE);
+        let one: u64 = read_session(&first, &store_limits())
+            .unwrap()
+            .1
+            .iter()
+            .map(|(e, _)| expanded_bytes(e))
+            .sum();
         for (budget, kept_files) in [(0, 0), (one, 1), (u64::MAX, 3)] {
             let dir = tempfile::tempdir().unwrap();
             let store = Store::open(dir.path(), sessdb::StoreOptions::default()).unwrap();
