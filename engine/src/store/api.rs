@@ -549,7 +549,13 @@ impl Store {
             let cat = self.inner.catalog.read();
             (cat.len(), cat.events())
         };
-        let segs = self.inner.segments.all();
+        // Judges the older segments a writable open left, once (`SegmentList`); counted as
+        // judged so far when they cannot be (the reads that need them say why).
+        let segs = self
+            .inner
+            .segments
+            .full()
+            .unwrap_or_else(|_| self.inner.segments.judged());
         // Read-only: where the last scan ended (the file may hold allocated space beyond).
         let end_lsn = self.inner.writer.end().lsn;
         let chain = self.inner.checkpointer.chain();
@@ -577,7 +583,7 @@ impl Store {
             file.at(path).len()
         };
         let mut usage = DiskUsage::default();
-        for seg in self.inner.segments.all() {
+        for seg in self.inner.segments.full()? {
             usage.segment_bytes += seg.file.at(&seg.path).len()?;
         }
         let dir = crate::codec::checkpoint::CHECKPOINTS_DIR;

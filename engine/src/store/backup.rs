@@ -124,7 +124,7 @@ fn copy_view(source: Arc<dyn Storage>, target: &FsStorage) -> Result<BackupRepor
         open::Horizon::End,
     )?;
     let end = view.writer.end().lsn;
-    let segments = view.segments.all();
+    let segments = view.segments.full()?;
     target.create_directory(SEGMENTS_DIR)?;
     target.create_directory(CHECKPOINTS_DIR)?;
     let mut report = BackupReport {

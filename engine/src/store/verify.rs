@@ -66,7 +66,7 @@ pub fn verify_with_progress(
         }
         Err(e) => return Err(e),
     };
-    let segments = full.segments.all();
+    let segments = full.segments.full()?;
     let end_lsn = full.writer.end().lsn;
     report.segments = segments.len();
     report.log_bytes = (0..segments.len())

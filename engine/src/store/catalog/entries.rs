@@ -68,7 +68,8 @@ impl SessionEntry {
         let Ok(locs) = self.locs.iter() else {
             return out;
         };
-        let segments = list.all();
+        // An estimate: without the older segments when they cannot be judged.
+        let segments = list.full().unwrap_or_else(|_| list.judged());
         let mut last_record = None;
         for loc in locs.skip(crate::width::index(skip)) {
             let at = segments.partition_point(|s| s.first_lsn <= loc.lsn);

@@ -278,7 +278,7 @@ impl Compaction<'_> {
         // session's records without its deletion. They are known from the one read of the
         // log: by segment first LSN, since the segments the first step wrote are new files.
         if !work.drops.deletions_after.is_empty() {
-            let now = self.store.segments.all();
+            let now = self.store.segments.full()?;
             let records: Vec<history::Rec> = work
                 .drops
                 .deletions_after
@@ -369,7 +369,7 @@ impl Compaction<'_> {
         report: &mut CompactReport,
         releaser: &pipeline::Releaser,
     ) -> Result<()> {
-        let segments = self.store.segments.all();
+        let segments = self.store.segments.full()?;
         let groups: Vec<Vec<Arc<Segment>>> =
             merge::groups(&segments, self.store.options.segment_bytes_max)
                 .into_iter()
@@ -538,7 +538,7 @@ impl Compaction<'_> {
             }
             None => writer.scanned().lsn,
         };
-        Ok((self.store.segments.all(), end))
+        Ok((self.store.segments.full()?, end))
     }
 
     /// Seals the active segment (when it holds records) so that compaction may write it.

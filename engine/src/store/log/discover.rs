@@ -167,6 +167,9 @@ pub(crate) struct Discovered {
     pub(crate) segments: Vec<Arc<Segment>>,
     /// Segment files that are no segment of the log (a writable open removes them).
     pub(crate) strays: Strays,
+    /// Set when only the newest segments were judged ([`discover_newest`]): the first LSN of
+    /// the first of them; the segments before it are judged at their first use.
+    pub(crate) pending_before: Option<u64>,
 }
 
 /// Segment files that are no segment of the log.
@@ -216,15 +219,107 @@ pub(crate) fn discover(storage: &dyn Storage, access: Access) -> Result<Discover
 
 fn discover_once(storage: &dyn Storage, access: Access) -> Result<Discovered> {
     let lsns = segment_lsns(storage)?;
+    let mut out = Discovered::default();
+    let kept = judge(storage, access, &lsns, Newest::Last, &mut out.strays)?;
+    out.segments = into_segments(kept, Sealing::LastOpen);
+    Ok(out)
+}
+
+/// The newest segments a writable open judges at once; the older ones wait for their first
+/// use ([`judge_older`]).
+const JUDGED_AT_OPEN: usize = 2;
+
+/// A writable open's listing: every segment file's name, but only the newest
+/// [`JUDGED_AT_OPEN`] opened and judged; the older ones are left to [`judge_older`] at their
+/// first use (`SegmentList`), so an open does not grow with the history (`docs/DESIGN.md`
+/// §3.2). Everything is judged now when the store holds few segments, or when one of the
+/// newest is compacted (a merge's leftover can only be told by the one before it).
+///
+/// # Errors
+/// As [`discover`].
+pub(crate) fn discover_newest(storage: &dyn Storage, access: Access) -> Result<Discovered> {
+    let lsns = segment_lsns(storage)?;
+    let split = lsns.len().saturating_sub(JUDGED_AT_OPEN);
+    let Some(&before) = lsns.get(split).filter(|_| split > 0) else {
+        return discover(storage, access);
+    };
+    let mut out = Discovered::default();
+    let newest = lsns.get(split..).unwrap_or_default();
+    let kept = judge(storage, access, newest, Newest::Last, &mut out.strays)?;
+    if kept.is_empty() || kept.iter().any(|f| f.compacted.is_some()) {
+        return discover(storage, access);
+    }
+    out.segments = into_segments(kept, Sealing::LastOpen);
+    out.pending_before = Some(before);
+    Ok(out)
+}
+
+/// The segments older than `before` a writable open left unjudged ([`discover_newest`]),
+/// listed, opened and judged now, each continuing the one before it; `next` is the first
+/// segment judged at open, which must continue the last of them. All are sealed.
+///
+/// # Errors
+/// As [`discover`]: damage in these files is found here, at their first use.
+pub(crate) fn judge_older(
+    storage: &dyn Storage,
+    access: Access,
+    before: u64,
+    next: &Segment,
+    strays: &mut Strays,
+) -> Result<Vec<Arc<Segment>>> {
+    let lsns: Vec<u64> = segment_lsns(storage)?
+        .into_iter()
+        .filter(|&l| l < before)
+        .collect();
+    let kept = judge(storage, access, &lsns, Newest::Later, strays)?;
+    let prev = kept.last().map(Found::as_prev);
+    // `next` was written by appends (a compacted one is judged at open with all the rest),
+    // so it continues the last one kept or leaves a gap: never a merge's leftover.
+    debug_assert!(!next.is_compacted(), "{}: judged at open", next.path);
+    if let Continuation::Gap { expected } = continuation(prev, next.first_lsn, None) {
+        return Err(Error::corruption(
+            &next.path,
+            0,
+            CorruptionKind::SegmentGap { expected },
+        ));
+    }
+    Ok(into_segments(kept, Sealing::AllSealed))
+}
+
+/// Whether the last segment of a batch judged is the log's newest (an interrupted creation
+/// can only be that one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Newest {
+    Last,
+    Later,
+}
+
+/// Which segments of a batch become sealed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sealing {
+    /// All but the last, which appends may continue.
+    LastOpen,
+    /// All of them: newer segments follow.
+    AllSealed,
+}
+
+/// Opens the segments at `lsns`, checks each header and that each continues the one before
+/// it; returns those kept, oldest first, and notes the strays.
+fn judge(
+    storage: &dyn Storage,
+    access: Access,
+    lsns: &[u64],
+    newest_at: Newest,
+    strays: &mut Strays,
+) -> Result<Vec<Found>> {
     let mode = match access {
         Access::Read => OpenMode::Read,
         Access::Write => OpenMode::ReadWrite,
     };
-    let mut out = Discovered::default();
     let mut kept: Vec<Found> = Vec::new();
     let count = lsns.len();
-    for (i, lsn) in lsns.into_iter().enumerate() {
-        let newest = i + 1 == count;
+    for (i, &lsn) in lsns.iter().enumerate() {
+        let newest = newest_at == Newest::Last && i + 1 == count;
         let path = segment_path(lsn);
         let file = storage.open_file(&path, mode)?;
         let len = file.at(&path).len()?;
@@ -232,7 +327,7 @@ fn discover_once(storage: &dyn Storage, access: Access) -> Result<Discovered> {
         let header = match judge_header(lsn, &head, || rest_is_zero(&*file, &path), newest)? {
             HeaderVerdict::Valid(header) => header,
             HeaderVerdict::Interrupted => {
-                out.strays.interrupted = Some(path);
+                strays.interrupted = Some(path);
                 continue;
             }
             HeaderVerdict::NameMismatch => {
@@ -262,7 +357,7 @@ fn discover_once(storage: &dyn Storage, access: Access) -> Result<Discovered> {
         match continuation(prev, lsn, compacted.as_ref().map(|(f, _)| f.end_lsn)) {
             Continuation::Continues => {}
             Continuation::MergeLeftover => {
-                out.strays.leftovers.push(path);
+                strays.leftovers.push(path);
                 continue;
             }
             Continuation::Gap { expected } => {
@@ -281,10 +376,13 @@ fn discover_once(storage: &dyn Storage, access: Access) -> Result<Discovered> {
             compacted,
         });
     }
-    // Sealed: every segment but the last one kept (an interrupted newest one is not kept).
+    Ok(kept)
+}
+
+/// The segments kept, as the list holds them.
+fn into_segments(kept: Vec<Found>, sealing: Sealing) -> Vec<Arc<Segment>> {
     let n = kept.len();
-    out.segments = kept
-        .into_iter()
+    kept.into_iter()
         .enumerate()
         .map(
             |(
@@ -297,14 +395,14 @@ fn discover_once(storage: &dyn Storage, access: Access) -> Result<Discovered> {
                     compacted,
                 },
             )| {
+                let sealed = sealing == Sealing::AllSealed || i + 1 < n;
                 Arc::new(match compacted {
                     Some((f, at)) => Segment::compacted(lsn, Arc::from(file), f, len, at),
-                    None => Segment::new(lsn, Arc::from(file), i + 1 < n, frames),
+                    None => Segment::new(lsn, Arc::from(file), sealed, frames),
                 })
             },
         )
-        .collect();
-    Ok(out)
+        .collect()
 }
 
 /// A compacted segment's footer, checked (`None` for a segment appends wrote); its run table

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 
 use crate::codec::CorruptionKind;
 pub use crate::codec::EventLoc;
@@ -262,53 +262,174 @@ impl Segment {
     }
 }
 
-/// All segments, oldest first.
+/// All segments, oldest first — after a writable open, the older ones listed by name only
+/// until their first use.
 #[derive(Debug, Default)]
 pub(crate) struct SegmentList {
     list: RwLock<Vec<Arc<Segment>>>,
+    /// The segments a writable open left unjudged (`log/discover.rs`, `discover_newest`):
+    /// everything before the list's first segment, opened and judged by the first call that
+    /// needs them ([`SegmentList::full`], or a position before the list's first).
+    older: Mutex<Option<Older>>,
+    /// No segment waits: the list is the log (the fast path of every lookup).
+    whole: AtomicBool,
+}
+
+/// Judges the segments older than the list's first one (`next`), at their first use: opened,
+/// their headers checked, each continuing the one before it and the last `next`. Made by the
+/// writable open that left them (`open/mod.rs`), which knows the storage and what to do with
+/// a merge's leftovers found among them.
+pub(crate) type JudgeOlder = Box<dyn Fn(&Segment) -> Result<Vec<Arc<Segment>>> + Send + Sync>;
+
+/// The segments a writable open left unjudged.
+struct Older {
+    /// The first LSN of the list's first segment: the older ones are the names before it.
+    before: u64,
+    judge: JudgeOlder,
+}
+
+impl std::fmt::Debug for Older {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Older(before {})", self.before)
+    }
 }
 
 impl SegmentList {
     pub(crate) fn new(list: Vec<Arc<Segment>>) -> Self {
         Self {
             list: RwLock::new(list),
+            older: Mutex::new(None),
+            whole: AtomicBool::new(true),
         }
+    }
+
+    /// The segments a writable open judged (`list`, the newest), the older ones — every
+    /// segment file named before `before` — judged at their first use.
+    pub(crate) fn with_older(list: Vec<Arc<Segment>>, before: u64, judge: JudgeOlder) -> Self {
+        debug_assert_eq!(
+            list.first().map(|s| s.first_lsn),
+            Some(before),
+            "the older segments end where the list starts"
+        );
+        Self {
+            list: RwLock::new(list),
+            older: Mutex::new(Some(Older { before, judge })),
+            whole: AtomicBool::new(false),
+        }
+    }
+
+    /// Judges the older segments if they still wait ([`JudgeOlder`]) and puts them before
+    /// the list's first.
+    ///
+    /// # Errors
+    /// The damage judging finds (as an open that judged them would have refused it); they
+    /// then stay unjudged, and the next call that needs them meets it again.
+    fn judge_older(&self) -> Result<()> {
+        if self.whole.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let mut older = self.older.lock();
+        let Some(o) = older.as_ref() else {
+            return Ok(());
+        };
+        let next = self.list.read().first().cloned();
+        let Some(next) = next else {
+            return Err(no_segment(o.before));
+        };
+        let judged = (o.judge)(&next)?;
+        // Where the older segments cross into the list: they end where it starts.
+        debug_assert!(
+            judged.iter().all(|s| s.first_lsn < o.before && s.is_sealed()),
+            "older segments judged"
+        );
+        self.list.write().splice(0..0, judged);
+        *older = None;
+        self.whole.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// Judges the older segments when `lsn` lies before the list's first segment.
+    fn cover(&self, lsn: u64) -> Result<()> {
+        if self.whole.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let first = self.list.read().first().map(|s| s.first_lsn);
+        if first.is_some_and(|f| lsn >= f) {
+            return Ok(());
+        }
+        self.judge_older()
     }
 
     pub(crate) fn push(&self, seg: Arc<Segment>) {
         self.list.write().push(seg);
     }
 
+    /// The list, to replace segments in it (compaction, a view rebuilt): only after
+    /// [`SegmentList::full`], so every segment is in it.
     pub(crate) fn write(&self) -> parking_lot::RwLockWriteGuard<'_, Vec<Arc<Segment>>> {
+        debug_assert!(
+            self.whole.load(Ordering::Acquire),
+            "segments replaced while older ones wait"
+        );
         self.list.write()
     }
 
     /// The record bytes of the segment whose first LSN is `first` (0 when it is gone), the
     /// log ending at `end_lsn` ([`Segment::record_bytes_in`]).
     pub(crate) fn record_bytes_of(&self, first: u64, end_lsn: u64) -> Result<u64> {
-        let segments = self.all();
+        let segments = self.full()?;
         match segments.iter().position(|s| s.first_lsn == first) {
             Some(si) => Segment::record_bytes_in(&segments, si, end_lsn),
             None => Ok(0),
         }
     }
 
-    pub(crate) fn all(&self) -> Vec<Arc<Segment>> {
+    /// Every segment, oldest first (the older ones a writable open left are judged now).
+    ///
+    /// # Errors
+    /// Damage in those older segments, I/O errors.
+    pub(crate) fn full(&self) -> Result<Vec<Arc<Segment>>> {
+        self.judge_older()?;
+        Ok(self.list.read().clone())
+    }
+
+    /// The segments from the one holding `lsn` on — and any before it — as [`SegmentList::full`]
+    /// when `lsn` lies before the segments judged so far, else without judging the older ones.
+    ///
+    /// # Errors
+    /// As [`SegmentList::full`].
+    pub(crate) fn from(&self, lsn: u64) -> Result<Vec<Arc<Segment>>> {
+        self.cover(lsn)?;
+        Ok(self.list.read().clone())
+    }
+
+    /// The segments judged so far: all of them unless older ones a writable open left wait.
+    pub(crate) fn judged(&self) -> Vec<Arc<Segment>> {
         self.list.read().clone()
+    }
+
+    /// The newest segment.
+    pub(crate) fn last(&self) -> Option<Arc<Segment>> {
+        self.list.read().last().cloned()
     }
 
     /// Whether a compacted segment starts before `lsn`: then a deletion may name a session
     /// whose records compaction left out.
-    pub(crate) fn compacted_before(&self, lsn: u64) -> bool {
-        self.list
-            .read()
+    ///
+    /// # Errors
+    /// As [`SegmentList::from`].
+    pub(crate) fn compacted_before(&self, lsn: u64) -> Result<bool> {
+        Ok(self
+            .from(0)?
             .iter()
             .take_while(|s| s.first_lsn < lsn)
-            .any(|s| s.is_compacted())
+            .any(|s| s.is_compacted()))
     }
 
-    /// The segment holding `lsn`.
+    /// The segment holding `lsn` (`None` too when the older segments it would be among
+    /// cannot be judged: the reads that need them report why, [`SegmentList::read_event`]).
     pub(crate) fn find(&self, lsn: u64) -> Option<Arc<Segment>> {
+        self.cover(lsn).ok()?;
         let list = self.list.read();
         let i = list.partition_point(|s| s.first_lsn <= lsn);
         i.checked_sub(1).and_then(|i| list.get(i)).cloned()
@@ -334,6 +455,9 @@ impl SegmentList {
         locs: &[(u64, EventLoc)],
         f: &mut dyn FnMut(EventRef<'_>) -> Result<()>,
     ) -> Result<()> {
+        if let Some(&(_, first)) = locs.first() {
+            self.cover(first.lsn)?;
+        }
         let mut rest = locs;
         while let Some(&(_, first)) = rest.first() {
             let (seg, next_first) = self
@@ -387,6 +511,7 @@ impl SegmentList {
 
     /// The segment holding `lsn`, and the first LSN of the segment after it.
     fn find_with_next(&self, lsn: u64) -> Option<(Arc<Segment>, Option<u64>)> {
+        self.cover(lsn).ok()?;
         let list = self.list.read();
         let i = list
             .partition_point(|s| s.first_lsn <= lsn)
@@ -397,6 +522,7 @@ impl SegmentList {
 
     /// Reads the event at `loc`, giving it `seq`.
     pub(crate) fn read_event(&self, loc: EventLoc, seq: u64) -> Result<Event> {
+        self.cover(loc.lsn)?;
         let seg = self.find(loc.lsn).ok_or_else(|| Error::Corruption {
             segment: SEGMENTS_DIR.to_owned(),
             offset: loc.lsn,

@@ -179,7 +179,7 @@ impl Retention<'_> {
                 let by_first = self
                     .store
                     .segments
-                    .all()
+                    .full()?
                     .iter()
                     .zip(&space.segments)
                     .filter(|(_, s)| s.dead_bytes > 0)
@@ -189,12 +189,10 @@ impl Retention<'_> {
                 space.dead_bytes()
             }
         };
-        let first = self.store.segments.all().first().map_or(0, |s| s.first_lsn);
+        let segments = self.store.segments.full()?;
+        let first = segments.first().map_or(0, |s| s.first_lsn);
         // Positions past compacted space are not bytes: count what the segments hold.
-        let holes: u64 = self
-            .store
-            .segments
-            .all()
+        let holes: u64 = segments
             .iter()
             .filter(|s| s.is_compacted())
             .map(|s| {

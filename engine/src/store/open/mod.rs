@@ -31,8 +31,8 @@ use crate::store::checkpoint::Checkpointer;
 use crate::store::checkpoint::chain::{CheckpointHeaders, Confirmed};
 use crate::store::checkpoint::state::CheckpointState;
 use crate::store::inner::Inner;
-use crate::store::log::discover::discover;
-use crate::store::log::segments::{SegmentList, create_segment};
+use crate::store::log::discover::{Strays, discover, discover_newest, judge_older};
+use crate::store::log::segments::{JudgeOlder, SegmentList, create_segment};
 use crate::store::maintenance::Maintenance;
 use crate::store::open::scan::{Scanned, Span, scan};
 use crate::store::options::StoreOptions;
@@ -91,8 +91,21 @@ fn open_log(
         Access::Write => Some(before_reading(&*storage, &options, &mut report)?),
     };
     let headers = CheckpointHeaders::load(&*storage)?;
-    let discovered = discover(&*storage, access)?;
-    let list = SegmentList::new(discovered.segments);
+    // A writable open judges the newest segments only; the older ones at their first use
+    // (§3.2 of DESIGN.md). A read-only view opens every file now: it keeps what it listed
+    // readable through the handles it holds, whatever a writer's compaction renames after.
+    let discovered = match access {
+        Access::Read => discover(&*storage, access)?,
+        Access::Write => discover_newest(&*storage, access)?,
+    };
+    let list = match discovered.pending_before {
+        Some(before) => SegmentList::with_older(
+            discovered.segments,
+            before,
+            judge_older_later(Arc::clone(&storage), access, before),
+        ),
+        None => SegmentList::new(discovered.segments),
+    };
 
     let confirmed = headers.confirm(&list);
     let durable_lsn = confirmed.durable_mark();
@@ -233,7 +246,7 @@ fn finish_writable(
         seg.file.at(&seg.path).sync_data()?;
         report.bytes_truncated = cut.bytes;
     }
-    let active = match list.all().pop() {
+    let active = match list.last() {
         // Compaction writes only sealed segments: after a compacted newest one, the first
         // write creates the next segment, as after a roll.
         Some(last) if last.is_compacted() => Active::Due,
@@ -245,6 +258,25 @@ fn finish_writable(
         }
     };
     Tail::at(active, scanned.end_lsn, last_record, options)
+}
+
+/// How the segments a writable open left are judged at their first use
+/// (`log/discover.rs`, `judge_older`): as the open judges, and a merge's leftover found
+/// among them removed, as the open removes one.
+fn judge_older_later(storage: Arc<dyn Storage>, access: Access, before: u64) -> JudgeOlder {
+    Box::new(move |next| {
+        let mut strays = Strays::default();
+        let judged = judge_older(&*storage, access, before, next, &mut strays)?;
+        debug_assert!(strays.interrupted.is_none(), "only the newest is interrupted");
+        if access == Access::Write && !strays.leftovers.is_empty() {
+            // A merge's leftovers hold nothing the merged segment does not (`compact/merge.rs`).
+            for path in &strays.leftovers {
+                storage.remove_file(path)?;
+            }
+            storage.sync_directory(SEGMENTS_DIR)?;
+        }
+        Ok(judged)
+    })
 }
 
 /// What loading the catalog gives.

@@ -65,7 +65,7 @@ fn follow_checkpoints(inner: &Inner, n: u64) -> Result<u64> {
 /// Reads the new records; `None` when the log was rewritten under the view.
 fn catch_up(inner: &Inner) -> Result<Option<u64>> {
     let discovered = discover(&*inner.storage, Access::Read)?;
-    if rewritten(&inner.segments.all(), &discovered.segments) {
+    if rewritten(&inner.segments.full()?, &discovered.segments) {
         return Ok(None);
     }
     *inner.segments.write() = discovered.segments;
@@ -134,7 +134,7 @@ fn rebuild(inner: &Inner) -> Result<u64> {
     let fresh = fresh?;
     let mut scanned_to = inner.writer.scanned();
     let mut catalog = inner.catalog.write();
-    *inner.segments.write() = fresh.segments.all();
+    *inner.segments.write() = fresh.segments.full()?;
     *catalog = std::mem::take(&mut *fresh.catalog.write());
     *scanned_to = fresh.writer.end();
     // The chain the new catalog came from: what `stats` reports and what the next

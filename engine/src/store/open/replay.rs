@@ -114,7 +114,9 @@ pub(in crate::store) fn replay(
             let gone = catalog
                 .delete(&session)
                 .map_err(refused("a session's checkpoint entry is damaged"))?;
-            if gone.is_none() && !list.compacted_before(lsn) {
+            // Older segments that cannot be judged may be compacted ones: their damage is
+            // reported by the first use that needs them, not taken for this deletion's.
+            if gone.is_none() && !list.compacted_before(lsn).unwrap_or(true) {
                 return Err(inconsistent("deletion of an unknown session"));
             }
             touched.insert(session);

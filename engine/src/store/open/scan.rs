@@ -67,7 +67,7 @@ pub(in crate::store) fn scan(
     catalog: &mut Entries,
     touched: &mut BTreeSet<String>,
 ) -> Result<Scanned> {
-    let segs = list.all();
+    let segs = list.from(span.start_lsn)?;
     let mut out = Scanned {
         end_lsn: span.start_lsn,
         ..Scanned::default()

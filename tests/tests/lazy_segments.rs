@@ -1,0 +1,187 @@
+//! A writable open judges only the newest segments; the older ones are listed by name and
+//! opened, checked and judged at their first use (`docs/DESIGN.md` §3.2), so an open does not
+//! grow with the history. What must not change with it: every event reads back as written,
+//! damage in an older segment is refused (by the first use that meets it, naming the file),
+//! a merge's leftover among them is told from damage and removed, and a read-only view still
+//! opens every segment at once.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers fail loudly"
+)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use sessdb::storage::{MemStorage, Storage};
+use sessdb::{CorruptionKind, Draft, Error, LogType, SessionHeader, Store, StoreOptions};
+use sessdb_tests::Hooked;
+
+fn options() -> StoreOptions {
+    StoreOptions::default()
+        .with_segment_bytes_max(8 << 10)
+        .with_preallocate_bytes(0)
+}
+
+/// An ignorable note of about 1 KB, numbered `i`.
+fn note(i: u64) -> Draft {
+    let text = format!("{i:04}").repeat(250);
+    Draft::log(
+        LogType::new("plugin/note").unwrap(),
+        format!("{{\"i\":{i},\"text\":\"{text}\"}}").into_bytes(),
+    )
+    .ignorable()
+}
+
+/// Notes of the session written last: they fit in the newest segment.
+const NEW: u64 = 3;
+
+/// A store of two sessions, closed: `old` written first, `events` notes spread over the
+/// oldest segments, then `new`, [`NEW`] notes in the newest.
+fn written(storage: &Arc<MemStorage>, events: u64) {
+    let store = Store::open_with(Arc::clone(storage) as Arc<dyn Storage>, options()).unwrap();
+    for (id, events) in [("old", events), ("new", NEW)] {
+        store
+            .create_session(SessionHeader::new(id, 0), Vec::new())
+            .unwrap();
+        for i in 0..events {
+            store.append(id, note(i)).unwrap();
+        }
+    }
+    store.close().unwrap();
+}
+
+fn segment_names(storage: &MemStorage) -> Vec<String> {
+    let mut names: Vec<String> = storage
+        .files()
+        .into_iter()
+        .map(|(p, _)| p)
+        .filter(|p| p.starts_with("segments/") && p.ends_with(".seg"))
+        .collect();
+    names.sort();
+    names
+}
+
+/// `storage` with every open of a segment file counted.
+fn counted(storage: &Arc<MemStorage>) -> (Arc<dyn Storage>, Arc<AtomicUsize>) {
+    let opens = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::clone(&opens);
+    let hooked = Hooked::new(Arc::clone(storage) as Arc<dyn Storage>).on_open(move |path| {
+        if path.starts_with("segments/") {
+            seen.fetch_add(1, Ordering::SeqCst);
+        }
+        Ok(())
+    });
+    (Arc::new(hooked), opens)
+}
+
+fn check_notes(store: &Store, id: &str, events: u64) {
+    let got = store.events(id, 1..events + 1).unwrap();
+    assert_eq!(got.len() as u64, events, "{id}");
+    for (i, e) in got.iter().enumerate() {
+        let want = note(i as u64).into_event(i as u64 + 1, 0);
+        assert_eq!(e.data(), want.data(), "{id} seq {}", i + 1);
+    }
+}
+
+#[test]
+fn a_writable_open_opens_the_newest_segments_and_the_older_ones_at_their_first_read() {
+    let storage = Arc::new(MemStorage::new());
+    written(&storage, 40);
+    let segments = segment_names(&storage).len();
+    assert!(segments >= 5, "{segments} segments");
+    let (hooked, opens) = counted(&storage);
+    let store = Store::open_with(hooked, options()).unwrap();
+    assert_eq!(opens.load(Ordering::SeqCst), 2, "the open judged the newest two");
+    // The newest session's events are in the newest segments: nothing older opened.
+    store.append("new", note(NEW)).unwrap();
+    check_notes(&store, "new", NEW + 1);
+    assert_eq!(opens.load(Ordering::SeqCst), 2);
+    // The oldest session's: every older segment opened and judged, once.
+    check_notes(&store, "old", 40);
+    assert_eq!(opens.load(Ordering::SeqCst), segments);
+    check_notes(&store, "old", 40);
+    assert_eq!(opens.load(Ordering::SeqCst), segments);
+    assert_eq!(store.stats().segments, segments);
+    store.close().unwrap();
+    // A read-only view opens every segment at once, as before.
+    let (hooked, opens) = counted(&storage);
+    let view = Store::open_read_only_with(hooked, options()).unwrap();
+    assert_eq!(opens.load(Ordering::SeqCst), segments);
+    check_notes(&view, "old", 40);
+    check_notes(&view, "new", NEW + 1);
+}
+
+#[test]
+fn damage_in_an_older_segment_is_refused_by_the_first_read_that_needs_it() {
+    let storage = Arc::new(MemStorage::new());
+    written(&storage, 40);
+    let names = segment_names(&storage);
+    let damaged = names[1].clone();
+    let mut bytes = storage
+        .files()
+        .into_iter()
+        .find(|(p, _)| *p == damaged)
+        .unwrap()
+        .1;
+    bytes[3] ^= 0x40; // the header's magic
+    storage.put(&damaged, bytes);
+    let before = storage.files();
+    // A read-only view refuses at open, naming the file.
+    let refused = Store::open_read_only_with(Arc::clone(&storage) as Arc<dyn Storage>, options())
+        .err()
+        .unwrap();
+    assert!(
+        matches!(&refused, Error::Corruption { segment, kind: CorruptionKind::SegmentHeader(_), .. } if *segment == damaged),
+        "{refused:?}"
+    );
+    // A writable store opens (the newest segments are whole) and takes appends to them.
+    let store = Store::open_with(Arc::clone(&storage) as Arc<dyn Storage>, options()).unwrap();
+    check_notes(&store, "new", NEW);
+    // The read that needs the damaged file is refused with the same damage, every time.
+    for _ in 0..2 {
+        let e = store.events("old", 1..41).err().unwrap();
+        assert!(
+            matches!(&e, Error::Corruption { segment, kind: CorruptionKind::SegmentHeader(_), .. } if *segment == damaged),
+            "{e:?}"
+        );
+    }
+    assert!(store.compact().is_err(), "compaction meets the damage too");
+    store.close().unwrap();
+    assert!(before == storage.files(), "no file changed");
+}
+
+#[test]
+fn an_older_segment_gone_is_a_gap_found_by_the_first_read_that_needs_it() {
+    let storage = Arc::new(MemStorage::new());
+    written(&storage, 40);
+    let names = segment_names(&storage);
+    let gone = names[names.len() - 4].clone();
+    storage.remove(&gone).unwrap();
+    let store = Store::open_with(Arc::clone(&storage) as Arc<dyn Storage>, options()).unwrap();
+    check_notes(&store, "new", NEW);
+    let e = store.events("old", 1..41).err().unwrap();
+    assert!(
+        matches!(
+            &e,
+            Error::Corruption {
+                kind: CorruptionKind::SegmentGap { .. },
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    let refused =
+        Store::open_read_only_with(Arc::clone(&storage) as Arc<dyn Storage>, options()).err();
+    assert!(
+        matches!(
+            refused,
+            Some(Error::Corruption {
+                kind: CorruptionKind::SegmentGap { .. },
+                ..
+            })
+        ),
+        "{refused:?}"
+    );
+}
