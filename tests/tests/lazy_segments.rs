@@ -93,7 +93,11 @@ fn a_writable_open_opens_the_newest_segments_and_the_older_ones_at_their_first_r
     assert!(segments >= 5, "{segments} segments");
     let (hooked, opens) = counted(&storage);
     let store = Store::open_with(hooked, options()).unwrap();
-    assert_eq!(opens.load(Ordering::SeqCst), 2, "the open judged the newest two");
+    assert_eq!(
+        opens.load(Ordering::SeqCst),
+        2,
+        "the open judged the newest two"
+    );
     // The newest session's events are in the newest segments: nothing older opened.
     store.append("new", note(NEW)).unwrap();
     check_notes(&store, "new", NEW + 1);
@@ -183,5 +187,132 @@ fn an_older_segment_gone_is_a_gap_found_by_the_first_read_that_needs_it() {
             })
         ),
         "{refused:?}"
+    );
+}
+
+/// Five sessions interleaved over 2 KiB segments, four of them deleted (what compaction keeps
+/// of each segment is small enough to merge), then a session written after them over three
+/// segments of its own — so the newest two segments are ones appends wrote, after every
+/// segment a compaction rewrites or merges.
+fn merge_store(storage: &sessdb::storage::CrashStorage) -> Store {
+    let options = || {
+        StoreOptions::default()
+            .with_durability(sessdb::Durability::Sync)
+            .with_clock(sessdb::Clock::fixed(1_000))
+            .with_segment_bytes_max(2048)
+            .with_checkpoint_writes(sessdb::CheckpointWrites::Inline)
+            .with_compaction(Some(
+                sessdb::CompactionPolicy::default().with_staged_bytes_max(0),
+            ))
+    };
+    let store = Store::open_with(Arc::new(storage.clone()), options()).unwrap();
+    for id in ["a", "b", "c", "d", "e"] {
+        store
+            .create_session(SessionHeader::new(id, 0), Vec::new())
+            .unwrap();
+    }
+    let small = |text: String| {
+        Draft::log(
+            LogType::new("plugin/note").unwrap(),
+            format!("{{\"note\":\"{text}\"}}").into_bytes(),
+        )
+        .ignorable()
+    };
+    for round in 0..18 {
+        for id in ["a", "b", "c", "d", "e"] {
+            store.append(id, small(format!("{id}-{round}"))).unwrap();
+        }
+    }
+    for id in ["b", "c", "d", "e"] {
+        store.delete_session(id).unwrap();
+    }
+    store
+        .create_session(SessionHeader::new("z", 0), Vec::new())
+        .unwrap();
+    for i in 0..3 {
+        store.append("z", note(i)).unwrap();
+    }
+    store.close().unwrap();
+    drop(store);
+    Store::open_with(
+        Arc::new(storage.clone()),
+        options().with_segment_bytes_max(8192),
+    )
+    .unwrap()
+}
+
+/// A merge cut between its rename and its removals leaves files wholly inside the merged one.
+/// Among the older segments, a writable open does not see them; their first use tells them
+/// from damage (nothing lost) and removes them, as an open that judged them would.
+#[test]
+fn a_merges_leftover_among_the_older_segments_is_told_from_damage_at_first_use() {
+    use sessdb::storage::{CrashStorage, Fault};
+    let full = CrashStorage::new();
+    let (start, end, expected) = {
+        let store = merge_store(&full);
+        let start = full.ops();
+        let expected = sessdb_tests::dump_store(&store);
+        let report = store.compact().unwrap();
+        assert!(report.segments_merged > 0, "{report:?}");
+        (start, full.ops(), expected)
+    };
+    let segment_files = |files: &[(String, Vec<u8>)]| {
+        files
+            .iter()
+            .filter(|(p, _)| p.starts_with("segments/") && p.ends_with(".seg"))
+            .count()
+    };
+    let mut found = 0;
+    for n in start + 1..=end {
+        let storage = CrashStorage::new();
+        let store = merge_store(&storage);
+        storage.fail_at_with(n, Fault::Eio);
+        let report = store.compact();
+        drop(store);
+        let Err(Error::Io {
+            op: "remove", path, ..
+        }) = report
+        else {
+            continue;
+        };
+        if !path.starts_with("segments/") {
+            continue;
+        }
+        found += 1;
+        let image = storage.live_image();
+        let before = segment_files(&image.files());
+        let image: Arc<dyn Storage> = Arc::new(image);
+        let opens = Arc::new(AtomicUsize::new(0));
+        let seen = Arc::clone(&opens);
+        let hooked = Hooked::new(Arc::clone(&image)).on_open(move |p| {
+            if p.starts_with("segments/") {
+                seen.fetch_add(1, Ordering::SeqCst);
+            }
+            Ok(())
+        });
+        let writer = Store::open_with(Arc::new(hooked), StoreOptions::default()).unwrap();
+        assert_eq!(opens.load(Ordering::SeqCst), 2, "op {n}: the newest two");
+        assert_eq!(
+            sessdb_tests::dump_store(&writer),
+            expected,
+            "op {n}: writable"
+        );
+        drop(writer);
+        let after = image
+            .list("segments")
+            .unwrap()
+            .iter()
+            .filter(|p| p.ends_with(".seg"))
+            .count();
+        assert!(
+            after < before,
+            "op {n}: the leftovers removed ({before} -> {after})"
+        );
+        let v = sessdb::store::verify(image).unwrap();
+        assert!(v.problems.is_empty(), "op {n}: {v:?}");
+    }
+    assert!(
+        found > 0,
+        "no fault point fell between a merge's rename and its removals"
     );
 }

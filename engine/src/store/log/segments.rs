@@ -339,7 +339,9 @@ impl SegmentList {
         let judged = (o.judge)(&next)?;
         // Where the older segments cross into the list: they end where it starts.
         debug_assert!(
-            judged.iter().all(|s| s.first_lsn < o.before && s.is_sealed()),
+            judged
+                .iter()
+                .all(|s| s.first_lsn < o.before && s.is_sealed()),
             "older segments judged"
         );
         self.list.write().splice(0..0, judged);

@@ -267,7 +267,10 @@ fn judge_older_later(storage: Arc<dyn Storage>, access: Access, before: u64) -> 
     Box::new(move |next| {
         let mut strays = Strays::default();
         let judged = judge_older(&*storage, access, before, next, &mut strays)?;
-        debug_assert!(strays.interrupted.is_none(), "only the newest is interrupted");
+        debug_assert!(
+            strays.interrupted.is_none(),
+            "only the newest is interrupted"
+        );
         if access == Access::Write && !strays.leftovers.is_empty() {
             // A merge's leftovers hold nothing the merged segment does not (`compact/merge.rs`).
             for path in &strays.leftovers {
