@@ -148,10 +148,11 @@ fn main() {
         return;
     }
     // `--profile-growth N`: the open-growth row's two stores (kept under `target/`), opened
-    // alternately N times each; prints each one's median (`--big`: the larger alone).
+    // alternately N times each; prints each one's median (`--big`: the larger alone;
+    // `--writable`: opened writable, copies of them).
     if let Some(i) = args.iter().position(|a| a == "--profile-growth") {
         let n: usize = args.get(i + 1).and_then(|n| n.parse().ok()).unwrap_or(200);
-        open::profile_growth(quick, big, n);
+        open::profile_growth(quick, big, args.iter().any(|a| a == "--writable"), n);
         return;
     }
     let needs_mix = run("append")

@@ -62,6 +62,17 @@ fn open_time(dir: &Path, from_checkpoint: bool) -> f64 {
     secs
 }
 
+/// Seconds to open the store in `dir` writable, as an application's store is (its close
+/// after is not counted). Background compaction off: its thread is the same for any store,
+/// and it would judge every segment at once, beside the next open.
+fn open_writable_time(dir: &Path) -> f64 {
+    let t = Instant::now();
+    let store = Store::open(dir, StoreOptions::default().with_compaction(None)).expect("open");
+    let secs = t.elapsed().as_secs_f64();
+    store.close().expect("close");
+    secs
+}
+
 /// What a fresh process measured opening a store (`report --open-rss DIR`).
 #[derive(Debug, Clone, Copy)]
 struct Fresh {
@@ -342,6 +353,20 @@ pub fn open_rows(main: &Built, quick: bool, reps: usize, rows: &mut Rows) {
         goal: "<= 1.5x",
         workload: format!("{} against {}", big.name, main.name),
     });
+    let (b, s) = pair(
+        reps,
+        || open_writable_time(big.dir.path()),
+        || open_writable_time(main.dir.path()),
+    );
+    rows.push(Row {
+        what: "open writable, 4x the history (s)",
+        unit: "s",
+        subject: b,
+        baseline_name: "the same at a quarter of the history",
+        baseline: s,
+        goal: "<= 1.5x",
+        workload: format!("{} against {}", big.name, main.name),
+    });
     let (m4, m1) = pair(reps, || rss_per_event(&big), || rss_per_event(main));
     rows.push(Row {
         what: "resident memory after open, B/event",
@@ -518,7 +543,8 @@ pub fn profile_many(quick: bool, big: bool, n: usize) {
 /// The open-growth row's two stores (kept under `target/bench-stores`), opened read-only
 /// alternately `n` times each: prints each one's median and their ratio (`big`: the larger
 /// store alone, for `perf`).
-pub fn profile_growth(quick: bool, big: bool, n: usize) {
+pub fn profile_growth(quick: bool, big: bool, writable: bool, n: usize) {
+    let mut keep = Vec::new();
     let one = main_spec(quick);
     let four = WorkloadSpec {
         sessions: one.sessions * 4,
@@ -526,10 +552,22 @@ pub fn profile_growth(quick: bool, big: bool, n: usize) {
     };
     let (one_dir, one_name, _) = kept(&format!("growth-1x-{}-v5", one.sessions), &one);
     let (four_dir, four_name, _) = kept(&format!("growth-4x-{}-v5", four.sessions), &four);
+    // `--writable`: opened writable, each store a copy of the kept one (a writable open may
+    // change its files), made once.
+    let (four_dir, one_dir, open): (_, _, fn(&Path) -> f64) = if writable {
+        let copies = tempfile::tempdir().expect("tempdir");
+        let (four, one) = (copies.path().join("four"), copies.path().join("one"));
+        copy_dir(&four_dir, &four);
+        copy_dir(&one_dir, &one);
+        keep.push(copies);
+        (four, one, open_writable_time)
+    } else {
+        (four_dir, one_dir, |d| open_time(d, true))
+    };
     let (mut a, mut b) = (Vec::with_capacity(n), Vec::with_capacity(n));
     for _ in 0..n {
-        a.push(open_time(&four_dir, true));
-        b.push(if big { 1.0 } else { open_time(&one_dir, true) });
+        a.push(open(&four_dir));
+        b.push(if big { 1.0 } else { open(&one_dir) });
     }
     let median = |v: &mut Vec<f64>| {
         v.sort_by(f64::total_cmp);
@@ -539,6 +577,17 @@ pub fn profile_growth(quick: bool, big: bool, n: usize) {
     println!("{four_name}: {:.1} us", a * 1e6);
     println!("{one_name}: {:.1} us", b * 1e6);
     println!("ratio {:.2}x", a / b);
+}
+
+/// Copies the store in `from` (its two directories of files) to `to`.
+fn copy_dir(from: &Path, to: &Path) {
+    for sub in ["segments", "checkpoints"] {
+        std::fs::create_dir_all(to.join(sub)).expect("mkdir");
+        for entry in std::fs::read_dir(from.join(sub)).expect("list") {
+            let entry = entry.expect("entry");
+            std::fs::copy(entry.path(), to.join(sub).join(entry.file_name())).expect("copy");
+        }
+    }
 }
 
 /// Time of one checkpoint of the store in `dir` after appending a note to every 100th
