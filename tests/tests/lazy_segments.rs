@@ -1,5 +1,5 @@
 //! A writable open judges only the newest segments; the older ones are listed by name and
-//! opened, checked and judged at their first use (`docs/DESIGN.md` §3.2), so an open does not
+//! opened, checked and judged at their first use (`docs/DESIGN.md` §3.6), so an open does not
 //! grow with the history. What must not change with it: every event reads back as written,
 //! damage in an older segment is refused (by the first use that meets it, naming the file),
 //! a merge's leftover among them is told from damage and removed, and a read-only view still

@@ -232,7 +232,7 @@ const JUDGED_AT_OPEN: usize = 2;
 /// A writable open's listing: every segment file's name, but only the newest
 /// [`JUDGED_AT_OPEN`] opened and judged; the older ones are left to [`judge_older`] at their
 /// first use (`SegmentList`), so an open does not grow with the history (`docs/DESIGN.md`
-/// §3.2). Everything is judged now when the store holds few segments, or when one of the
+/// §3.6). Everything is judged now when the store holds few segments, or when one of the
 /// newest is compacted (a merge's leftover can only be told by the one before it).
 ///
 /// # Errors

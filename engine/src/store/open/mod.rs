@@ -92,7 +92,7 @@ fn open_log(
     };
     let headers = CheckpointHeaders::load(&*storage)?;
     // A writable open judges the newest segments only; the older ones at their first use
-    // (§3.2 of DESIGN.md). A read-only view opens every file now: it keeps what it listed
+    // (§3.6 of DESIGN.md). A read-only view opens every file now: it keeps what it listed
     // readable through the handles it holds, whatever a writer's compaction renames after.
     let discovered = match access {
         Access::Read => discover(&*storage, access)?,
