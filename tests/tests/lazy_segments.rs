@@ -256,12 +256,6 @@ fn a_merges_leftover_among_the_older_segments_is_told_from_damage_at_first_use()
         assert!(report.segments_merged > 0, "{report:?}");
         (start, full.ops(), expected)
     };
-    let segment_files = |files: &[(String, Vec<u8>)]| {
-        files
-            .iter()
-            .filter(|(p, _)| p.starts_with("segments/") && p.ends_with(".seg"))
-            .count()
-    };
     let mut found = 0;
     for n in start + 1..=end {
         let storage = CrashStorage::new();
@@ -280,7 +274,7 @@ fn a_merges_leftover_among_the_older_segments_is_told_from_damage_at_first_use()
         }
         found += 1;
         let image = storage.live_image();
-        let before = segment_files(&image.files());
+        let before = segment_names(&image).len();
         let image: Arc<dyn Storage> = Arc::new(image);
         let opens = Arc::new(AtomicUsize::new(0));
         let seen = Arc::clone(&opens);

@@ -2,7 +2,8 @@
 //! calls, replaces, forks) and prints `ack <session> <seq>` after each acknowledged write; the
 //! parent kills it with SIGKILL after a varying number of acks — sometimes before the first,
 //! while the store is still opening — reopens the store and checks that every acknowledged
-//! write is there and that a full verify finds nothing. Rounds alternate `--sync` and
+//! write is there, reads each acknowledged session back whole, and that a full verify finds
+//! nothing. Rounds alternate `--sync` and
 //! buffered, one and two threads; every third round runs `--churn` on 64 KiB segments (each
 //! round's sessions deleted when it ends, the background compaction writing segments again
 //! beside the appends): a session whose deletion was acknowledged must stay deleted; every
@@ -143,6 +144,12 @@ fn stress_killed_by_sigkill_loses_no_acknowledged_write() {
                 len > *seq,
                 "round {round}: {session} acknowledged seq {seq} but holds {len} events"
             );
+            // Read back whole: through the older segments a writable open judges at their
+            // first use (DESIGN.md §3.6), as well as the newest.
+            let events = store
+                .events(session, ..)
+                .unwrap_or_else(|e| panic!("round {round}: {session} read: {e}"));
+            assert_eq!(events.len() as u64, len, "round {round}: {session}");
         }
         for session in &gone {
             assert!(
