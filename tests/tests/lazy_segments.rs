@@ -310,3 +310,91 @@ fn a_merges_leftover_among_the_older_segments_is_told_from_damage_at_first_use()
         "no fault point fell between a merge's rename and its removals"
     );
 }
+
+/// What happens to one of the older segments (never the newest two, which every open judges).
+#[derive(Debug, Clone)]
+enum Damage {
+    None,
+    /// Byte `at` (modulo the file's length) XOR `mask`.
+    Flip {
+        at: usize,
+        mask: u8,
+    },
+    /// Cut to `keep` bytes (modulo the file's length).
+    Cut {
+        keep: usize,
+    },
+    /// Removed.
+    Gone,
+}
+
+fn damage() -> impl proptest::strategy::Strategy<Value = Damage> {
+    use proptest::prelude::*;
+    prop_oneof![
+        Just(Damage::None),
+        (any::<usize>(), 1u8..=255).prop_map(|(at, mask)| Damage::Flip { at, mask }),
+        // The header's bytes, often: what only judging reads.
+        (0usize..40, 1u8..=255).prop_map(|(at, mask)| Damage::Flip { at, mask }),
+        any::<usize>().prop_map(|keep| Damage::Cut { keep }),
+        Just(Damage::Gone),
+    ]
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(sessdb_tests::proptest_cases(64)))]
+
+    /// Judged at first use or at open, the same store reads the same: what a read-only open
+    /// (every segment judged at once) reads whole, a writable one reads whole and alike;
+    /// what it refuses, the writable store refuses too — at its open, or at the first read
+    /// or call that judges the older segments — never reads past.
+    #[test]
+    fn older_segments_judged_at_first_use_read_as_when_judged_at_open(
+        events in 20u64..60,
+        which in proptest::prelude::any::<usize>(),
+        hurt in damage(),
+    ) {
+        let storage = Arc::new(MemStorage::new());
+        written(&storage, events);
+        let names = segment_names(&storage);
+        proptest::prop_assume!(names.len() >= 3);
+        let victim = names[which % (names.len() - 2)].clone();
+        let bytes = storage.files().into_iter().find(|(p, _)| *p == victim).unwrap().1;
+        match hurt {
+            Damage::None => {}
+            Damage::Flip { at, mask } => {
+                let mut b = bytes.clone();
+                let i = at % b.len();
+                b[i] ^= mask;
+                storage.put(&victim, b);
+            }
+            Damage::Cut { keep } => storage.put(&victim, bytes[..keep % bytes.len()].to_vec()),
+            Damage::Gone => storage.remove(&victim).unwrap(),
+        }
+        let files = storage.files();
+        let eager = Store::open_read_only_with(
+            Arc::new(MemStorage::from_files(files.clone())) as Arc<dyn Storage>,
+            options(),
+        )
+        .and_then(|view| sessdb_tests::try_dump_store(&view));
+        let lazy_storage = Arc::new(MemStorage::from_files(files.clone()));
+        let lazy = Store::open_with(Arc::clone(&lazy_storage) as Arc<dyn Storage>, options())
+            .and_then(|store| {
+                let dump = sessdb_tests::try_dump_store(&store);
+                let usage = store.disk_usage().map(drop);
+                store.close()?;
+                usage.and(dump)
+            });
+        match (&eager, &lazy) {
+            (Ok(a), Ok(b)) => proptest::prop_assert_eq!(a, b),
+            (Err(_), Err(_)) => {}
+            _ => proptest::prop_assert!(
+                false,
+                "judged at open: {:?}; at first use: {:?}",
+                eager.as_ref().map(|d| d.len()),
+                lazy.as_ref().map(|d| d.len())
+            ),
+        }
+        // Nothing judged at first use changed a file (no leftover here to remove).
+        proptest::prop_assert!(lazy_storage.files() == files);
+    }
+}
