@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::{Mutex, RwLock};
 
@@ -271,8 +271,10 @@ pub(crate) struct SegmentList {
     /// everything before the list's first segment, opened and judged by the first call that
     /// needs them ([`SegmentList::full`], or a position before the list's first).
     older: Mutex<Option<Older>>,
-    /// No segment waits: the list is the log (the fast path of every lookup).
-    whole: AtomicBool,
+    /// The first LSN of the list's first segment while older segments wait, 0 once none
+    /// does: a lookup at or past it needs nothing judged (one load, the fast path of every
+    /// lookup).
+    judged_from: AtomicU64,
 }
 
 /// Judges the segments older than the list's first one (`next`), at their first use: opened,
@@ -299,7 +301,7 @@ impl SegmentList {
         Self {
             list: RwLock::new(list),
             older: Mutex::new(None),
-            whole: AtomicBool::new(true),
+            judged_from: AtomicU64::new(0),
         }
     }
 
@@ -311,10 +313,11 @@ impl SegmentList {
             Some(before),
             "the older segments end where the list starts"
         );
+        debug_assert!(before > 0, "older segments lie before a position past 0");
         Self {
             list: RwLock::new(list),
             older: Mutex::new(Some(Older { before, judge })),
-            whole: AtomicBool::new(false),
+            judged_from: AtomicU64::new(before),
         }
     }
 
@@ -325,7 +328,7 @@ impl SegmentList {
     /// The damage judging finds (as an open that judged them would have refused it); they
     /// then stay unjudged, and the next call that needs them meets it again.
     fn judge_older(&self) -> Result<()> {
-        if self.whole.load(Ordering::Acquire) {
+        if self.judged_from.load(Ordering::Acquire) == 0 {
             return Ok(());
         }
         let mut older = self.older.lock();
@@ -346,17 +349,13 @@ impl SegmentList {
         );
         self.list.write().splice(0..0, judged);
         *older = None;
-        self.whole.store(true, Ordering::Release);
+        self.judged_from.store(0, Ordering::Release);
         Ok(())
     }
 
     /// Judges the older segments when `lsn` lies before the list's first segment.
     fn cover(&self, lsn: u64) -> Result<()> {
-        if self.whole.load(Ordering::Acquire) {
-            return Ok(());
-        }
-        let first = self.list.read().first().map(|s| s.first_lsn);
-        if first.is_some_and(|f| lsn >= f) {
+        if lsn >= self.judged_from.load(Ordering::Acquire) {
             return Ok(());
         }
         self.judge_older()
@@ -369,8 +368,9 @@ impl SegmentList {
     /// The list, to replace segments in it (compaction, a view rebuilt): only after
     /// [`SegmentList::full`], so every segment is in it.
     pub(crate) fn write(&self) -> parking_lot::RwLockWriteGuard<'_, Vec<Arc<Segment>>> {
-        debug_assert!(
-            self.whole.load(Ordering::Acquire),
+        debug_assert_eq!(
+            self.judged_from.load(Ordering::Acquire),
+            0,
             "segments replaced while older ones wait"
         );
         self.list.write()
