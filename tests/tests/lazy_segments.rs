@@ -398,3 +398,78 @@ proptest::proptest! {
         proptest::prop_assert!(lazy_storage.files() == files);
     }
 }
+
+/// The store in `dir`, opened writable with its segment opens counted.
+fn open_counted(dir: &std::path::Path) -> (Store, Arc<AtomicUsize>) {
+    let storage: Arc<dyn Storage> = Arc::new(sessdb::storage::FsStorage::new(dir));
+    let opens = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::clone(&opens);
+    let hooked = Hooked::new(storage).on_open(move |path| {
+        if path.starts_with("segments/") {
+            seen.fetch_add(1, Ordering::SeqCst);
+        }
+        Ok(())
+    });
+    (
+        Store::open_with(Arc::new(hooked), options()).unwrap(),
+        opens,
+    )
+}
+
+/// A reader beside a writer whose older segments wait reads what the writer reads, before
+/// and after the writer's compaction judges and rewrites them; a copy taken by `backup` and
+/// opened writable later reads as the store did when it was taken.
+#[test]
+fn a_reader_beside_and_a_restored_copy_read_as_a_writer_whose_older_segments_wait() {
+    let dir = tempfile::tempdir().unwrap();
+    let (src, copy) = (dir.path().join("store"), dir.path().join("copy"));
+    {
+        let store = Store::open(&src, options()).unwrap();
+        for (id, events) in [("old", 40), ("new", NEW)] {
+            store
+                .create_session(SessionHeader::new(id, 0), Vec::new())
+                .unwrap();
+            for i in 0..events {
+                store.append(id, note(i)).unwrap();
+            }
+        }
+        store.close().unwrap();
+    }
+    let report = sessdb::store::backup(&src, &copy).unwrap();
+    let at_backup = sessdb_tests::dump_store(&Store::open_read_only(&src, options()).unwrap());
+    assert_eq!(at_backup.len(), 2, "{report:?}");
+
+    let (writer, opens) = open_counted(&src);
+    assert_eq!(
+        opens.load(Ordering::SeqCst),
+        2,
+        "the writer judged its newest two"
+    );
+    let reader = Store::open_read_only(&src, options()).unwrap();
+    assert_eq!(sessdb_tests::dump_store(&reader), at_backup);
+    writer.delete_session("old").unwrap();
+    writer.append("new", note(NEW)).unwrap();
+    writer.compact().unwrap();
+    assert!(
+        opens.load(Ordering::SeqCst) > 2,
+        "compaction judged the older segments"
+    );
+    reader.refresh().unwrap();
+    let now = sessdb_tests::dump_store(&writer);
+    assert_eq!(sessdb_tests::dump_store(&reader), now);
+    assert_eq!(now.len(), 1);
+    writer.close().unwrap();
+
+    // The older copy, restored: opened writable, its older segments judged at first use.
+    let (restored, opens) = open_counted(&copy);
+    assert_eq!(
+        opens.load(Ordering::SeqCst),
+        2,
+        "the restored copy's newest two"
+    );
+    assert_eq!(sessdb_tests::dump_store(&restored), at_backup);
+    assert!(opens.load(Ordering::SeqCst) > 2);
+    restored.close().unwrap();
+    let v = sessdb::store::verify(Arc::new(sessdb::storage::FsStorage::new(&copy))).unwrap();
+    assert!(v.ok(), "{v:?}");
+}
