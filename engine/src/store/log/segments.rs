@@ -419,10 +419,10 @@ impl SegmentList {
     /// whose records compaction left out.
     ///
     /// # Errors
-    /// As [`SegmentList::from`].
+    /// As [`SegmentList::full`].
     pub(crate) fn compacted_before(&self, lsn: u64) -> Result<bool> {
         Ok(self
-            .from(0)?
+            .full()?
             .iter()
             .take_while(|s| s.first_lsn < lsn)
             .any(|s| s.is_compacted()))

@@ -102,7 +102,7 @@ fn open_log(
         Some(before) => SegmentList::with_older(
             discovered.segments,
             before,
-            judge_older_later(Arc::clone(&storage), access, before),
+            judge_older_later(Arc::clone(&storage), before),
         ),
         None => SegmentList::new(discovered.segments),
     };
@@ -262,16 +262,16 @@ fn finish_writable(
 
 /// How the segments a writable open left are judged at their first use
 /// (`log/discover.rs`, `judge_older`): as the open judges, and a merge's leftover found
-/// among them removed, as the open removes one.
-fn judge_older_later(storage: Arc<dyn Storage>, access: Access, before: u64) -> JudgeOlder {
+/// among them removed, as the open removes one. Only a writable open leaves any.
+fn judge_older_later(storage: Arc<dyn Storage>, before: u64) -> JudgeOlder {
     Box::new(move |next| {
         let mut strays = Strays::default();
-        let judged = judge_older(&*storage, access, before, next, &mut strays)?;
+        let judged = judge_older(&*storage, Access::Write, before, next, &mut strays)?;
         debug_assert!(
             strays.interrupted.is_none(),
             "only the newest is interrupted"
         );
-        if access == Access::Write && !strays.leftovers.is_empty() {
+        if !strays.leftovers.is_empty() {
             // A merge's leftovers hold nothing the merged segment does not (`compact/merge.rs`).
             for path in &strays.leftovers {
                 storage.remove_file(path)?;
