@@ -112,7 +112,10 @@ export interface OpenFacts {
  * directory that holds other files and no store (a store is created only in a new or empty one); `FORMAT` is a refusal of
  * the import and migration layer; `NO_SPACE` a file the disk had no room for (`needed` and
  * `available` in the message; nothing changed); `SALVAGE_INTERRUPTED` a store a salvage that
- * died left half rewritten (open it with a salvage to finish it); `ERROR` one of no other kind; `NO_ADDON` (thrown by the
+ * died left half rewritten (open it with a salvage to finish it); `OVERTAKEN` (with `segment`)
+ * a read-only view whose older segments a writer rewrote before the view first read them,
+ * when the view could not be built again (a salvage is rewriting the store: read again
+ * later); `ERROR` one of no other kind; `NO_ADDON` (thrown by the
  * `require` itself) when no addon for this platform is installed or it does not load.
  */
 export type SessdbErrorCode =
@@ -127,6 +130,7 @@ export type SessdbErrorCode =
   | 'IO'
   | 'NO_SPACE'
   | 'SALVAGE_INTERRUPTED'
+  | 'OVERTAKEN'
   | 'INVALID_EVENT'
   | 'INVALID_HEADER'
   | 'INVALID_TYPE'

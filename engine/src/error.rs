@@ -128,6 +128,19 @@ pub enum Error {
         /// What is wrong.
         kind: CorruptionKind,
     },
+    /// A read-only view's older segment is no longer the file the view listed when it opened:
+    /// the writer's compaction merged it, or a salvage replaced it, before the view first read
+    /// it (a read-only view opens its older segments at their first use, `docs/DESIGN.md`
+    /// §3.6). The `Store` methods that read build the view again from the files as they are,
+    /// as [`Store::refresh`](crate::Store::refresh) does, and read once more; this reaches a
+    /// caller only when that could not be done (a salvage is rewriting the store).
+    #[error(
+        "{segment}: replaced since this read-only view listed it (a compaction or a salvage rewrote the store's older segments); refresh the view and read again"
+    )]
+    Overtaken {
+        /// The segment file.
+        segment: String,
+    },
     /// Another writer holds the store.
     #[error(
         "the store is locked by another writer (lock file {lock_file}); open it read-only or stop the other writer"

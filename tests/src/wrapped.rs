@@ -15,6 +15,9 @@ macro_rules! delegate_storage {
             fn list(&self, dir: &str) -> std::io::Result<Vec<String>> {
                 sessdb::storage::Storage::list(&*self.inner, dir)
             }
+            fn list_with_ids(&self, dir: &str) -> std::io::Result<Vec<(String, Option<u64>)>> {
+                sessdb::storage::Storage::list_with_ids(&*self.inner, dir)
+            }
             fn open(
                 &self,
                 $path: &str,
@@ -112,6 +115,18 @@ impl sessdb::storage::Storage for Hooked {
     }
     fn list(&self, dir: &str) -> std::io::Result<Vec<String>> {
         (self.list)(dir, self.inner.list(dir)?)
+    }
+    fn list_with_ids(&self, dir: &str) -> std::io::Result<Vec<(String, Option<u64>)>> {
+        // The names the hook keeps, each with the identity listed beside it.
+        let listed = self.inner.list_with_ids(dir)?;
+        let kept = (self.list)(dir, listed.iter().map(|(n, _)| n.clone()).collect())?;
+        Ok(kept
+            .into_iter()
+            .map(|n| {
+                let id = listed.iter().find(|(l, _)| *l == n).and_then(|(_, id)| *id);
+                (n, id)
+            })
+            .collect())
     }
     fn open(
         &self,

@@ -1,9 +1,10 @@
-//! A writable open judges only the newest segments; the older ones are listed by name and
-//! opened, checked and judged at their first use (`docs/DESIGN.md` §3.6), so an open does not
-//! grow with the history. What must not change with it: every event reads back as written,
-//! damage in an older segment is refused (by the first use that meets it, naming the file),
-//! a merge's leftover among them is told from damage and removed, and a read-only view still
-//! opens every segment at once.
+//! An open judges only the newest segments; the older ones are listed by name and opened,
+//! checked and judged at their first use (`docs/DESIGN.md` §3.6), so an open does not grow
+//! with the history. What must not change with it: every event reads back as written, damage
+//! in an older segment is refused (by the first use that meets it, naming the file), a
+//! merge's leftover among them is told from damage (and removed by a writable store), and a
+//! read-only view whose older segments a writer rewrote before it first read them reads the
+//! files as they are — never a record of another file under a name it listed.
 
 #![allow(
     clippy::unwrap_used,
@@ -109,12 +110,65 @@ fn a_writable_open_opens_the_newest_segments_and_the_older_ones_at_their_first_r
     assert_eq!(opens.load(Ordering::SeqCst), segments);
     assert_eq!(store.stats().segments, segments);
     store.close().unwrap();
-    // A read-only view opens every segment at once, as before.
+    // A read-only view alike: the newest two at open, the older ones at the first read
+    // that needs them.
     let (hooked, opens) = counted(&storage);
     let view = Store::open_read_only_with(hooked, options()).unwrap();
+    assert_eq!(
+        opens.load(Ordering::SeqCst),
+        2,
+        "the view judged the newest two"
+    );
+    check_notes(&view, "new", NEW + 1);
+    assert_eq!(opens.load(Ordering::SeqCst), 2);
+    check_notes(&view, "old", 40);
+    assert_eq!(opens.load(Ordering::SeqCst), segments);
+    // Over a storage that lists no file identities, a view cannot pin what it has not
+    // opened: it opens every segment at once, as before.
+    let (hooked, opens) = counted(&storage);
+    let unpinned: Arc<dyn Storage> = Arc::new(NoIds { inner: hooked });
+    let view = Store::open_read_only_with(unpinned, options()).unwrap();
     assert_eq!(opens.load(Ordering::SeqCst), segments);
     check_notes(&view, "old", 40);
-    check_notes(&view, "new", NEW + 1);
+}
+
+/// `inner` listed without file identities ([`Storage::list_with_ids`]'s default): a read-only
+/// view over it cannot tell a file replaced after its listing, so it judges every segment
+/// at open — the reference the lazily judged opens are held to.
+#[derive(Debug)]
+struct NoIds {
+    inner: Arc<dyn Storage>,
+}
+
+impl Storage for NoIds {
+    fn create_dir_all(&self, dir: &str) -> std::io::Result<()> {
+        self.inner.create_dir_all(dir)
+    }
+    fn list(&self, dir: &str) -> std::io::Result<Vec<String>> {
+        self.inner.list(dir)
+    }
+    fn open(
+        &self,
+        path: &str,
+        mode: sessdb::storage::OpenMode,
+    ) -> std::io::Result<Box<dyn sessdb::storage::StorageFile>> {
+        self.inner.open(path, mode)
+    }
+    fn rename(&self, from: &str, to: &str) -> std::io::Result<()> {
+        self.inner.rename(from, to)
+    }
+    fn remove(&self, path: &str) -> std::io::Result<()> {
+        self.inner.remove(path)
+    }
+    fn sync_dir(&self, dir: &str) -> std::io::Result<()> {
+        self.inner.sync_dir(dir)
+    }
+    fn try_lock(&self, path: &str) -> std::io::Result<Option<sessdb::storage::LockGuard>> {
+        self.inner.try_lock(path)
+    }
+    fn describe(&self, path: &str) -> String {
+        self.inner.describe(path)
+    }
 }
 
 #[test]
@@ -132,24 +186,32 @@ fn damage_in_an_older_segment_is_refused_by_the_first_read_that_needs_it() {
     bytes[3] ^= 0x40; // the header's magic
     storage.put(&damaged, bytes);
     let before = storage.files();
-    // A read-only view refuses at open, naming the file.
-    let refused = Store::open_read_only_with(Arc::clone(&storage) as Arc<dyn Storage>, options())
+    let is_damage = |e: &Error| matches!(e, Error::Corruption { segment, kind: CorruptionKind::SegmentHeader(_), .. } if *segment == damaged);
+    // A view judging every segment at open refuses there, naming the file.
+    let unpinned: Arc<dyn Storage> = Arc::new(NoIds {
+        inner: Arc::clone(&storage) as Arc<dyn Storage>,
+    });
+    let refused = Store::open_read_only_with(unpinned, options())
         .err()
         .unwrap();
-    assert!(
-        matches!(&refused, Error::Corruption { segment, kind: CorruptionKind::SegmentHeader(_), .. } if *segment == damaged),
-        "{refused:?}"
-    );
+    assert!(is_damage(&refused), "{refused:?}");
+    // A read-only view judging the newest opens, reads the newest session, and refuses the
+    // read that needs the damaged file with the same damage (it is no overtaken view: the
+    // files are the ones it listed).
+    let view =
+        Store::open_read_only_with(Arc::clone(&storage) as Arc<dyn Storage>, options()).unwrap();
+    check_notes(&view, "new", NEW);
+    for _ in 0..2 {
+        let e = view.events("old", 1..41).err().unwrap();
+        assert!(is_damage(&e), "{e:?}");
+    }
     // A writable store opens (the newest segments are whole) and takes appends to them.
     let store = Store::open_with(Arc::clone(&storage) as Arc<dyn Storage>, options()).unwrap();
     check_notes(&store, "new", NEW);
     // The read that needs the damaged file is refused with the same damage, every time.
     for _ in 0..2 {
         let e = store.events("old", 1..41).err().unwrap();
-        assert!(
-            matches!(&e, Error::Corruption { segment, kind: CorruptionKind::SegmentHeader(_), .. } if *segment == damaged),
-            "{e:?}"
-        );
+        assert!(is_damage(&e), "{e:?}");
     }
     assert!(store.compact().is_err(), "compaction meets the damage too");
     store.close().unwrap();
@@ -176,8 +238,10 @@ fn an_older_segment_gone_is_a_gap_found_by_the_first_read_that_needs_it() {
         ),
         "{e:?}"
     );
-    let refused =
-        Store::open_read_only_with(Arc::clone(&storage) as Arc<dyn Storage>, options()).err();
+    let view =
+        Store::open_read_only_with(Arc::clone(&storage) as Arc<dyn Storage>, options()).unwrap();
+    check_notes(&view, "new", NEW);
+    let refused = view.events("old", 1..41).err();
     assert!(
         matches!(
             refused,
@@ -344,9 +408,10 @@ proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(sessdb_tests::proptest_cases(64)))]
 
     /// Judged at first use or at open, the same store reads the same: what a read-only open
-    /// (every segment judged at once) reads whole, a writable one reads whole and alike;
-    /// what it refuses, the writable store refuses too — at its open, or at the first read
-    /// or call that judges the older segments — never reads past.
+    /// judging every segment at once reads whole, a writable store and a read-only view
+    /// judging the older ones at first use read whole and alike; what it refuses, they refuse
+    /// too — at their open, or at the first read or call that judges the older segments —
+    /// never reading past.
     #[test]
     fn older_segments_judged_at_first_use_read_as_when_judged_at_open(
         events in 20u64..60,
@@ -372,10 +437,18 @@ proptest::proptest! {
         }
         let files = storage.files();
         let eager = Store::open_read_only_with(
-            Arc::new(MemStorage::from_files(files.clone())) as Arc<dyn Storage>,
+            Arc::new(NoIds {
+                inner: Arc::new(MemStorage::from_files(files.clone())),
+            }),
             options(),
         )
         .and_then(|view| sessdb_tests::try_dump_store(&view));
+        let view_storage = Arc::new(MemStorage::from_files(files.clone()));
+        let view = Store::open_read_only_with(Arc::clone(&view_storage) as Arc<dyn Storage>, options())
+            .and_then(|view| {
+                let dump = sessdb_tests::try_dump_store(&view);
+                view.disk_usage().map(drop).and(dump)
+            });
         let lazy_storage = Arc::new(MemStorage::from_files(files.clone()));
         let lazy = Store::open_with(Arc::clone(&lazy_storage) as Arc<dyn Storage>, options())
             .and_then(|store| {
@@ -384,18 +457,22 @@ proptest::proptest! {
                 store.close()?;
                 usage.and(dump)
             });
-        match (&eager, &lazy) {
-            (Ok(a), Ok(b)) => proptest::prop_assert_eq!(a, b),
-            (Err(_), Err(_)) => {}
-            _ => proptest::prop_assert!(
-                false,
-                "judged at open: {:?}; at first use: {:?}",
-                eager.as_ref().map(|d| d.len()),
-                lazy.as_ref().map(|d| d.len())
-            ),
+        for (subject, got) in [("writable", &lazy), ("read-only", &view)] {
+            match (&eager, got) {
+                (Ok(a), Ok(b)) => proptest::prop_assert_eq!(a, b, "{}", subject),
+                (Err(_), Err(_)) => {}
+                _ => proptest::prop_assert!(
+                    false,
+                    "judged at open: {:?}; at first use ({}): {:?}",
+                    eager.as_ref().map(|d| d.len()),
+                    subject,
+                    got.as_ref().map(|d| d.len())
+                ),
+            }
         }
         // Nothing judged at first use changed a file (no leftover here to remove).
         proptest::prop_assert!(lazy_storage.files() == files);
+        proptest::prop_assert!(view_storage.files() == files);
     }
 }
 
@@ -472,4 +549,116 @@ fn a_reader_beside_and_a_restored_copy_read_as_a_writer_whose_older_segments_wai
     restored.close().unwrap();
     let v = sessdb::store::verify(Arc::new(sessdb::storage::FsStorage::new(&copy))).unwrap();
     assert!(v.ok(), "{v:?}");
+}
+
+/// Two sessions interleaved over the older segments (`keep` and `gone`, 40 notes each), then
+/// `new`'s [`NEW`] notes in the newest; closed.
+fn interleaved(storage: Arc<dyn Storage>) {
+    let store = Store::open_with(storage, options()).unwrap();
+    for id in ["keep", "gone"] {
+        store
+            .create_session(SessionHeader::new(id, 0), Vec::new())
+            .unwrap();
+    }
+    for i in 0..40 {
+        for id in ["keep", "gone"] {
+            store.append(id, note(i)).unwrap();
+        }
+    }
+    store
+        .create_session(SessionHeader::new("new", 0), Vec::new())
+        .unwrap();
+    for i in 0..NEW {
+        store.append("new", note(i)).unwrap();
+    }
+    store.close().unwrap();
+}
+
+/// A read-only view opens its older segments at their first use; a writer's compaction may
+/// rewrite them first (renamed over the names the view listed, merged ones removed). The
+/// view's first read of them then finds other files — told by their identity, before a byte
+/// of theirs is read — and the view is built again from the files as they are, as `refresh`
+/// builds it: the read answers as a fresh view would (a session deleted and compacted away
+/// meanwhile is gone), never from another file's records at the positions its catalog
+/// names. Where the older segments were not rewritten, the view keeps what it opened (a
+/// session deleted since still reads whole), as a view that opened every file did. Where
+/// the view cannot be built again (a salvage's marker is there), the read says `Overtaken`,
+/// naming the file, and reads once the marker is gone. On the file system (identities are
+/// inode numbers from the directory listing) and in memory.
+#[test]
+fn a_view_overtaken_by_compaction_before_it_read_its_older_segments_reads_the_files_as_they_are() {
+    let dir = tempfile::tempdir().unwrap();
+    let backends: [(&str, Arc<dyn Storage>); 2] = [
+        ("fs", Arc::new(sessdb::storage::FsStorage::new(dir.path()))),
+        ("mem", Arc::new(MemStorage::new())),
+    ];
+    for (name, storage) in backends {
+        interleaved(Arc::clone(&storage));
+        let writer = Store::open_with(Arc::clone(&storage), options()).unwrap();
+        let opened_at = |label: &str| {
+            let opens = Arc::new(AtomicUsize::new(0));
+            let seen = Arc::clone(&opens);
+            let hooked = Hooked::new(Arc::clone(&storage)).on_open(move |path| {
+                if path.starts_with("segments/") {
+                    seen.fetch_add(1, Ordering::SeqCst);
+                }
+                Ok(())
+            });
+            let view = Store::open_read_only_with(Arc::new(hooked), options()).unwrap();
+            assert_eq!(
+                opens.load(Ordering::SeqCst),
+                2,
+                "{name} {label}: the newest two"
+            );
+            view
+        };
+        let gone_events = writer.events("gone", ..).unwrap();
+        assert_eq!(gone_events.len(), 41, "{name}");
+
+        // Not rewritten: the view keeps what it opened.
+        let kept = opened_at("kept");
+        let overtaken = opened_at("overtaken");
+        let blocked = opened_at("blocked");
+        writer.delete_session("gone").unwrap();
+        writer.append("new", note(NEW)).unwrap();
+        assert_eq!(kept.events("gone", ..).unwrap(), gone_events, "{name}");
+        check_notes(&kept, "keep", 40);
+
+        // Rewritten: compaction drops `gone`'s records from every older segment.
+        let report = writer.compact().unwrap();
+        assert!(
+            report.segments.len() >= 3,
+            "{name}: older segments rewritten: {report:?}"
+        );
+        // The salvage marker keeps the view from being built again: the read says so.
+        let marker = storage
+            .open("SALVAGING", sessdb::storage::OpenMode::CreateNew)
+            .unwrap();
+        drop(marker);
+        match blocked.events("keep", ..) {
+            Err(Error::Overtaken { segment }) => {
+                assert!(segment.starts_with("segments/"), "{name}: {segment}");
+            }
+            other => panic!(
+                "{name}: expected Overtaken, got {:?}",
+                other.map(|events| events.len())
+            ),
+        }
+        storage.remove("SALVAGING").unwrap();
+        for view in [&overtaken, &blocked] {
+            check_notes(view, "keep", 40);
+            assert!(
+                matches!(view.events("gone", ..), Err(Error::SessionNotFound { .. })),
+                "{name}: the view built again no longer holds the deleted session"
+            );
+            assert_eq!(
+                sessdb_tests::dump_store(view),
+                sessdb_tests::dump_store(&writer),
+                "{name}"
+            );
+        }
+        // The view that kept its files still reads them as it opened them.
+        assert_eq!(kept.events("gone", ..).unwrap(), gone_events, "{name}");
+        writer.close().unwrap();
+    }
 }

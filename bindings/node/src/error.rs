@@ -34,6 +34,7 @@ fn code(e: &sessdb::Error) -> String {
         E::Closed => "CLOSED".into(),
         E::RecordTooLarge { .. } => "TOO_LARGE".into(),
         E::NotAStore { .. } => "NOT_A_STORE".into(),
+        E::Overtaken { .. } => "OVERTAKEN".into(),
         _ => "ERROR".into(),
     }
 }
@@ -100,6 +101,7 @@ pub fn to_js(e: &sessdb::Error) -> napi::Error {
             }
             E::SessionNotFound { id } | E::SessionExists { id } => member(out, "session", id),
             E::Locked { lock_file } => member(out, "lockFile", lock_file),
+            E::Overtaken { segment } => member(out, "segment", segment),
             _ => {}
         },
     )

@@ -11,6 +11,8 @@ pub(crate) trait Checked {
     fn create_directory(&self, dir: &str) -> Result<()>;
     /// The names in `dir` ("list").
     fn list_dir(&self, dir: &str) -> Result<Vec<String>>;
+    /// The names in `dir` with the identities listed ("list").
+    fn list_dir_with_ids(&self, dir: &str) -> Result<Vec<(String, Option<u64>)>>;
     /// Opens `path` ("open"; "create" for [`OpenMode::CreateNew`]).
     fn open_file(&self, path: &str, mode: OpenMode) -> Result<Box<dyn StorageFile>>;
     /// Removes `path` ("remove").
@@ -27,6 +29,11 @@ impl<S: Storage + ?Sized> Checked for S {
 
     fn list_dir(&self, dir: &str) -> Result<Vec<String>> {
         self.list(dir).map_err(|e| Error::io("list", dir, e))
+    }
+
+    fn list_dir_with_ids(&self, dir: &str) -> Result<Vec<(String, Option<u64>)>> {
+        self.list_with_ids(dir)
+            .map_err(|e| Error::io("list", dir, e))
     }
 
     fn open_file(&self, path: &str, mode: OpenMode) -> Result<Box<dyn StorageFile>> {

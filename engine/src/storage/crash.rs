@@ -149,6 +149,15 @@ impl Storage for CrashStorage {
             .collect())
     }
 
+    fn list_with_ids(&self, dir: &str) -> io::Result<Vec<(String, Option<u64>)>> {
+        let s = self.inner.lock();
+        Ok(s.live
+            .iter()
+            .filter(|(p, _)| parent_dir(p) == dir)
+            .map(|(p, &id)| (p.rsplit('/').next().unwrap_or(p).to_owned(), Some(id)))
+            .collect())
+    }
+
     fn open(&self, path: &str, mode: OpenMode) -> io::Result<Box<dyn StorageFile>> {
         let mut s = self.inner.lock();
         let id = match (mode, s.live.get(path).copied()) {

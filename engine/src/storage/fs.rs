@@ -113,6 +113,14 @@ impl Storage for FsStorage {
     }
 
     fn list(&self, dir: &str) -> io::Result<Vec<String>> {
+        Ok(self
+            .list_with_ids(dir)?
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect())
+    }
+
+    fn list_with_ids(&self, dir: &str) -> io::Result<Vec<(String, Option<u64>)>> {
         let listed = match self.open_at(dir, OFlags::RDONLY | OFlags::DIRECTORY) {
             Ok(listed) => listed,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -138,10 +146,16 @@ impl Storage for FsStorage {
                 _ => false,
             };
             if file {
-                names.push(String::from_utf8_lossy(name).into_owned());
+                // The inode the directory entry names: on the file systems this runs on, the
+                // one `fstat` of the file opened by that name gives (a store compares them
+                // before trusting either, `log/discover.rs`).
+                names.push((
+                    String::from_utf8_lossy(name).into_owned(),
+                    Some(entry.ino()),
+                ));
             }
         }
-        names.sort();
+        names.sort_unstable();
         Ok(names)
     }
 

@@ -79,6 +79,19 @@ impl Storage for MemStorage {
             .collect())
     }
 
+    fn list_with_ids(&self, dir: &str) -> io::Result<Vec<(String, Option<u64>)>> {
+        let inner = self.inner.lock();
+        Ok(inner
+            .files
+            .iter()
+            .filter(|(p, _)| parent_dir(p) == dir)
+            .map(|(p, data)| {
+                let name = p.rsplit('/').next().unwrap_or(p).to_owned();
+                (name, Some(Arc::as_ptr(data) as usize as u64))
+            })
+            .collect())
+    }
+
     fn open(&self, path: &str, mode: OpenMode) -> io::Result<Box<dyn StorageFile>> {
         let mut inner = self.inner.lock();
         let file = match (mode, inner.files.get(path)) {

@@ -62,6 +62,18 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
     /// # Errors
     /// I/O errors.
     fn list(&self, dir: &str) -> io::Result<Vec<String>>;
+    /// As [`Storage::list`], each name with the identity of the file it names as the
+    /// listing read it — the second number of [`StorageFile::identity`] for that file opened
+    /// then (an inode number) — or `None` where the backend cannot say without opening it.
+    /// A read-only store opens its older segments at their first use only where every one
+    /// is listed with an identity, so that it can tell a file replaced since its listing
+    /// (`docs/DESIGN.md` §3.6).
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn list_with_ids(&self, dir: &str) -> io::Result<Vec<(String, Option<u64>)>> {
+        Ok(self.list(dir)?.into_iter().map(|n| (n, None)).collect())
+    }
     /// Opens `path`.
     ///
     /// # Errors

@@ -106,6 +106,13 @@ impl Store {
     /// concerns reading applies (limits, `ignore_checkpoints`, `progress`); the write
     /// settings are unused.
     ///
+    /// The view is what the store held at the open until [`Store::refresh`] — with one
+    /// exception: its older segments are opened at their first use (`docs/DESIGN.md`
+    /// §3.6), and where a writer's compaction (or a salvage) rewrote them before that, the
+    /// first read that needs them builds the view again from the files as they are, as
+    /// `refresh` does, and answers from there (a session deleted and compacted away
+    /// meanwhile is then gone).
+    ///
     /// # Errors
     /// `Io` of kind `NotFound` when `dir` holds no store (it does not exist, or has no
     /// `segments/` directory: a typo is not an empty store); `Corruption`, other I/O errors.
@@ -135,7 +142,14 @@ impl Store {
     /// # Errors
     /// As [`Store::open`].
     pub fn open_with(storage: Arc<dyn Storage>, options: StoreOptions) -> Result<Store> {
-        open::open(storage, options, open::Access::Write, open::Horizon::End).map(Store::from_inner)
+        open::open(
+            storage,
+            options,
+            open::Access::Write,
+            open::Horizon::End,
+            open::Judging::Newest,
+        )
+        .map(Store::from_inner)
     }
 
     /// Opens a store on any storage backend read-only.
@@ -143,7 +157,14 @@ impl Store {
     /// # Errors
     /// As [`Store::open_read_only`].
     pub fn open_read_only_with(storage: Arc<dyn Storage>, options: StoreOptions) -> Result<Store> {
-        open::open(storage, options, open::Access::Read, open::Horizon::End).map(Store::from_inner)
+        open::open(
+            storage,
+            options,
+            open::Access::Read,
+            open::Horizon::End,
+            open::Judging::Newest,
+        )
+        .map(Store::from_inner)
     }
 
     /// What the open found and did.
@@ -362,8 +383,10 @@ impl Store {
     /// `SessionNotFound`, read errors.
     pub fn events(&self, session: &str, range: impl RangeBounds<u64>) -> Result<Vec<Event>> {
         let (from, to) = bounds(range);
-        let locs = self.locs(session, from, to)?;
-        self.inner.segments.read_events(&locs)
+        self.reading(|| {
+            let locs = self.locs(session, from, to)?;
+            self.inner.segments.read_events(&locs)
+        })
     }
 
     /// Hands the events of `range` to `f` in order, each borrowed from the bytes read (its
@@ -378,8 +401,25 @@ impl Store {
         mut f: impl FnMut(EventRef<'_>) -> Result<()>,
     ) -> Result<()> {
         let (from, to) = bounds(range);
-        let locs = self.locs(session, from, to)?;
-        self.inner.segments.visit_events(&locs, &mut f)
+        self.reading(|| {
+            let locs = self.locs(session, from, to)?;
+            self.inner.segments.visit_events(&locs, &mut f)
+        })
+    }
+
+    /// Runs `read`; when a read-only view's older segments turn out rewritten by a writer
+    /// since the view opened (`Error::Overtaken`: it opens them at their first use,
+    /// `docs/DESIGN.md` §3.6), builds the view again from the files as they are — as
+    /// [`Store::refresh`] does — and runs `read` once more, against that view. `read` meets
+    /// that error before it hands out anything (`SegmentList::visit_events`).
+    fn reading<T>(&self, mut read: impl FnMut() -> Result<T>) -> Result<T> {
+        match read() {
+            Err(Error::Overtaken { .. }) => {
+                self.refresh()?;
+                read()
+            }
+            other => other,
+        }
     }
 
     /// The locations of `from..to`, copied under the catalog's read lock.
@@ -462,6 +502,11 @@ impl Store {
     /// # Errors
     /// As [`Store::events`].
     pub fn messages(&self, session: &str) -> Result<Vec<Message>> {
+        self.reading(|| self.messages_once(session))
+    }
+
+    /// [`Store::messages`], from the view as it is.
+    fn messages_once(&self, session: &str) -> Result<Vec<Message>> {
         let locs: Vec<(u64, EventLoc)> = self.with_entry(session, |e| {
             e.state
                 .surface()
@@ -583,7 +628,7 @@ impl Store {
             file.at(path).len()
         };
         let mut usage = DiskUsage::default();
-        for seg in self.inner.segments.full()? {
+        for seg in self.reading(|| self.inner.segments.full())? {
             usage.segment_bytes += seg.file.at(&seg.path).len()?;
         }
         let dir = crate::codec::checkpoint::CHECKPOINTS_DIR;
@@ -629,6 +674,12 @@ impl Store {
     pub fn holds_record(&self, mark: LogMark) -> bool {
         use crate::store::log::record_at::{crc_field_at, in_hole, left_out};
         let segments = &self.inner.segments;
+        // A read-only view overtaken before it judged the older segments the mark lies in
+        // is built again first: else a record there would read as not held. (Where it
+        // cannot be, the answer below is `false`, as for any record it cannot read.)
+        if let Err(Error::Overtaken { .. }) = segments.from(mark.lsn) {
+            self.refresh().ok();
+        }
         if let Some(crc) = crc_field_at(segments, mark.lsn) {
             return crc == mark.crc;
         }

@@ -122,6 +122,7 @@ fn copy_view(source: Arc<dyn Storage>, target: &FsStorage) -> Result<BackupRepor
         StoreOptions::default(),
         open::Access::Read,
         open::Horizon::End,
+        open::Judging::Every,
     )?;
     let end = view.writer.end().lsn;
     let segments = view.segments.full()?;

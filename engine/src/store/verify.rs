@@ -40,6 +40,7 @@ pub fn verify_with_progress(
         StoreOptions::default(),
         open::Access::Read,
         open::Horizon::End,
+        open::Judging::Every,
     );
     let horizon = checked.as_ref().map_or(open::Horizon::End, |inner| {
         open::Horizon::Lsn(inner.writer.end().lsn)
@@ -49,6 +50,7 @@ pub fn verify_with_progress(
         full_options,
         open::Access::Read,
         horizon,
+        open::Judging::Every,
     ) {
         Ok(inner) => inner,
         Err(e @ Error::Corruption { .. }) => {

@@ -42,6 +42,9 @@ impl Storage for HookedRenames {
     fn list(&self, dir: &str) -> io::Result<Vec<String>> {
         self.inner.list(dir)
     }
+    fn list_with_ids(&self, dir: &str) -> io::Result<Vec<(String, Option<u64>)>> {
+        self.inner.list_with_ids(dir)
+    }
     fn open(&self, path: &str, mode: OpenMode) -> io::Result<Box<dyn StorageFile>> {
         self.inner.open(path, mode)
     }

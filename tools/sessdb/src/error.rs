@@ -147,7 +147,7 @@ impl From<sessdb::Error> for CliError {
             | E::NotAStore { .. } => CliError::new(code::REJECTED, message),
             E::Corruption { .. } => CliError::new(code::CORRUPTION, message).hint("run `sessdb verify STORE` to see all damage; `sessdb repair STORE --salvage --dry-run` shows what salvage would keep (every intact session, whole)"),
             E::SalvageInterrupted { .. } => CliError::new(code::CORRUPTION, message).hint("run `sessdb repair STORE --salvage` to finish the salvage (`--dry-run` first shows what it keeps)"),
-            E::Poisoned { .. } => CliError::new(code::OTHER, message).hint("run the command again"),
+            E::Poisoned { .. } | E::Overtaken { .. } => CliError::new(code::OTHER, message).hint("run the command again"),
             E::SessionNotFound { .. } => CliError::new(code::NOT_FOUND, message).hint("`sessdb ls STORE` lists the sessions"),
             _ => CliError::new(code::OTHER, message),
         }

@@ -61,6 +61,18 @@ pub(crate) fn segment_lsns(storage: &dyn Storage) -> Result<Vec<u64>> {
     Ok(lsns)
 }
 
+/// The segments' first LSNs with each file's identity as listed ([`Storage::list_with_ids`]),
+/// in order.
+fn segment_listing(storage: &dyn Storage) -> Result<Vec<(u64, Option<u64>)>> {
+    let names = storage.list_dir_with_ids(SEGMENTS_DIR)?;
+    let mut listed: Vec<(u64, Option<u64>)> = names
+        .iter()
+        .filter_map(|(n, id)| parse_segment_name(n).map(|lsn| (lsn, *id)))
+        .collect();
+    listed.sort_unstable();
+    Ok(listed)
+}
+
 /// Reads a segment's header bytes (fewer when the file is shorter).
 pub(crate) fn read_head(file: &dyn StorageFile, path: &str) -> Result<Vec<u8>> {
     let len = file.at(path).len()?;
@@ -167,9 +179,29 @@ pub(crate) struct Discovered {
     pub(crate) segments: Vec<Arc<Segment>>,
     /// Segment files that are no segment of the log (a writable open removes them).
     pub(crate) strays: Strays,
-    /// Set when only the newest segments were judged ([`discover_newest`]): the first LSN of
-    /// the first of them; the segments before it are judged at their first use.
-    pub(crate) pending_before: Option<u64>,
+    /// Set when only the newest segments were judged ([`discover_newest`]): the segments
+    /// before them are judged at their first use.
+    pub(crate) pending: Option<Pending>,
+}
+
+/// The segments an open left to their first use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Pending {
+    /// The first LSN of the first segment judged at open: the pending ones are named before.
+    pub(crate) before: u64,
+    /// What keeps them the files the open listed.
+    pub(crate) pinned: Pinned,
+}
+
+/// What keeps the segments an open left to their first use the files it listed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Pinned {
+    /// The writer's lock: no one else compacts, salvages or removes a segment.
+    Lock,
+    /// Nothing — a read-only view beside a writer: each file's identity as listed (first
+    /// LSN, identity), and a first use that finds any other file under those names, or any
+    /// name more or less, is [`Error::Overtaken`].
+    Listed(Vec<(u64, u64)>),
 }
 
 /// Segment files that are no segment of the log.
@@ -220,58 +252,136 @@ pub(crate) fn discover(storage: &dyn Storage, access: Access) -> Result<Discover
 fn discover_once(storage: &dyn Storage, access: Access) -> Result<Discovered> {
     let lsns = segment_lsns(storage)?;
     let mut out = Discovered::default();
-    let kept = judge(storage, access, &lsns, Newest::Last, &mut out.strays)?;
+    let kept = judge(storage, access, &lsns, None, Newest::Last, &mut out.strays)?;
     out.segments = into_segments(kept, Sealing::LastOpen);
     Ok(out)
 }
 
-/// The newest segments a writable open judges at once; the older ones wait for their first
-/// use ([`judge_older`]).
+/// The newest segments an open judges at once; the older ones wait for their first use
+/// ([`judge_older`]).
 const JUDGED_AT_OPEN: usize = 2;
 
-/// A writable open's listing: every segment file's name, but only the newest
-/// [`JUDGED_AT_OPEN`] opened and judged; the older ones are left to [`judge_older`] at their
-/// first use (`SegmentList`), so an open does not grow with the history (`docs/DESIGN.md`
-/// §3.6). Everything is judged now when the store holds few segments, or when one of the
-/// newest is compacted (a merge's leftover can only be told by the one before it).
+/// An open's listing: every segment file's name, but only the newest [`JUDGED_AT_OPEN`]
+/// opened and judged; the older ones are left to [`judge_older`] at their first use
+/// (`SegmentList`), so an open does not grow with the history (`docs/DESIGN.md` §3.6).
+/// Everything is judged now when the store holds few segments, or when one of the newest is
+/// compacted (a merge's leftover can only be told by the one before it) — and, for a
+/// read-only view, when the storage does not list each file's identity or the identities it
+/// lists are not those of the files opened (a view can then not tell a file replaced later),
+/// or when the listing raced a writer (judged again whole, as [`discover`] retries).
 ///
 /// # Errors
 /// As [`discover`].
 pub(crate) fn discover_newest(storage: &dyn Storage, access: Access) -> Result<Discovered> {
-    let lsns = segment_lsns(storage)?;
-    let split = lsns.len().saturating_sub(JUDGED_AT_OPEN);
-    let Some(&before) = lsns.get(split).filter(|_| split > 0) else {
+    let listing = segment_listing(storage)?;
+    let split = listing.len().saturating_sub(JUDGED_AT_OPEN);
+    let Some(&(before, _)) = listing.get(split).filter(|_| split > 0) else {
         return discover(storage, access);
     };
+    let (older, newest) = listing.split_at(split);
+    let pinned = match access {
+        Access::Write => Pinned::Lock,
+        Access::Read => {
+            let ids: Option<Vec<(u64, u64)>> =
+                older.iter().map(|&(l, id)| id.map(|id| (l, id))).collect();
+            match ids {
+                Some(ids) => Pinned::Listed(ids),
+                None => return discover(storage, access),
+            }
+        }
+    };
+    let lsns: Vec<u64> = newest.iter().map(|&(l, _)| l).collect();
+    // A read-only view holds the newest files' identities to what the listing said: where
+    // they differ, the listing's identities cannot pin the older ones either.
+    let ids: Option<Vec<u64>> = match access {
+        Access::Write => None,
+        Access::Read => newest.iter().map(|&(_, id)| id).collect(),
+    };
     let mut out = Discovered::default();
-    let newest = lsns.get(split..).unwrap_or_default();
-    let kept = judge(storage, access, newest, Newest::Last, &mut out.strays)?;
+    let kept = match judge(
+        storage,
+        access,
+        &lsns,
+        ids.as_deref(),
+        Newest::Last,
+        &mut out.strays,
+    ) {
+        Ok(kept) => kept,
+        // Beside a writer: judged whole, with `discover`'s retries.
+        Err(Error::Overtaken { .. }) if access == Access::Read => {
+            return discover(storage, access);
+        }
+        Err(e) if access == Access::Read && raced(&e) => return discover(storage, access),
+        Err(e) => return Err(e),
+    };
     if kept.is_empty() || kept.iter().any(|f| f.compacted.is_some()) {
         return discover(storage, access);
     }
     out.segments = into_segments(kept, Sealing::LastOpen);
-    out.pending_before = Some(before);
+    out.pending = Some(Pending { before, pinned });
     Ok(out)
 }
 
-/// The segments older than `before` a writable open left unjudged ([`discover_newest`]),
+/// Whether a read-only listing may have raced a writer (`discover` lists again).
+fn raced(e: &Error) -> bool {
+    match e {
+        Error::Io { source, .. } => source.kind() == std::io::ErrorKind::NotFound,
+        Error::Corruption { kind, .. } => matches!(kind, CorruptionKind::SegmentGap { .. }),
+        _ => false,
+    }
+}
+
+/// The segments older than `pending.before` an open left unjudged ([`discover_newest`]),
 /// listed, opened and judged now, each continuing the one before it; `next` is the first
 /// segment judged at open, which must continue the last of them. All are sealed.
 ///
 /// # Errors
 /// As [`discover`]: damage in these files is found here, at their first use.
+/// [`Error::Overtaken`] when the open's listing pinned them ([`Pinned::Listed`]) and they are
+/// no longer the files it listed.
 pub(crate) fn judge_older(
     storage: &dyn Storage,
     access: Access,
-    before: u64,
+    pending: &Pending,
     next: &Segment,
     strays: &mut Strays,
 ) -> Result<Vec<Arc<Segment>>> {
-    let lsns: Vec<u64> = segment_lsns(storage)?
+    let before = pending.before;
+    let older: Vec<(u64, Option<u64>)> = segment_listing(storage)?
         .into_iter()
-        .filter(|&l| l < before)
+        .filter(|&(l, _)| l < before)
         .collect();
-    let kept = judge(storage, access, &lsns, Newest::Later, strays)?;
+    let lsns: Vec<u64> = older.iter().map(|&(l, _)| l).collect();
+    let ids = match &pending.pinned {
+        Pinned::Lock => None,
+        Pinned::Listed(listed) => {
+            // The names the open listed, each file the one it listed; else the first name
+            // that differs is reported.
+            let then: Vec<(u64, Option<u64>)> =
+                listed.iter().map(|&(l, id)| (l, Some(id))).collect();
+            if older != then {
+                let lsn = (0..older.len().max(then.len()))
+                    .find(|&i| older.get(i) != then.get(i))
+                    .and_then(|i| {
+                        let now = older.get(i).map(|o| o.0);
+                        now.into_iter().chain(then.get(i).map(|t| t.0)).min()
+                    })
+                    .unwrap_or(before);
+                return Err(Error::Overtaken {
+                    segment: segment_path(lsn),
+                });
+            }
+            Some(listed.iter().map(|&(_, id)| id).collect::<Vec<u64>>())
+        }
+    };
+    let kept = judge(
+        storage,
+        access,
+        &lsns,
+        ids.as_deref(),
+        Newest::Later,
+        strays,
+    )?;
     let prev = kept.last().map(Found::as_prev);
     // `next` was written by appends (a compacted one is judged at open with all the rest),
     // so it continues the last one kept or leaves a gap: never a merge's leftover.
@@ -304,14 +414,22 @@ enum Sealing {
 }
 
 /// Opens the segments at `lsns`, checks each header and that each continues the one before
-/// it; returns those kept, oldest first, and notes the strays.
+/// it; returns those kept, oldest first, and notes the strays. With `ids` (one a segment, as
+/// listed), each file opened must be the one listed: else, or when it is gone,
+/// [`Error::Overtaken`] — before its bytes are judged, so a file a writer replaced is never
+/// taken for damage.
 fn judge(
     storage: &dyn Storage,
     access: Access,
     lsns: &[u64],
+    ids: Option<&[u64]>,
     newest_at: Newest,
     strays: &mut Strays,
 ) -> Result<Vec<Found>> {
+    debug_assert!(
+        ids.is_none_or(|ids| ids.len() == lsns.len()),
+        "an identity for each segment"
+    );
     let mode = match access {
         Access::Read => OpenMode::Read,
         Access::Write => OpenMode::ReadWrite,
@@ -321,7 +439,22 @@ fn judge(
     for (i, &lsn) in lsns.iter().enumerate() {
         let newest = newest_at == Newest::Last && i + 1 == count;
         let path = segment_path(lsn);
-        let file = storage.open_file(&path, mode)?;
+        let overtaken = || Error::Overtaken {
+            segment: path.clone(),
+        };
+        let file = match (storage.open_file(&path, mode), ids) {
+            (Err(Error::Io { source, .. }), Some(_))
+                if source.kind() == std::io::ErrorKind::NotFound =>
+            {
+                return Err(overtaken());
+            }
+            (opened, _) => opened?,
+        };
+        if let Some(ids) = ids
+            && ids.get(i).copied() != file.identity().map(|(_, id)| id)
+        {
+            return Err(overtaken());
+        }
         let len = file.at(&path).len()?;
         let head = read_head_of(&*file, &path, len)?;
         let header = match judge_header(lsn, &head, || rest_is_zero(&*file, &path), newest)? {

@@ -262,12 +262,12 @@ impl Segment {
     }
 }
 
-/// All segments, oldest first — after a writable open, the older ones listed by name only
-/// until their first use.
+/// All segments, oldest first — after an open, the older ones listed by name only until
+/// their first use.
 #[derive(Debug, Default)]
 pub(crate) struct SegmentList {
     list: RwLock<Vec<Arc<Segment>>>,
-    /// The segments a writable open left unjudged (`log/discover.rs`, `discover_newest`):
+    /// The segments an open left unjudged (`log/discover.rs`, `discover_newest`):
     /// everything before the list's first segment, opened and judged by the first call that
     /// needs them ([`SegmentList::full`], or a position before the list's first).
     older: Mutex<Option<Older>>,
@@ -279,11 +279,11 @@ pub(crate) struct SegmentList {
 
 /// Judges the segments older than the list's first one (`next`), at their first use: opened,
 /// their headers checked, each continuing the one before it and the last `next`. Made by the
-/// writable open that left them (`open/mod.rs`), which knows the storage and what to do with
-/// a merge's leftovers found among them.
+/// open that left them (`open/mod.rs`), which knows the storage, what keeps them the files it
+/// listed, and what to do with a merge's leftovers found among them.
 pub(crate) type JudgeOlder = Box<dyn Fn(&Segment) -> Result<Vec<Arc<Segment>>> + Send + Sync>;
 
-/// The segments a writable open left unjudged.
+/// The segments an open left unjudged.
 struct Older {
     /// The first LSN of the list's first segment: the older ones are the names before it.
     before: u64,
@@ -305,7 +305,7 @@ impl SegmentList {
         }
     }
 
-    /// The segments a writable open judged (`list`, the newest), the older ones — every
+    /// The segments an open judged (`list`, the newest), the older ones — every
     /// segment file named before `before` — judged at their first use.
     pub(crate) fn with_older(list: Vec<Arc<Segment>>, before: u64, judge: JudgeOlder) -> Self {
         debug_assert_eq!(
@@ -365,7 +365,16 @@ impl SegmentList {
         self.list.write().push(seg);
     }
 
-    /// The list, to replace segments in it (compaction, a view rebuilt): only after
+    /// Replaces the whole list with `list`, every segment judged — older ones still waiting
+    /// are let go (a view built again from the files as they are now).
+    pub(crate) fn replace(&self, list: Vec<Arc<Segment>>) {
+        let mut older = self.older.lock();
+        *self.list.write() = list;
+        *older = None;
+        self.judged_from.store(0, Ordering::Release);
+    }
+
+    /// The list, to replace segments in it (compaction, a view caught up): only after
     /// [`SegmentList::full`], so every segment is in it.
     pub(crate) fn write(&self) -> parking_lot::RwLockWriteGuard<'_, Vec<Arc<Segment>>> {
         debug_assert_eq!(
@@ -386,7 +395,7 @@ impl SegmentList {
         }
     }
 
-    /// Every segment, oldest first (the older ones a writable open left are judged now).
+    /// Every segment, oldest first (the older ones an open left are judged now).
     ///
     /// # Errors
     /// Damage in those older segments, I/O errors.
@@ -405,7 +414,7 @@ impl SegmentList {
         Ok(self.list.read().clone())
     }
 
-    /// The segments judged so far: all of them unless older ones a writable open left wait.
+    /// The segments judged so far: all of them unless older ones an open left wait.
     pub(crate) fn judged(&self) -> Vec<Arc<Segment>> {
         self.list.read().clone()
     }
@@ -457,8 +466,11 @@ impl SegmentList {
         locs: &[(u64, EventLoc)],
         f: &mut dyn FnMut(EventRef<'_>) -> Result<()>,
     ) -> Result<()> {
-        if let Some(&(_, first)) = locs.first() {
-            self.cover(first.lsn)?;
+        // The oldest position first: whatever judging the older segments finds (damage, a
+        // view overtaken) is met before `f` sees any event, so a read made again after it
+        // hands out no event twice.
+        if let Some(oldest) = locs.iter().map(|(_, l)| l.lsn).min() {
+            self.cover(oldest)?;
         }
         let mut rest = locs;
         while let Some(&(_, first)) = rest.first() {

@@ -31,7 +31,7 @@ use crate::store::checkpoint::Checkpointer;
 use crate::store::checkpoint::chain::{CheckpointHeaders, Confirmed};
 use crate::store::checkpoint::state::CheckpointState;
 use crate::store::inner::Inner;
-use crate::store::log::discover::{Strays, discover, discover_newest, judge_older};
+use crate::store::log::discover::{Pending, Strays, discover, discover_newest, judge_older};
 use crate::store::log::segments::{JudgeOlder, SegmentList, create_segment};
 use crate::store::maintenance::Maintenance;
 use crate::store::open::scan::{Scanned, Span, scan};
@@ -53,12 +53,24 @@ pub(super) enum Horizon {
     Lsn(u64),
 }
 
-/// Opens the store with `access`, replaying the log to `horizon`.
+/// Which segments an open judges before it returns (`docs/DESIGN.md` §3.6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Judging {
+    /// The newest; the older ones at their first use (a store an application opens).
+    Newest,
+    /// Every one: a view read whole at once (`verify`, a backup's copy, a view built again
+    /// because older segments were rewritten under it).
+    Every,
+}
+
+/// Opens the store with `access`, replaying the log to `horizon`, judging the segments
+/// `judging` names now.
 pub(super) fn open(
     storage: Arc<dyn Storage>,
     options: StoreOptions,
     access: Access,
     horizon: Horizon,
+    judging: Judging,
 ) -> Result<Inner> {
     let stop_lsn = match horizon {
         Horizon::End => u64::MAX,
@@ -69,7 +81,25 @@ pub(super) fn open(
         "a writer opens to the end"
     );
     let interrupted = crate::store::salvage::marker::is_set(&*storage);
-    match open_log(Arc::clone(&storage), options, access, stop_lsn) {
+    let opened = match open_log(
+        Arc::clone(&storage),
+        options.clone(),
+        access,
+        stop_lsn,
+        judging,
+    ) {
+        // A read-only open whose replay reached older segments a writer's compaction had
+        // rewritten since the listing: judged whole, as a view is built again.
+        Err(Error::Overtaken { .. }) if judging == Judging::Newest => open_log(
+            Arc::clone(&storage),
+            options,
+            access,
+            stop_lsn,
+            Judging::Every,
+        ),
+        other => other,
+    };
+    match opened {
         // Damage found while a salvage's marker is there: the log is likely half rewritten
         // by a salvage that died, and the way on is to finish it, not to look for damage.
         Err(damage @ Error::Corruption { .. }) if interrupted => Err(Error::SalvageInterrupted {
@@ -84,6 +114,7 @@ fn open_log(
     options: StoreOptions,
     access: Access,
     stop_lsn: u64,
+    judging: Judging,
 ) -> Result<Inner> {
     let mut report = OpenReport::default();
     let lock = match access {
@@ -91,18 +122,18 @@ fn open_log(
         Access::Write => Some(before_reading(&*storage, &options, &mut report)?),
     };
     let headers = CheckpointHeaders::load(&*storage)?;
-    // A writable open judges the newest segments only; the older ones at their first use
-    // (§3.6 of DESIGN.md). A read-only view opens every file now: it keeps what it listed
-    // readable through the handles it holds, whatever a writer's compaction renames after.
-    let discovered = match access {
-        Access::Read => discover(&*storage, access)?,
-        Access::Write => discover_newest(&*storage, access)?,
+    // The newest segments judged now, the older ones at their first use (§3.6 of DESIGN.md):
+    // the writer's lock keeps them the files listed; a read-only view holds them to the
+    // identities listed, and is built again where a writer rewrote them first.
+    let discovered = match judging {
+        Judging::Newest => discover_newest(&*storage, access)?,
+        Judging::Every => discover(&*storage, access)?,
     };
-    let list = match discovered.pending_before {
-        Some(before) => SegmentList::with_older(
+    let list = match discovered.pending {
+        Some(pending) => SegmentList::with_older(
             discovered.segments,
-            before,
-            judge_older_later(Arc::clone(&storage), before),
+            pending.before,
+            judge_older_later(Arc::clone(&storage), access, pending),
         ),
         None => SegmentList::new(discovered.segments),
     };
@@ -260,18 +291,18 @@ fn finish_writable(
     Tail::at(active, scanned.end_lsn, last_record, options)
 }
 
-/// How the segments a writable open left are judged at their first use
-/// (`log/discover.rs`, `judge_older`): as the open judges, and a merge's leftover found
-/// among them removed, as the open removes one. Only a writable open leaves any.
-fn judge_older_later(storage: Arc<dyn Storage>, before: u64) -> JudgeOlder {
+/// How the segments an open left are judged at their first use (`log/discover.rs`,
+/// `judge_older`): as the open judges, and — by a writable store — a merge's leftover found
+/// among them removed, as the open removes one (a read-only view never writes).
+fn judge_older_later(storage: Arc<dyn Storage>, access: Access, pending: Pending) -> JudgeOlder {
     Box::new(move |next| {
         let mut strays = Strays::default();
-        let judged = judge_older(&*storage, Access::Write, before, next, &mut strays)?;
+        let judged = judge_older(&*storage, access, &pending, next, &mut strays)?;
         debug_assert!(
             strays.interrupted.is_none(),
             "only the newest is interrupted"
         );
-        if !strays.leftovers.is_empty() {
+        if access == Access::Write && !strays.leftovers.is_empty() {
             // A merge's leftovers hold nothing the merged segment does not (`compact/merge.rs`).
             for path in &strays.leftovers {
                 storage.remove_file(path)?;

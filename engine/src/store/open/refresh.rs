@@ -24,7 +24,8 @@ use crate::{Error, Result};
 pub(in crate::store) fn refresh(inner: &Inner) -> Result<u64> {
     match catch_up(inner) {
         Ok(Some(n)) => follow_checkpoints(inner, n),
-        Ok(None) | Err(Error::Corruption { .. }) => rebuild(inner),
+        // Older segments rewritten before the view first read them: no longer its files.
+        Ok(None) | Err(Error::Corruption { .. } | Error::Overtaken { .. }) => rebuild(inner),
         Err(e) => Err(e),
     }
 }
@@ -124,6 +125,7 @@ fn rebuild(inner: &Inner) -> Result<u64> {
         inner.options.clone(),
         open::Access::Read,
         open::Horizon::End,
+        open::Judging::Every,
     );
     if marker::is_set(storage) {
         return Ok(0);
@@ -134,7 +136,7 @@ fn rebuild(inner: &Inner) -> Result<u64> {
     let fresh = fresh?;
     let mut scanned_to = inner.writer.scanned();
     let mut catalog = inner.catalog.write();
-    *inner.segments.write() = fresh.segments.full()?;
+    inner.segments.replace(fresh.segments.full()?);
     *catalog = std::mem::take(&mut *fresh.catalog.write());
     *scanned_to = fresh.writer.end();
     // The chain the new catalog came from: what `stats` reports and what the next
