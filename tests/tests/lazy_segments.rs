@@ -662,3 +662,136 @@ fn a_view_overtaken_by_compaction_before_it_read_its_older_segments_reads_the_fi
         writer.close().unwrap();
     }
 }
+
+/// A note naming its session: a record read from anywhere else cannot pass for it.
+fn own_note(id: &str, i: u64) -> Draft {
+    let text = format!("{id}/{i:04}/").repeat(40);
+    Draft::log(
+        LogType::new("plugin/note").unwrap(),
+        format!("{{\"i\":{i},\"text\":\"{text}\"}}").into_bytes(),
+    )
+    .ignorable()
+}
+
+/// Views opened beside a writer that appends, deletes and compacts (renaming over older
+/// segments and removing merged ones at any moment between a view's open and its reads):
+/// every session a view lists reads back exactly as written — each event its own session's
+/// note of its seq — or, deleted and compacted away since, is not found; never damage, never
+/// another record. On the file system, two threads.
+#[test]
+fn views_opened_beside_compaction_read_exactly_or_move_forward() {
+    use std::sync::atomic::AtomicBool;
+    let dir = tempfile::tempdir().unwrap();
+    let options = || {
+        StoreOptions::default()
+            .with_segment_bytes_max(8 << 10)
+            .with_preallocate_bytes(0)
+            // A checkpoint every round or so: a view replays from it, in the newest segments.
+            .with_checkpoint_interval_bytes(4 << 10)
+            .with_checkpoint_writes(sessdb::CheckpointWrites::Inline)
+            .with_compaction(Some(
+                sessdb::CompactionPolicy::default().with_staged_bytes_max(0),
+            ))
+    };
+    let writer = Store::open(dir.path(), options()).unwrap();
+    for k in 0..4 {
+        let id = format!("keep-{k}");
+        writer
+            .create_session(SessionHeader::new(&id, 0), Vec::new())
+            .unwrap();
+        // Live notes over the oldest segments, which compaction leaves as they are.
+        for i in 0..15 {
+            writer.append(&id, own_note(&id, i)).unwrap();
+        }
+    }
+    let done = AtomicBool::new(false);
+    let round = std::sync::atomic::AtomicU64::new(0);
+    let (views, compactions) = std::thread::scope(|scope| {
+        let reader = scope.spawn(|| {
+            let mut views = 0u64;
+            let mut checked = 0u64;
+            let mut waiting = std::collections::VecDeque::new();
+            let read = |view: Store, n: u64, checked: &mut u64| {
+                for info in view.list().unwrap() {
+                    let id = info.header.id;
+                    match view.events(&id, 1..) {
+                        Ok(events) => {
+                            for e in &events {
+                                let want = own_note(&id, e.seq() - 1).into_event(e.seq(), 0);
+                                assert_eq!(e.data(), want.data(), "{id} seq {}", e.seq());
+                            }
+                            *checked += events.len() as u64;
+                        }
+                        Err(Error::SessionNotFound { .. }) if id.starts_with("tmp-") => {}
+                        Err(e) => panic!("view {n}: {id}: {e}"),
+                    }
+                }
+            };
+            // One view opened at each of the writer's rounds, read three rounds later: the
+            // writer deletes, compacts and merges in between.
+            let mut opened_at = None;
+            loop {
+                let now = round.load(Ordering::Acquire);
+                if opened_at != Some(now) {
+                    waiting.push_back((Store::open_read_only(dir.path(), options()).unwrap(), now));
+                    views += 1;
+                    opened_at = Some(now);
+                }
+                while let Some((view, n)) = waiting.pop_front_if(|(_, at)| *at + 3 <= now) {
+                    read(view, n, &mut checked);
+                }
+                if done.load(Ordering::Acquire) {
+                    break;
+                }
+                std::thread::yield_now();
+            }
+            for (view, n) in waiting {
+                read(view, n, &mut checked);
+            }
+            (views, checked)
+        });
+        let mut compactions = 0;
+        for round_no in 0..24u64 {
+            let tmp = format!("tmp-{round_no}");
+            writer
+                .create_session(SessionHeader::new(&tmp, 0), Vec::new())
+                .unwrap();
+            for i in 0..8 {
+                writer.append(&tmp, own_note(&tmp, i)).unwrap();
+            }
+            let keep = format!("keep-{}", round_no % 4);
+            let len = writer.session_len(&keep).unwrap();
+            writer.append(&keep, own_note(&keep, len - 1)).unwrap();
+            // Deleted three rounds on: its records then lie in segments older than the
+            // newest two of a view opened before the deletion.
+            if round_no >= 3 {
+                writer
+                    .delete_session(&format!("tmp-{}", round_no - 3))
+                    .unwrap();
+            }
+            if writer.compact().is_ok_and(|r| !r.segments.is_empty()) {
+                compactions += 1;
+            }
+            // A segment's worth of live notes after the compaction: the newest two segments
+            // a view opens next are ones appends wrote (a compacted one among them has every
+            // segment judged at open, `discover_newest`).
+            for _ in 0..24 {
+                let len = writer.session_len(&keep).unwrap();
+                writer.append(&keep, own_note(&keep, len - 1)).unwrap();
+            }
+            round.store(round_no + 1, Ordering::Release);
+        }
+        done.store(true, Ordering::Release);
+        let (views, checked) = reader.join().unwrap();
+        assert!(checked > 0);
+        (views, compactions)
+    });
+    assert!(compactions > 10, "{compactions} compactions");
+    assert!(views >= 20, "{views} views");
+    let view = Store::open_read_only(dir.path(), options()).unwrap();
+    assert_eq!(
+        sessdb_tests::dump_store(&view),
+        sessdb_tests::dump_store(&writer)
+    );
+    writer.close().unwrap();
+}

@@ -264,21 +264,47 @@ const JUDGED_AT_OPEN: usize = 2;
 /// An open's listing: every segment file's name, but only the newest [`JUDGED_AT_OPEN`]
 /// opened and judged; the older ones are left to [`judge_older`] at their first use
 /// (`SegmentList`), so an open does not grow with the history (`docs/DESIGN.md` §3.6).
-/// Everything is judged now when the store holds few segments, or when one of the newest is
-/// compacted (a merge's leftover can only be told by the one before it) — and, for a
-/// read-only view, when the storage does not list each file's identity or the identities it
-/// lists are not those of the files opened (a view can then not tell a file replaced later),
-/// or when the listing raced a writer (judged again whole, as [`discover`] retries).
+/// Everything is judged now when the store holds few segments, or when the first of the
+/// newest is compacted (a merge's leftover can only be told by the one before it) — and, for
+/// a read-only view,
+/// when the storage does not list each file's identity or the identities it lists are not
+/// those of the files opened (a view can then not tell a file replaced later), or when the
+/// listing raced a writer (judged again whole, as [`discover`] retries).
 ///
 /// # Errors
 /// As [`discover`].
 pub(crate) fn discover_newest(storage: &dyn Storage, access: Access) -> Result<Discovered> {
     let listing = segment_listing(storage)?;
     let split = listing.len().saturating_sub(JUDGED_AT_OPEN);
-    let Some(&(before, _)) = listing.get(split).filter(|_| split > 0) else {
+    if split == 0 {
         return discover(storage, access);
-    };
+    }
+    match judge_newest(storage, access, &listing, split)? {
+        Window::Judged(out) => Ok(out),
+        Window::All => discover(storage, access),
+    }
+}
+
+/// What judging the newest segments from a split of the listing gave.
+enum Window {
+    /// Judged; the older ones wait.
+    Judged(Discovered),
+    /// Judge every segment now ([`discover`]).
+    All,
+}
+
+/// Judges the segments of `listing` from `split` on (`split` > 0), the older ones left to
+/// their first use.
+fn judge_newest(
+    storage: &dyn Storage,
+    access: Access,
+    listing: &[(u64, Option<u64>)],
+    split: usize,
+) -> Result<Window> {
     let (older, newest) = listing.split_at(split);
+    let Some(&(before, _)) = newest.first() else {
+        return Ok(Window::All);
+    };
     let pinned = match access {
         Access::Write => Pinned::Lock,
         Access::Read => {
@@ -286,7 +312,7 @@ pub(crate) fn discover_newest(storage: &dyn Storage, access: Access) -> Result<D
                 older.iter().map(|&(l, id)| id.map(|id| (l, id))).collect();
             match ids {
                 Some(ids) => Pinned::Listed(ids),
-                None => return discover(storage, access),
+                None => return Ok(Window::All),
             }
         }
     };
@@ -308,18 +334,23 @@ pub(crate) fn discover_newest(storage: &dyn Storage, access: Access) -> Result<D
     ) {
         Ok(kept) => kept,
         // Beside a writer: judged whole, with `discover`'s retries.
-        Err(Error::Overtaken { .. }) if access == Access::Read => {
-            return discover(storage, access);
-        }
-        Err(e) if access == Access::Read && raced(&e) => return discover(storage, access),
+        Err(Error::Overtaken { .. }) if access == Access::Read => return Ok(Window::All),
+        Err(e) if access == Access::Read && raced(&e) => return Ok(Window::All),
         Err(e) => return Err(e),
     };
-    if kept.is_empty() || kept.iter().any(|f| f.compacted.is_some()) {
-        return discover(storage, access);
+    match kept.first() {
+        // A compacted first could be a merge's leftover, told only by the segments before it
+        // — and the segments before a compacted one are often compacted too, so none is
+        // nearer than the store's start: judged whole, as before (two files opened in vain).
+        // Compacted segments after the first are judged against the one before them.
+        None => Ok(Window::All),
+        Some(first) if first.compacted.is_some() => Ok(Window::All),
+        Some(_) => {
+            out.segments = into_segments(kept, Sealing::LastOpen);
+            out.pending = Some(Pending { before, pinned });
+            Ok(Window::Judged(out))
+        }
     }
-    out.segments = into_segments(kept, Sealing::LastOpen);
-    out.pending = Some(Pending { before, pinned });
-    Ok(out)
 }
 
 /// Whether a read-only listing may have raced a writer (`discover` lists again).
