@@ -711,21 +711,31 @@ fn views_opened_beside_compaction_read_exactly_or_move_forward() {
             let mut views = 0u64;
             let mut checked = 0u64;
             let mut waiting = std::collections::VecDeque::new();
+            // Each view read by two threads at once, one from each end of its listing: one
+            // may build the view again while the other reads locations it took before.
             let read = |view: Store, n: u64, checked: &mut u64| {
-                for info in view.list().unwrap() {
-                    let id = info.header.id;
-                    match view.events(&id, 1..) {
-                        Ok(events) => {
-                            for e in &events {
-                                let want = own_note(&id, e.seq() - 1).into_event(e.seq(), 0);
-                                assert_eq!(e.data(), want.data(), "{id} seq {}", e.seq());
-                            }
-                            *checked += events.len() as u64;
+                let ids: Vec<String> = view
+                    .list()
+                    .unwrap()
+                    .into_iter()
+                    .map(|i| i.header.id)
+                    .collect();
+                let read_one = |id: &String| match view.events(id, 1..) {
+                    Ok(events) => {
+                        for e in &events {
+                            let want = own_note(id, e.seq() - 1).into_event(e.seq(), 0);
+                            assert_eq!(e.data(), want.data(), "{id} seq {}", e.seq());
                         }
-                        Err(Error::SessionNotFound { .. }) if id.starts_with("tmp-") => {}
-                        Err(e) => panic!("view {n}: {id}: {e}"),
+                        events.len() as u64
                     }
-                }
+                    Err(Error::SessionNotFound { .. }) if id.starts_with("tmp-") => 0,
+                    Err(e) => panic!("view {n}: {id}: {e}"),
+                };
+                std::thread::scope(|s| {
+                    let back = s.spawn(|| ids.iter().rev().map(read_one).sum::<u64>());
+                    *checked += ids.iter().map(read_one).sum::<u64>();
+                    *checked += back.join().unwrap();
+                });
             };
             // One view opened at each of the writer's rounds, read three rounds later: the
             // writer deletes, compacts and merges in between.

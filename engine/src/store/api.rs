@@ -383,7 +383,7 @@ impl Store {
     /// `SessionNotFound`, read errors.
     pub fn events(&self, session: &str, range: impl RangeBounds<u64>) -> Result<Vec<Event>> {
         let (from, to) = bounds(range);
-        self.reading(|| {
+        self.reading(Rerun::OrReplaced, || {
             let locs = self.locs(session, from, to)?;
             self.inner.segments.read_events(&locs)
         })
@@ -401,7 +401,7 @@ impl Store {
         mut f: impl FnMut(EventRef<'_>) -> Result<()>,
     ) -> Result<()> {
         let (from, to) = bounds(range);
-        self.reading(|| {
+        self.reading(Rerun::Overtaken, || {
             let locs = self.locs(session, from, to)?;
             self.inner.segments.visit_events(&locs, &mut f)
         })
@@ -411,14 +411,29 @@ impl Store {
     /// since the view opened (`Error::Overtaken`: it opens them at their first use,
     /// `docs/DESIGN.md` §3.6), builds the view again from the files as they are — as
     /// [`Store::refresh`] does — and runs `read` once more, against that view. `read` meets
-    /// that error before it hands out anything (`SegmentList::visit_events`).
-    fn reading<T>(&self, mut read: impl FnMut() -> Result<T>) -> Result<T> {
-        match read() {
-            Err(Error::Overtaken { .. }) => {
-                self.refresh()?;
-                read()
+    /// that error before it hands out anything (`SegmentList::visit_events`). With
+    /// [`Rerun::OrReplaced`], a read that took its locations from the view before another
+    /// thread built it again, and met damage reading them from the files it has now, runs
+    /// once more too: the locations were of the view replaced.
+    ///
+    /// A view built again while the writer compacts on may find a file replaced under it
+    /// again (`refresh` then keeps the view, and the read is overtaken again): tried up to
+    /// [`REREADS`] times, as a listing beside a writer is taken again.
+    fn reading<T>(&self, rerun: Rerun, mut read: impl FnMut() -> Result<T>) -> Result<T> {
+        let mut tries = 0;
+        loop {
+            let built = self.inner.segments.replaced();
+            match read() {
+                Err(Error::Overtaken { .. }) if tries < REREADS => {
+                    self.refresh()?;
+                }
+                Err(Error::Corruption { .. })
+                    if tries < REREADS
+                        && rerun == Rerun::OrReplaced
+                        && self.inner.segments.replaced() != built => {}
+                other => return other,
             }
-            other => other,
+            tries += 1;
         }
     }
 
@@ -502,7 +517,7 @@ impl Store {
     /// # Errors
     /// As [`Store::events`].
     pub fn messages(&self, session: &str) -> Result<Vec<Message>> {
-        self.reading(|| self.messages_once(session))
+        self.reading(Rerun::OrReplaced, || self.messages_once(session))
     }
 
     /// [`Store::messages`], from the view as it is.
@@ -628,7 +643,7 @@ impl Store {
             file.at(path).len()
         };
         let mut usage = DiskUsage::default();
-        for seg in self.reading(|| self.inner.segments.full())? {
+        for seg in self.reading(Rerun::OrReplaced, || self.inner.segments.full())? {
             usage.segment_bytes += seg.file.at(&seg.path).len()?;
         }
         let dir = crate::codec::checkpoint::CHECKPOINTS_DIR;
@@ -852,6 +867,21 @@ impl Store {
         let cat = self.inner.catalog.read_with(session)?;
         cat.get(session).map(f)
     }
+}
+
+/// How many times a read runs again after its view was overtaken or built again under it
+/// ([`Store::reading`]).
+const REREADS: u32 = 8;
+
+/// When a read may run again ([`Store::reading`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rerun {
+    /// Only after `Overtaken`, which it meets before it hands anything out (a visit that
+    /// hands each event out as it reads it).
+    Overtaken,
+    /// Also after damage met while another thread built the view again (a read that hands
+    /// nothing out until it returns).
+    OrReplaced,
 }
 
 /// Events of one session read a window at a time ([`Store::iter_events`]).

@@ -275,6 +275,9 @@ pub(crate) struct SegmentList {
     /// does: a lookup at or past it needs nothing judged (one load, the fast path of every
     /// lookup).
     judged_from: AtomicU64,
+    /// How many times the whole list was replaced ([`SegmentList::replace`]: a view built
+    /// again), so a read that met the list changing under it can tell.
+    replaced: AtomicU64,
 }
 
 /// Judges the segments older than the list's first one (`next`), at their first use: opened,
@@ -302,6 +305,7 @@ impl SegmentList {
             list: RwLock::new(list),
             older: Mutex::new(None),
             judged_from: AtomicU64::new(0),
+            replaced: AtomicU64::new(0),
         }
     }
 
@@ -318,6 +322,7 @@ impl SegmentList {
             list: RwLock::new(list),
             older: Mutex::new(Some(Older { before, judge })),
             judged_from: AtomicU64::new(before),
+            replaced: AtomicU64::new(0),
         }
     }
 
@@ -372,6 +377,12 @@ impl SegmentList {
         *self.list.write() = list;
         *older = None;
         self.judged_from.store(0, Ordering::Release);
+        self.replaced.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// How many times the whole list was replaced ([`SegmentList::replace`]).
+    pub(crate) fn replaced(&self) -> u64 {
+        self.replaced.load(Ordering::Acquire)
     }
 
     /// The list, to replace segments in it (compaction, a view caught up): only after
