@@ -410,15 +410,14 @@ impl Store {
     /// Runs `read`; when a read-only view's older segments turn out rewritten by a writer
     /// since the view opened (`Error::Overtaken`: it opens them at their first use,
     /// `docs/DESIGN.md` §3.6), builds the view again from the files as they are — as
-    /// [`Store::refresh`] does — and runs `read` once more, against that view. `read` meets
+    /// [`Store::refresh`] does — and runs `read` again, against that view. `read` meets
     /// that error before it hands out anything (`SegmentList::visit_events`). With
     /// [`Rerun::OrReplaced`], a read that took its locations from the view before another
     /// thread built it again, and met damage reading them from the files it has now, runs
-    /// once more too: the locations were of the view replaced.
-    ///
-    /// A view built again while the writer compacts on may find a file replaced under it
-    /// again (`refresh` then keeps the view, and the read is overtaken again): tried up to
-    /// [`REREADS`] times, as a listing beside a writer is taken again.
+    /// again too: the locations were of the view replaced. A view built again while the
+    /// writer compacts on may find a file replaced under it again (`refresh` then keeps the
+    /// view, and the read is overtaken again): up to [`REREADS`] runs more, as a listing
+    /// beside a writer is taken again.
     fn reading<T>(&self, rerun: Rerun, mut read: impl FnMut() -> Result<T>) -> Result<T> {
         let mut tries = 0;
         loop {
