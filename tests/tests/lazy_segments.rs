@@ -805,3 +805,55 @@ fn views_opened_beside_compaction_read_exactly_or_move_forward() {
     );
     writer.close().unwrap();
 }
+
+/// A compaction that finds dead records in the active segment seals it and rewrites it, so
+/// the newest segment before the active one is often compacted — and a compacted segment
+/// might be a merge's leftover, told only by the segments before it. The open then judges
+/// from the nearest segment appends wrote (each file on the way opened once), not every
+/// segment; what it reads is what an open judging everything reads.
+#[test]
+fn a_compacted_newest_segment_has_the_open_judge_from_the_nearest_one_appends_wrote() {
+    let storage = Arc::new(MemStorage::new());
+    written(&storage, 40);
+    {
+        let store = Store::open_with(Arc::clone(&storage) as Arc<dyn Storage>, options()).unwrap();
+        store
+            .create_session(SessionHeader::new("brief", 0), Vec::new())
+            .unwrap();
+        for i in 0..3 {
+            store.append("brief", note(i)).unwrap();
+        }
+        store.delete_session("brief").unwrap();
+        let report = store.compact().unwrap();
+        assert!(report.rolled, "the active segment sealed: {report:?}");
+        store.append("new", note(NEW)).unwrap();
+        store.close().unwrap();
+    }
+    let segments = segment_names(&storage).len();
+    let reference = Store::open_read_only_with(
+        Arc::new(NoIds {
+            inner: Arc::clone(&storage) as Arc<dyn Storage>,
+        }),
+        options(),
+    )
+    .map(|view| sessdb_tests::dump_store(&view))
+    .unwrap();
+    for access in ["writable", "read-only"] {
+        let (hooked, opens) = counted(&storage);
+        let store = match access {
+            "writable" => Store::open_with(hooked, options()),
+            _ => Store::open_read_only_with(hooked, options()),
+        }
+        .unwrap();
+        let at_open = opens.load(Ordering::SeqCst);
+        assert!(
+            (3..segments).contains(&at_open),
+            "{access}: {at_open} of {segments} segments opened: back past the compacted one only"
+        );
+        check_notes(&store, "new", NEW + 1);
+        assert_eq!(opens.load(Ordering::SeqCst), at_open, "{access}");
+        assert_eq!(sessdb_tests::dump_store(&store), reference, "{access}");
+        assert_eq!(opens.load(Ordering::SeqCst), segments, "{access}");
+        store.close().unwrap();
+    }
+}

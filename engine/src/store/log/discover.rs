@@ -262,11 +262,11 @@ fn discover_once(storage: &dyn Storage, access: Access) -> Result<Discovered> {
 const JUDGED_AT_OPEN: usize = 2;
 
 /// An open's listing: every segment file's name, but only the newest [`JUDGED_AT_OPEN`]
-/// opened and judged; the older ones are left to [`judge_older`] at their first use
+/// opened and judged — from further back when the first of them is compacted, from the
+/// nearest segment appends wrote ([`plain_from`]: a merge's leftover can only be told by the
+/// segments before it); the older ones are left to [`judge_older`] at their first use
 /// (`SegmentList`), so an open does not grow with the history (`docs/DESIGN.md` §3.6).
-/// Everything is judged now when the store holds few segments, or when the first of the
-/// newest is compacted (a merge's leftover can only be told by the one before it) — and, for
-/// a read-only view,
+/// Everything is judged now when the store holds few segments — and, for a read-only view,
 /// when the storage does not list each file's identity or the identities it lists are not
 /// those of the files opened (a view can then not tell a file replaced later), or when the
 /// listing raced a writer (judged again whole, as [`discover`] retries).
@@ -275,31 +275,72 @@ const JUDGED_AT_OPEN: usize = 2;
 /// As [`discover`].
 pub(crate) fn discover_newest(storage: &dyn Storage, access: Access) -> Result<Discovered> {
     let listing = segment_listing(storage)?;
-    let split = listing.len().saturating_sub(JUDGED_AT_OPEN);
-    if split == 0 {
+    let newest = listing.len().saturating_sub(JUDGED_AT_OPEN);
+    // A read-only view pins what it leaves by the identities listed: none listed, none left.
+    let unpinned = access == Access::Read && listing.iter().any(|&(_, id)| id.is_none());
+    if newest == 0 || unpinned {
         return discover(storage, access);
     }
-    match judge_newest(storage, access, &listing, split)? {
-        Window::Judged(out) => Ok(out),
-        Window::All => discover(storage, access),
+    let judged = plain_from(storage, access, &listing, newest)
+        .and_then(|(split, opened)| judge_newest(storage, access, &listing, split, opened));
+    match judged {
+        Ok(Window::Judged(out)) => Ok(out),
+        Ok(Window::All) => discover(storage, access),
+        // Beside a writer: judged whole, with `discover`'s retries.
+        Err(Error::Overtaken { .. }) if access == Access::Read => discover(storage, access),
+        Err(e) if access == Access::Read && raced(&e) => discover(storage, access),
+        Err(e) => Err(e),
     }
 }
 
-/// What judging the newest segments from a split of the listing gave.
+/// Where the judged segments start: at `newest` when its segment is one appends wrote, else
+/// at the nearest such segment before it, or at the first (a merge's leftover is compacted,
+/// and told only by the segments before it; no segment appends wrote is one). Returns the
+/// split and the files opened on the way back (each once, in the listing's order, checked
+/// against its listed identity for a read-only view); a header that does not read stops
+/// the walk there, for the judging to report.
+fn plain_from(
+    storage: &dyn Storage,
+    access: Access,
+    listing: &[(u64, Option<u64>)],
+    newest: usize,
+) -> Result<(usize, Vec<Box<dyn StorageFile>>)> {
+    let mut opened = Vec::new();
+    let mut at = newest;
+    while let Some(&(lsn, id)) = listing.get(at) {
+        let id = match access {
+            Access::Write => None,
+            Access::Read => Some(id),
+        };
+        let file = open_listed(storage, access, lsn, id)?;
+        let head = read_head(&*file, &segment_path(lsn))?;
+        opened.push(file);
+        let compacted = SegmentHeader::decode(&head).is_ok_and(|h| h.compacted);
+        if !compacted || at == 0 {
+            break;
+        }
+        at -= 1;
+    }
+    opened.reverse();
+    Ok((at, opened))
+}
+
+/// What judging the newest segments gave.
 enum Window {
-    /// Judged; the older ones wait.
+    /// Judged; the older ones wait (or none is left).
     Judged(Discovered),
     /// Judge every segment now ([`discover`]).
     All,
 }
 
-/// Judges the segments of `listing` from `split` on (`split` > 0), the older ones left to
-/// their first use.
+/// Judges the segments of `listing` from `split` on, the older ones left to their first use;
+/// `opened` holds the first of them, opened already ([`plain_from`]).
 fn judge_newest(
     storage: &dyn Storage,
     access: Access,
     listing: &[(u64, Option<u64>)],
     split: usize,
+    opened: Vec<Box<dyn StorageFile>>,
 ) -> Result<Window> {
     let (older, newest) = listing.split_at(split);
     let Some(&(before, _)) = newest.first() else {
@@ -321,29 +362,30 @@ fn judge_newest(
     // they differ, the listing's identities cannot pin the older ones either.
     let ids: Option<Vec<u64>> = match access {
         Access::Write => None,
-        Access::Read => newest.iter().map(|&(_, id)| id).collect(),
+        Access::Read => match newest.iter().map(|&(_, id)| id).collect() {
+            Some(ids) => Some(ids),
+            None => return Ok(Window::All),
+        },
     };
     let mut out = Discovered::default();
-    let kept = match judge(
+    let kept = judge_opened(
         storage,
         access,
         &lsns,
         ids.as_deref(),
         Newest::Last,
         &mut out.strays,
-    ) {
-        Ok(kept) => kept,
-        // Beside a writer: judged whole, with `discover`'s retries.
-        Err(Error::Overtaken { .. }) if access == Access::Read => return Ok(Window::All),
-        Err(e) if access == Access::Read && raced(&e) => return Ok(Window::All),
-        Err(e) => return Err(e),
-    };
+        opened,
+    )?;
     match kept.first() {
-        // A compacted first could be a merge's leftover, told only by the segments before it
-        // — and the segments before a compacted one are often compacted too, so none is
-        // nearer than the store's start: judged whole, as before (two files opened in vain).
-        // Compacted segments after the first are judged against the one before them.
         None => Ok(Window::All),
+        // Judged from the first segment: nothing waits.
+        Some(_) if split == 0 => {
+            out.segments = into_segments(kept, Sealing::LastOpen);
+            Ok(Window::Judged(out))
+        }
+        // Where the first one judged is compacted after all (its header read otherwise on
+        // the way back: the file changed), judged whole.
         Some(first) if first.compacted.is_some() => Ok(Window::All),
         Some(_) => {
             out.segments = into_segments(kept, Sealing::LastOpen);
@@ -457,35 +499,38 @@ fn judge(
     newest_at: Newest,
     strays: &mut Strays,
 ) -> Result<Vec<Found>> {
+    judge_opened(storage, access, lsns, ids, newest_at, strays, Vec::new())
+}
+
+/// [`judge`], the first of `lsns` already opened as `opened` holds them (in order, each
+/// checked against its identity: [`open_listed`]).
+fn judge_opened(
+    storage: &dyn Storage,
+    access: Access,
+    lsns: &[u64],
+    ids: Option<&[u64]>,
+    newest_at: Newest,
+    strays: &mut Strays,
+    opened: Vec<Box<dyn StorageFile>>,
+) -> Result<Vec<Found>> {
     debug_assert!(
         ids.is_none_or(|ids| ids.len() == lsns.len()),
         "an identity for each segment"
     );
-    let mode = match access {
-        Access::Read => OpenMode::Read,
-        Access::Write => OpenMode::ReadWrite,
-    };
+    debug_assert!(
+        opened.len() <= lsns.len(),
+        "opened files are of the listing"
+    );
     let mut kept: Vec<Found> = Vec::new();
     let count = lsns.len();
+    let mut opened = opened.into_iter();
     for (i, &lsn) in lsns.iter().enumerate() {
         let newest = newest_at == Newest::Last && i + 1 == count;
         let path = segment_path(lsn);
-        let overtaken = || Error::Overtaken {
-            segment: path.clone(),
+        let file = match opened.next() {
+            Some(file) => file,
+            None => open_listed(storage, access, lsn, ids.map(|ids| ids.get(i).copied()))?,
         };
-        let file = match (storage.open_file(&path, mode), ids) {
-            (Err(Error::Io { source, .. }), Some(_))
-                if source.kind() == std::io::ErrorKind::NotFound =>
-            {
-                return Err(overtaken());
-            }
-            (opened, _) => opened?,
-        };
-        if let Some(ids) = ids
-            && ids.get(i).copied() != file.identity().map(|(_, id)| id)
-        {
-            return Err(overtaken());
-        }
         let len = file.at(&path).len()?;
         let head = read_head_of(&*file, &path, len)?;
         let header = match judge_header(lsn, &head, || rest_is_zero(&*file, &path), newest)? {
@@ -541,6 +586,38 @@ fn judge(
         });
     }
     Ok(kept)
+}
+
+/// Opens the segment at `lsn`; with `id` (the identity its listing gave, `Some(None)` when
+/// it gave none), the file opened must be that one — else, or when it is gone,
+/// [`Error::Overtaken`], before a byte of it is read, so a file a writer replaced is never
+/// taken for damage.
+fn open_listed(
+    storage: &dyn Storage,
+    access: Access,
+    lsn: u64,
+    id: Option<Option<u64>>,
+) -> Result<Box<dyn StorageFile>> {
+    let mode = match access {
+        Access::Read => OpenMode::Read,
+        Access::Write => OpenMode::ReadWrite,
+    };
+    let path = segment_path(lsn);
+    let overtaken = || Error::Overtaken {
+        segment: segment_path(lsn),
+    };
+    let file = match (storage.open_file(&path, mode), id) {
+        (Err(Error::Io { source, .. }), Some(_))
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            return Err(overtaken());
+        }
+        (opened, _) => opened?,
+    };
+    match id {
+        Some(id) if id != file.identity().map(|(_, id)| id) => Err(overtaken()),
+        _ => Ok(file),
+    }
 }
 
 /// The segments kept, as the list holds them.
