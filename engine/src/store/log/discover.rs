@@ -252,7 +252,15 @@ pub(crate) fn discover(storage: &dyn Storage, access: Access) -> Result<Discover
 fn discover_once(storage: &dyn Storage, access: Access) -> Result<Discovered> {
     let lsns = segment_lsns(storage)?;
     let mut out = Discovered::default();
-    let kept = judge(storage, access, &lsns, None, Newest::Last, &mut out.strays)?;
+    let kept = judge(
+        storage,
+        access,
+        &lsns,
+        None,
+        Newest::Last,
+        &mut out.strays,
+        Vec::new(),
+    )?;
     out.segments = into_segments(kept, Sealing::LastOpen);
     Ok(out)
 }
@@ -368,7 +376,7 @@ fn judge_newest(
         },
     };
     let mut out = Discovered::default();
-    let kept = judge_opened(
+    let kept = judge(
         storage,
         access,
         &lsns,
@@ -454,6 +462,7 @@ pub(crate) fn judge_older(
         ids.as_deref(),
         Newest::Later,
         strays,
+        Vec::new(),
     )?;
     let prev = kept.last().map(Found::as_prev);
     // `next` was written by appends (a compacted one is judged at open with all the rest),
@@ -486,25 +495,13 @@ enum Sealing {
     AllSealed,
 }
 
-/// Opens the segments at `lsns`, checks each header and that each continues the one before
-/// it; returns those kept, oldest first, and notes the strays. With `ids` (one a segment, as
+/// Opens the segments at `lsns` — the first of them already opened as `opened` holds them,
+/// in order ([`plain_from`]) — checks each header and that each continues the one before it;
+/// returns those kept, oldest first, and notes the strays. With `ids` (one a segment, as
 /// listed), each file opened must be the one listed: else, or when it is gone,
 /// [`Error::Overtaken`] — before its bytes are judged, so a file a writer replaced is never
-/// taken for damage.
+/// taken for damage ([`open_listed`]).
 fn judge(
-    storage: &dyn Storage,
-    access: Access,
-    lsns: &[u64],
-    ids: Option<&[u64]>,
-    newest_at: Newest,
-    strays: &mut Strays,
-) -> Result<Vec<Found>> {
-    judge_opened(storage, access, lsns, ids, newest_at, strays, Vec::new())
-}
-
-/// [`judge`], the first of `lsns` already opened as `opened` holds them (in order, each
-/// checked against its identity: [`open_listed`]).
-fn judge_opened(
     storage: &dyn Storage,
     access: Access,
     lsns: &[u64],
