@@ -857,3 +857,68 @@ fn a_compacted_newest_segment_has_the_open_judge_from_the_nearest_one_appends_wr
         store.close().unwrap();
     }
 }
+
+/// Found beside busy loops (`tools/sessdb/tests/follow.rs`, `sessdb stats` beside a writer's
+/// background compaction: "a stored event is refused"): a read-only open itself may need its
+/// older segments — to confirm its checkpoint, or to replay a record whose rules read earlier
+/// events of its session (a fork at a boundary replays the inherited prefix, a prune reads
+/// the result it replaces) — after a compaction replaced them since its listing. It then
+/// meets `Overtaken`, or, through a record's rules, the record's refusal; either way the open
+/// now judges every segment and opens again before it reports anything (damage only if that
+/// open sees it too). Here the writer compacts inside the reader's listing.
+#[test]
+fn regression_a_read_only_open_meeting_older_segments_replaced_since_its_listing_opens() {
+    use std::sync::atomic::AtomicBool;
+    let storage = Arc::new(MemStorage::new());
+    interleaved(Arc::clone(&storage) as Arc<dyn Storage>);
+    let open = || {
+        Store::open_with(
+            Arc::clone(&storage) as Arc<dyn Storage>,
+            options().with_compaction(None),
+        )
+        .unwrap()
+    };
+    // `gone` deleted (what the compaction drops), and a segment's worth of notes after it:
+    // the deletion lies among the older segments too. Closed: a checkpoint.
+    let writer = open();
+    writer.delete_session("gone").unwrap();
+    for i in NEW..NEW + 12 {
+        writer.append("new", note(i)).unwrap();
+    }
+    writer.close().unwrap();
+    // After that checkpoint: a fork inheriting `keep`'s first 20 events, which lie in the
+    // older segments.
+    let writer = Arc::new(open());
+    writer
+        .fork(
+            "keep",
+            sessdb::ForkSpec::default()
+                .with_boundary(20)
+                .with_child_id("child"),
+        )
+        .unwrap();
+    let compacted = Arc::new(AtomicBool::new(false));
+    let hooked = {
+        let (writer, compacted) = (Arc::clone(&writer), Arc::clone(&compacted));
+        Hooked::new(Arc::clone(&storage) as Arc<dyn Storage>).on_list(move |dir, names| {
+            if dir == "segments" && !compacted.swap(true, Ordering::SeqCst) {
+                let report = writer.compact().unwrap();
+                assert!(
+                    report.segments.len() >= 2 && !report.rolled,
+                    "older segments rewritten, the newest not: {report:?}"
+                );
+            }
+            Ok(names)
+        })
+    };
+    let view = Store::open_read_only_with(Arc::new(hooked), options()).unwrap();
+    assert!(compacted.load(Ordering::SeqCst));
+    assert_eq!(
+        sessdb_tests::dump_store(&view),
+        sessdb_tests::dump_store(&writer)
+    );
+    assert_eq!(
+        view.events("child", ..20).unwrap(),
+        writer.events("keep", ..20).unwrap()
+    );
+}

@@ -89,14 +89,22 @@ pub(super) fn open(
         judging,
     ) {
         // A read-only open whose replay reached older segments a writer's compaction had
-        // rewritten since the listing: judged whole, as a view is built again.
-        Err(Error::Overtaken { .. }) if judging == Judging::Newest => open_log(
-            Arc::clone(&storage),
-            options,
-            access,
-            stop_lsn,
-            Judging::Every,
-        ),
+        // rewritten since the listing: judged whole, as a view is built again. The replay
+        // reports what it could not read as the record's damage (a stored event it could
+        // not check against), so damage is asked again of a view judged whole too, as
+        // `refresh` reports only damage a fresh view sees: a store damaged there is refused
+        // by that open.
+        Err(Error::Overtaken { .. } | Error::Corruption { .. })
+            if judging == Judging::Newest && access == Access::Read =>
+        {
+            open_log(
+                Arc::clone(&storage),
+                options,
+                access,
+                stop_lsn,
+                Judging::Every,
+            )
+        }
         other => other,
     };
     match opened {
