@@ -619,6 +619,8 @@ fn a_view_overtaken_by_compaction_before_it_read_its_older_segments_reads_the_fi
         let kept = opened_at("kept");
         let overtaken = opened_at("overtaken");
         let blocked = opened_at("blocked");
+        let measured = opened_at("measured");
+        let planned = opened_at("planned");
         writer.delete_session("gone").unwrap();
         writer.append("new", note(NEW)).unwrap();
         assert_eq!(kept.events("gone", ..).unwrap(), gone_events, "{name}");
@@ -645,6 +647,11 @@ fn a_view_overtaken_by_compaction_before_it_read_its_older_segments_reads_the_fi
             ),
         }
         storage.remove("SALVAGING").unwrap();
+        // What reads the whole log read-only (`sessdb stats`, a dry run) is built again too.
+        let space = measured.space().unwrap();
+        assert_eq!(space, writer.space().unwrap(), "{name}");
+        let plan = planned.compact_plan().unwrap();
+        assert!(plan.dry_run, "{name}");
         for view in [&overtaken, &blocked] {
             check_notes(view, "keep", 40);
             assert!(

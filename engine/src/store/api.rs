@@ -304,9 +304,11 @@ impl Store {
     /// # Errors
     /// `Closed`, `Corruption`, I/O errors.
     pub fn compact_plan(&self) -> Result<CompactReport> {
-        Compaction { store: &self.inner }
-            .compact(Run::Plan, Scope::All)
-            .map(|o| o.report)
+        self.reading(Rerun::OrReplaced, || {
+            Compaction { store: &self.inner }
+                .compact(Run::Plan, Scope::All)
+                .map(|o| o.report)
+        })
     }
 
     /// The log's live and dead record bytes, per segment: one read of the whole log (works
@@ -316,7 +318,9 @@ impl Store {
     /// `Closed`, `Corruption` when the log is damaged, I/O errors.
     pub fn space(&self) -> Result<Space> {
         self.check_open()?;
-        Compaction { store: &self.inner }.space()
+        self.reading(Rerun::OrReplaced, || {
+            Compaction { store: &self.inner }.space()
+        })
     }
 
     /// Deletes a session. Its records stay in the log until a compaction
