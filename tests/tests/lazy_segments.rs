@@ -41,7 +41,14 @@ const NEW: u64 = 3;
 /// A store of two sessions, closed: `old` written first, `events` notes spread over the
 /// oldest segments, then `new`, [`NEW`] notes in the newest.
 fn written(storage: &Arc<MemStorage>, events: u64) {
-    let store = Store::open_with(Arc::clone(storage) as Arc<dyn Storage>, options()).unwrap();
+    fill(
+        Store::open_with(Arc::clone(storage) as Arc<dyn Storage>, options()).unwrap(),
+        events,
+    );
+}
+
+/// [`written`]'s sessions, into `store`, then closed.
+fn fill(store: Store, events: u64) {
     for (id, events) in [("old", events), ("new", NEW)] {
         store
             .create_session(SessionHeader::new(id, 0), Vec::new())
@@ -500,18 +507,7 @@ fn open_counted(dir: &std::path::Path) -> (Store, Arc<AtomicUsize>) {
 fn a_reader_beside_and_a_restored_copy_read_as_a_writer_whose_older_segments_wait() {
     let dir = tempfile::tempdir().unwrap();
     let (src, copy) = (dir.path().join("store"), dir.path().join("copy"));
-    {
-        let store = Store::open(&src, options()).unwrap();
-        for (id, events) in [("old", 40), ("new", NEW)] {
-            store
-                .create_session(SessionHeader::new(id, 0), Vec::new())
-                .unwrap();
-            for i in 0..events {
-                store.append(id, note(i)).unwrap();
-            }
-        }
-        store.close().unwrap();
-    }
+    fill(Store::open(&src, options()).unwrap(), 40);
     let report = sessdb::store::backup(&src, &copy).unwrap();
     let at_backup = sessdb_tests::dump_store(&Store::open_read_only(&src, options()).unwrap());
     assert_eq!(at_backup.len(), 2, "{report:?}");
