@@ -51,6 +51,14 @@ pub(crate) struct Tail {
     syncs: Arc<LogSyncs>,
 }
 
+/// The refusal of a write that finds the active segment still lent: the write that borrowed
+/// it stopped halfway (a panic), so where the log ends is not known.
+fn halfway() -> Error {
+    Error::Poisoned {
+        cause: "a write stopped halfway (it panicked) with the active segment lent out".to_owned(),
+    }
+}
+
 /// The first stretch a `Sync` store's helper zero-fills after a record that extended the file
 /// (`Tail::keep_ahead`).
 const FIRST_ZERO_FILL: u64 = 64 << 10;
@@ -74,6 +82,11 @@ pub(crate) enum Active {
     /// first write creates the next one at the log's end. So a compaction, or an open that
     /// writes nothing, leaves no empty segment behind.
     Due,
+    /// The active segment is lent to the write under way ([`Tail::write_frame`]): moved out
+    /// and back, since an `Arc` clone and drop per frame were two locked instructions of
+    /// every append (`docs/PERFORMANCE.md`, "2026-12-07"). Found by a later write only if that
+    /// one never finished (it panicked): refused then, never taken for a sealed segment.
+    Lent,
 }
 
 /// The active segment's allocation ahead of the appends.
@@ -132,6 +145,7 @@ impl Tail {
             }
             // Set when the first write creates the segment.
             Active::Due => (SEGMENT_HEADER_LEN as u64, FrameLayout::Split),
+            Active::Lent => return Err(halfway()),
         };
         Ok(Tail {
             active,
@@ -170,7 +184,7 @@ impl Tail {
     fn active_bytes(&self) -> u64 {
         match &self.active {
             Active::Open(seg) => self.next_lsn - seg.first_lsn,
-            Active::Due => 0,
+            Active::Due | Active::Lent => 0,
         }
     }
 
@@ -178,26 +192,29 @@ impl Tail {
     pub(crate) fn active_segment(&self) -> Option<&Arc<Segment>> {
         match &self.active {
             Active::Open(seg) => Some(seg),
-            Active::Due => None,
+            Active::Due | Active::Lent => None,
         }
     }
 
     /// The segment the next frame goes into, created first when it is due (durable: file
     /// and directory synced, as a roll always did).
-    fn open_segment(
+    /// Lent out of `self.active` (left [`Active::Lent`]): the caller puts it back.
+    fn take_segment(
         &mut self,
         storage: &dyn Storage,
         segments: &SegmentList,
         now: &crate::limits::Now<'_>,
     ) -> Result<Arc<Segment>> {
-        if let Active::Open(seg) = &self.active {
-            return Ok(Arc::clone(seg));
+        match std::mem::replace(&mut self.active, Active::Lent) {
+            Active::Open(seg) => return Ok(seg),
+            Active::Due => {}
+            Active::Lent => return Err(halfway()),
         }
-        let next = create_segment(storage, self.next_lsn, now.get())?;
+        let next = create_segment(storage, self.next_lsn, now.get())
+            .inspect_err(|_| self.active = Active::Due)?;
         segments.push(Arc::clone(&next));
         self.layout = next.frame_layout();
         self.space.allocated = SEGMENT_HEADER_LEN as u64;
-        self.active = Active::Open(Arc::clone(&next));
         Ok(next)
     }
 
@@ -227,12 +244,24 @@ impl Tail {
             _ => EPOCH_FRAME_LEN,
         };
         self.roll_if_full(frame.len() + announce)?;
-        let seg = self.open_segment(storage, segments, now)?;
+        let seg = self.take_segment(storage, segments, now)?;
+        let written = self.write_into(&seg, kind, frame);
+        self.active = Active::Open(seg);
+        written
+    }
+
+    /// [`Tail::write_frame`] into `seg`, the active segment lent out of `self.active`.
+    fn write_into(
+        &mut self,
+        seg: &Arc<Segment>,
+        kind: RecordKind,
+        frame: &mut [u8],
+    ) -> Result<u64> {
         if self.announced_in != Some(seg.first_lsn) && self.layout == FrameLayout::Split {
-            self.announce(&seg)?;
+            self.announce(seg)?;
         }
         let crc = seal_frame(kind, frame, self.layout, &self.offsets);
-        self.place(&seg, frame, crc, Ahead::Prepare)
+        self.place(seg, frame, crc, Ahead::Prepare)
     }
 
     /// [`Tail::write_frame`] when nothing on the way asks the file system for anything — the
@@ -257,9 +286,14 @@ impl Tail {
         if !at_once {
             return Ok(None);
         }
-        let seg = Arc::clone(seg);
+        // Lent as in `write_frame` (checked open above).
+        let Active::Open(seg) = std::mem::replace(&mut self.active, Active::Lent) else {
+            return Err(halfway());
+        };
         let crc = seal_frame(kind, frame, self.layout, &self.offsets);
-        self.place(&seg, frame, crc, Ahead::Later).map(Some)
+        let placed = self.place(&seg, frame, crc, Ahead::Later).map(Some);
+        self.active = Active::Open(seg);
+        placed
     }
 
     /// Writes a sealed frame (checksum `crc`) at the log's end in `seg`, the active segment;
@@ -620,5 +654,51 @@ impl Tail {
         self.active = Active::Due;
         self.space.allocated = SEGMENT_HEADER_LEN as u64;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::MemStorage;
+    use crate::store::options::StoreOptions;
+
+    #[test]
+    fn a_write_finding_the_active_segment_still_lent_is_refused_and_makes_no_segment() {
+        let storage = MemStorage::new();
+        let segments = SegmentList::default();
+        let options = StoreOptions::default();
+        let clock = crate::limits::Now::new(&options.clock);
+        let mut tail = Tail::at(Active::Due, 40, None, &options).expect("tail");
+        // As a write that panicked halfway leaves it.
+        tail.active = Active::Lent;
+        let mut frame = vec![0u8; FRAME_HEADER_LEN + 8];
+        let refused = tail.write_frame(&storage, &segments, RecordKind::Void, &mut frame, &clock);
+        assert!(
+            matches!(refused, Err(Error::Poisoned { ref cause }) if cause.contains("halfway")),
+            "{refused:?}"
+        );
+        assert!(matches!(tail.active, Active::Lent));
+        assert!(segments.last().is_none(), "no segment made behind the lent one");
+        assert!(
+            storage.list("segments").unwrap_or_default().is_empty(),
+            "no file made"
+        );
+        assert!(matches!(
+            tail.try_write_frame(RecordKind::Void, &mut frame),
+            Ok(None)
+        ));
+        assert!(matches!(
+            Tail::at(Active::Lent, 40, None, &options),
+            Err(Error::Poisoned { .. })
+        ));
+        // The next write after a write that finished takes the segment again.
+        tail.active = Active::Due;
+        let lsn = tail
+            .write_frame(&storage, &segments, RecordKind::Void, &mut frame, &clock)
+            .expect("written");
+        assert!(matches!(tail.active, Active::Open(_)));
+        assert!(segments.last().is_some());
+        assert!(lsn >= 40);
     }
 }
