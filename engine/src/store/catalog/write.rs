@@ -194,7 +194,7 @@ impl Catalog {
         // The write lock at once, where a batch takes an upgradable one: one event is planned
         // and sealed in well under a microsecond, so readers wait no longer for it, and the
         // append saves the upgrade's locked instruction and the second lookup of its session
-        // (PERFORMANCE.md, "2026-12-07").
+        // (PERFORMANCE.md, "2026-12-06, closing").
         let mut cat = self.entries.write();
         if let Some(entry) = cat.sessions.get_mut(session) {
             return Self::append_into(to, entry, session, event, checked);

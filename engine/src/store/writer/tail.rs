@@ -84,7 +84,7 @@ pub(crate) enum Active {
     Due,
     /// The active segment is lent to the write under way ([`Tail::write_frame`]): moved out
     /// and back, since an `Arc` clone and drop per frame were two locked instructions of
-    /// every append (`docs/PERFORMANCE.md`, "2026-12-07"). Found by a later write only if that
+    /// every append (`docs/PERFORMANCE.md`, "2026-12-06, closing"). Found by a later write only if that
     /// one never finished (it panicked): refused then, never taken for a sealed segment.
     Lent,
 }
@@ -679,7 +679,10 @@ mod tests {
             "{refused:?}"
         );
         assert!(matches!(tail.active, Active::Lent));
-        assert!(segments.last().is_none(), "no segment made behind the lent one");
+        assert!(
+            segments.last().is_none(),
+            "no segment made behind the lent one"
+        );
         assert!(
             storage.list("segments").unwrap_or_default().is_empty(),
             "no file made"
