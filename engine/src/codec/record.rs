@@ -277,6 +277,20 @@ pub fn encode_event(e: &Event, out: &mut Vec<u8>) -> Decoded<()> {
     Ok(())
 }
 
+/// At least the bytes of the frame (header included) of an Append record of `event` alone
+/// to `session`: what a writer can ask its tail about before encoding it.
+pub(crate) fn append_frame_bound(session: &str, event: &Event) -> u64 {
+    // Header 16; session `str16` 2; first seq 8, count 4; the event's length 4; its type
+    // (escaped) 6; time 8; flags 1; replace 16; sources' count 4; `data`'s length 4; CRC 4.
+    const FIXED: u64 = 16 + 2 + 8 + 4 + 4 + 6 + 8 + 1 + 16 + 4 + 4 + 4;
+    let sources = event.sources().map_or(0, <[u64]>::len) as u64;
+    FIXED
+        + session.len() as u64
+        + event.event_type().len() as u64
+        + 8 * sources
+        + event.data().len() as u64
+}
+
 /// Splits an event encoding into its fields and checks its checksum; `None` if it is too
 /// short or the checksum does not match.
 pub fn check_event(bytes: &[u8], seq: u64) -> Option<&[u8]> {
@@ -634,6 +648,28 @@ mod tests {
             decode_event_fields(&fields, 0).unwrap_err(),
             "event type: a short length escaped"
         );
+    }
+
+    #[test]
+    fn an_append_frame_is_never_longer_than_its_bound() {
+        let long_type = Event::new("t".repeat(70_000), 4, 1, &b"{}"[..]).with_ignorable(true);
+        let mut events = sample_events(3);
+        events.push(long_type);
+        for session in ["", "s", &"x".repeat(300)] {
+            for e in &events {
+                let mut frame = Vec::new();
+                begin_frame(&mut frame);
+                let body = BodyRef::Append {
+                    session,
+                    events: std::slice::from_ref(e),
+                };
+                encode_into(&body, &mut frame, &mut Vec::new()).unwrap();
+                let bound = append_frame_bound(session, e);
+                assert!(frame.len() as u64 <= bound, "{} > {bound}", frame.len());
+                // Within the fixed fields' slack: the bound follows the event's size.
+                assert!(bound - frame.len() as u64 <= 40, "{} {bound}", frame.len());
+            }
+        }
     }
 
     #[test]

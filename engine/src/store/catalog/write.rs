@@ -7,12 +7,12 @@ use parking_lot::{RwLockUpgradableReadGuard, RwLockWriteGuard};
 use super::Catalog;
 use super::entries::{Batch, Planned, Prechecked, SessionEntry, StoredEvents, plan_batch};
 use super::locations::Locations;
-use crate::codec::record::BodyRef;
+use crate::codec::record::{BodyRef, append_frame_bound};
 use crate::event::Event;
 use crate::limits::Now;
 use crate::model::{
-    EventChecked, EventSource, ForkPlan, ForkSpec, SessionHeader, SessionState, end_seed_after,
-    plan, plan_checked, plan_fork,
+    EventChecked, EventSource, ForkPlan, ForkSpec, SessionHeader, SessionState, Verdict,
+    end_seed_after, plan, plan_checked, plan_fork,
 };
 use crate::store::writer::seal::{Sealed, Target};
 use crate::store::writer::tail::Tail;
@@ -86,6 +86,97 @@ fn commit_batch(
         entry.state.next_seq(),
         range.end,
         "{session}: the batch's seqs"
+    );
+    entry.dirty = true;
+}
+
+/// How the one-event append holds the catalog while it plans and writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Hold {
+    /// The write lock from the start, where the record goes into the mapped log at once
+    /// (`Tail::places_at_once`): held for well under a microsecond, and one locked instruction
+    /// and one lookup of the session fewer than an upgrade (PERFORMANCE.md, "2026-12-06,
+    /// closing").
+    Exclusive,
+    /// Upgradable while planning and writing, upgraded for the commit, where the write may
+    /// wait (a roll's sync, space allocated or prepared ahead, a `pwrite`): readers go on
+    /// meanwhile. Every other catalog writer holds the tail lock too, so the upgrade waits for
+    /// no writer.
+    Upgradable,
+}
+
+impl Hold {
+    /// For a frame of at most `bound` bytes, by what the tail (locked) says of it.
+    fn for_frame(tail: &Tail, bound: u64) -> Hold {
+        if tail.places_at_once(bound) {
+            Hold::Exclusive
+        } else {
+            Hold::Upgradable
+        }
+    }
+}
+
+/// Numbers `event` as the next of `entry` and plans it; the verdict and its seq.
+#[inline(always)]
+fn plan_one(
+    to: &WriteTo<'_>,
+    entry: &SessionEntry,
+    session: &str,
+    event: &mut Event,
+    checked: Option<EventChecked>,
+) -> Result<(Verdict, u64)> {
+    let seq = entry.state.next_seq();
+    event.set_seq(seq);
+    let source = to.source(Some(&entry.locs), &[]);
+    let verdict = match checked {
+        Some(c) => plan_checked(session, &entry.state, &source, event, c, to.limits),
+        None => plan(session, &entry.state, &source, event, to.limits),
+    }?;
+    Ok((verdict, seq))
+}
+
+/// Plans, writes and commits one event into `entry`, under the catalog's write lock.
+#[inline(always)]
+fn append_into(
+    mut to: WriteTo<'_>,
+    entry: &mut SessionEntry,
+    session: &str,
+    mut event: Event,
+    checked: Option<EventChecked>,
+) -> Result<(u64, Option<u64>)> {
+    let (verdict, seq) = plan_one(&to, entry, session, &mut event, checked)?;
+    let sealed = to.seal(&BodyRef::Append {
+        session,
+        events: std::slice::from_ref(&event),
+    })?;
+    commit_one(entry, &event, &verdict, to.tail, sealed, session, seq);
+    Ok((seq, Some(sealed.end)))
+}
+
+/// Commits one planned event written as `sealed` to its session's entry.
+#[inline(always)]
+fn commit_one(
+    entry: &mut SessionEntry,
+    event: &Event,
+    verdict: &Verdict,
+    tail: &Tail,
+    sealed: Sealed,
+    session: &str,
+    seq: u64,
+) {
+    entry.state.apply(event, verdict);
+    tail.push_locations(sealed.lsn, |l| entry.locs.push(l));
+    // Where the event crosses into the catalog: one location per event, the session's
+    // length its next seq.
+    debug_assert_eq!(
+        entry.locs.len(),
+        entry.state.next_seq(),
+        "{session}: locations"
+    );
+    debug_assert_eq!(entry.state.next_seq(), seq + 1, "{session}: the seq");
+    debug_assert!(
+        sealed.end - sealed.lsn <= crate::codec::record::append_frame_bound(session, event),
+        "{session}: a frame longer than its bound"
     );
     entry.dirty = true;
 }
@@ -183,7 +274,7 @@ impl Catalog {
     /// returns its seq and the log end. [`Catalog::append`] for the one-event append, the hot
     /// path: the event and its checks are planned where they lie, with no batch built around
     /// them and moved through the planning's results (those moves were ~20 ns of an event,
-    /// PERFORMANCE.md).
+    /// PERFORMANCE.md). How it holds the catalog, the tail decides ([`Hold`]).
     pub(crate) fn append_one(
         &self,
         to: WriteTo<'_>,
@@ -191,61 +282,69 @@ impl Catalog {
         event: Event,
         checked: Option<EventChecked>,
     ) -> Result<(u64, Option<u64>)> {
-        // The write lock at once, where a batch takes an upgradable one: one event is planned
-        // and sealed in well under a microsecond, so readers wait no longer for it, and the
-        // append saves the upgrade's locked instruction and the second lookup of its session
-        // (PERFORMANCE.md, "2026-12-06, closing").
-        let mut cat = self.entries.write();
-        if let Some(entry) = cat.sessions.get_mut(session) {
-            return Self::append_into(to, entry, session, event, checked);
+        match Hold::for_frame(to.tail, append_frame_bound(session, &event)) {
+            Hold::Exclusive => self.append_one_exclusive(to, session, event, checked),
+            Hold::Upgradable => self.append_one_upgradable(to, session, event, checked),
         }
-        // Decoded under the lock the plan and commit hold: with the lock let go in between, a
-        // checkpoint's `adopt` handed the session just decoded (clean) back to its index
-        // (`tests/tests/append_beside_checkpoints.rs`).
+    }
+
+    /// [`Catalog::append_one`] under the write lock from the start.
+    fn append_one_exclusive(
+        &self,
+        to: WriteTo<'_>,
+        session: &str,
+        event: Event,
+        checked: Option<EventChecked>,
+    ) -> Result<(u64, Option<u64>)> {
+        let mut cat = self.entries.write();
+        // One lookup when the session is decoded (most appends).
+        if let Some(entry) = cat.sessions.get_mut(session) {
+            return append_into(to, entry, session, event, checked);
+        }
         if cat.cold().is_some() {
+            // Decoded under the lock the plan and commit hold: with the lock let go in
+            // between, a checkpoint's `adopt` handed the session just decoded (clean) back to
+            // its index (`tests/tests/append_beside_checkpoints.rs`).
             cat.load(session)?;
         }
         match cat.sessions.get_mut(session) {
-            Some(entry) => Self::append_into(to, entry, session, event, checked),
+            Some(entry) => append_into(to, entry, session, event, checked),
             None => Err(Error::SessionNotFound {
                 id: session.to_owned(),
             }),
         }
     }
 
-    /// [`Catalog::append_one`] into its session's entry, under the catalog's write lock.
-    #[inline(always)]
-    fn append_into(
+    /// [`Catalog::append_one`] under the upgradable lock, upgraded for the commit.
+    fn append_one_upgradable(
+        &self,
         mut to: WriteTo<'_>,
-        entry: &mut SessionEntry,
         session: &str,
         mut event: Event,
         checked: Option<EventChecked>,
     ) -> Result<(u64, Option<u64>)> {
-        let seq = entry.state.next_seq();
-        event.set_seq(seq);
-        let verdict = {
-            let source = to.source(Some(&entry.locs), &[]);
-            match checked {
-                Some(c) => plan_checked(session, &entry.state, &source, &event, c, to.limits),
-                None => plan(session, &entry.state, &source, &event, to.limits),
+        let mut cat = self.entries.upgradable_read();
+        // One lookup to plan when the session is decoded (most appends), as in `append`.
+        let (verdict, seq) = match cat.sessions.get(session) {
+            Some(entry) => plan_one(&to, entry, session, &mut event, checked)?,
+            None => {
+                if cat.cold().is_some() {
+                    // Decoded under the lock the plan and commit hold, as in `append`.
+                    let mut loading = RwLockUpgradableReadGuard::upgrade(cat);
+                    loading.load(session)?;
+                    cat = RwLockWriteGuard::downgrade_to_upgradable(loading);
+                }
+                plan_one(&to, cat.get(session)?, session, &mut event, checked)?
             }
-        }?;
+        };
         let sealed = to.seal(&BodyRef::Append {
             session,
             events: std::slice::from_ref(&event),
         })?;
-        entry.state.apply(&event, &verdict);
-        to.tail.push_locations(sealed.lsn, |l| entry.locs.push(l));
-        // Where the event crosses into the catalog: one location per event, the session's
-        // length its next seq.
-        debug_assert_eq!(
-            entry.locs.len(),
-            entry.state.next_seq(),
-            "{session}: locations"
-        );
-        debug_assert_eq!(entry.state.next_seq(), seq + 1, "{session}: the seq");
-        entry.dirty = true;
+        let mut cat = RwLockUpgradableReadGuard::upgrade(cat);
+        if let Some(entry) = cat.sessions.get_mut(session) {
+            commit_one(entry, &event, &verdict, to.tail, sealed, session, seq);
+        }
         Ok((seq, Some(sealed.end)))
     }
 

@@ -296,6 +296,29 @@ impl Tail {
         placed
     }
 
+    /// Whether a frame of at most `len` bytes would be copied into the current mapped window
+    /// with nothing else done: no roll, no new segment or epoch record, no space to allocate
+    /// or to prepare ahead (a lead of half the preallocation left after it), no zero-fill
+    /// running, no `pwrite` — nothing a system call or a wait. Asked under the tail lock, so
+    /// the answer holds for the write that follows.
+    pub(crate) fn places_at_once(&self, len: u64) -> bool {
+        let Active::Open(seg) = &self.active else {
+            return false;
+        };
+        let at = seg.offset_of(self.next_lsn);
+        let end = at + len;
+        self.announced_in == Some(seg.first_lsn)
+            && !self.sync_store
+            && self.space.preallocate > 0
+            && SEGMENT_HEADER_LEN as u64 + self.active_bytes() + len <= self.space.segment_bytes_max
+            && end + self.space.preallocate / 2 <= self.space.allocated
+            && self.space.zero_fill.is_none()
+            && self.windows.current.as_ref().is_some_and(|w| {
+                let (start, stop) = w.range();
+                start <= at && end <= stop
+            })
+    }
+
     /// Writes a sealed frame (checksum `crc`) at the log's end in `seg`, the active segment;
     /// returns its LSN. `ahead`: whether the space after it is prepared now.
     fn place(&mut self, seg: &Arc<Segment>, frame: &[u8], crc: u32, ahead: Ahead) -> Result<u64> {
@@ -662,6 +685,52 @@ mod tests {
     use super::*;
     use crate::storage::MemStorage;
     use crate::store::options::StoreOptions;
+
+    #[test]
+    fn a_frame_is_placed_at_once_only_inside_the_mapped_space_with_its_lead_left() {
+        let dir = tempfile::tempdir().expect("dir");
+        let storage = crate::storage::FsStorage::new(dir.path());
+        storage.create_dir_all("segments").expect("segments");
+        let segments = SegmentList::default();
+        let options = StoreOptions::default()
+            .with_segment_bytes_max(8 << 20)
+            .with_preallocate_bytes(1 << 20)
+            .with_durability(crate::store::options::Durability::Buffered);
+        let clock = crate::limits::Now::new(&options.clock);
+        let mut tail = Tail::at(Active::Due, 40, None, &options).expect("tail");
+        // No segment yet, then none announced: the first write creates and announces.
+        assert!(!tail.places_at_once(100));
+        let mut frame = vec![0u8; FRAME_HEADER_LEN + 84];
+        tail.write_frame(&storage, &segments, RecordKind::Void, &mut frame, &clock)
+            .expect("first");
+        let window = tail.windows.current.as_ref().map(WriteWindow::range);
+        if window.is_none() {
+            // A file system that allocates no space ahead maps no window: every frame waits.
+            assert!(!tail.places_at_once(100));
+            return;
+        }
+        assert!(
+            tail.places_at_once(100),
+            "a small frame, mapped space ahead"
+        );
+        // Past the half lead, or past the roll point: the write prepares space or rolls.
+        assert!(!tail.places_at_once(1 << 19));
+        assert!(!tail.places_at_once(9 << 20));
+        // Frames until the lead is short: then one write prepares the next stretch.
+        let mut waited = 0;
+        for _ in 0..20_000 {
+            if !tail.places_at_once(frame.len() as u64) {
+                waited += 1;
+            }
+            tail.write_frame(&storage, &segments, RecordKind::Void, &mut frame, &clock)
+                .expect("frame");
+        }
+        assert!(waited > 0, "the lead ran short at least once");
+        assert!(waited < 20_000 / 10, "{waited} of 20,000 frames waited");
+        tail.windows.current = None;
+        tail.windows.next = None;
+        assert!(!tail.places_at_once(100), "no window: a `pwrite`");
+    }
 
     #[test]
     fn a_write_finding_the_active_segment_still_lent_is_refused_and_makes_no_segment() {
