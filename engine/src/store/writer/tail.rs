@@ -84,8 +84,9 @@ pub(crate) enum Active {
     Due,
     /// The active segment is lent to the write under way ([`Tail::write_frame`]): moved out
     /// and back, since an `Arc` clone and drop per frame were two locked instructions of
-    /// every append (`docs/PERFORMANCE.md`, "2026-12-06, closing"). Found by a later write only if that
-    /// one never finished (it panicked): refused then, never taken for a sealed segment.
+    /// every append (`docs/PERFORMANCE.md`, "2026-12-06, closing"). Found by a later write
+    /// only if that one never finished (it panicked): refused then, never taken for a
+    /// sealed segment.
     Lent,
 }
 
@@ -197,8 +198,8 @@ impl Tail {
     }
 
     /// The segment the next frame goes into, created first when it is due (durable: file
-    /// and directory synced, as a roll always did).
-    /// Lent out of `self.active` (left [`Active::Lent`]): the caller puts it back.
+    /// and directory synced, as a roll always did), lent out of `self.active` (left
+    /// [`Active::Lent`]): the caller puts it back.
     fn take_segment(
         &mut self,
         storage: &dyn Storage,
