@@ -11,7 +11,7 @@
 mod backend;
 pub mod pg;
 mod wrapped;
-pub use wrapped::{ChangeHook, Hooked, ListHook, OpenHook};
+pub use wrapped::{ChangeHook, Hooked, ListHook, OpenHook, SyncHook, SyncHooked};
 
 pub use backend::Backend;
 

@@ -158,3 +158,105 @@ impl sessdb::storage::Storage for Hooked {
         self.inner.describe(path)
     }
 }
+
+/// A sync hook: given a file's path and its sync, runs the sync (or not) and returns what the
+/// file's `sync_data` returns.
+pub type SyncHook =
+    dyn Fn(&str, &dyn Fn() -> std::io::Result<()>) -> std::io::Result<()> + Send + Sync;
+
+/// A storage that hands every call to `inner` but runs each file's `sync_data` through a
+/// hook: a sync held at a gate, counted, or made to take a while.
+#[derive(Clone)]
+pub struct SyncHooked {
+    inner: std::sync::Arc<dyn sessdb::storage::Storage>,
+    hook: std::sync::Arc<SyncHook>,
+}
+
+impl std::fmt::Debug for SyncHooked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SyncHooked")
+    }
+}
+
+impl SyncHooked {
+    /// `inner`, each file's sync run through `hook`.
+    pub fn new(
+        inner: std::sync::Arc<dyn sessdb::storage::Storage>,
+        hook: impl Fn(&str, &dyn Fn() -> std::io::Result<()>) -> std::io::Result<()>
+        + Send
+        + Sync
+        + 'static,
+    ) -> Self {
+        Self {
+            inner,
+            hook: std::sync::Arc::new(hook),
+        }
+    }
+
+    /// The storage it wraps.
+    pub fn inner(&self) -> &std::sync::Arc<dyn sessdb::storage::Storage> {
+        &self.inner
+    }
+}
+
+/// A file of [`SyncHooked`].
+struct SyncHookedFile {
+    inner: Box<dyn sessdb::storage::StorageFile>,
+    path: String,
+    hook: std::sync::Arc<SyncHook>,
+}
+
+impl std::fmt::Debug for SyncHookedFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SyncHookedFile({})", self.path)
+    }
+}
+
+impl sessdb::storage::StorageFile for SyncHookedFile {
+    fn len(&self) -> std::io::Result<u64> {
+        self.inner.len()
+    }
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+        self.inner.read_at(buf, offset)
+    }
+    fn write_at(&self, buf: &[u8], offset: u64) -> std::io::Result<()> {
+        self.inner.write_at(buf, offset)
+    }
+    fn set_len(&self, len: u64) -> std::io::Result<()> {
+        self.inner.set_len(len)
+    }
+    fn sync_data(&self) -> std::io::Result<()> {
+        (self.hook)(&self.path, &|| self.inner.sync_data())
+    }
+    fn view(&self) -> std::io::Result<sessdb::storage::FileView> {
+        self.inner.view()
+    }
+    fn preallocate(&self, len: u64) -> std::io::Result<bool> {
+        self.inner.preallocate(len)
+    }
+    fn preallocate_written(&self, from: u64, len: u64) -> std::io::Result<bool> {
+        self.inner.preallocate_written(from, len)
+    }
+    fn writes_zeros_ahead(&self) -> bool {
+        self.inner.writes_zeros_ahead()
+    }
+    fn map_window(
+        &self,
+        start: u64,
+        end: u64,
+    ) -> std::io::Result<Option<sessdb::storage::WriteWindow>> {
+        self.inner.map_window(start, end)
+    }
+    fn start_writeback(&self, start: u64, len: u64) {
+        self.inner.start_writeback(start, len);
+    }
+    fn identity(&self) -> Option<(u64, u64)> {
+        self.inner.identity()
+    }
+}
+
+crate::delegate_storage!(SyncHooked, |this, path, file| SyncHookedFile {
+    inner: file,
+    path: path.to_owned(),
+    hook: std::sync::Arc::clone(&this.hook),
+});

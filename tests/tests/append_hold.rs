@@ -13,16 +13,14 @@
     reason = "test code fails loudly"
 )]
 
-use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::ThreadId;
 use std::time::Duration;
 
-use sessdb::storage::{FileView, Storage, StorageFile, WriteWindow};
 use sessdb::{Clock, Durability, Store, StoreOptions};
-use sessdb_tests::Backend;
+use sessdb_tests::{Backend, SyncHooked};
 
 #[path = "support/store.rs"]
 mod support;
@@ -52,65 +50,6 @@ impl Gate {
     }
 }
 
-#[derive(Debug, Clone)]
-struct Gated {
-    inner: Arc<dyn Storage>,
-    gate: Arc<Gate>,
-}
-
-#[derive(Debug)]
-struct GatedFile {
-    inner: Box<dyn StorageFile>,
-    path: String,
-    gate: Arc<Gate>,
-}
-
-impl StorageFile for GatedFile {
-    fn len(&self) -> io::Result<u64> {
-        self.inner.len()
-    }
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        self.inner.read_at(buf, offset)
-    }
-    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
-        self.inner.write_at(buf, offset)
-    }
-    fn set_len(&self, len: u64) -> io::Result<()> {
-        self.inner.set_len(len)
-    }
-    fn sync_data(&self) -> io::Result<()> {
-        self.gate.pass(&self.path);
-        self.inner.sync_data()
-    }
-    fn view(&self) -> io::Result<FileView> {
-        self.inner.view()
-    }
-    fn preallocate(&self, len: u64) -> io::Result<bool> {
-        self.inner.preallocate(len)
-    }
-    fn preallocate_written(&self, from: u64, len: u64) -> io::Result<bool> {
-        self.inner.preallocate_written(from, len)
-    }
-    fn writes_zeros_ahead(&self) -> bool {
-        self.inner.writes_zeros_ahead()
-    }
-    fn map_window(&self, start: u64, end: u64) -> io::Result<Option<WriteWindow>> {
-        self.inner.map_window(start, end)
-    }
-    fn start_writeback(&self, start: u64, len: u64) {
-        self.inner.start_writeback(start, len);
-    }
-    fn identity(&self) -> Option<(u64, u64)> {
-        self.inner.identity()
-    }
-}
-
-sessdb_tests::delegate_storage!(Gated, |this, path, file| GatedFile {
-    inner: file,
-    path: path.to_owned(),
-    gate: Arc::clone(&this.gate),
-});
-
 /// `Buffered` (its appends sync nothing: a segment sync on the writer's thread is a roll's
 /// or a new segment's), no checkpoint due, small segments.
 fn options(preallocate: u64) -> StoreOptions {
@@ -125,10 +64,13 @@ fn options(preallocate: u64) -> StoreOptions {
 
 fn reads_go_on_while_a_one_event_append_waits_in_its_write(backend: &Backend, preallocate: u64) {
     let gate = Arc::new(Gate::default());
-    let storage = Arc::new(Gated {
-        inner: backend.storage(),
-        gate: Arc::clone(&gate),
-    });
+    let storage = Arc::new(SyncHooked::new(backend.storage(), {
+        let gate = Arc::clone(&gate);
+        move |path, sync| {
+            gate.pass(path);
+            sync()
+        }
+    }));
     let store = Arc::new(Store::open_with(storage.clone(), options(preallocate)).unwrap());
     support::session_with(&store, "writer", "w", 0);
     support::session_with(&store, "other", "o", 3);

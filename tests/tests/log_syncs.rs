@@ -20,8 +20,9 @@ use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use sessdb::storage::{FileView, MemStorage, StorageFile, WriteWindow};
+use sessdb::storage::MemStorage;
 use sessdb::{Clock, Draft, Durability, LogType, SessionHeader, Store, StoreOptions};
+use sessdb_tests::SyncHooked;
 
 /// Syncs in flight per path, the most ever at once beside another of the same file, and how
 /// many ran.
@@ -32,92 +33,41 @@ struct Watch {
     syncs: AtomicUsize,
 }
 
-#[derive(Debug, Clone)]
-struct Watched {
-    inner: Arc<MemStorage>,
-    watch: Arc<Watch>,
-}
-
-#[derive(Debug)]
-struct WatchedFile {
-    inner: Box<dyn StorageFile>,
-    path: String,
-    watch: Arc<Watch>,
-}
-
-impl StorageFile for WatchedFile {
-    fn len(&self) -> io::Result<u64> {
-        self.inner.len()
-    }
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        self.inner.read_at(buf, offset)
-    }
-    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
-        self.inner.write_at(buf, offset)
-    }
-    fn set_len(&self, len: u64) -> io::Result<()> {
-        self.inner.set_len(len)
-    }
-    fn sync_data(&self) -> io::Result<()> {
-        let segment = self.path.starts_with("segments/");
+impl Watch {
+    /// `sync` of the file at `path`, counted while it runs.
+    fn sync(&self, path: &str, sync: &dyn Fn() -> io::Result<()>) -> io::Result<()> {
+        let segment = path.starts_with("segments/");
         if segment {
-            let mut in_flight = self.watch.in_flight.lock().unwrap();
-            let n = in_flight.entry(self.path.clone()).or_default();
+            let mut in_flight = self.in_flight.lock().unwrap();
+            let n = in_flight.entry(path.to_owned()).or_default();
             *n += 1;
             if *n > 1 {
-                self.watch.overlapping.fetch_add(1, Ordering::SeqCst);
+                self.overlapping.fetch_add(1, Ordering::SeqCst);
             }
-            self.watch.syncs.fetch_add(1, Ordering::SeqCst);
+            self.syncs.fetch_add(1, Ordering::SeqCst);
         }
         // A sync takes a while on a disk: the window another sync of the file could enter.
         for _ in 0..300 {
             std::thread::yield_now();
         }
-        let result = self.inner.sync_data();
+        let result = sync();
         if segment {
-            let mut in_flight = self.watch.in_flight.lock().unwrap();
-            if let Some(n) = in_flight.get_mut(&self.path) {
+            let mut in_flight = self.in_flight.lock().unwrap();
+            if let Some(n) = in_flight.get_mut(path) {
                 *n -= 1;
             }
         }
         result
     }
-    fn view(&self) -> io::Result<FileView> {
-        self.inner.view()
-    }
-    fn preallocate(&self, len: u64) -> io::Result<bool> {
-        self.inner.preallocate(len)
-    }
-    fn preallocate_written(&self, from: u64, len: u64) -> io::Result<bool> {
-        self.inner.preallocate_written(from, len)
-    }
-    fn writes_zeros_ahead(&self) -> bool {
-        self.inner.writes_zeros_ahead()
-    }
-    fn map_window(&self, start: u64, end: u64) -> io::Result<Option<WriteWindow>> {
-        self.inner.map_window(start, end)
-    }
-    fn start_writeback(&self, start: u64, len: u64) {
-        self.inner.start_writeback(start, len);
-    }
-    fn identity(&self) -> Option<(u64, u64)> {
-        self.inner.identity()
-    }
 }
-
-sessdb_tests::delegate_storage!(Watched, |this, path, file| WatchedFile {
-    inner: file,
-    path: path.to_owned(),
-    watch: Arc::clone(&this.watch),
-});
 
 #[test]
 fn a_roll_never_syncs_its_segment_beside_a_group_commit_leader() {
     let watch = Arc::new(Watch::default());
-    let storage = Arc::new(Watched {
-        inner: Arc::new(MemStorage::new()),
-        watch: Arc::clone(&watch),
-    });
+    let storage = Arc::new(SyncHooked::new(Arc::new(MemStorage::new()), {
+        let watch = Arc::clone(&watch);
+        move |path, sync| watch.sync(path, sync)
+    }));
     let options = StoreOptions::tiny()
         .with_clock(Clock::fixed(1_000))
         .with_durability(Durability::Sync);
@@ -146,7 +96,7 @@ fn a_roll_never_syncs_its_segment_beside_a_group_commit_leader() {
             });
         }
     });
-    let segments = sessdb::storage::Storage::list(&*storage.inner, "segments")
+    let segments = sessdb::storage::Storage::list(&**storage.inner(), "segments")
         .unwrap()
         .into_iter()
         .filter(|n| !n.ends_with(".tmp"))
