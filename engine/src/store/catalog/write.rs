@@ -175,7 +175,7 @@ fn commit_one(
     );
     debug_assert_eq!(entry.state.next_seq(), seq + 1, "{session}: the seq");
     debug_assert!(
-        sealed.end - sealed.lsn <= crate::codec::record::append_frame_bound(session, event),
+        sealed.end - sealed.lsn <= append_frame_bound(session, event),
         "{session}: a frame longer than its bound"
     );
     entry.dirty = true;
