@@ -1,8 +1,9 @@
 //! The segment header, frame, record and checkpoint-body decoders on arbitrary bytes: no panic,
 //! no unbounded allocation; a valid frame's payload re-encodes to the same bytes; a decoded
-//! checkpoint's location runs lie in the body and decode only when their CRC holds; a
-//! layout-3 or layout-4 body's blocks or pages (and page table), slots, entries and runs are
-//! read only within it, and an entry's row agrees with its full decoding.
+//! checkpoint's location runs lie in the body and decode only when their CRC holds; a body of
+//! layout 3, 4 or 5 has its blocks or pages (and page table), slots, entries and runs (a
+//! layout-5 entry's array runs too) read only within it, and an entry's row agrees with its
+//! full decoding.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -89,13 +90,15 @@ fuzz_target!(|data: &[u8]| {
     }
 });
 
-/// A layout-3 or layout-4 body: every block or page and slot, the entry each names
-/// (checked), its row and runs.
+/// A body of layout 3, 4 or 5: every block or page and slot, the entry each names (checked),
+/// its row, its parts and runs.
 fn indexed_body(data: &[u8]) {
     use sessdb::codec::checkpoint::BodyLayout;
-    use sessdb::codec::checkpoint::indexed::{Regions, decode_entry, entry_id, entry_row};
+    use sessdb::codec::checkpoint::indexed::{
+        Regions, decode_entry, entry_id, entry_row, split_core, split_entry,
+    };
     use sessdb::codec::checkpoint::pages::page_slot;
-    for layout in [BodyLayout::Indexed, BodyLayout::Paged] {
+    for layout in [BodyLayout::Indexed, BodyLayout::Paged, BodyLayout::Arrays] {
         let Ok(r) = Regions::of(data, layout) else {
             continue;
         };
@@ -120,8 +123,12 @@ fn indexed_body(data: &[u8]) {
         for slot in slots.iter().take(16) {
             let Ok(bytes) = r.entry(data, slot) else { continue };
             let id = entry_id(bytes).ok();
-            let row = entry_row(bytes).ok();
-            if let Ok(e) = decode_entry(bytes) {
+            let row = entry_row(r.entries, bytes).ok();
+            let parts = split_entry(bytes)
+                .ok()
+                .and_then(|(_, _, core)| split_core(r.entries, core).ok());
+            if let Ok(e) = decode_entry(r.entries, bytes, |run| r.array_run(data, run)) {
+                assert!(parts.is_some(), "a decoded entry splits");
                 assert_eq!(id, Some(e.id.as_str()));
                 let row = row.expect("a decoded entry has a row");
                 assert_eq!(row.header_json, &e.header_json[..]);

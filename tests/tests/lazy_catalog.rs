@@ -1,5 +1,7 @@
 //! The catalog read on demand equals the catalog decoded whole: after any sequence of creates,
-//! appends, forks, deletes, reads, checkpoints, compactions and reopens, a store opened from
+//! appends (turns and surface replaces among them: each delta names the runs of a session's
+//! surface and turn marks the chain holds, or writes the surface again after a replace),
+//! forks, deletes, reads, checkpoints, compactions and reopens, a store opened from
 //! its checkpoint's index (sessions decoded when first used) lists, orders, counts and reads
 //! exactly what a full replay of the log gives — and so does the same store with every
 //! session decoded.
@@ -40,6 +42,11 @@ enum Op {
     /// Many sessions at once: an index of several pages, which deltas split and rewrite.
     CreateMany(u8),
     Append(u8, u8),
+    /// A turn: its start, a user message, its end (two turn marks).
+    Turn(u8),
+    /// A compaction of the conversation: the whole surface, or its last node, replaced by one
+    /// summary.
+    Replace(u8),
     Fork(u8),
     Delete(u8),
     Read(u8),
@@ -53,6 +60,8 @@ fn op() -> impl Strategy<Value = Op> {
         3 => any::<u8>().prop_map(Op::Create),
         1 => any::<u8>().prop_map(Op::CreateMany),
         6 => (any::<u8>(), 1u8..6).prop_map(|(s, n)| Op::Append(s, n)),
+        3 => any::<u8>().prop_map(Op::Turn),
+        1 => any::<u8>().prop_map(Op::Replace),
         2 => any::<u8>().prop_map(Op::Fork),
         2 => any::<u8>().prop_map(Op::Delete),
         2 => any::<u8>().prop_map(Op::Read),
@@ -102,6 +111,47 @@ fn apply(store: &mut Store, storage: &MemStorage, op: &Op, made: &mut u32, resid
                         )
                     };
                     store.append(&id, draft).unwrap();
+                }
+            }
+        }
+        Op::Turn(n) => {
+            if let Some(id) = pick(store, n) {
+                *made += 1;
+                let turn = u64::from(*made);
+                store
+                    .append(&id, Draft::log(LogType::TURN_START, p::turn_start(turn)))
+                    .unwrap();
+                store
+                    .append(
+                        &id,
+                        Draft::surface(
+                            SurfaceType::UserMessage,
+                            p::user_message(&format!("t{turn}"), "user", "hi"),
+                            SurfaceIntent::append(),
+                        ),
+                    )
+                    .unwrap();
+                store
+                    .append(&id, Draft::log(LogType::TURN_END, p::turn_end(turn)))
+                    .unwrap();
+            }
+        }
+        Op::Replace(n) => {
+            if let Some(id) = pick(store, n) {
+                let mut surface = store.surface(&id).unwrap();
+                // The whole surface (it becomes one node), or its last node alone (its
+                // length stays: only the replace generation tells the seqs changed).
+                if n % 2 == 1 && surface.len() > 1 {
+                    surface.drain(..surface.len() - 1);
+                }
+                if let (Some(&first), Some(&last)) = (surface.first(), surface.last()) {
+                    *made += 1;
+                    let summary = Draft::surface(
+                        SurfaceType::UserMessage,
+                        p::user_message(&format!("c{made}"), "compaction", "so far"),
+                        SurfaceIntent::replace(first..=last).with_sources(surface),
+                    );
+                    store.append(&id, summary).unwrap();
                 }
             }
         }
@@ -200,7 +250,19 @@ fn seen(store: &Store) -> Vec<String> {
         "{} sessions, {} events",
         stats.sessions, stats.events
     ));
-    out.push(format!("{:?}", dump_store(store)));
+    // Each state as what it is: the surface's seqs, not its vector's gap (a replace near the
+    // front leaves one in the live store and none in a store that decoded the same surface).
+    for (id, lines, st) in dump_store(store) {
+        out.push(format!(
+            "{id} {lines:?} next {} last {:?} surface {:?} generation {} {:?} {:?}",
+            st.next_seq(),
+            st.last_time(),
+            st.surface().seqs(),
+            st.surface().replace_generation(),
+            st.repair(),
+            st.turns(),
+        ));
+    }
     out
 }
 

@@ -1,9 +1,9 @@
-//! Stores whose checkpoint chain earlier releases wrote — body layout 2 and body layout 3, a
-//! full checkpoint and deltas on it, with forks and a deletion in them — kept in
-//! `tests/fixtures/store-checkpoint-layout2/` and `…-layout3/` with what that code read back
-//! (`expected.txt`). The current code opens each from its chain (no log replay before it),
-//! reads exactly that, and writes its next checkpoint full in layout 4, then a delta, from
-//! which it reopens the same.
+//! Stores whose checkpoint chain earlier releases wrote — body layouts 2, 3 and 4, a full
+//! checkpoint and deltas on it, with forks and a deletion in them — kept in
+//! `tests/fixtures/store-checkpoint-layout2/`, `…-layout3/` and `…-layout4/` with what that
+//! code read back (`expected.txt`). The current code opens each from its chain (no log replay
+//! before it), reads exactly that, and writes its next checkpoint full in layout 5, then a
+//! delta, from which it reopens the same.
 //!
 //! Each fixture was written by `write_the_fixture` below, run (`--ignored`) on the commit
 //! before the next layout; the README beside it names that commit. The file is
@@ -31,7 +31,7 @@ fn fixture(layout: u16) -> PathBuf {
 }
 
 /// The layout this release writes.
-const CURRENT: u16 = 4;
+const CURRENT: u16 = 5;
 
 fn options() -> StoreOptions {
     StoreOptions::tiny()
@@ -133,7 +133,7 @@ fn expected(layout: u16) -> String {
 
 #[test]
 fn the_fixtures_are_chains_of_their_layout_with_deltas() {
-    for layout in [2, 3] {
+    for layout in [2, 3, 4] {
         let chain = checkpoints(&fixture(layout).join("store"));
         assert!(chain.iter().all(|c| c.1 == layout), "{chain:?}");
         assert!(chain.iter().filter(|c| c.2 != 0).count() >= 3, "{chain:?}");
@@ -193,8 +193,13 @@ fn a_layout_3_chain_opens_as_it_was_written_and_the_next_checkpoint_is_of_the_cu
 }
 
 #[test]
+fn a_layout_4_chain_opens_as_it_was_written_and_the_next_checkpoint_is_of_the_current_layout() {
+    upgrades(4);
+}
+
+#[test]
 fn a_read_only_open_of_an_earlier_layouts_chain_reads_the_same() {
-    for layout in [2, 3] {
+    for layout in [2, 3, 4] {
         let dir = copy_of_fixture(layout);
         let ro = Store::open_read_only(dir.path(), options()).unwrap();
         assert!(ro.open_report().checkpoint.is_some());

@@ -176,7 +176,7 @@ fn checkpoint_header() -> Vec<u8> {
             crc: 0x1234_5678,
         }),
     };
-    meta.encode_header(super::checkpoint::BodyLayout::Paged, b"body")
+    meta.encode_header(super::checkpoint::BodyLayout::CURRENT, b"body")
         .to_vec()
 }
 
@@ -226,16 +226,19 @@ fn checkpoint_body() -> Vec<u8> {
     w.finish(["old"].into_iter()).unwrap()
 }
 
-/// A layout-4 delta (generation 2): session `s1` (the state above) whose first two locations
-/// are a run of generation 1 and whose third is written here, its slot in a page written here,
-/// and a page of generation 1 (an untouched session's slot) named where it is.
-fn checkpoint_paged_body() -> Vec<u8> {
+/// A layout-5 delta (generation 2): session `s1` (the state above, its surface now `[1, 2]`)
+/// whose first two locations are a run of generation 1 and whose third is written here, whose
+/// surface's first seq is a run of generation 1 and second is written here, its turn marks
+/// written here; its slot in a page written here, and a page of generation 1 (an untouched
+/// session's slot) named where it is.
+fn checkpoint_arrays_body() -> Vec<u8> {
+    use super::checkpoint::arrays::{ArrayOut, ArraysOut, encode_values};
     use super::checkpoint::indexed::{IndexedWriter, RunRef};
     use super::checkpoint::pages::PageRef;
     let state = SessionState {
         next_seq: 3,
         last_time: Some(1_767_225_600_007),
-        surface: SurfaceManager::from_parts(vec![2], 0),
+        surface: SurfaceManager::from_parts(vec![1, 2], 0),
         repair: RepairState::default(),
         turns: TurnMarks::from_encoded(vec![3]),
     };
@@ -246,8 +249,10 @@ fn checkpoint_paged_body() -> Vec<u8> {
         len: 99,
     }
     .encode(&mut third);
+    let surface_new = encode_values(&[2]);
+    let turns = encode_values(&[3]);
     let mut w = IndexedWriter::new(2);
-    let (slot, _) = w
+    let (slot, _, _) = w
         .entry(
             &SessionRef {
                 id: "s1",
@@ -266,6 +271,21 @@ fn checkpoint_paged_body() -> Vec<u8> {
             }],
             1,
             &[&third],
+            ArraysOut {
+                surface: ArrayOut {
+                    earlier: &[RunRef {
+                        generation: 1,
+                        start: 32,
+                        count: 1,
+                        crc: 0x0506_0708,
+                    }],
+                    pieces: &[&surface_new],
+                },
+                turns: ArrayOut {
+                    earlier: &[],
+                    pieces: &[&turns],
+                },
+            },
         )
         .unwrap();
     // s1's id hash is 0x08d8ff07b578d149: its page comes before the page of generation 1
@@ -280,6 +300,31 @@ fn checkpoint_paged_body() -> Vec<u8> {
         crc: 0xAABB_CCDD,
     });
     w.finish().unwrap()
+}
+
+/// The layout-4 example of FORMAT.md (a body this release reads and no longer writes) reads
+/// as the document says: two pages, `s1`'s entry written here with its arrays inline.
+#[test]
+fn the_layout_4_example_reads_as_the_document_says() {
+    use super::checkpoint::BodyLayout;
+    use super::checkpoint::indexed::{EntryForm, Regions, decode_entry, entry_row, page_slot};
+    let body = doc_hex("checkpoint-paged-body");
+    let r = Regions::of(&body, BodyLayout::Paged).unwrap();
+    assert_eq!((r.slots, r.blocks, r.entries), (2, 2, EntryForm::Inline));
+    r.check_pages(&body).unwrap();
+    let first = r.page(&body, 0).unwrap();
+    assert_eq!(r.page(&body, 1).unwrap().generation, 1);
+    let slot = page_slot(r.page_bytes(&body, &first).unwrap(), 0).unwrap();
+    assert_eq!(slot.generation, 2);
+    let bytes = r.entry(&body, &slot).unwrap();
+    let e = decode_entry(r.entries, bytes, |_| Err("no runs inline")).unwrap();
+    assert_eq!(
+        (e.id.as_str(), e.state.next_seq(), e.runs.len(), e.arrays),
+        ("s1", 3, 2, None)
+    );
+    assert_eq!(e.state.surface().seqs(), &[2]);
+    assert_eq!(e.state.turns.encoded(), &[3]);
+    assert_eq!(entry_row(r.entries, bytes).unwrap().surface_len, 1);
 }
 
 /// The layout-3 example of FORMAT.md (a body this release reads and no longer writes) reads
@@ -299,7 +344,10 @@ fn the_layout_3_example_reads_as_the_document_says() {
     assert_eq!(slots[1].id_hash, 0x1111_2222_3333_4444);
     assert_eq!((slots[1].generation, slots[1].entry_crc), (1, 0xAABB_CCDD));
     assert_eq!(slots[0].generation, 2);
-    let e = decode_entry(r.entry(&body, &slots[0]).unwrap()).unwrap();
+    let e = decode_entry(r.entries, r.entry(&body, &slots[0]).unwrap(), |_| {
+        Err("no runs inline")
+    })
+    .unwrap();
     assert_eq!(
         (e.id.as_str(), e.state.next_seq(), e.runs.len()),
         ("s1", 3, 2)
@@ -316,7 +364,7 @@ fn the_document_shows_exactly_the_bytes_the_code_writes() {
         ("epoch-frame", epoch_frame()),
         ("checkpoint-header", checkpoint_header()),
         ("checkpoint-body", checkpoint_body()),
-        ("checkpoint-paged-body", checkpoint_paged_body()),
+        ("checkpoint-arrays-body", checkpoint_arrays_body()),
     ] {
         // On a mismatch the message carries the block the document should hold.
         assert!(

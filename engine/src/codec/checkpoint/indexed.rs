@@ -7,8 +7,13 @@
 //! slots in pages any file of the chain may hold (`pages.rs`), so a delta rewrites only the
 //! pages that changed; layout 3 (read, no longer written) has every slot in the newest file.
 
+use super::arrays::{
+    ArrayOut, ArrayRef, ArraysOut, EntryArrays, VALUE_LEN, decode_values, put_arrays, read_arrays,
+    skip_array,
+};
 use super::{
-    BodyLayout, Head, LocRun, SessionRef, TOO_LARGE, put_head, put_state, read_head, read_state,
+    BodyLayout, Head, LocRun, SessionRef, TOO_LARGE, put_head, put_repair, read_head, read_repair,
+    read_state,
 };
 use crate::codec::location::EventLoc;
 use crate::codec::reader::{ByteReader, Decoded};
@@ -16,8 +21,7 @@ use crate::model::SessionState;
 
 /// Bytes of one index slot.
 pub const SLOT_LEN: usize = 64;
-/// Bytes of one run reference in an entry.
-pub const RUN_REF_LEN: usize = 28;
+pub use super::runs::{RUN_REF_LEN, RunRef};
 /// Layout 3's prefix before the block CRCs: the checked length, the slot count, the entries'
 /// length.
 const PREFIX_LEN: usize = 24;
@@ -185,17 +189,13 @@ pub fn page_slot(page: &[u8], k: usize) -> Decoded<Slot> {
     Slot::decode(page.get(at..at + SLOT_LEN).ok_or("slot past its page")?)
 }
 
-/// Where one run of locations is: in the runs region of a file of the chain.
+/// How an entry holds its surface and turn marks, by its file's body layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RunRef {
-    /// The checkpoint file holding it.
-    pub generation: u64,
-    /// Its first byte, from the start of that file's runs region.
-    pub start: u64,
-    /// Locations in it.
-    pub count: u64,
-    /// CRC-32 of its `count` × 16 bytes.
-    pub crc: u32,
+pub enum EntryForm {
+    /// In the entry, each as a count and its values (layouts 3 and 4).
+    Inline,
+    /// In runs the entry names, as its locations are (layout 5, `arrays.rs`).
+    Runs,
 }
 
 /// How an index's slots are placed.
@@ -214,6 +214,8 @@ pub enum IndexShape {
 pub struct Regions {
     /// How the slots are placed.
     pub shape: IndexShape,
+    /// How its entries hold their arrays.
+    pub entries: EntryForm,
     /// Slots in the index.
     pub slots: usize,
     /// Blocks of [`SLOTS_PER_BLOCK`] slots (layout 3; the last one may hold fewer), or pages
@@ -248,7 +250,8 @@ impl Regions {
     pub fn of_prefix(prefix: &[u8], body_len: usize, layout: BodyLayout) -> Decoded<Regions> {
         match layout {
             BodyLayout::Indexed => Self::of_blocks(prefix, body_len),
-            BodyLayout::Paged => Self::of_pages(prefix, body_len),
+            BodyLayout::Paged => Self::of_pages(prefix, body_len, EntryForm::Inline),
+            BodyLayout::Arrays => Self::of_pages(prefix, body_len, EntryForm::Runs),
             BodyLayout::Table => Err("a layout without an index"),
         }
     }
@@ -282,6 +285,7 @@ impl Regions {
             .ok_or("entries past the body")?;
         Ok(Regions {
             shape: IndexShape::Blocks,
+            entries: EntryForm::Inline,
             slots,
             blocks,
             table_start: PREFIX_LEN,
@@ -291,7 +295,7 @@ impl Regions {
         })
     }
 
-    fn of_pages(body: &[u8], body_len: usize) -> Decoded<Regions> {
+    fn of_pages(body: &[u8], body_len: usize, entries: EntryForm) -> Decoded<Regions> {
         let mut c = ByteReader::new(body);
         let checked = c.u64("index length")?;
         let slots = c.u64("slot count")?;
@@ -321,6 +325,7 @@ impl Regions {
             .ok_or("entries past the body")?;
         Ok(Regions {
             shape: IndexShape::Pages,
+            entries,
             slots,
             blocks: pages,
             table_start: PAGED_PREFIX_LEN,
@@ -440,15 +445,36 @@ impl Regions {
     /// # Errors
     /// A run whose place does not fit in memory.
     pub fn run_place(&self, run: &RunRef) -> Decoded<(usize, usize)> {
+        self.place(run, EventLoc::ENCODED_LEN)
+    }
+
+    fn place(&self, run: &RunRef, unit: usize) -> Decoded<(usize, usize)> {
         let at = usize::try_from(run.start)
             .ok()
             .and_then(|s| s.checked_add(self.runs_start))
-            .ok_or("location offset")?;
+            .ok_or("run offset")?;
         let len = usize::try_from(run.count)
             .ok()
-            .and_then(|n| n.checked_mul(EventLoc::ENCODED_LEN))
-            .ok_or("location count")?;
+            .and_then(|n| n.checked_mul(unit))
+            .ok_or("run count")?;
         Ok((at, len))
+    }
+
+    /// The bytes of an array's run of this file (layout 5: `count` values of 8 bytes), within
+    /// the runs region and checked against its CRC.
+    ///
+    /// # Errors
+    /// The run lies outside the runs region or fails its CRC.
+    pub fn array_run<'a>(&self, body: &'a [u8], run: &RunRef) -> Decoded<&'a [u8]> {
+        let (at, len) = self.place(run, VALUE_LEN)?;
+        let bytes = at
+            .checked_add(len)
+            .and_then(|end| body.get(at..end))
+            .ok_or("an array run past the body")?;
+        if crc32fast::hash(bytes) != run.crc {
+            return Err("an array run fails its checksum");
+        }
+        Ok(bytes)
     }
 }
 
@@ -469,17 +495,37 @@ pub struct Entry {
     pub runs: Vec<RunRef>,
     /// The derived state.
     pub state: SessionState,
+    /// The runs holding its surface and turn marks (layout 5; `None` where they are inline).
+    pub arrays: Option<EntryArrays>,
 }
 
-/// Decodes an entry's bytes (already checked against its slot).
+/// Decodes an entry's bytes (already checked against its slot) of the form its file's layout
+/// gives; `run` reads an array's run (layout 5), from whichever file of the chain holds it.
 ///
 /// # Errors
-/// The first field that is short or malformed.
-pub fn decode_entry(bytes: &[u8]) -> Decoded<Entry> {
+/// The first field that is short or malformed, or the first error of `run`.
+pub fn decode_entry<'a>(
+    form: EntryForm,
+    bytes: &[u8],
+    mut run: impl FnMut(&RunRef) -> Decoded<&'a [u8]>,
+) -> Decoded<Entry> {
     let (loc_base, runs, core) = split_entry(bytes)?;
     let mut c = ByteReader::new(core);
     let head: Head = read_head(&mut c)?;
-    let state = read_state(&mut c, &head)?;
+    let (state, arrays) = match form {
+        EntryForm::Inline => (read_state(&mut c, &head)?, None),
+        EntryForm::Runs => {
+            let arrays = read_arrays(&mut c)?;
+            let mut values = |a: &ArrayRef| -> Decoded<Vec<u64>> {
+                let bytes = a.runs.iter().map(&mut run).collect::<Decoded<Vec<_>>>()?;
+                Ok(decode_values(&bytes))
+            };
+            let surface = values(&arrays.surface)?;
+            let turns = values(&arrays.turns)?;
+            let repair = read_repair(&mut c)?;
+            (head.state(surface, turns, repair), Some(arrays))
+        }
+    };
     c.finish(Entry {
         id: head.id,
         header_json: head.header_json,
@@ -488,6 +534,65 @@ pub fn decode_entry(bytes: &[u8]) -> Decoded<Entry> {
         loc_base,
         runs,
         state,
+        arrays,
+    })
+}
+
+/// An entry's fields after its location runs, in parts: what a full checkpoint copies without
+/// decoding (the head and the repair state as bytes, the arrays' values moved into new runs).
+#[derive(Debug)]
+pub struct CoreParts<'a> {
+    /// The fields from the session id to the replace generation.
+    pub head: &'a [u8],
+    /// The surface and turn marks.
+    pub arrays: CoreArrays<'a>,
+    /// The repair state.
+    pub repair: &'a [u8],
+}
+
+/// Where an entry's arrays are.
+#[derive(Debug)]
+pub enum CoreArrays<'a> {
+    /// In the entry (layouts 3 and 4): each array's values as bytes.
+    Inline {
+        /// The surface's values.
+        surface: &'a [u8],
+        /// The turn marks' values.
+        turns: &'a [u8],
+    },
+    /// In runs (layout 5).
+    Runs(EntryArrays),
+}
+
+/// Splits the `core` of an entry ([`split_entry`]) of `form` into its parts.
+///
+/// # Errors
+/// A short or malformed core.
+pub fn split_core(form: EntryForm, core: &[u8]) -> Decoded<CoreParts<'_>> {
+    let mut c = ByteReader::new(core);
+    read_head(&mut c)?;
+    let head = core.get(..c.pos()).ok_or("entry")?;
+    let arrays = match form {
+        EntryForm::Inline => {
+            let mut inline = |what| -> Decoded<&[u8]> {
+                let n = c.u64(what)?;
+                let n = c.count(n, VALUE_LEN, what)?;
+                c.take(n * VALUE_LEN, what)
+            };
+            let surface = inline("surface")?;
+            let turns = inline("turn marks")?;
+            CoreArrays::Inline { surface, turns }
+        }
+        EntryForm::Runs => CoreArrays::Runs(read_arrays(&mut c)?),
+    };
+    let repair = core.get(c.pos()..).ok_or("entry")?;
+    // The repair state must read whole: a copy keeps its bytes as they are.
+    let mut r = ByteReader::new(repair);
+    read_repair(&mut r)?;
+    r.finish(CoreParts {
+        head,
+        arrays,
+        repair,
     })
 }
 
@@ -503,12 +608,7 @@ pub fn split_entry(bytes: &[u8]) -> Decoded<(u64, Vec<RunRef>, &[u8])> {
     let n = c.count(u64::from(n), RUN_REF_LEN, "run count")?;
     let mut runs = Vec::with_capacity(n);
     for _ in 0..n {
-        runs.push(RunRef {
-            generation: c.u64("run generation")?,
-            start: c.u64("run offset")?,
-            count: c.u64("run location count")?,
-            crc: c.u32("run CRC")?,
-        });
+        runs.push(RunRef::read(&mut c)?);
     }
     let core = bytes.get(c.pos()..).ok_or("entry")?;
     Ok((loc_base, runs, core))
@@ -528,11 +628,12 @@ pub struct EntryRow<'a> {
     pub turn_open: bool,
 }
 
-/// An entry's [`EntryRow`] (the surface and turn-mark arrays skipped, not read).
+/// An entry's [`EntryRow`] (the surface and turn-mark arrays skipped, not read), of the form
+/// its file's layout gives.
 ///
 /// # Errors
 /// A short or malformed entry.
-pub fn entry_row(bytes: &[u8]) -> Decoded<EntryRow<'_>> {
+pub fn entry_row(form: EntryForm, bytes: &[u8]) -> Decoded<EntryRow<'_>> {
     let mut c = ByteReader::new(bytes);
     skip_runs(&mut c)?;
     c.str16_ref("session id")?;
@@ -547,12 +648,22 @@ pub fn entry_row(bytes: &[u8]) -> Decoded<EntryRow<'_>> {
         c.i64("last time")?;
     }
     c.u64("replace generation")?;
-    let surface = c.u64("surface")?;
-    let surface_len = c.count(surface, 8, "surface")?;
-    c.take(surface_len * 8, "surface")?;
-    let turns = c.u64("turn marks")?;
-    let turns = c.count(turns, 8, "turn marks")?;
-    c.take(turns * 8, "turn marks")?;
+    let surface_len = match form {
+        EntryForm::Inline => {
+            let surface = c.u64("surface")?;
+            let surface_len = c.count(surface, 8, "surface")?;
+            c.take(surface_len * 8, "surface")?;
+            let turns = c.u64("turn marks")?;
+            let turns = c.count(turns, 8, "turn marks")?;
+            c.take(turns * 8, "turn marks")?;
+            surface_len
+        }
+        EntryForm::Runs => {
+            let surface = skip_array(&mut c, "surface")?;
+            skip_array(&mut c, "turn marks")?;
+            usize::try_from(surface).map_err(|_| "surface")?
+        }
+    };
     let turn_open = match c.u8("open turn tag")? {
         0 => false,
         1 => true,
@@ -587,14 +698,63 @@ fn skip_runs(c: &mut ByteReader<'_>) -> Decoded<()> {
     Ok(())
 }
 
+/// Test equipment: entries written and read with their arrays in the same body.
+#[cfg(test)]
+pub(crate) mod test_support {
+    use super::*;
+    use crate::codec::checkpoint::arrays::encode_values;
+
+    /// [`IndexedWriter::entry`] with `s.state`'s arrays written whole in this file.
+    pub(crate) fn entry_whole(
+        w: &mut IndexedWriter,
+        s: &SessionRef<'_>,
+        created_at: i64,
+        earlier: &[RunRef],
+        count: u64,
+        pieces: &[&[u8]],
+    ) -> Decoded<(Slot, Vec<RunRef>, EntryArrays)> {
+        let surface = encode_values(s.state.surface.seqs());
+        let turns = encode_values(s.state.turns.encoded());
+        w.entry(
+            s,
+            created_at,
+            earlier,
+            count,
+            pieces,
+            ArraysOut {
+                surface: ArrayOut {
+                    earlier: &[],
+                    pieces: &[&surface],
+                },
+                turns: ArrayOut {
+                    earlier: &[],
+                    pieces: &[&turns],
+                },
+            },
+        )
+    }
+
+    /// Decodes an entry of `body` (whose regions are `regions`), its arrays' runs read from
+    /// the same body.
+    pub(crate) fn decode_in(regions: &Regions, body: &[u8], bytes: &[u8]) -> Decoded<Entry> {
+        decode_entry(regions.entries, bytes, |run| regions.array_run(body, run))
+    }
+}
+
 #[cfg(test)]
 mod copy_tests {
+    use super::test_support::{decode_in, entry_whole};
     use super::*;
-    use crate::model::SessionState;
+    use crate::model::{SurfaceManager, TurnMarks};
 
     #[test]
     fn a_copied_entry_decodes_as_the_original_with_its_locations_in_one_run() {
-        let state = SessionState::new();
+        let state = SessionState {
+            next_seq: 2,
+            surface: SurfaceManager::from_parts(vec![0, 1], 3),
+            turns: TurnMarks::from_encoded(vec![1]),
+            ..SessionState::new()
+        };
         let r = SessionRef {
             id: "s",
             header_json: b"{}",
@@ -610,21 +770,53 @@ mod copy_tests {
             crc: 0,
         }];
         let mut first = IndexedWriter::new(2);
-        let (slot, _) = first.entry(&r, 5, &earlier, 0, &[]).unwrap();
+        let (slot, _, arrays) = entry_whole(&mut first, &r, 5, &earlier, 0, &[]).unwrap();
+        assert_eq!((arrays.surface.len, arrays.turns.len), (2, 1));
         let body = first.finish().unwrap();
-        let regions = Regions::of(&body, BodyLayout::Paged).unwrap();
+        let regions = Regions::of(&body, BodyLayout::CURRENT).unwrap();
         let bytes = regions.entry(&body, &slot).unwrap();
         let (loc_base, runs, core) = split_entry(bytes).unwrap();
         assert_eq!((loc_base, runs.as_slice()), (2, &earlier[..]));
+        let parts = split_core(regions.entries, core).unwrap();
+        let CoreArrays::Runs(a) = &parts.arrays else {
+            panic!("layout 5 holds its arrays in runs")
+        };
+        assert_eq!(a, &arrays);
+        let values = |r: &[RunRef]| -> Vec<&[u8]> {
+            r.iter()
+                .map(|r| regions.array_run(&body, r).unwrap())
+                .collect()
+        };
         let loc = [0x11u8; 16];
         let mut second = IndexedWriter::new(3);
-        let moved = second.copy(&slot, loc_base, core, 1, &[&loc]).unwrap();
+        let moved = second
+            .copy(
+                &slot,
+                loc_base,
+                &parts,
+                1,
+                &[&loc],
+                &values(&a.surface.runs),
+                &values(&a.turns.runs),
+            )
+            .unwrap();
         let body2 = second.finish().unwrap();
-        let regions2 = Regions::of(&body2, BodyLayout::Paged).unwrap();
-        let copied = decode_entry(regions2.entry(&body2, &moved).unwrap()).unwrap();
-        let original = decode_entry(bytes).unwrap();
+        let regions2 = Regions::of(&body2, BodyLayout::CURRENT).unwrap();
+        let copied = decode_in(&regions2, &body2, regions2.entry(&body2, &moved).unwrap()).unwrap();
+        let original = decode_in(&regions, &body, bytes).unwrap();
         assert_eq!(copied.id, original.id);
         assert_eq!(copied.state, original.state);
+        assert_eq!(copied.state, state);
+        let copied_arrays = copied.arrays.unwrap();
+        assert!(
+            copied_arrays
+                .surface
+                .runs
+                .iter()
+                .chain(&copied_arrays.turns.runs)
+                .all(|r| r.generation == 3),
+            "a copy names no earlier file"
+        );
         assert_eq!(copied.parent, original.parent);
         assert_eq!(copied.runs.len(), 1);
         assert_eq!(copied.runs[0].generation, 3);
@@ -682,8 +874,9 @@ impl IndexedWriter {
 
     /// Writes one session's entry: its locations from `s.loc_base` are the runs `earlier`
     /// (in files of the chain, this one's excepted) followed by `count` new locations given as
-    /// their encoded bytes (`pieces`, concatenated, are `count` × 16 bytes), written here.
-    /// Returns its slot and every run it names.
+    /// their encoded bytes (`pieces`, concatenated, are `count` × 16 bytes), written here; its
+    /// surface and turn marks are `arrays` (earlier runs, then values written here), which
+    /// must hold the state's. Returns its slot, every location run it names and its arrays.
     ///
     /// # Errors
     /// A part too long for its length field, or pieces of another length than `count`.
@@ -694,15 +887,27 @@ impl IndexedWriter {
         earlier: &[RunRef],
         count: u64,
         pieces: &[&[u8]],
-    ) -> Decoded<(Slot, Vec<RunRef>)> {
+        arrays: ArraysOut<'_>,
+    ) -> Decoded<(Slot, Vec<RunRef>, EntryArrays)> {
         let bytes: usize = pieces.iter().map(|p| p.len()).sum();
         if bytes as u64 != count.saturating_mul(EventLoc::ENCODED_LEN as u64) {
             return Err("raw locations of another length than their count");
         }
         let runs = self.with_new_run(earlier, count, pieces);
+        let arrays = self.arrays(arrays)?;
+        debug_assert_eq!(
+            (arrays.surface.len, arrays.turns.len),
+            (
+                s.state.surface.seqs().len() as u64,
+                s.state.turns.encoded().len() as u64
+            ),
+            "{}: the arrays written hold the state's",
+            s.id
+        );
         let mut core = Vec::new();
         put_head(&mut core, s)?;
-        put_state(&mut core, s.state)?;
+        put_arrays(&mut core, &arrays)?;
+        put_repair(&mut core, &s.state.repair)?;
         let slot = self.put_entry(
             Slot {
                 id_hash: id_hash(s.id),
@@ -719,39 +924,86 @@ impl IndexedWriter {
             &runs,
             &core,
         )?;
-        Ok((slot, runs))
+        Ok((slot, runs, arrays))
     }
 
     /// Copies an untouched session's entry from an earlier file of the chain without decoding
-    /// it: its fields after the runs (`core`, from [`split_entry`]) as they are, its locations
-    /// (`pieces`, `count` × 16 bytes, read from the runs it named) into one new run here.
-    /// Returns its new slot.
+    /// it: its head and repair state (`parts`, from [`split_core`]) as they are, its locations
+    /// (`pieces`, `count` × 16 bytes, read from the runs it named) into one new run here, and
+    /// each array's values (`surface`, `turns`: read from the entry or its runs) into one new
+    /// run here. Returns its new slot.
     ///
     /// # Errors
     /// Pieces of another length than `count`, or an entry too long for its length field.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the parts of one entry, each read from another place"
+    )]
     pub fn copy(
         &mut self,
         slot: &Slot,
         loc_base: u64,
-        core: &[u8],
+        parts: &CoreParts<'_>,
         count: u64,
         pieces: &[&[u8]],
+        surface: &[&[u8]],
+        turns: &[&[u8]],
     ) -> Decoded<Slot> {
         let bytes: usize = pieces.iter().map(|p| p.len()).sum();
         if bytes as u64 != count.saturating_mul(EventLoc::ENCODED_LEN as u64) {
             return Err("raw locations of another length than their count");
         }
         let runs = self.with_new_run(&[], count, pieces);
+        let arrays = self.arrays(ArraysOut {
+            surface: ArrayOut {
+                earlier: &[],
+                pieces: surface,
+            },
+            turns: ArrayOut {
+                earlier: &[],
+                pieces: turns,
+            },
+        })?;
+        let mut core = Vec::with_capacity(parts.head.len() + parts.repair.len() + 64);
+        core.extend_from_slice(parts.head);
+        put_arrays(&mut core, &arrays)?;
+        core.extend_from_slice(parts.repair);
         let moved = Slot {
             generation: self.generation,
             ..*slot
         };
-        self.put_entry(moved, loc_base, &runs, core)
+        self.put_entry(moved, loc_base, &runs, &core)
+    }
+
+    /// Both arrays of an entry: each its earlier runs and, when there are any, its new values
+    /// written here as one run.
+    fn arrays(&mut self, a: ArraysOut<'_>) -> Decoded<EntryArrays> {
+        Ok(EntryArrays {
+            surface: self.array(a.surface)?,
+            turns: self.array(a.turns)?,
+        })
+    }
+
+    fn array(&mut self, a: ArrayOut<'_>) -> Decoded<ArrayRef> {
+        let bytes: usize = a.pieces.iter().map(|p| p.len()).sum();
+        if !bytes.is_multiple_of(VALUE_LEN) {
+            return Err("array values of a partial length");
+        }
+        let runs = self.runs_with(a.earlier, (bytes / VALUE_LEN) as u64, a.pieces);
+        Ok(ArrayRef {
+            len: runs.iter().map(|r| r.count).sum(),
+            runs,
+        })
     }
 
     /// `earlier` and, when there are any, the `count` locations of `pieces` written here as
     /// one new run.
     fn with_new_run(&mut self, earlier: &[RunRef], count: u64, pieces: &[&[u8]]) -> Vec<RunRef> {
+        self.runs_with(earlier, count, pieces)
+    }
+
+    /// `earlier` and, when `count` > 0, `pieces` (`count` items) written here as one new run.
+    fn runs_with(&mut self, earlier: &[RunRef], count: u64, pieces: &[&[u8]]) -> Vec<RunRef> {
         let mut runs = earlier.to_vec();
         if count > 0 {
             let at = self.runs.len();
@@ -785,10 +1037,7 @@ impl IndexedWriter {
                 .to_le_bytes(),
         );
         for r in runs {
-            out.extend_from_slice(&r.generation.to_le_bytes());
-            out.extend_from_slice(&r.start.to_le_bytes());
-            out.extend_from_slice(&r.count.to_le_bytes());
-            out.extend_from_slice(&r.crc.to_le_bytes());
+            r.encode(out);
         }
         out.extend_from_slice(core);
         let entry = out.get(at..).unwrap_or_default();
@@ -872,7 +1121,7 @@ impl IndexedWriter {
         body.extend_from_slice(&self.entries);
         body.extend_from_slice(&self.runs);
         debug_assert_eq!(
-            Regions::of(&body, BodyLayout::Paged).map(|r| (r.slots, r.blocks)),
+            Regions::of(&body, BodyLayout::CURRENT).map(|r| (r.slots, r.blocks)),
             Ok((
                 usize::try_from(self.slot_count).unwrap_or(usize::MAX),
                 usize::try_from(self.page_count).unwrap_or(usize::MAX)
@@ -884,6 +1133,7 @@ impl IndexedWriter {
 
 #[cfg(test)]
 mod tests {
+    use super::test_support::{decode_in, entry_whole};
     use super::*;
     use crate::codec::checkpoint::checked_part;
     use crate::model::{RepairState, SurfaceManager, TurnMarks};
@@ -915,7 +1165,11 @@ mod tests {
     /// A body of generation 5 with sessions `seeds` (each with `n` new locations after one
     /// earlier run of 2 in generation 4), their slots in pages of up to 3 written here, and
     /// `carried` pages of generation 4 named among them in order of first hash.
-    fn body(seeds: &[(u64, u64)], carried: &[PageRef]) -> (Vec<u8>, Vec<(Slot, Vec<RunRef>)>) {
+    #[allow(clippy::type_complexity, reason = "what each entry written names")]
+    fn body(
+        seeds: &[(u64, u64)],
+        carried: &[PageRef],
+    ) -> (Vec<u8>, Vec<(Slot, Vec<RunRef>, EntryArrays)>) {
         let mut w = IndexedWriter::new(5);
         let mut written = Vec::new();
         for &(seed, n) in seeds {
@@ -937,9 +1191,9 @@ mod tests {
                 crc: 9,
             }];
             let bytes = locs(n);
-            written.push(w.entry(&r, -3, &earlier, n, &[&bytes]).unwrap());
+            written.push(entry_whole(&mut w, &r, -3, &earlier, n, &[&bytes]).unwrap());
         }
-        let mut slots: Vec<Slot> = written.iter().map(|(s, _)| *s).collect();
+        let mut slots: Vec<Slot> = written.iter().map(|(s, _, _)| *s).collect();
         slots.sort_unstable_by_key(Slot::key);
         enum Part<'a> {
             Own(&'a [Slot]),
@@ -980,7 +1234,7 @@ mod tests {
                 first_hash: h, first_slot: 0, generation: 4, at, count: 1 + n % 64, crc,
             }).collect();
             let (bytes, written) = body(&seeds, &carried);
-            let regions = Regions::of(&bytes, BodyLayout::Paged).unwrap();
+            let regions = Regions::of(&bytes, BodyLayout::CURRENT).unwrap();
             prop_assert_eq!(regions.shape, IndexShape::Pages);
             regions.check_pages(&bytes).unwrap();
             let total: u64 = carried.iter().map(|p| u64::from(p.count)).sum::<u64>() + seeds.len() as u64;
@@ -996,14 +1250,15 @@ mod tests {
             }
             let slots = own_slots(&bytes, &regions);
             prop_assert!(slots.windows(2).all(|w| w[0].key() <= w[1].key()), "sorted");
-            for (&(seed, n), (slot, runs)) in seeds.iter().zip(&written) {
+            for (&(seed, n), (slot, runs, arrays)) in seeds.iter().zip(&written) {
                 prop_assert!(slots.contains(slot));
                 let p = regions.page_for_hash(&bytes, slot.id_hash).unwrap();
                 prop_assert!(table[p].first_hash <= slot.id_hash || p == 0);
                 let raw = regions.entry(&bytes, slot).unwrap();
-                let e = decode_entry(raw).unwrap();
+                let e = decode_in(&regions, &bytes, raw).unwrap();
+                prop_assert_eq!(e.arrays.as_ref(), Some(arrays));
                 prop_assert_eq!(entry_id(raw).unwrap(), e.id.as_str());
-                let row = entry_row(raw).unwrap();
+                let row = entry_row(regions.entries, raw).unwrap();
                 prop_assert_eq!(row.header_json, &e.header_json[..]);
                 prop_assert_eq!(row.created_lsn, e.created_lsn);
                 prop_assert_eq!(row.surface_len, e.state.surface().seqs().len());
@@ -1020,7 +1275,7 @@ mod tests {
 
         #[test]
         fn arbitrary_bodies_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
-            for layout in [BodyLayout::Indexed, BodyLayout::Paged] {
+            for layout in [BodyLayout::Indexed, BodyLayout::Paged, BodyLayout::Arrays] {
                 let Ok(r) = Regions::of(&bytes, layout) else { continue };
                 let _ = r.check_pages(&bytes);
                 let _ = r.page_for_hash(&bytes, 7);
@@ -1038,20 +1293,24 @@ mod tests {
                 for s in slots.iter().take(8) {
                     let Ok(e) = r.entry(&bytes, s) else { continue };
                     let _ = entry_id(e);
-                    let _ = entry_row(e);
-                    for run in decode_entry(e).map(|e| e.runs).unwrap_or_default() {
+                    let _ = entry_row(r.entries, e);
+                    let _ = split_entry(e).map(|(_, _, core)| split_core(r.entries, core));
+                    for run in decode_in(&r, &bytes, e).map(|e| e.runs).unwrap_or_default() {
                         let _ = r.run(&bytes, &run);
                     }
                 }
             }
-            let _ = decode_entry(&bytes);
+            for form in [EntryForm::Inline, EntryForm::Runs] {
+                let _ = decode_entry(form, &bytes, |_| Ok(&[][..]));
+                let _ = entry_row(form, &bytes);
+            }
         }
     }
 
     #[test]
     fn the_header_checks_the_page_table_and_each_page_entry_and_run_checks_itself() {
         let (bytes, written) = body(&[(1, 3), (2, 4), (3, 0), (4, 1)], &[]);
-        let regions = Regions::of(&bytes, BodyLayout::Paged).unwrap();
+        let regions = Regions::of(&bytes, BodyLayout::CURRENT).unwrap();
         assert_eq!(checked_part(&bytes), &bytes[..regions.slots_start]);
         let table: Vec<PageRef> = (0..regions.blocks)
             .map(|p| regions.page(&bytes, p).unwrap())
@@ -1074,13 +1333,18 @@ mod tests {
             assert_eq!(checked_part(&bad), checked_part(&bytes));
             let entries_hit = written
                 .iter()
-                .filter(|(s, _)| regions.entry(&bad, s).is_err())
+                .filter(|(s, _, _)| regions.entry(&bad, s).is_err())
                 .count();
             let runs_hit = written
                 .iter()
-                .filter(|(_, r)| r.get(1).is_some_and(|r| regions.run(&bad, r).is_err()))
+                .filter(|(_, r, _)| r.get(1).is_some_and(|r| regions.run(&bad, r).is_err()))
                 .count();
-            assert_eq!(entries_hit + runs_hit, 1, "byte {i}");
+            let arrays_hit = written
+                .iter()
+                .flat_map(|(_, _, a)| a.surface.runs.iter().chain(&a.turns.runs))
+                .filter(|r| regions.array_run(&bad, r).is_err())
+                .count();
+            assert_eq!(entries_hit + runs_hit + arrays_hit, 1, "byte {i}");
         }
     }
 
@@ -1088,10 +1352,10 @@ mod tests {
     fn an_index_of_many_pages_finds_every_session() {
         let seeds: Vec<(u64, u64)> = (0..300).map(|i| (i, i % 3)).collect();
         let (bytes, written) = body(&seeds, &[]);
-        let regions = Regions::of(&bytes, BodyLayout::Paged).unwrap();
+        let regions = Regions::of(&bytes, BodyLayout::CURRENT).unwrap();
         assert_eq!(regions.blocks, 100);
         let slots = own_slots(&bytes, &regions);
-        for (slot, _) in &written {
+        for (slot, _, _) in &written {
             let p = regions.page_for_hash(&bytes, slot.id_hash).unwrap();
             let page = regions.page(&bytes, p).unwrap();
             let b = regions.page_bytes(&bytes, &page).unwrap();
@@ -1104,7 +1368,7 @@ mod tests {
     #[test]
     fn a_page_table_out_of_order_is_refused() {
         let (bytes, _) = body(&[(1, 3), (2, 4), (3, 0), (4, 1)], &[]);
-        let regions = Regions::of(&bytes, BodyLayout::Paged).unwrap();
+        let regions = Regions::of(&bytes, BodyLayout::CURRENT).unwrap();
         // The second page's first slot moved by one.
         let mut bad = bytes.clone();
         bad[regions.table_start + PAGE_REF_LEN + 8] ^= 1;
@@ -1117,13 +1381,18 @@ mod tests {
         let (bytes, written) = body(&[(1, 3), (2, 0)], &[]);
         for cut in 0..bytes.len() {
             let cut = &bytes[..cut];
-            let whole = Regions::of(cut, BodyLayout::Paged).is_ok_and(|r| {
+            let whole = Regions::of(cut, BodyLayout::CURRENT).is_ok_and(|r| {
                 r.check_pages(cut).is_ok()
                     && (0..r.blocks)
                         .all(|p| r.page(cut, p).is_ok_and(|p| r.page_bytes(cut, &p).is_ok()))
-                    && written.iter().all(|(s, runs)| {
+                    && written.iter().all(|(s, runs, a)| {
                         r.entry(cut, s).is_ok()
                             && runs[1..].iter().all(|run| r.run(cut, run).is_ok())
+                            && a.surface
+                                .runs
+                                .iter()
+                                .chain(&a.turns.runs)
+                                .all(|run| r.array_run(cut, run).is_ok())
                     })
             });
             assert!(!whole, "cut at {}", cut.len());

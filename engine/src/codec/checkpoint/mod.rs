@@ -11,8 +11,10 @@
 //! since its base, each with only the locations added since (from `loc_base`), and the ids
 //! deleted since.
 
+pub mod arrays;
 pub mod indexed;
 pub mod pages;
+pub mod runs;
 
 use super::file_names::{numbered_path, parse_numbered};
 use super::frame::RecordLink;
@@ -39,13 +41,16 @@ pub enum BodyLayout {
     /// its chain. Read, no longer written.
     Indexed,
     /// 4: as 3, the index's slots in pages any file of the chain may hold, named by a page
-    /// table: a delta rewrites only the pages that changed.
+    /// table: a delta rewrites only the pages that changed. Read, no longer written.
     Paged,
+    /// 5: as 4, each entry's surface and turn marks in runs as its locations are
+    /// (`arrays.rs`): a delta writes only what was appended to them since.
+    Arrays,
 }
 
 impl BodyLayout {
     /// The layout this release writes.
-    pub const CURRENT: BodyLayout = BodyLayout::Paged;
+    pub const CURRENT: BodyLayout = BodyLayout::Arrays;
 
     /// Its number in the header.
     pub fn number(self) -> u16 {
@@ -53,6 +58,7 @@ impl BodyLayout {
             BodyLayout::Table => 2,
             BodyLayout::Indexed => 3,
             BodyLayout::Paged => 4,
+            BodyLayout::Arrays => 5,
         }
     }
 
@@ -61,6 +67,7 @@ impl BodyLayout {
             2 => Some(BodyLayout::Table),
             3 => Some(BodyLayout::Indexed),
             4 => Some(BodyLayout::Paged),
+            5 => Some(BodyLayout::Arrays),
             _ => None,
         }
     }
@@ -360,11 +367,15 @@ pub(crate) fn put_head(out: &mut Vec<u8>, s: &SessionRef<'_>) -> Decoded<()> {
     Ok(())
 }
 
-/// A session's fields after its locations (both layouts): surface, turn marks, repair state.
+/// A session's fields after its locations (layouts 2 to 4): surface, turn marks, repair state.
 pub(crate) fn put_state(out: &mut Vec<u8>, st: &SessionState) -> Decoded<()> {
     put_u64s(out, st.surface.seqs());
     put_u64s(out, st.turns.encoded());
-    let r = &st.repair;
+    put_repair(out, &st.repair)
+}
+
+/// The repair state, the last fields of every layout's entry.
+pub(crate) fn put_repair(out: &mut Vec<u8>, r: &RepairState) -> Decoded<()> {
     match &r.open_turn {
         None => out.push(0),
         Some(turn) => {
@@ -549,6 +560,35 @@ pub(crate) fn read_head(c: &mut ByteReader<'_>) -> Decoded<Head> {
 pub(crate) fn read_state(c: &mut ByteReader<'_>, head: &Head) -> Decoded<SessionState> {
     let surface = read_u64s(c, "surface")?;
     let turns = read_u64s(c, "turn marks")?;
+    let repair = read_repair(c)?;
+    Ok(head.state(surface, turns, repair))
+}
+
+impl Head {
+    /// The state this head begins, completed by its arrays and repair state.
+    pub(crate) fn state(
+        &self,
+        surface: Vec<u64>,
+        turns: Vec<u64>,
+        repair: RepairState,
+    ) -> SessionState {
+        SessionState {
+            next_seq: self.next_seq,
+            last_time: self.last_time,
+            surface: SurfaceManager::from_parts(surface, self.replace_generation),
+            repair,
+            turns: TurnMarks::from_encoded(turns),
+        }
+    }
+
+    /// The surface's replace generation as the entry holds it.
+    pub(crate) fn replace_generation(&self) -> u64 {
+        self.replace_generation
+    }
+}
+
+/// The repair state ([`put_repair`]).
+pub(crate) fn read_repair(c: &mut ByteReader<'_>) -> Decoded<RepairState> {
     let open_turn = match c.u8("open turn tag")? {
         0 => None,
         1 => Some(read_opt_str(c, "open turn")?),
@@ -582,16 +622,10 @@ pub(crate) fn read_state(c: &mut ByteReader<'_>, head: &Head) -> Decoded<Session
             tool_call_seq,
         });
     }
-    Ok(SessionState {
-        next_seq: head.next_seq,
-        last_time: head.last_time,
-        surface: SurfaceManager::from_parts(surface, head.replace_generation),
-        repair: RepairState {
-            open_turn,
-            open_step,
-            pending,
-        },
-        turns: TurnMarks::from_encoded(turns),
+    Ok(RepairState {
+        open_turn,
+        open_step,
+        pending,
     })
 }
 

@@ -8,12 +8,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crate::codec::CorruptionKind;
+use crate::codec::checkpoint::arrays::HeldArrays;
 use crate::codec::checkpoint::indexed::{
-    Entry, IndexShape, IndexedWriter, Regions, RunRef, SLOT_LEN, SLOTS_PER_BLOCK, Slot,
-    decode_entry, entry_id, id_hash, lower_bound, split_entry,
+    CoreArrays, Entry, EntryForm, IndexShape, IndexedWriter, Regions, RunRef, SLOT_LEN,
+    SLOTS_PER_BLOCK, Slot, decode_entry, entry_id, id_hash, lower_bound, split_core, split_entry,
 };
 use crate::codec::checkpoint::pages::{PageRef, page_slot};
 use crate::codec::checkpoint::{CHECKPOINT_HEADER_LEN, LocRun};
+use crate::codec::reader::ByteReader;
 use crate::store::catalog::locations::MappedRun;
 use crate::store::checkpoint::view::BodyView;
 use crate::{Error, Result};
@@ -63,6 +65,8 @@ pub(crate) struct Cold {
     /// The chain's files by generation; the newest holds the index.
     files: BTreeMap<u64, ColdFile>,
     newest: u64,
+    /// How every file of the chain holds its entries' arrays (a chain is of one layout).
+    form: EntryForm,
     slots: usize,
     /// One bit per slot: its session was taken (decoded into the catalog, or deleted).
     taken: Vec<u64>,
@@ -105,10 +109,9 @@ impl Cold {
     /// No files, files of two index layouts, or a page table that does not describe one index.
     pub(crate) fn new(files: BTreeMap<u64, ColdFile>) -> std::result::Result<Self, &'static str> {
         let (&newest, file) = files.iter().next_back().ok_or("an empty chain")?;
-        if files
-            .values()
-            .any(|f| f.regions.shape != file.regions.shape)
-        {
+        if files.values().any(|f| {
+            (f.regions.shape, f.regions.entries) != (file.regions.shape, file.regions.entries)
+        }) {
             return Err("a chain of two index layouts");
         }
         // The newest file is mapped at open (its index checked whole).
@@ -128,6 +131,7 @@ impl Cold {
                 .collect(),
             entries_checked: (0..slots.div_ceil(64)).map(|_| AtomicU64::new(0)).collect(),
             last_page: AtomicUsize::new(0),
+            form: file.regions.entries,
             files,
         })
     }
@@ -146,6 +150,28 @@ impl Cold {
                 CorruptionKind::Inconsistent("a checkpoint names a file outside its chain"),
             )
         })
+    }
+
+    /// How the chain's entries hold their arrays.
+    pub(crate) fn form(&self) -> EntryForm {
+        self.form
+    }
+
+    /// The checked bytes of an array's run (layout 5), in whichever file of the chain holds it.
+    ///
+    /// # Errors
+    /// `Corruption` (`CheckpointEntry`, naming the run's place) when the run is outside its
+    /// file's runs region or fails its CRC.
+    pub(crate) fn array_run(&self, run: &RunRef) -> Result<&[u8]> {
+        let holder = self.file(run.generation)?;
+        let at = usize::try_from(run.start)
+            .ok()
+            .and_then(|s| s.checked_add(holder.regions.runs_start))
+            .unwrap_or(usize::MAX);
+        holder
+            .regions
+            .array_run(holder.body()?, run)
+            .map_err(|_| holder.damaged(at as u64))
     }
 
     /// Sessions not taken.
@@ -477,7 +503,18 @@ impl Cold {
         let slot = self.slot(i)?;
         let file = self.file(slot.generation)?;
         let damaged = || file.damaged(slot.entry_at);
-        let entry = decode_entry(self.entry_bytes(&slot)?).map_err(|_| damaged())?;
+        // An array run's own damage is named at its place; anything else at the entry's.
+        let mut run_failed = None;
+        let entry = decode_entry(self.form, self.entry_bytes(&slot)?, |run| {
+            self.array_run(run).map_err(|e| {
+                run_failed = Some(e);
+                "an array run"
+            })
+        });
+        let entry = match (entry, run_failed) {
+            (_, Some(e)) => return Err(e),
+            (decoded, None) => decoded.map_err(|_| damaged())?,
+        };
         if id_hash(&entry.id) != slot.id_hash || entry.state.next_seq() != slot.next_seq {
             return Err(damaged());
         }
@@ -511,16 +548,28 @@ impl Cold {
         self.files.contains_key(&generation)
     }
 
-    /// Slot `i` and the runs its entry names (nothing else decoded).
+    /// Slot `i`, the location runs its entry names and, in layout 5, its arrays' runs with
+    /// the surface's replace generation they hold (nothing else decoded).
     ///
     /// # Errors
     /// `Corruption` for a damaged entry.
-    pub(crate) fn runs_of(&self, i: usize) -> Result<(Slot, Vec<RunRef>)> {
+    pub(crate) fn runs_of(&self, i: usize) -> Result<(Slot, Vec<RunRef>, Option<HeldArrays>)> {
         let slot = self.slot(i)?;
         let file = self.file(slot.generation)?;
-        let (_, runs, _) =
-            split_entry(self.entry_bytes(&slot)?).map_err(|_| file.damaged(slot.entry_at))?;
-        Ok((slot, runs))
+        let damaged = || file.damaged(slot.entry_at);
+        let (_, runs, core) = split_entry(self.entry_bytes(&slot)?).map_err(|_| damaged())?;
+        let arrays = match split_core(self.form, core).map_err(|_| damaged())?.arrays {
+            CoreArrays::Inline { .. } => None,
+            CoreArrays::Runs(arrays) => {
+                let head = crate::codec::checkpoint::read_head(&mut ByteReader::new(core))
+                    .map_err(|_| damaged())?;
+                Some(HeldArrays {
+                    arrays,
+                    replace_generation: head.replace_generation(),
+                })
+            }
+        };
+        Ok((slot, runs, arrays))
     }
 
     /// Writes slot `i`'s session into a full checkpoint without decoding it: its entry's
@@ -538,6 +587,22 @@ impl Cold {
         let file = self.file(slot.generation)?;
         let (loc_base, runs, core) =
             split_entry(self.entry_bytes(&slot)?).map_err(|_| file.damaged(slot.entry_at))?;
+        let parts = split_core(self.form, core).map_err(|_| file.damaged(slot.entry_at))?;
+        let (surface, turns) = match &parts.arrays {
+            CoreArrays::Inline { surface, turns } => (vec![*surface], vec![*turns]),
+            CoreArrays::Runs(a) => (
+                a.surface
+                    .runs
+                    .iter()
+                    .map(|r| self.array_run(r))
+                    .collect::<Result<Vec<_>>>()?,
+                a.turns
+                    .runs
+                    .iter()
+                    .map(|r| self.array_run(r))
+                    .collect::<Result<Vec<_>>>()?,
+            ),
+        };
         let mut pieces = Vec::with_capacity(runs.len());
         let mut count = 0;
         for run in &runs {
@@ -552,7 +617,7 @@ impl Cold {
             pieces.push(bytes);
             count += run.count;
         }
-        Ok(w.copy(&slot, loc_base, core, count, &pieces))
+        Ok(w.copy(&slot, loc_base, &parts, count, &pieces, &surface, &turns))
     }
 
     /// The slots not taken of the forks of `parent` (by its id hash: a fork of another parent

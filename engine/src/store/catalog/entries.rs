@@ -6,6 +6,7 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::codec::CorruptionKind;
+use crate::codec::checkpoint::arrays::{ArrayRef, HeldArrays};
 use crate::codec::checkpoint::indexed::{RunRef, Slot};
 use crate::codec::frame::FRAME_HEADER_LEN;
 use crate::event::{Event, SurfaceOp};
@@ -47,6 +48,9 @@ pub(crate) struct Persisted {
     pub(crate) slot: Slot,
     /// Runs holding its locations from its inherited count on, in order.
     pub(crate) runs: Vec<RunRef>,
+    /// The runs holding its surface and turn marks (layout 5); `None` where its entry holds
+    /// them inline (layout 4 and before: the next delta writes them whole).
+    pub(crate) arrays: Option<HeldArrays>,
 }
 
 impl Persisted {
@@ -55,6 +59,30 @@ impl Persisted {
     pub(crate) fn runs_covering(&self, locations: u64) -> Option<&[RunRef]> {
         (self.slot.next_seq == locations).then_some(&self.runs[..])
     }
+
+    /// The arrays the chain holds that are still the first values of `state`'s surface and
+    /// turn marks: what a delta names, writing only the values after them. The surface's
+    /// while no replace changed it (a replace bumps its generation; appends only push), the
+    /// turn marks' always (they are only ever pushed); each only when not longer than now.
+    pub(crate) fn array_prefixes(&self, state: &SessionState) -> ArrayPrefixes<'_> {
+        let Some(p) = &self.arrays else {
+            return ArrayPrefixes::default();
+        };
+        let (surface, turns) = (&p.arrays.surface, &p.arrays.turns);
+        ArrayPrefixes {
+            surface: (p.replace_generation == state.surface.replace_generation()
+                && surface.len <= state.surface.seqs().len() as u64)
+                .then_some(surface),
+            turns: (turns.len <= state.turns.encoded().len() as u64).then_some(turns),
+        }
+    }
+}
+
+/// The arrays of a session a delta names rather than writes ([`Persisted::array_prefixes`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct ArrayPrefixes<'a> {
+    pub(crate) surface: Option<&'a ArrayRef>,
+    pub(crate) turns: Option<&'a ArrayRef>,
 }
 
 impl SessionEntry {
@@ -390,8 +418,12 @@ impl Entries {
             {
                 e.persisted = match found {
                     Some(i) => {
-                        let (slot, runs) = cold.runs_of(i)?;
-                        (slot.next_seq == e.checkpointed_locs).then_some(Persisted { slot, runs })
+                        let (slot, runs, arrays) = cold.runs_of(i)?;
+                        (slot.next_seq == e.checkpointed_locs).then_some(Persisted {
+                            slot,
+                            runs,
+                            arrays,
+                        })
                     }
                     None => None,
                 };
@@ -586,6 +618,7 @@ impl Entries {
             return Err(damaged("a session's locations do not match its length"));
         }
         let checkpointed_locs = locs.len();
+        let replace_generation = entry.state.surface.replace_generation();
         self.sessions.insert(
             entry.id,
             SessionEntry {
@@ -599,6 +632,10 @@ impl Entries {
                 persisted: Some(Persisted {
                     slot,
                     runs: entry.runs,
+                    arrays: entry.arrays.map(|arrays| HeldArrays {
+                        arrays,
+                        replace_generation,
+                    }),
                 }),
                 decoded_at: Some(at),
             },

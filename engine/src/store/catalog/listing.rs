@@ -6,7 +6,7 @@
 use std::cmp::Ordering;
 
 use crate::Result;
-use crate::codec::checkpoint::indexed::{Slot, entry_id, entry_row, id_hash};
+use crate::codec::checkpoint::indexed::{EntryForm, Slot, entry_id, entry_row, id_hash};
 use crate::model::SessionHeader;
 use crate::store::catalog::entries::{Entries, SessionEntry};
 use crate::store::info::{Direction, Incarnation, ListOptions, ListOrder, ListedRow, SessionInfo};
@@ -190,7 +190,10 @@ pub(crate) fn list_each(
                     return Ok(());
                 }
                 left -= 1;
-                emit(picked_slot(slot, cold.entry_bytes_at(i, &slot)?)?, &mut f)
+                emit(
+                    picked_slot(slot, cold.entry_bytes_at(i, &slot)?, cold.form())?,
+                    &mut f,
+                )
             })?;
         }
         return Ok(());
@@ -215,8 +218,14 @@ fn emit(picked: Picked<'_>, f: &mut impl FnMut(&ListedRow<'_>)) -> Result<()> {
                 incarnation: Incarnation(e.created_lsn),
             });
         }
-        Picked::Indexed { slot, id, bytes } => {
-            let row = entry_row(bytes).map_err(|_| damaged(slot.generation, slot.entry_at))?;
+        Picked::Indexed {
+            slot,
+            id,
+            bytes,
+            form,
+        } => {
+            let row =
+                entry_row(form, bytes).map_err(|_| damaged(slot.generation, slot.entry_at))?;
             f(&ListedRow {
                 id,
                 header_json: row.header_json,
@@ -246,6 +255,8 @@ enum Picked<'a> {
         slot: Slot,
         id: &'a str,
         bytes: &'a [u8],
+        /// How its file holds the arrays.
+        form: EntryForm,
     },
 }
 
@@ -335,7 +346,7 @@ fn pick<'a>(cat: &'a Entries, place: Place<'a>) -> Result<Picked<'a>> {
         (Place::Decoded(e), _) => Ok(Picked::Decoded(e)),
         (Place::Indexed(i), Some(cold)) => {
             let (slot, bytes) = cold.entry_bytes_of(i)?;
-            picked_slot(slot, bytes)
+            picked_slot(slot, bytes, cold.form())
         }
         (Place::Indexed(_), None) => Err(damaged(0, 0)),
     }
@@ -343,12 +354,17 @@ fn pick<'a>(cat: &'a Entries, place: Place<'a>) -> Result<Picked<'a>> {
 
 /// An index slot and its entry's checked bytes as a listed session: its id read, and checked
 /// against the slot's hash.
-fn picked_slot(slot: Slot, bytes: &[u8]) -> Result<Picked<'_>> {
+fn picked_slot(slot: Slot, bytes: &[u8], form: EntryForm) -> Result<Picked<'_>> {
     let id = entry_id(bytes)
         .ok()
         .filter(|id| id_hash(id) == slot.id_hash)
         .ok_or_else(|| damaged(slot.generation, slot.entry_at))?;
-    Ok(Picked::Indexed { slot, id, bytes })
+    Ok(Picked::Indexed {
+        slot,
+        id,
+        bytes,
+        form,
+    })
 }
 
 /// The length of the prefix `a` and `b` share.
@@ -368,9 +384,14 @@ fn prefix_key(id: &[u8], from: usize) -> u64 {
 fn info(picked: Picked<'_>) -> Result<SessionInfo> {
     match picked {
         Picked::Decoded(e) => Ok(info_of(e)),
-        Picked::Indexed { slot, id, bytes } => {
+        Picked::Indexed {
+            slot,
+            id,
+            bytes,
+            form,
+        } => {
             let bad = || damaged(slot.generation, slot.entry_at);
-            let row = entry_row(bytes).map_err(|_| bad())?;
+            let row = entry_row(form, bytes).map_err(|_| bad())?;
             let header = SessionHeader::from_json(row.header_json).map_err(|_| bad())?;
             if header.id != id {
                 return Err(bad());

@@ -5,18 +5,21 @@
 use std::sync::Arc;
 
 use crate::codec::CorruptionKind;
-use crate::codec::checkpoint::indexed::{IndexedWriter, Regions, Slot};
+use crate::codec::checkpoint::arrays::{
+    ArrayOut, ArrayRef, ArraysOut, HeldArrays, decode_values, encode_values,
+};
+use crate::codec::checkpoint::indexed::{IndexedWriter, Regions, RunRef, Slot};
 use crate::codec::checkpoint::{
     Body, BodyLayout, CHECKPOINT_HEADER_LEN, CHECKPOINTS_DIR, CheckpointHeader, CheckpointMeta,
     SessionRef, SessionSnap, checked_part, checkpoint_path, decode_body, decode_header,
     parse_checkpoint_name,
 };
-use crate::model::SessionHeader;
+use crate::model::{SessionHeader, SessionState};
 use crate::storage::Checked;
 use crate::storage::{OpenMode, Replacement, Storage, StorageFile};
 use crate::store::catalog::cold::{Cold, ColdFile};
 use crate::store::catalog::entries::Entries;
-use crate::store::catalog::entries::{Persisted, SessionEntry};
+use crate::store::catalog::entries::{ArrayPrefixes, Persisted, SessionEntry};
 use crate::store::catalog::locations::{Locations, MappedRun};
 use crate::store::checkpoint::pages;
 use crate::store::checkpoint::view::BodyView;
@@ -108,7 +111,7 @@ pub(crate) fn encode(catalog: &Entries, kind: CheckpointKind, generation: u64) -
     };
     let mut w = IndexedWriter::new(generation);
     let mut written = Vec::new();
-    let mut to_write: Vec<(&String, &SessionEntry, Option<&[_]>)> = Vec::new();
+    let mut to_write: Vec<(&String, &SessionEntry, Option<&[_]>, ArrayPrefixes<'_>)> = Vec::new();
     // The slots of the index besides the old pages a delta names or merges into.
     let mut fresh: Vec<Slot> = Vec::new();
     let mut old = Vec::new();
@@ -135,41 +138,25 @@ pub(crate) fn encode(catalog: &Entries, kind: CheckpointKind, generation: u64) -
         }
     }
     for (id, e) in &catalog.sessions {
-        let earlier = match (&e.persisted, kind) {
+        let (earlier, arrays) = match (&e.persisted, kind) {
             (Some(p), CheckpointKind::Delta) if !e.dirty => {
                 fresh.push(p.slot);
                 continue;
             }
-            (Some(p), CheckpointKind::Delta) => p.runs_covering(e.checkpointed_locs),
-            _ => None,
+            (Some(p), CheckpointKind::Delta) => (
+                p.runs_covering(e.checkpointed_locs),
+                p.array_prefixes(&e.state),
+            ),
+            _ => (None, ArrayPrefixes::default()),
         };
-        to_write.push((id, e, earlier));
+        to_write.push((id, e, earlier, arrays));
     }
     // In creation order: the same catalog gives the same bytes (the map's order is random).
-    to_write.sort_unstable_by_key(|(id, e, _)| (e.created_lsn, *id));
-    for (id, e, earlier) in to_write {
-        let inherited = e.parent.as_ref().map_or(0, |(_, n)| *n);
-        // Without runs the chain holds, every own location is written here.
-        let (runs, from) = match earlier {
-            Some(runs) => (runs, e.checkpointed_locs.max(inherited)),
-            None => (&[][..], inherited),
-        };
-        let header_json = e.header.to_json();
-        let r = SessionRef {
-            id,
-            header_json: &header_json,
-            created_lsn: e.created_lsn,
-            parent: e.parent.as_ref().map(|(p, n)| (p.as_str(), *n)),
-            loc_base: inherited,
-            state: &e.state,
-        };
-        let (count, pieces) = e.locs.pieces_from(from)?;
-        let pieces: Vec<&[u8]> = pieces.iter().map(|p| &**p).collect();
-        let (slot, runs) = w
-            .entry(&r, e.header.created_at, runs, count, &pieces)
-            .map_err(too_large)?;
+    to_write.sort_unstable_by_key(|(id, e, _, _)| (e.created_lsn, *id));
+    for (id, e, earlier, prefixes) in to_write {
+        let (slot, persisted) = write_entry(&mut w, catalog, id, e, earlier, prefixes)?;
         fresh.push(slot);
-        written.push((id.clone(), Persisted { slot, runs }));
+        written.push((id.clone(), persisted));
     }
     let read = |p| {
         catalog
@@ -181,6 +168,94 @@ pub(crate) fn encode(catalog: &Entries, kind: CheckpointKind, generation: u64) -
         body: w.finish().map_err(too_large)?,
         written,
     })
+}
+
+/// Writes session `id`'s entry into `w`: its locations after the runs the chain holds
+/// (`earlier`, when it names them), its arrays after the runs it names (`prefixes`).
+fn write_entry(
+    w: &mut IndexedWriter,
+    catalog: &Entries,
+    id: &str,
+    e: &SessionEntry,
+    earlier: Option<&[RunRef]>,
+    prefixes: ArrayPrefixes<'_>,
+) -> Result<(Slot, Persisted)> {
+    let too_large = |why: &'static str| {
+        Error::io(
+            "encode checkpoint",
+            CHECKPOINTS_DIR,
+            std::io::Error::other(why),
+        )
+    };
+    let inherited = e.parent.as_ref().map_or(0, |(_, n)| *n);
+    // Without runs the chain holds, every own location is written here.
+    let (runs, from) = match earlier {
+        Some(runs) => (runs, e.checkpointed_locs.max(inherited)),
+        None => (&[][..], inherited),
+    };
+    let header_json = e.header.to_json();
+    let r = SessionRef {
+        id,
+        header_json: &header_json,
+        created_lsn: e.created_lsn,
+        parent: e.parent.as_ref().map(|(p, n)| (p.as_str(), *n)),
+        loc_base: inherited,
+        state: &e.state,
+    };
+    let (count, pieces) = e.locs.pieces_from(from)?;
+    let pieces: Vec<&[u8]> = pieces.iter().map(|p| &**p).collect();
+    // The arrays: the runs the chain holds of their first values, then the rest here.
+    debug_assert!(
+        prefixes_hold(catalog, &prefixes, &e.state),
+        "{id}: the arrays' runs a delta names are the first values of its arrays"
+    );
+    let seqs = e.state.surface.seqs();
+    let marks = e.state.turns.encoded();
+    let surface_new = encode_values(seqs.get(held(prefixes.surface)..).unwrap_or_default());
+    let turns_new = encode_values(marks.get(held(prefixes.turns)..).unwrap_or_default());
+    let arrays = ArraysOut {
+        surface: ArrayOut {
+            earlier: prefixes.surface.map_or(&[], |a| &a.runs),
+            pieces: &[&surface_new],
+        },
+        turns: ArrayOut {
+            earlier: prefixes.turns.map_or(&[], |a| &a.runs),
+            pieces: &[&turns_new],
+        },
+    };
+    let (slot, runs, arrays) = w
+        .entry(&r, e.header.created_at, runs, count, &pieces, arrays)
+        .map_err(too_large)?;
+    let persisted = Persisted {
+        slot,
+        runs,
+        arrays: Some(HeldArrays {
+            arrays,
+            replace_generation: e.state.surface.replace_generation(),
+        }),
+    };
+    Ok((slot, persisted))
+}
+
+/// How many of an array's values the chain holds (none without a prefix named).
+fn held(prefix: Option<&ArrayRef>) -> usize {
+    prefix.map_or(0, |a| usize::try_from(a.len).unwrap_or(usize::MAX))
+}
+
+/// Whether the runs a delta is to name hold exactly the first values of `state`'s arrays
+/// (read back from the chain; for `debug_assert!`: a change of the surface that kept its
+/// replace generation would break the rule [`Persisted::array_prefixes`] relies on).
+fn prefixes_hold(catalog: &Entries, prefixes: &ArrayPrefixes<'_>, state: &SessionState) -> bool {
+    let Some(cold) = catalog.cold() else {
+        return prefixes.surface.is_none() && prefixes.turns.is_none();
+    };
+    let holds = |prefix: Option<&ArrayRef>, now: &[u64]| {
+        prefix.is_none_or(|a| {
+            let bytes: Option<Vec<&[u8]>> = a.runs.iter().map(|r| cold.array_run(r).ok()).collect();
+            bytes.is_some_and(|b| now.get(..held(prefix)) == Some(&decode_values(&b)[..]))
+        })
+    };
+    holds(prefixes.surface, state.surface.seqs()) && holds(prefixes.turns, state.turns.encoded())
 }
 
 /// Puts a snapshot into the catalog (parents must be loaded first); its locations stay in

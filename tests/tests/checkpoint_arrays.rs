@@ -1,0 +1,217 @@
+//! A checkpoint costs what changed, however long a session is (checkpoint body layout 5,
+//! `docs/FORMAT.md` §5.4): a delta after one turn appended to a session writes that turn's
+//! surface seq and turn marks and names the runs the chain holds for the rest — not the
+//! session's whole surface and turn marks, as layout 4 did — and a store opened from such
+//! a chain reads what a full replay of its log gives.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers fail loudly"
+)]
+
+use std::path::Path;
+
+use sessdb::{
+    Clock, CorruptionKind, Draft, Error, LogType, SessionHeader, Store, StoreOptions,
+    SurfaceIntent, SurfaceType,
+};
+use sessdb_tests::dump_store;
+use sessdb_workload::payload as p;
+
+fn options() -> StoreOptions {
+    StoreOptions::default()
+        .with_clock(Clock::fixed(1_000))
+        .with_checkpoint_writes(sessdb::CheckpointWrites::Inline)
+        // Checkpoints only where the test takes them.
+        .with_checkpoint_interval_bytes(1 << 40)
+        .with_checkpoint_merge_every(64)
+}
+
+/// Turn `n` of session `id`: its start, a user message on the surface, its end.
+fn turn(store: &Store, id: &str, n: u64) {
+    store
+        .append(id, Draft::log(LogType::TURN_START, p::turn_start(n)))
+        .unwrap();
+    store
+        .append(
+            id,
+            Draft::surface(
+                SurfaceType::UserMessage,
+                p::user_message(&format!("u{n}"), "user", "hi"),
+                SurfaceIntent::append(),
+            ),
+        )
+        .unwrap();
+    store
+        .append(id, Draft::log(LogType::TURN_END, p::turn_end(n)))
+        .unwrap();
+}
+
+/// The byte length of checkpoint `generation` of the store in `dir`.
+fn checkpoint_len(dir: &Path, generation: u64) -> u64 {
+    std::fs::metadata(dir.join(format!("checkpoints/{generation:020}.ckpt")))
+        .unwrap()
+        .len()
+}
+
+/// A store of one session of `turns` turns, checkpointed, then one turn more and a delta:
+/// the delta's length, and the store's dump from the chain and from a full replay.
+fn delta_after_one_turn(turns: u64) -> (u64, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), options()).unwrap();
+    store
+        .create_session(SessionHeader::new("s", 0), Vec::new())
+        .unwrap();
+    for n in 1..=turns {
+        turn(&store, "s", n);
+    }
+    let full = store.checkpoint().unwrap().unwrap();
+    assert!(full.full);
+    turn(&store, "s", turns + 1);
+    let delta = store.checkpoint().unwrap().unwrap();
+    assert!(!delta.full, "{delta:?}");
+    let len = checkpoint_len(dir.path(), delta.generation);
+    store.close().unwrap();
+    drop(store);
+    let from_chain = Store::open(dir.path(), options()).unwrap();
+    assert_eq!(from_chain.open_report().records_replayed, 0);
+    let chain = format!("{:?}", dump_store(&from_chain));
+    drop(from_chain);
+    let replayed = Store::open(dir.path(), options().with_ignore_checkpoints(true)).unwrap();
+    let replay = format!("{:?}", dump_store(&replayed));
+    (len, chain, replay)
+}
+
+#[test]
+fn a_delta_after_one_turn_costs_the_turn_not_the_session() {
+    let (short, chain, replay) = delta_after_one_turn(200);
+    assert_eq!(chain, replay);
+    let (long, chain, replay) = delta_after_one_turn(4_000);
+    assert_eq!(chain, replay);
+    // The same delta for both: one surface seq and two turn marks written, the earlier ones
+    // named (in layout 4 the long session's delta held 8 bytes per surface seq and per turn
+    // mark, 3 × 8 × 4,000 bytes more).
+    assert_eq!(long, short, "a delta's length follows what changed");
+    assert!(long < 4_096, "{long} bytes");
+}
+
+#[test]
+fn a_chain_of_deltas_then_a_replace_then_a_merge_reads_as_a_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let open = || Store::open(dir.path(), options().with_checkpoint_merge_every(4)).unwrap();
+    let mut store = open();
+    store
+        .create_session(SessionHeader::new("s", 0), Vec::new())
+        .unwrap();
+    let mut n = 0;
+    let mut lens = Vec::new();
+    // Deltas naming more and more runs of the earlier files; one replace of the whole
+    // surface (the next delta writes it again); reopens between them (the runs then named
+    // from the entries read back); a full checkpoint every fourth (each array one run).
+    for round in 0..10 {
+        for _ in 0..50 {
+            n += 1;
+            turn(&store, "s", n);
+        }
+        if round == 5 || round == 7 {
+            // Round 5: one node in the middle replaced (the surface keeps its length, its
+            // replace generation tells it changed); round 7: the whole surface.
+            let mut surface = store.surface("s").unwrap();
+            if round == 5 {
+                let middle = surface[surface.len() / 2];
+                surface = vec![middle];
+            }
+            let (first, last) = (surface[0], surface[surface.len() - 1]);
+            store
+                .append(
+                    "s",
+                    Draft::surface(
+                        SurfaceType::UserMessage,
+                        p::user_message(&format!("c{round}"), "compaction", "so far"),
+                        SurfaceIntent::replace(first..=last).with_sources(surface),
+                    ),
+                )
+                .unwrap();
+        }
+        let info = store.checkpoint().unwrap().unwrap();
+        lens.push((
+            round,
+            info.full,
+            checkpoint_len(dir.path(), info.generation),
+        ));
+        if round % 3 == 2 {
+            store.close().unwrap();
+            store = open();
+        }
+        let from_chain = format!("{:?}", dump_store(&store));
+        store.close().unwrap();
+        drop(store);
+        let replayed = Store::open(dir.path(), options().with_ignore_checkpoints(true)).unwrap();
+        assert_eq!(
+            from_chain,
+            format!("{:?}", dump_store(&replayed)),
+            "round {round}"
+        );
+        drop(replayed);
+        store = open();
+        assert_eq!(
+            from_chain,
+            format!("{:?}", dump_store(&store)),
+            "round {round}"
+        );
+    }
+    // Every delta stays small: the ones after a replace hold the surface again (at most the
+    // 300 seqs of this session), the others what the round appended.
+    let deltas: Vec<u64> = lens.iter().filter(|l| !l.1).map(|l| l.2).collect();
+    assert!(deltas.iter().all(|&l| l < 16_384), "{lens:?}");
+    drop(store);
+    let v = sessdb::store::verify(std::sync::Arc::new(sessdb::storage::FsStorage::new(
+        dir.path(),
+    )))
+    .unwrap();
+    assert!(v.ok() && v.compared, "{v:?}");
+}
+
+#[test]
+fn a_damaged_run_of_an_earlier_file_is_refused_where_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), options()).unwrap();
+    store
+        .create_session(SessionHeader::new("s", 0), Vec::new())
+        .unwrap();
+    for n in 1..=30 {
+        turn(&store, "s", n);
+    }
+    let first = store.checkpoint().unwrap().unwrap();
+    turn(&store, "s", 31);
+    store.checkpoint().unwrap().unwrap();
+    store.close().unwrap();
+    drop(store);
+    // The first file's runs region ends with the session's turn marks (60 values): change
+    // the last byte of the last one, which only the delta's entry names now.
+    let path = dir
+        .path()
+        .join(format!("checkpoints/{:020}.ckpt", first.generation));
+    let mut bytes = std::fs::read(&path).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x01;
+    std::fs::write(&path, bytes).unwrap();
+    let store = Store::open(dir.path(), options()).unwrap();
+    match store.state("s") {
+        Err(Error::Corruption { segment, kind, .. }) => {
+            assert_eq!(kind, CorruptionKind::CheckpointEntry);
+            assert!(
+                segment.ends_with(&format!("{:020}.ckpt", first.generation)),
+                "{segment}"
+            );
+        }
+        other => panic!("the damaged run was read: {other:?}"),
+    }
+    drop(store);
+    let report = sessdb::store::verify(std::sync::Arc::new(sessdb::storage::FsStorage::new(
+        dir.path(),
+    )))
+    .unwrap();
+    assert!(!report.ok(), "{report:?}");
+}
