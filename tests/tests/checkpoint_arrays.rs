@@ -180,15 +180,16 @@ fn a_damaged_run_of_an_earlier_file_is_refused_where_it_is() {
     store
         .create_session(SessionHeader::new("s", 0), Vec::new())
         .unwrap();
-    for n in 1..=30 {
+    // Past what an entry holds inline: the arrays are in runs.
+    for n in 1..=60 {
         turn(&store, "s", n);
     }
     let first = store.checkpoint().unwrap().unwrap();
-    turn(&store, "s", 31);
+    turn(&store, "s", 61);
     store.checkpoint().unwrap().unwrap();
     store.close().unwrap();
     drop(store);
-    // The first file's runs region ends with the session's turn marks (60 values): change
+    // The first file's runs region ends with the session's turn marks (120 values): change
     // the last byte of the last one, which only the delta's entry names now.
     let path = dir
         .path()

@@ -42,8 +42,9 @@ enum Op {
     /// Many sessions at once: an index of several pages, which deltas split and rewrite.
     CreateMany(u8),
     Append(u8, u8),
-    /// A turn: its start, a user message, its end (two turn marks).
-    Turn(u8),
+    /// Turns: each its start, a user message, its end (two turn marks); enough of them take
+    /// a session's surface and turn marks past what an entry holds inline, into runs.
+    Turns(u8, u8),
     /// A compaction of the conversation: the whole surface, or its last node, replaced by one
     /// summary.
     Replace(u8),
@@ -60,7 +61,7 @@ fn op() -> impl Strategy<Value = Op> {
         3 => any::<u8>().prop_map(Op::Create),
         1 => any::<u8>().prop_map(Op::CreateMany),
         6 => (any::<u8>(), 1u8..6).prop_map(|(s, n)| Op::Append(s, n)),
-        3 => any::<u8>().prop_map(Op::Turn),
+        3 => (any::<u8>(), 1u8..40).prop_map(|(s, n)| Op::Turns(s, n)),
         1 => any::<u8>().prop_map(Op::Replace),
         2 => any::<u8>().prop_map(Op::Fork),
         2 => any::<u8>().prop_map(Op::Delete),
@@ -114,8 +115,9 @@ fn apply(store: &mut Store, storage: &MemStorage, op: &Op, made: &mut u32, resid
                 }
             }
         }
-        Op::Turn(n) => {
-            if let Some(id) = pick(store, n) {
+        Op::Turns(n, k) => {
+            let Some(id) = pick(store, n) else { return };
+            for _ in 0..k {
                 *made += 1;
                 let turn = u64::from(*made);
                 store

@@ -8,8 +8,8 @@
 //! pages that changed; layout 3 (read, no longer written) has every slot in the newest file.
 
 use super::arrays::{
-    ArrayOut, ArrayRef, ArraysOut, EntryArrays, VALUE_LEN, decode_values, put_arrays, read_arrays,
-    skip_array,
+    ArrayOut, ArrayRef, ArraySource, ArraysOut, EntryArrays, INLINE_MAX, VALUE_LEN, decode_values,
+    put_array, read_array, skip_array,
 };
 use super::{
     BodyLayout, Head, LocRun, SessionRef, TOO_LARGE, put_head, put_repair, read_head, read_repair,
@@ -515,13 +515,22 @@ pub fn decode_entry<'a>(
     let (state, arrays) = match form {
         EntryForm::Inline => (read_state(&mut c, &head)?, None),
         EntryForm::Runs => {
-            let arrays = read_arrays(&mut c)?;
-            let mut values = |a: &ArrayRef| -> Decoded<Vec<u64>> {
-                let bytes = a.runs.iter().map(&mut run).collect::<Decoded<Vec<_>>>()?;
-                Ok(decode_values(&bytes))
+            let surface = read_array(&mut c, "surface")?;
+            let turns = read_array(&mut c, "turn marks")?;
+            let mut values = |a: &ArraySource<'_>| -> Decoded<Vec<u64>> {
+                match a {
+                    ArraySource::Values(v) => Ok(decode_values(&[v])),
+                    ArraySource::Runs(a) => {
+                        let bytes = a.runs.iter().map(&mut run).collect::<Decoded<Vec<_>>>()?;
+                        Ok(decode_values(&bytes))
+                    }
+                }
             };
-            let surface = values(&arrays.surface)?;
-            let turns = values(&arrays.turns)?;
+            let arrays = EntryArrays {
+                surface: surface.held(),
+                turns: turns.held(),
+            };
+            let (surface, turns) = (values(&surface)?, values(&turns)?);
             let repair = read_repair(&mut c)?;
             (head.state(surface, turns, repair), Some(arrays))
         }
@@ -539,29 +548,27 @@ pub fn decode_entry<'a>(
 }
 
 /// An entry's fields after its location runs, in parts: what a full checkpoint copies without
-/// decoding (the head and the repair state as bytes, the arrays' values moved into new runs).
+/// decoding (the head and the repair state as bytes, the arrays' values written again).
 #[derive(Debug)]
 pub struct CoreParts<'a> {
     /// The fields from the session id to the replace generation.
     pub head: &'a [u8],
-    /// The surface and turn marks.
-    pub arrays: CoreArrays<'a>,
+    /// The surface.
+    pub surface: ArraySource<'a>,
+    /// The turn marks.
+    pub turns: ArraySource<'a>,
     /// The repair state.
     pub repair: &'a [u8],
 }
 
-/// Where an entry's arrays are.
-#[derive(Debug)]
-pub enum CoreArrays<'a> {
-    /// In the entry (layouts 3 and 4): each array's values as bytes.
-    Inline {
-        /// The surface's values.
-        surface: &'a [u8],
-        /// The turn marks' values.
-        turns: &'a [u8],
-    },
-    /// In runs (layout 5).
-    Runs(EntryArrays),
+impl CoreParts<'_> {
+    /// What the entry names of its arrays (layout 5; in layouts 3 and 4 both are inline).
+    pub fn arrays(&self) -> EntryArrays {
+        EntryArrays {
+            surface: self.surface.held(),
+            turns: self.turns.held(),
+        }
+    }
 }
 
 /// Splits the `core` of an entry ([`split_entry`]) of `form` into its parts.
@@ -570,20 +577,21 @@ pub enum CoreArrays<'a> {
 /// A short or malformed core.
 pub fn split_core(form: EntryForm, core: &[u8]) -> Decoded<CoreParts<'_>> {
     let mut c = ByteReader::new(core);
-    read_head(&mut c)?;
+    skip_head(&mut c)?;
     let head = core.get(..c.pos()).ok_or("entry")?;
-    let arrays = match form {
+    let (surface, turns) = match form {
         EntryForm::Inline => {
-            let mut inline = |what| -> Decoded<&[u8]> {
+            let mut inline = |what| -> Decoded<ArraySource<'_>> {
                 let n = c.u64(what)?;
                 let n = c.count(n, VALUE_LEN, what)?;
-                c.take(n * VALUE_LEN, what)
+                Ok(ArraySource::Values(c.take(n * VALUE_LEN, what)?))
             };
-            let surface = inline("surface")?;
-            let turns = inline("turn marks")?;
-            CoreArrays::Inline { surface, turns }
+            (inline("surface")?, inline("turn marks")?)
         }
-        EntryForm::Runs => CoreArrays::Runs(read_arrays(&mut c)?),
+        EntryForm::Runs => (
+            read_array(&mut c, "surface")?,
+            read_array(&mut c, "turn marks")?,
+        ),
     };
     let repair = core.get(c.pos()..).ok_or("entry")?;
     // The repair state must read whole: a copy keeps its bytes as they are.
@@ -591,7 +599,8 @@ pub fn split_core(form: EntryForm, core: &[u8]) -> Decoded<CoreParts<'_>> {
     read_repair(&mut r)?;
     r.finish(CoreParts {
         head,
-        arrays,
+        surface,
+        turns,
         repair,
     })
 }
@@ -628,6 +637,32 @@ pub struct EntryRow<'a> {
     pub turn_open: bool,
 }
 
+/// Moves `c` past an entry's fields from the session id to the replace generation (nothing
+/// allocated), returning the header line and the created LSN.
+fn skip_head<'a>(c: &mut ByteReader<'a>) -> Decoded<(&'a [u8], u64)> {
+    c.str16_ref("session id")?;
+    let header_json = c.bytes32("session header")?;
+    let created_lsn = c.u64("created LSN")?;
+    match c.u8("parent tag")? {
+        0 => {}
+        1 => {
+            c.str16_ref("parent id")?;
+            c.u64("inherited count")?;
+        }
+        _ => return Err("parent tag"),
+    }
+    c.u64("next seq")?;
+    match c.u8("last time tag")? {
+        0 => {}
+        1 => {
+            c.i64("last time")?;
+        }
+        _ => return Err("last time tag"),
+    }
+    c.u64("replace generation")?;
+    Ok((header_json, created_lsn))
+}
+
 /// An entry's [`EntryRow`] (the surface and turn-mark arrays skipped, not read), of the form
 /// its file's layout gives.
 ///
@@ -636,18 +671,7 @@ pub struct EntryRow<'a> {
 pub fn entry_row(form: EntryForm, bytes: &[u8]) -> Decoded<EntryRow<'_>> {
     let mut c = ByteReader::new(bytes);
     skip_runs(&mut c)?;
-    c.str16_ref("session id")?;
-    let header_json = c.bytes32("session header")?;
-    let created_lsn = c.u64("created LSN")?;
-    if c.u8("parent tag")? == 1 {
-        c.str16_ref("parent id")?;
-        c.u64("inherited count")?;
-    }
-    c.u64("next seq")?;
-    if c.u8("last time tag")? == 1 {
-        c.i64("last time")?;
-    }
-    c.u64("replace generation")?;
+    let (header_json, created_lsn) = skip_head(&mut c)?;
     let surface_len = match form {
         EntryForm::Inline => {
             let surface = c.u64("surface")?;
@@ -742,6 +766,97 @@ pub(crate) mod test_support {
 }
 
 #[cfg(test)]
+mod inline_tests {
+    use super::test_support::decode_in;
+    use super::*;
+    use crate::codec::checkpoint::arrays::encode_values;
+    use crate::model::{SurfaceManager, TurnMarks};
+
+    /// An entry of `surface` seqs and `marks` turn marks, each after `earlier` runs (their
+    /// first values, in generation 1) when given: what it names of its arrays, and its state
+    /// read back (the earlier runs read as zeros).
+    fn written(surface: u64, marks: u64, earlier: Option<u64>) -> (EntryArrays, SessionState) {
+        let state = SessionState {
+            surface: SurfaceManager::from_parts((0..surface).collect(), 0),
+            turns: TurnMarks::from_encoded((0..marks).collect()),
+            ..SessionState::new()
+        };
+        let r = SessionRef {
+            id: "s",
+            header_json: b"{}",
+            created_lsn: 0,
+            parent: None,
+            loc_base: 0,
+            state: &state,
+        };
+        let zeros = encode_values(&[0; 4]);
+        let first = [RunRef {
+            generation: 1,
+            start: 0,
+            count: earlier.unwrap_or(0),
+            crc: crc32fast::hash(&zeros[..earlier.unwrap_or(0) as usize * 8]),
+        }];
+        let from = earlier.unwrap_or(0) as usize;
+        let s_new = encode_values(&state.surface.seqs()[from..]);
+        let t_new = encode_values(&state.turns.encoded()[from..]);
+        let earlier: &[RunRef] = if earlier.is_some() { &first } else { &[] };
+        let mut w = IndexedWriter::new(2);
+        let (slot, _, arrays) = w
+            .entry(
+                &r,
+                0,
+                &[],
+                0,
+                &[],
+                ArraysOut {
+                    surface: ArrayOut {
+                        earlier,
+                        pieces: &[&s_new],
+                    },
+                    turns: ArrayOut {
+                        earlier,
+                        pieces: &[&t_new],
+                    },
+                },
+            )
+            .unwrap();
+        let body = w.finish().unwrap();
+        let regions = Regions::of(&body, BodyLayout::CURRENT).unwrap();
+        let bytes = regions.entry(&body, &slot).unwrap();
+        let e = decode_entry(regions.entries, bytes, |run| {
+            if run.generation == 1 {
+                Ok(&zeros[..run.count as usize * 8])
+            } else {
+                regions.array_run(&body, run)
+            }
+        })
+        .unwrap();
+        assert_eq!(e.arrays.as_ref(), Some(&arrays));
+        assert_eq!(
+            decode_in(&regions, &body, bytes).is_ok(),
+            earlier.is_empty()
+        );
+        (arrays, e.state)
+    }
+
+    #[test]
+    fn a_short_array_is_held_inline_and_a_long_one_or_one_after_runs_in_runs() {
+        let max = INLINE_MAX;
+        let (a, st) = written(max, 0, None);
+        assert_eq!((a.surface.in_runs(), a.turns.in_runs()), (false, false));
+        assert_eq!(st.surface.seqs().len() as u64, max);
+        let (a, st) = written(max + 1, max, None);
+        assert_eq!((a.surface.in_runs(), a.turns.in_runs()), (true, false));
+        assert_eq!(st.surface.seqs(), &(0..=max).collect::<Vec<_>>()[..]);
+        // Two values after a run of two: runs, whatever the length.
+        let (a, st) = written(4, 4, Some(2));
+        assert_eq!((a.surface.runs.len(), a.turns.runs.len()), (2, 2));
+        assert_eq!(st.surface.seqs(), &[0, 0, 2, 3]);
+        assert_eq!(st.turns.encoded(), &[0, 0, 2, 3]);
+    }
+}
+
+#[cfg(test)]
 mod copy_tests {
     use super::test_support::{decode_in, entry_whole};
     use super::*;
@@ -749,9 +864,10 @@ mod copy_tests {
 
     #[test]
     fn a_copied_entry_decodes_as_the_original_with_its_locations_in_one_run() {
+        // A surface past what an entry holds inline (in a run), turn marks inline.
         let state = SessionState {
             next_seq: 2,
-            surface: SurfaceManager::from_parts(vec![0, 1], 3),
+            surface: SurfaceManager::from_parts((0..40).collect(), 3),
             turns: TurnMarks::from_encoded(vec![1]),
             ..SessionState::new()
         };
@@ -771,22 +887,28 @@ mod copy_tests {
         }];
         let mut first = IndexedWriter::new(2);
         let (slot, _, arrays) = entry_whole(&mut first, &r, 5, &earlier, 0, &[]).unwrap();
-        assert_eq!((arrays.surface.len, arrays.turns.len), (2, 1));
+        assert_eq!((arrays.surface.len, arrays.turns.len), (40, 1));
+        assert_eq!(
+            (arrays.surface.in_runs(), arrays.turns.in_runs()),
+            (true, false)
+        );
         let body = first.finish().unwrap();
         let regions = Regions::of(&body, BodyLayout::CURRENT).unwrap();
         let bytes = regions.entry(&body, &slot).unwrap();
         let (loc_base, runs, core) = split_entry(bytes).unwrap();
         assert_eq!((loc_base, runs.as_slice()), (2, &earlier[..]));
         let parts = split_core(regions.entries, core).unwrap();
-        let CoreArrays::Runs(a) = &parts.arrays else {
-            panic!("layout 5 holds its arrays in runs")
-        };
-        assert_eq!(a, &arrays);
-        let values = |r: &[RunRef]| -> Vec<&[u8]> {
-            r.iter()
-                .map(|r| regions.array_run(&body, r).unwrap())
-                .collect()
-        };
+        assert_eq!(parts.arrays(), arrays);
+        fn values<'a>(regions: &Regions, body: &'a [u8], a: &ArraySource<'a>) -> Vec<&'a [u8]> {
+            match a {
+                ArraySource::Values(v) => vec![*v],
+                ArraySource::Runs(a) => a
+                    .runs
+                    .iter()
+                    .map(|r| regions.array_run(body, r).unwrap())
+                    .collect(),
+            }
+        }
         let loc = [0x11u8; 16];
         let mut second = IndexedWriter::new(3);
         let moved = second
@@ -796,8 +918,8 @@ mod copy_tests {
                 &parts,
                 1,
                 &[&loc],
-                &values(&a.surface.runs),
-                &values(&a.turns.runs),
+                &values(&regions, &body, &parts.surface),
+                &values(&regions, &body, &parts.turns),
             )
             .unwrap();
         let body2 = second.finish().unwrap();
@@ -894,7 +1016,9 @@ impl IndexedWriter {
             return Err("raw locations of another length than their count");
         }
         let runs = self.with_new_run(earlier, count, pieces);
-        let arrays = self.arrays(arrays)?;
+        let mut core = Vec::new();
+        put_head(&mut core, s)?;
+        let arrays = self.put_arrays(&mut core, arrays)?;
         debug_assert_eq!(
             (arrays.surface.len, arrays.turns.len),
             (
@@ -904,9 +1028,6 @@ impl IndexedWriter {
             "{}: the arrays written hold the state's",
             s.id
         );
-        let mut core = Vec::new();
-        put_head(&mut core, s)?;
-        put_arrays(&mut core, &arrays)?;
         put_repair(&mut core, &s.state.repair)?;
         let slot = self.put_entry(
             Slot {
@@ -954,19 +1075,21 @@ impl IndexedWriter {
             return Err("raw locations of another length than their count");
         }
         let runs = self.with_new_run(&[], count, pieces);
-        let arrays = self.arrays(ArraysOut {
-            surface: ArrayOut {
-                earlier: &[],
-                pieces: surface,
-            },
-            turns: ArrayOut {
-                earlier: &[],
-                pieces: turns,
-            },
-        })?;
         let mut core = Vec::with_capacity(parts.head.len() + parts.repair.len() + 64);
         core.extend_from_slice(parts.head);
-        put_arrays(&mut core, &arrays)?;
+        self.put_arrays(
+            &mut core,
+            ArraysOut {
+                surface: ArrayOut {
+                    earlier: &[],
+                    pieces: surface,
+                },
+                turns: ArrayOut {
+                    earlier: &[],
+                    pieces: turns,
+                },
+            },
+        )?;
         core.extend_from_slice(parts.repair);
         let moved = Slot {
             generation: self.generation,
@@ -975,25 +1098,36 @@ impl IndexedWriter {
         self.put_entry(moved, loc_base, &runs, &core)
     }
 
-    /// Both arrays of an entry: each its earlier runs and, when there are any, its new values
-    /// written here as one run.
-    fn arrays(&mut self, a: ArraysOut<'_>) -> Decoded<EntryArrays> {
+    /// Both arrays of an entry, into its `core`: each short one (no earlier runs, at most
+    /// [`INLINE_MAX`] values) inline, each other its earlier runs and, when there are any, its
+    /// new values written here as one run.
+    fn put_arrays(&mut self, core: &mut Vec<u8>, a: ArraysOut<'_>) -> Decoded<EntryArrays> {
         Ok(EntryArrays {
-            surface: self.array(a.surface)?,
-            turns: self.array(a.turns)?,
+            surface: self.put_array(core, a.surface)?,
+            turns: self.put_array(core, a.turns)?,
         })
     }
 
-    fn array(&mut self, a: ArrayOut<'_>) -> Decoded<ArrayRef> {
+    fn put_array(&mut self, core: &mut Vec<u8>, a: ArrayOut<'_>) -> Decoded<ArrayRef> {
         let bytes: usize = a.pieces.iter().map(|p| p.len()).sum();
         if !bytes.is_multiple_of(VALUE_LEN) {
             return Err("array values of a partial length");
         }
-        let runs = self.runs_with(a.earlier, (bytes / VALUE_LEN) as u64, a.pieces);
-        Ok(ArrayRef {
-            len: runs.iter().map(|r| r.count).sum(),
-            runs,
-        })
+        let count = (bytes / VALUE_LEN) as u64;
+        let array = if a.earlier.is_empty() && count <= INLINE_MAX {
+            ArrayRef {
+                len: count,
+                runs: Vec::new(),
+            }
+        } else {
+            let runs = self.runs_with(a.earlier, count, a.pieces);
+            ArrayRef {
+                len: runs.iter().map(|r| r.count).sum(),
+                runs,
+            }
+        };
+        put_array(core, &array, a.pieces)?;
+        Ok(array)
     }
 
     /// `earlier` and, when there are any, the `count` locations of `pieces` written here as

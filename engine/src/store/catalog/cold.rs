@@ -8,10 +8,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crate::codec::CorruptionKind;
-use crate::codec::checkpoint::arrays::HeldArrays;
+use crate::codec::checkpoint::arrays::{ArraySource, HeldArrays};
 use crate::codec::checkpoint::indexed::{
-    CoreArrays, Entry, EntryForm, IndexShape, IndexedWriter, Regions, RunRef, SLOT_LEN,
-    SLOTS_PER_BLOCK, Slot, decode_entry, entry_id, id_hash, lower_bound, split_core, split_entry,
+    Entry, EntryForm, IndexShape, IndexedWriter, Regions, RunRef, SLOT_LEN, SLOTS_PER_BLOCK, Slot,
+    decode_entry, entry_id, id_hash, lower_bound, split_core, split_entry,
 };
 use crate::codec::checkpoint::pages::{PageRef, page_slot};
 use crate::codec::checkpoint::{CHECKPOINT_HEADER_LEN, LocRun};
@@ -172,6 +172,17 @@ impl Cold {
             .regions
             .array_run(holder.body()?, run)
             .map_err(|_| holder.damaged(at as u64))
+    }
+
+    /// The bytes of an array's values: in its entry, or its runs' (each checked).
+    ///
+    /// # Errors
+    /// As [`Cold::array_run`].
+    fn values<'a>(&'a self, a: &ArraySource<'a>) -> Result<Vec<&'a [u8]>> {
+        match a {
+            ArraySource::Values(v) => Ok(vec![*v]),
+            ArraySource::Runs(a) => a.runs.iter().map(|r| self.array_run(r)).collect(),
+        }
     }
 
     /// Sessions not taken.
@@ -558,9 +569,10 @@ impl Cold {
         let file = self.file(slot.generation)?;
         let damaged = || file.damaged(slot.entry_at);
         let (_, runs, core) = split_entry(self.entry_bytes(&slot)?).map_err(|_| damaged())?;
-        let arrays = match split_core(self.form, core).map_err(|_| damaged())?.arrays {
-            CoreArrays::Inline { .. } => None,
-            CoreArrays::Runs(arrays) => {
+        let arrays = match self.form {
+            EntryForm::Inline => None,
+            EntryForm::Runs => {
+                let arrays = split_core(self.form, core).map_err(|_| damaged())?.arrays();
                 let head = crate::codec::checkpoint::read_head(&mut ByteReader::new(core))
                     .map_err(|_| damaged())?;
                 Some(HeldArrays {
@@ -588,21 +600,7 @@ impl Cold {
         let (loc_base, runs, core) =
             split_entry(self.entry_bytes(&slot)?).map_err(|_| file.damaged(slot.entry_at))?;
         let parts = split_core(self.form, core).map_err(|_| file.damaged(slot.entry_at))?;
-        let (surface, turns) = match &parts.arrays {
-            CoreArrays::Inline { surface, turns } => (vec![*surface], vec![*turns]),
-            CoreArrays::Runs(a) => (
-                a.surface
-                    .runs
-                    .iter()
-                    .map(|r| self.array_run(r))
-                    .collect::<Result<Vec<_>>>()?,
-                a.turns
-                    .runs
-                    .iter()
-                    .map(|r| self.array_run(r))
-                    .collect::<Result<Vec<_>>>()?,
-            ),
-        };
+        let (surface, turns) = (self.values(&parts.surface)?, self.values(&parts.turns)?);
         let mut pieces = Vec::with_capacity(runs.len());
         let mut count = 0;
         for run in &runs {

@@ -60,20 +60,23 @@ impl Persisted {
         (self.slot.next_seq == locations).then_some(&self.runs[..])
     }
 
-    /// The arrays the chain holds that are still the first values of `state`'s surface and
-    /// turn marks: what a delta names, writing only the values after them. The surface's
-    /// while no replace changed it (a replace bumps its generation; appends only push), the
-    /// turn marks' always (they are only ever pushed); each only when not longer than now.
+    /// The arrays the chain holds in runs that are still the first values of `state`'s
+    /// surface and turn marks: what a delta names, writing only the values after them. The
+    /// surface's while no replace changed it (a replace bumps its generation; appends only
+    /// push), the turn marks' always (they are only ever pushed); each only when not longer
+    /// than now. An array the entry holds inline is written again (it is short).
     pub(crate) fn array_prefixes(&self, state: &SessionState) -> ArrayPrefixes<'_> {
         let Some(p) = &self.arrays else {
             return ArrayPrefixes::default();
         };
         let (surface, turns) = (&p.arrays.surface, &p.arrays.turns);
         ArrayPrefixes {
-            surface: (p.replace_generation == state.surface.replace_generation()
+            surface: (surface.in_runs()
+                && p.replace_generation == state.surface.replace_generation()
                 && surface.len <= state.surface.seqs().len() as u64)
                 .then_some(surface),
-            turns: (turns.len <= state.turns.encoded().len() as u64).then_some(turns),
+            turns: (turns.in_runs() && turns.len <= state.turns.encoded().len() as u64)
+                .then_some(turns),
         }
     }
 }
