@@ -616,6 +616,63 @@ fn checkpoint_after_one_percent(dir: &Path, ids: &[String], merge_every: u32, ro
     secs
 }
 
+/// The bytes of the delta checkpoint written after one event appended to the one session of
+/// the store in `dir` (`round` makes each event its own).
+fn delta_after_one_event(dir: &Path, round: u64) -> f64 {
+    let store = Store::open(dir, buffered().with_checkpoint_merge_every(1_000)).expect("open");
+    let id = store.list().expect("list")[0].header.id.clone();
+    let data = format!("{{\"note\":\"round {round}\"}}");
+    store
+        .append(
+            &id,
+            sessdb::Draft::log(
+                sessdb::LogType::new("plugin/note").expect("type"),
+                data.into_bytes(),
+            )
+            .ignorable(),
+        )
+        .expect("append");
+    let info = store.checkpoint().expect("checkpoint").expect("written");
+    assert!(!info.full, "{info:?}");
+    let path = dir.join(format!("checkpoints/{:020}.ckpt", info.generation));
+    std::fs::metadata(path).expect("checkpoint file").len() as f64
+}
+
+/// A delta checkpoint's bytes after one event appended to a session of ~1M events, against
+/// the same after one appended to a session of a hundredth of its turns: a checkpoint costs
+/// what changed, not the session's length (checkpoint body layout 5).
+fn long_session_delta_row(quick: bool, reps: usize, rows: &mut Rows) {
+    let turns = if quick { 4_000 } else { 20_000 };
+    let one = |turns| {
+        build(&WorkloadSpec {
+            sessions: 1,
+            min_turns: turns,
+            max_turns: turns,
+            ..WorkloadSpec::default()
+        })
+    };
+    let (long, short) = (one(turns), one(turns / 100));
+    let round = std::cell::Cell::new(0);
+    let next = || {
+        round.set(round.get() + 1);
+        round.get()
+    };
+    let (a, b) = pair(
+        reps,
+        || delta_after_one_event(long.dir.path(), next()),
+        || delta_after_one_event(short.dir.path(), next()),
+    );
+    rows.push(Row {
+        what: "delta checkpoint after one event, long session (B)",
+        unit: "B",
+        subject: a,
+        baseline_name: "the same, a session of 1/100 the turns",
+        baseline: b,
+        goal: "<= 2x",
+        workload: format!("{} against {}", long.name, short.name),
+    });
+}
+
 /// A checkpoint where 1 % of the sessions changed, a delta against a full one, on a store of
 /// many short sessions (100,000; `quick`: 20,000).
 pub fn checkpoint_rows(quick: bool, reps: usize, rows: &mut Rows) {
@@ -644,6 +701,7 @@ pub fn checkpoint_rows(quick: bool, reps: usize, rows: &mut Rows) {
         || checkpoint_after_one_percent(built.dir.path(), &ids, 8, next()),
         || checkpoint_after_one_percent(built.dir.path(), &ids, 1, next()),
     );
+    long_session_delta_row(quick, reps, rows);
     rows.push(Row {
         what: "checkpoint, 1 % of the sessions changed (s)",
         unit: "s",

@@ -593,11 +593,10 @@ pub fn split_core(form: EntryForm, core: &[u8]) -> Decoded<CoreParts<'_>> {
             read_array(&mut c, "turn marks")?,
         ),
     };
+    // The rest as it is: a copy keeps its bytes (checked against the entry's CRC), as a copy
+    // of a layout-4 entry kept the whole core.
     let repair = core.get(c.pos()..).ok_or("entry")?;
-    // The repair state must read whole: a copy keeps its bytes as they are.
-    let mut r = ByteReader::new(repair);
-    read_repair(&mut r)?;
-    r.finish(CoreParts {
+    Ok(CoreParts {
         head,
         surface,
         turns,
@@ -975,6 +974,9 @@ pub struct IndexedWriter {
     pages: Vec<u8>,
     page_count: u64,
     slot_count: u64,
+    /// An entry's fields after its runs, as they are put together (reused: no allocation per
+    /// entry).
+    core: Vec<u8>,
     /// The first hash of the last page named (the table is in its order).
     last_first_hash: u64,
 }
@@ -990,6 +992,7 @@ impl IndexedWriter {
             pages: Vec::new(),
             page_count: 0,
             slot_count: 0,
+            core: Vec::new(),
             last_first_hash: 0,
         }
     }
@@ -1016,7 +1019,8 @@ impl IndexedWriter {
             return Err("raw locations of another length than their count");
         }
         let runs = self.with_new_run(earlier, count, pieces);
-        let mut core = Vec::new();
+        let mut core = std::mem::take(&mut self.core);
+        core.clear();
         put_head(&mut core, s)?;
         let arrays = self.put_arrays(&mut core, arrays)?;
         debug_assert_eq!(
@@ -1044,8 +1048,9 @@ impl IndexedWriter {
             s.loc_base,
             &runs,
             &core,
-        )?;
-        Ok((slot, runs, arrays))
+        );
+        self.core = core;
+        Ok((slot?, runs, arrays))
     }
 
     /// Copies an untouched session's entry from an earlier file of the chain without decoding
@@ -1075,7 +1080,8 @@ impl IndexedWriter {
             return Err("raw locations of another length than their count");
         }
         let runs = self.with_new_run(&[], count, pieces);
-        let mut core = Vec::with_capacity(parts.head.len() + parts.repair.len() + 64);
+        let mut core = std::mem::take(&mut self.core);
+        core.clear();
         core.extend_from_slice(parts.head);
         self.put_arrays(
             &mut core,
@@ -1095,7 +1101,9 @@ impl IndexedWriter {
             generation: self.generation,
             ..*slot
         };
-        self.put_entry(moved, loc_base, &runs, &core)
+        let slot = self.put_entry(moved, loc_base, &runs, &core);
+        self.core = core;
+        slot
     }
 
     /// Both arrays of an entry, into its `core`: each short one (no earlier runs, at most

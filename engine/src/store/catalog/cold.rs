@@ -174,14 +174,28 @@ impl Cold {
             .map_err(|_| holder.damaged(at as u64))
     }
 
-    /// The bytes of an array's values: in its entry, or its runs' (each checked).
+    /// The bytes of an array's values: in its entry (put in `one`), or its runs' (each
+    /// checked, put in `many`).
     ///
     /// # Errors
     /// As [`Cold::array_run`].
-    fn values<'a>(&'a self, a: &ArraySource<'a>) -> Result<Vec<&'a [u8]>> {
+    fn pieces<'a, 'b>(
+        &'a self,
+        a: &ArraySource<'a>,
+        one: &'b mut [&'a [u8]; 1],
+        many: &'b mut Vec<&'a [u8]>,
+    ) -> Result<&'b [&'a [u8]]> {
         match a {
-            ArraySource::Values(v) => Ok(vec![*v]),
-            ArraySource::Runs(a) => a.runs.iter().map(|r| self.array_run(r)).collect(),
+            ArraySource::Values(v) => {
+                one[0] = v;
+                Ok(&one[..])
+            }
+            ArraySource::Runs(a) => {
+                for r in &a.runs {
+                    many.push(self.array_run(r)?);
+                }
+                Ok(&many[..])
+            }
         }
     }
 
@@ -600,7 +614,12 @@ impl Cold {
         let (loc_base, runs, core) =
             split_entry(self.entry_bytes(&slot)?).map_err(|_| file.damaged(slot.entry_at))?;
         let parts = split_core(self.form, core).map_err(|_| file.damaged(slot.entry_at))?;
-        let (surface, turns) = (self.values(&parts.surface)?, self.values(&parts.turns)?);
+        // A short array's values are in the entry: one piece, no allocation (the usual case
+        // of a full checkpoint of many sessions).
+        let (mut held_s, mut held_t) = (Vec::new(), Vec::new());
+        let (mut one_s, mut one_t) = ([&[][..]], [&[][..]]);
+        let surface = self.pieces(&parts.surface, &mut one_s, &mut held_s)?;
+        let turns = self.pieces(&parts.turns, &mut one_t, &mut held_t)?;
         let mut pieces = Vec::with_capacity(runs.len());
         let mut count = 0;
         for run in &runs {
@@ -615,7 +634,7 @@ impl Cold {
             pieces.push(bytes);
             count += run.count;
         }
-        Ok(w.copy(&slot, loc_base, &parts, count, &pieces, &surface, &turns))
+        Ok(w.copy(&slot, loc_base, &parts, count, &pieces, surface, turns))
     }
 
     /// The slots not taken of the forks of `parent` (by its id hash: a fork of another parent
