@@ -1,4 +1,4 @@
-//! Body layout 4's index (`docs/FORMAT.md` §5.2): the slots in **pages** of up to
+//! The index of body layouts 4 and 5 (`docs/FORMAT.md` §5.3): the slots in **pages** of up to
 //! [`PAGE_MAX`], each page in the pages region of any file of the chain, named by a **page
 //! table** the newest file holds (in the part its header's CRC covers: each page's first id
 //! hash, first slot, file, place, slot count and CRC). A delta rewrites the pages a changed

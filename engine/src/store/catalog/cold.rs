@@ -80,7 +80,7 @@ pub(crate) struct Cold {
     /// once in place, so a listing after the first reads each entry without hashing it again
     /// (the CRCs were 37 % of a listing of 100,000 sessions, `docs/PERFORMANCE.md`).
     entries_checked: Vec<AtomicU64>,
-    /// The page the last slot read was in (layout 4): a walk over the slots finds each one's
+    /// The page the last slot read was in (layouts 4 and 5): a walk over the slots finds each one's
     /// page without a search.
     last_page: AtomicUsize,
 }
@@ -314,7 +314,7 @@ impl Cold {
         }
     }
 
-    /// Pages in the index (layout 4; 0 for layout 3).
+    /// Pages in the index (layouts 4 and 5; 0 for layout 3).
     pub(crate) fn pages(&self) -> usize {
         self.index().map_or(0, |f| match f.regions.shape {
             IndexShape::Pages => f.regions.blocks,

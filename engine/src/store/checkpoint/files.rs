@@ -91,7 +91,7 @@ pub(crate) enum CheckpointKind {
     Full,
 }
 
-/// An encoded body (layout 4) and where each session written into it now persists.
+/// An encoded body (layout 5) and where each session written into it now persists.
 pub(crate) struct Encoded {
     pub(crate) body: Vec<u8>,
     /// Sessions whose entry this body holds, with their slot and runs.

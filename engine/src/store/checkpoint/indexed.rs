@@ -8,8 +8,8 @@ use crate::store::catalog::cold::{Cold, ColdFile};
 use crate::store::catalog::entries::Entries;
 use crate::store::checkpoint::files::{BodyParts, LoadedBody, RestoreError};
 
-/// Gives an indexed chain (`bodies` oldest first, every one of layout 3, or every one of
-/// layout 4) to an empty catalog.
+/// Gives an indexed chain (`bodies` oldest first, every one of layout 3, 4 or
+/// 5) to an empty catalog.
 pub(super) fn apply(bodies: &[LoadedBody], catalog: &mut Entries) -> Result<(), RestoreError> {
     let files: BTreeMap<u64, ColdFile> = bodies
         .iter()

@@ -1,4 +1,4 @@
-//! A chosen chain applied to the catalog, by its body layout: a layout-3 or -4 chain through its
+//! A chosen chain applied to the catalog, by its body layout: a chain of layout 3, 4 or 5 through its
 //! newest index (`indexed.rs`), a layout-2 chain body by body (`files.rs`).
 
 use crate::store::catalog::entries::Entries;

@@ -1,4 +1,4 @@
-//! The index a checkpoint writes (`docs/FORMAT.md` §5.2, body layout 4): which pages of the
+//! The index a checkpoint writes (`docs/FORMAT.md` §5.3, body layouts 4 and 5): which pages of the
 //! previous index it names where they are and which it writes. A page is named as it is when
 //! every slot of it is untouched and no new slot falls in its range of id hashes; otherwise
 //! its untouched slots and the new ones in its range are written (split in two or more when
@@ -142,7 +142,7 @@ mod tests {
             let mut w = IndexedWriter::new(3);
             write_index(&mut w, old, fresh.clone(), |p| Ok(pages[p].clone())).unwrap().unwrap();
             let body = w.finish().unwrap();
-            let r = Regions::of(&body, BodyLayout::Paged).unwrap();
+            let r = Regions::of(&body, BodyLayout::CURRENT).unwrap();
             r.check_pages(&body).unwrap();
             let mut got = Vec::new();
             let mut carried = Vec::new();
