@@ -173,27 +173,32 @@ fn a_chain_of_deltas_then_a_replace_then_a_merge_reads_as_a_replay() {
     assert!(v.ok() && v.compared, "{v:?}");
 }
 
-#[test]
-fn a_damaged_run_of_an_earlier_file_is_refused_where_it_is() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), options()).unwrap();
+/// A store in `dir` of one session of 60 turns — past what an entry holds inline, so its
+/// arrays are in runs — checkpointed, one turn more and a delta naming the first file's runs,
+/// closed. Returns the first checkpoint's path and the session as read before the close.
+fn chain_of_two(dir: &Path) -> (std::path::PathBuf, String) {
+    let store = Store::open(dir, options()).unwrap();
     store
         .create_session(SessionHeader::new("s", 0), Vec::new())
         .unwrap();
-    // Past what an entry holds inline: the arrays are in runs.
     for n in 1..=60 {
         turn(&store, "s", n);
     }
     let first = store.checkpoint().unwrap().unwrap();
     turn(&store, "s", 61);
     store.checkpoint().unwrap().unwrap();
+    let read = format!("{:?}", dump_store(&store));
     store.close().unwrap();
-    drop(store);
+    let path = dir.join(format!("checkpoints/{:020}.ckpt", first.generation));
+    (path, read)
+}
+
+#[test]
+fn a_damaged_run_of_an_earlier_file_is_refused_where_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, _) = chain_of_two(dir.path());
     // The first file's runs region ends with the session's turn marks (120 values): change
     // the last byte of the last one, which only the delta's entry names now.
-    let path = dir
-        .path()
-        .join(format!("checkpoints/{:020}.ckpt", first.generation));
     let mut bytes = std::fs::read(&path).unwrap();
     let last = bytes.len() - 1;
     bytes[last] ^= 0x01;
@@ -202,10 +207,7 @@ fn a_damaged_run_of_an_earlier_file_is_refused_where_it_is() {
     match store.state("s") {
         Err(Error::Corruption { segment, kind, .. }) => {
             assert_eq!(kind, CorruptionKind::CheckpointEntry);
-            assert!(
-                segment.ends_with(&format!("{:020}.ckpt", first.generation)),
-                "{segment}"
-            );
+            assert!(path.ends_with(&segment), "{segment} names the damaged file");
         }
         other => panic!("the damaged run was read: {other:?}"),
     }
@@ -220,24 +222,9 @@ fn a_damaged_run_of_an_earlier_file_is_refused_where_it_is() {
 #[test]
 fn every_byte_of_the_array_runs_an_entry_names_changed_is_read_right_or_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), options()).unwrap();
-    store
-        .create_session(SessionHeader::new("s", 0), Vec::new())
-        .unwrap();
-    for n in 1..=60 {
-        turn(&store, "s", n);
-    }
-    let first = store.checkpoint().unwrap().unwrap();
-    turn(&store, "s", 61);
-    store.checkpoint().unwrap().unwrap();
-    let expected = format!("{:?}", dump_store(&store));
-    store.close().unwrap();
-    drop(store);
+    let (path, expected) = chain_of_two(dir.path());
     // The first file's runs region ends with the session's surface (60 seqs) and turn marks
     // (120), which the delta's entry names: every byte of them changed in turn.
-    let path = dir
-        .path()
-        .join(format!("checkpoints/{:020}.ckpt", first.generation));
     let original = std::fs::read(&path).unwrap();
     let arrays = (60 + 120) * 8;
     let (mut right, mut refused) = (0, 0);
