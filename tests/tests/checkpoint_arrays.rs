@@ -2,7 +2,8 @@
 //! `docs/FORMAT.md` §5.4): a delta after one turn appended to a session writes that turn's
 //! surface seq and turn marks and names the runs the chain holds for the rest — not the
 //! session's whole surface and turn marks, as layout 4 did — and a store opened from such
-//! a chain reads what a full replay of its log gives.
+//! a chain reads what a full replay of its log gives, also after any one storage operation
+//! of its appends, deltas and merge failed (EIO, a full disk, a short write).
 
 #![allow(
     clippy::unwrap_used,
@@ -10,6 +11,7 @@
     reason = "test helpers fail loudly"
 )]
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use sessdb::{
@@ -245,4 +247,175 @@ fn every_byte_of_the_array_runs_an_entry_names_changed_is_read_right_or_refused(
     std::fs::write(&path, &original).unwrap();
     // Each change is in bytes a CRC covers and the chain reads: every one is refused.
     assert_eq!((right, refused), (0, arrays), "read right / refused");
+}
+
+/// The crash test's options: durable appends, checkpoints only where it takes them, written
+/// inline and merged every third, no compaction (the Nth operation is the same in every run).
+fn crash_options() -> StoreOptions {
+    options()
+        .with_durability(sessdb::Durability::Sync)
+        .with_checkpoint_merge_every(3)
+        .with_compaction(None)
+}
+
+/// Turn `n` of `id` as one batch (one record): its start, a user message, its end.
+fn turn_batch(store: &Store, id: &str, n: u64) -> sessdb::Result<std::ops::Range<u64>> {
+    store.append_batch(
+        id,
+        vec![
+            Draft::log(LogType::TURN_START, p::turn_start(n)),
+            Draft::surface(
+                SurfaceType::UserMessage,
+                p::user_message(&format!("{id}{n}"), "user", "hi"),
+                SurfaceIntent::append(),
+            ),
+            Draft::log(LogType::TURN_END, p::turn_end(n)),
+        ],
+    )
+}
+
+/// The crash test's first part, never failed: two sessions of 40 turns (their arrays in runs)
+/// and one of two (inline), a full checkpoint, a turn more to each long one, a delta naming
+/// the first file's runs, closed.
+fn arrays_setup(storage: &sessdb::storage::CrashStorage) {
+    let store = Store::open_with(std::sync::Arc::new(storage.clone()), crash_options()).unwrap();
+    for (id, turns) in [("a", 40), ("b", 40), ("c", 2)] {
+        store
+            .create_session(SessionHeader::new(id, 0), Vec::new())
+            .unwrap();
+        for n in 1..=turns {
+            turn_batch(&store, id, n).unwrap();
+        }
+    }
+    assert!(store.checkpoint().unwrap().unwrap().full);
+    for id in ["a", "b"] {
+        turn_batch(&store, id, 41).unwrap();
+    }
+    assert!(!store.checkpoint().unwrap().unwrap().full);
+    store.close().unwrap();
+}
+
+/// The second part, on a reopen: four rounds of a turn to each long session and a checkpoint
+/// (deltas naming earlier runs, a merge), `b`'s whole surface replaced in the second (the
+/// next delta writes it whole) and one node of `a`'s in the third — each step tried even
+/// after one failed, as a caller that goes on would (a store that failed a write must refuse
+/// what follows, or write it right). Returns the events acknowledged per session.
+fn arrays_script(storage: &sessdb::storage::CrashStorage) -> BTreeMap<String, usize> {
+    let mut acked = BTreeMap::new();
+    let Ok(store) = Store::open_with(std::sync::Arc::new(storage.clone()), crash_options()) else {
+        return acked;
+    };
+    for round in 0..4u64 {
+        for id in ["a", "b"] {
+            if let Ok(seqs) = turn_batch(&store, id, 42 + round) {
+                *acked.entry(id.to_owned()).or_insert(0) += seqs.count();
+            }
+        }
+        if round == 1 || round == 2 {
+            let id = if round == 1 { "b" } else { "a" };
+            if let Ok(mut surface) = store.surface(id) {
+                if round == 2 {
+                    surface = vec![surface[surface.len() / 2]];
+                }
+                let (first, last) = (surface[0], surface[surface.len() - 1]);
+                let replace = Draft::surface(
+                    SurfaceType::UserMessage,
+                    p::user_message(&format!("r{round}"), "compaction", "so far"),
+                    SurfaceIntent::replace(first..=last).with_sources(surface),
+                );
+                if store.append(id, replace).is_ok() {
+                    *acked.entry(id.to_owned()).or_insert(0) += 1;
+                }
+            }
+        }
+        let _ = store.checkpoint();
+    }
+    let _ = store.close();
+    acked
+}
+
+/// Every storage operation of the second part failed in turn, as `fault`: the store, powered
+/// off and reopened from what its chain says, reads as a full replay of its log does; each
+/// session is a prefix of the full run's, keeps every event acknowledged, and the untouched
+/// one is as it was.
+fn arrays_at_every_failure_point(fault: sessdb::storage::Fault) {
+    use sessdb::storage::{CrashStorage, Storage};
+    use std::sync::Arc;
+    let events = |d: &sessdb_tests::StoreDump| -> BTreeMap<String, Vec<Vec<u8>>> {
+        d.iter().map(|(id, e, _)| (id.clone(), e.clone())).collect()
+    };
+    let storage = CrashStorage::new();
+    arrays_setup(&storage);
+    let setup_ops = storage.ops();
+    let before = events(&dump_store(
+        &Store::open_with(Arc::new(storage.crash()), crash_options()).unwrap(),
+    ));
+    arrays_script(&storage);
+    let total = storage.ops();
+    let full = events(&dump_store(
+        &Store::open_with(Arc::new(storage.crash()), crash_options()).unwrap(),
+    ));
+    assert!(total > setup_ops + 30, "{setup_ops} then {total}");
+    let mut acked_somewhere = 0;
+    for n in setup_ops + 1..=total {
+        let storage = CrashStorage::new();
+        arrays_setup(&storage);
+        assert_eq!(storage.ops(), setup_ops, "the setup is deterministic");
+        storage.fail_at_with(n, fault);
+        let acked = arrays_script(&storage);
+        let image: Arc<dyn Storage> = Arc::new(storage.crash());
+        let recovered = Store::open_with(Arc::clone(&image), crash_options())
+            .unwrap_or_else(|e| panic!("fail at op {n}: reopen: {e}"));
+        let from_chain = dump_store(&recovered);
+        drop(recovered);
+        let replayed = Store::open_with(
+            Arc::clone(&image),
+            crash_options().with_ignore_checkpoints(true),
+        )
+        .unwrap();
+        assert_eq!(
+            format!("{from_chain:?}"),
+            format!("{:?}", dump_store(&replayed)),
+            "fail at op {n}: the chain reads otherwise than a replay"
+        );
+        drop(replayed);
+        let got = events(&from_chain);
+        for (id, events) in &got {
+            let expected = &full[id];
+            assert!(
+                events.len() <= expected.len() && events[..] == expected[..events.len()],
+                "fail at op {n}: {id} is not a prefix"
+            );
+        }
+        assert_eq!(got["c"], before["c"], "fail at op {n}: untouched c changed");
+        for (id, count) in &acked {
+            assert!(
+                got[id].len() >= before[id].len() + count,
+                "fail at op {n}: {id} lost acknowledged events"
+            );
+            acked_somewhere += count;
+        }
+        let v = sessdb::store::verify(image).unwrap();
+        assert!(v.ok(), "fail at op {n}: {v:?}");
+    }
+    assert!(acked_somewhere > 0);
+    eprintln!(
+        "{fault:?}: a failure at each of {} operations after {setup_ops}, reopened",
+        total - setup_ops
+    );
+}
+
+#[test]
+fn arrays_in_runs_survive_an_eio_at_every_point() {
+    arrays_at_every_failure_point(sessdb::storage::Fault::Eio);
+}
+
+#[test]
+fn arrays_in_runs_survive_a_full_disk_at_every_point() {
+    arrays_at_every_failure_point(sessdb::storage::Fault::NoSpace);
+}
+
+#[test]
+fn arrays_in_runs_survive_a_short_write_at_every_point() {
+    arrays_at_every_failure_point(sessdb::storage::Fault::ShortWrite);
 }
