@@ -380,6 +380,11 @@ fn arrays_at_every_failure_point(fault: sessdb::storage::Fault) {
         );
         drop(replayed);
         let got = events(&from_chain);
+        assert!(
+            got.keys().eq(before.keys()),
+            "fail at op {n}: the sessions {:?}",
+            got.keys()
+        );
         for (id, events) in &got {
             let expected = &full[id];
             assert!(
